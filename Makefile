@@ -1,0 +1,39 @@
+# corpus-dedup: the two commands users need are `make dedup INPUT=...` and `make test`.
+# One cargo profile (release) serves build, tests and benchmarks, so polars compiles once.
+
+CARGO_TARGET_DIR ?= $(HOME)/.cache/corpus-dedup-target
+export CARGO_TARGET_DIR
+CARGO ?= cargo
+BIN := $(CARGO_TARGET_DIR)/release/corpus-dedup
+GEN := $(CARGO_TARGET_DIR)/release/gen-corpus
+
+INPUT ?= data-samples/*.parquet
+OUTPUT ?= out
+ARGS ?=
+
+.PHONY: build dedup test samples bench clean-out
+
+build:
+	$(CARGO) build --release --locked --bins
+
+## make dedup INPUT='dir/*.parquet' [OUTPUT=out] [ARGS='--threshold 0.85']
+## Several globs: INPUT='a/*.parquet b/*.parquet'.
+dedup: build
+	$(BIN) run $(foreach i,$(INPUT),--input '$(i)') --output '$(OUTPUT)' $(ARGS)
+
+test:
+	$(CARGO) test --release --locked
+
+## Regenerates data-samples/ deterministically (English, Chinese, mixed shards).
+samples: build
+	rm -f data-samples/*.parquet
+	$(GEN) --out data-samples --docs 240 --lang en --seed 11 --name en
+	$(GEN) --out data-samples --docs 200 --lang zh --seed 12 --name zh
+	$(GEN) --out data-samples --docs 160 --lang mixed --seed 13 --name mixed
+
+## Speed, memory and quality on the development corpus (../shared/corpus) with --threads 1.
+bench: build
+	bash benches/run.sh
+
+clean-out:
+	rm -rf out

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# make bench: end-to-end speed, memory and quality of corpus-dedup on the development corpus
+# (../shared/corpus/dev-small), one thread pinned to one core, then two threads.
+# Writes benches/results/latest.md (quoted in README) and prints it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CORPUS=${CORPUS:-../shared/corpus/dev-small}
+BIN=${CARGO_TARGET_DIR:-$HOME/.cache/corpus-dedup-target}/release/corpus-dedup
+[ -d "$CORPUS" ] || { echo "bench: corpus $CORPUS not found (set CORPUS=dir)"; exit 1; }
+[ -x "$BIN" ] || { echo "bench: $BIN not built (make build)"; exit 1; }
+PY=$(../shared/corpus/tools/setup.sh)
+work=${TMPDIR:-/tmp}/corpus-dedup-bench
+rm -rf "$work"; mkdir -p "$work" benches/results
+bytes=$(cat "$CORPUS/bytes.txt" 2>/dev/null || echo 0)
+docs=$(cat "$CORPUS/docs.txt" 2>/dev/null || echo 0)
+out=benches/results/latest.md
+{
+  echo "# corpus-dedup benchmark ($(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))"
+  echo
+  echo "Corpus: $CORPUS ($docs docs, $bytes bytes of text). Command: make bench"
+  echo
+  echo "| run | wall s | CPU s | docs/s | MB/s | MB/s per core | peak RSS MiB | doc recall | doc precision | recall en | recall zh |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+} > "$out"
+run() { # name, cores, args...
+  local name=$1 cores=$2; shift 2
+  local o="$work/$name"
+  /usr/bin/time -f '%e %U %S %M' -o "$work/$name.time" taskset -c "$cores" "$BIN" run --quiet --input "$CORPUS/shard-*.parquet" --output "$o" "$@" > /dev/null
+  read -r wall user sys rss < "$work/$name.time"
+  local score; score=$("$PY" ../shared/corpus/tools/score_manifest.py "$CORPUS" "$o" | tail -1)
+  local r p en zh
+  r=$(sed -n 's/.*doc_recall=\([^ ]*\).*/\1/p' <<< "$score"); p=$(sed -n 's/.*doc_precision=\([^ ]*\).*/\1/p' <<< "$score")
+  en=$(sed -n 's/.* en=\([^ ]*\).*/\1/p' <<< "$score"); zh=$(sed -n 's/.* zh=\([^ ]*\).*/\1/p' <<< "$score")
+  local ncores; ncores=$(awk -F, '{print NF}' <<< "$cores")
+  python3 - "$name" "$wall" "$user" "$sys" "$rss" "$docs" "$bytes" "$ncores" "$r" "$p" "$en" "$zh" >> "$out" <<'PY'
+import sys
+name, wall, user, sys_, rss, docs, nbytes, ncores, r, p, en, zh = sys.argv[1:]
+wall = float(wall); cpu = float(user) + float(sys_); mb = int(nbytes) / 1e6
+print(f"| {name} | {wall:.2f} | {cpu:.2f} | {int(docs)/wall:,.0f} | {mb/wall:.1f} | {mb/wall/int(ncores):.1f} | {int(rss)/1024:.0f} | {r} | {p} | {en} | {zh} |")
+PY
+}
+run "threads=1 (default, chars)" 0 --threads 1
+run "threads=2" 0,1 --threads 2
+run "threads=1 --tokenizer jieba" 0 --threads 1 --tokenizer jieba
+run "threads=1 --verify estimate" 0 --threads 1 --verify estimate
+cat "$out"

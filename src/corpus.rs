@@ -1,0 +1,91 @@
+//! The corpus: all input shards in order, with a dense global document index.
+//!
+//! Document `d` is row `d - start[s]` of shard `s`, where `start` holds the prefix sums of the
+//! shards' row counts. The hot stages work on these u32 indices, never on id strings.
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::io::input::{read_shard, Shard};
+
+/// All shards of one run.
+pub struct Corpus {
+    /// Shards in sorted file order.
+    pub shards: Vec<Shard>,
+    /// `starts[s]` is the global index of shard `s`'s first row; the last entry is the total.
+    starts: Vec<usize>,
+}
+
+impl Corpus {
+    /// Reads every shard; `on_shard` is called after each (for progress).
+    pub fn load(files: &[String], cfg: &Config, mut on_shard: impl FnMut(&Shard)) -> Result<Corpus> {
+        let mut shards = Vec::with_capacity(files.len());
+        let mut starts = vec![0usize];
+        for f in files {
+            let shard = read_shard(f, cfg)?;
+            on_shard(&shard);
+            starts.push(starts[starts.len() - 1] + shard.len());
+            shards.push(shard);
+        }
+        let total = starts[starts.len() - 1];
+        if total >= u32::MAX as usize {
+            return Err(Error::TooManyDocuments(total as u64));
+        }
+        Ok(Corpus { shards, starts })
+    }
+
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.starts[self.starts.len() - 1]
+    }
+
+    /// True when no shard has a row.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Global index of shard `s`'s first document.
+    pub fn start(&self, s: usize) -> usize {
+        self.starts[s]
+    }
+
+    /// (shard, row) of document `doc`.
+    pub fn locate(&self, doc: u32) -> (usize, usize) {
+        let d = doc as usize;
+        let s = self.starts.partition_point(|&st| st <= d) - 1;
+        (s, d - self.starts[s])
+    }
+
+    /// The text of a document (None for a null text).
+    pub fn text(&self, doc: u32) -> Option<&str> {
+        let (s, r) = self.locate(doc);
+        self.shards[s].text.get(r)
+    }
+
+    /// The id of a document: its id-column value, or `file:row` when the shard has no id column
+    /// (or the value is null).
+    pub fn id(&self, doc: u32) -> String {
+        let (s, r) = self.locate(doc);
+        let shard = &self.shards[s];
+        match shard.id.as_ref().and_then(|c| c.get(r)) {
+            Some(id) => id.to_string(),
+            None => format!("{}:{}", shard.file, r),
+        }
+    }
+
+    /// Fails on the first id that occurs twice (unless allowed), naming both places.
+    pub fn check_unique_ids(&self) -> Result<()> {
+        let mut seen: ahash::AHashMap<String, u32> = ahash::AHashMap::with_capacity(self.len());
+        for doc in 0..self.len() as u32 {
+            let id = self.id(doc);
+            if let Some(&first) = seen.get(&id) {
+                let place = |d: u32| {
+                    let (s, r) = self.locate(d);
+                    format!("{} row {}", self.shards[s].file, r)
+                };
+                return Err(Error::DuplicateId { id, first: place(first), second: place(doc) });
+            }
+            seen.insert(id, doc);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,55 @@
+//! Library error type. Every variant names the file, column or value at fault and says what to do,
+//! because the message is what a user sees at the end of a failed nightly run.
+
+use std::path::PathBuf;
+
+/// Errors the library returns; the binary adds context with `anyhow` and prints one paragraph.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A configuration value is outside its valid range or inconsistent with another one.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+
+    /// The configuration file could not be read or parsed.
+    #[error("cannot read config file {path}: {msg}")]
+    ConfigFile { path: PathBuf, msg: String },
+
+    /// An input glob matched nothing.
+    #[error("input '{0}' matches no file; check the path/glob (quote it so the shell does not expand it) and that the files exist")]
+    NoInput(String),
+
+    /// An input glob pattern is malformed.
+    #[error("input '{pattern}' is not a valid glob: {msg}")]
+    BadGlob { pattern: String, msg: String },
+
+    /// A shard could not be read as Parquet (not Parquet, truncated, corrupt, unreadable).
+    #[error("cannot read Parquet file '{file}': {msg}. Check that the file is a complete Parquet file (re-copy it if it was truncated) or remove it from the input")]
+    Parquet { file: String, msg: String },
+
+    /// A required column is missing from a shard.
+    #[error("file '{file}' has no column '{column}' (its columns are: {available}); pass the right name with --{flag}")]
+    MissingColumn { file: String, column: String, available: String, flag: &'static str },
+
+    /// A column has a type the job cannot use.
+    #[error("column '{column}' in file '{file}' has type {found}, expected {expected}; {hint}")]
+    ColumnType { file: String, column: String, found: String, expected: &'static str, hint: &'static str },
+
+    /// The same document id occurs more than once.
+    #[error("duplicate id '{id}': first at {first}, again at {second}. Ids must be unique so the manifest's duplicate_of is unambiguous; fix the input, choose another --id-column, or pass --allow-duplicate-ids (then duplicate_of may name either copy)")]
+    DuplicateId { id: String, first: String, second: String },
+
+    /// Writing an output failed.
+    #[error("cannot write output '{path}': {msg}. Check that the output directory is writable and has free space")]
+    Output { path: String, msg: String },
+
+    /// An error from polars that is not tied to a single input file.
+    #[error("dataframe error in stage {stage}: {source}")]
+    Polars { stage: &'static str, #[source] source: polars::error::PolarsError },
+
+    /// The corpus has more documents than the 32-bit document index supports.
+    #[error("the input has {0} documents; this version supports at most 4,294,967,294 per run: split the input into several runs")]
+    TooManyDocuments(u64),
+}
+
+/// Result alias for the library.
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,165 @@
+//! Input: expanding globs into a sorted list of shards and reading a shard's columns with polars.
+//!
+//! Invariant: the shard list is sorted and free of repeats, so the global document index (shard
+//! order, then row order) is the same on every run over the same files.
+
+use polars::prelude::*;
+
+use crate::config::{Config, Keep};
+use crate::error::{Error, Result};
+
+/// Expands each input pattern (a local path or glob) into files; the union, sorted and deduplicated.
+/// Every pattern must match at least one file.
+pub fn expand_inputs(patterns: &[String]) -> Result<Vec<String>> {
+    let mut files = Vec::new();
+    for pattern in patterns {
+        if pattern.contains("://") {
+            return Err(Error::Config(format!(
+                "input '{pattern}': object-store URLs are not supported by this version (only local paths); copy the shards to local disk first"
+            )));
+        }
+        let before = files.len();
+        if pattern.contains(['*', '?', '[']) {
+            let paths = glob::glob(pattern)
+                .map_err(|e| Error::BadGlob { pattern: pattern.clone(), msg: e.to_string() })?;
+            for p in paths {
+                let p = p.map_err(|e| Error::Parquet { file: e.path().display().to_string(), msg: e.error().to_string() })?;
+                if p.is_file() {
+                    files.push(p.to_string_lossy().into_owned());
+                }
+            }
+        } else if std::path::Path::new(pattern).is_file() {
+            files.push(pattern.clone());
+        }
+        if files.len() == before {
+            return Err(Error::NoInput(pattern.clone()));
+        }
+    }
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
+/// The columns of one shard that the pipeline uses, each as one contiguous chunk.
+pub struct Shard {
+    /// The file, as given.
+    pub file: String,
+    /// Text column (nulls allowed).
+    pub text: StringChunked,
+    /// Id column cast to strings, if the shard has one.
+    pub id: Option<StringChunked>,
+    /// Priority column for `--keep COLUMN`, cast to f64.
+    pub priority: Option<Float64Chunked>,
+}
+
+impl Shard {
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.text.len()
+    }
+
+    /// True for a shard without rows.
+    pub fn is_empty(&self) -> bool {
+        self.text.len() == 0
+    }
+}
+
+fn parquet_err(file: &str, e: PolarsError) -> Error {
+    Error::Parquet { file: file.to_string(), msg: e.to_string() }
+}
+
+fn column_list(schema: &Schema) -> String {
+    schema.iter_names().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+/// Reads the text, id and priority columns of one Parquet shard, checking names and types.
+pub fn read_shard(file: &str, cfg: &Config) -> Result<Shard> {
+    let mut lf = LazyFrame::scan_parquet(PlRefPath::new(file), ScanArgsParquet::default())
+        .map_err(|e| parquet_err(file, e))?;
+    let schema = lf.collect_schema().map_err(|e| parquet_err(file, e))?;
+
+    let text_dtype = schema.get(&cfg.text_column).ok_or_else(|| Error::MissingColumn {
+        file: file.to_string(),
+        column: cfg.text_column.clone(),
+        available: column_list(&schema),
+        flag: "text-column",
+    })?;
+    if *text_dtype != DataType::String {
+        return Err(Error::ColumnType {
+            file: file.to_string(),
+            column: cfg.text_column.clone(),
+            found: text_dtype.to_string(),
+            expected: "string (utf8)",
+            hint: "store the text as a UTF-8 string column, or name the right column with --text-column",
+        });
+    }
+    let mut select = vec![col(cfg.text_column.as_str())];
+
+    let has_id = match schema.get(&cfg.id_column) {
+        Some(dt) if dt.is_string() || dt.is_integer() => true,
+        Some(dt) => {
+            return Err(Error::ColumnType {
+                file: file.to_string(),
+                column: cfg.id_column.clone(),
+                found: dt.to_string(),
+                expected: "string or integer",
+                hint: "choose another column with --id-column",
+            })
+        }
+        None if cfg.id_column_explicit => {
+            return Err(Error::MissingColumn {
+                file: file.to_string(),
+                column: cfg.id_column.clone(),
+                available: column_list(&schema),
+                flag: "id-column",
+            })
+        }
+        None => false,
+    };
+    if has_id {
+        select.push(col(cfg.id_column.as_str()).cast(DataType::String));
+    }
+
+    let priority_column = match &cfg.keep {
+        Keep::Column(c) => Some(c.as_str()),
+        _ => None,
+    };
+    if let Some(pc) = priority_column {
+        match schema.get(pc) {
+            Some(dt) if dt.is_primitive_numeric() || dt.is_bool() => {
+                select.push(col(pc).cast(DataType::Float64));
+            }
+            Some(dt) => {
+                return Err(Error::ColumnType {
+                    file: file.to_string(),
+                    column: pc.to_string(),
+                    found: dt.to_string(),
+                    expected: "numeric (the largest value is kept)",
+                    hint: "--keep takes first, longest, or a numeric priority column",
+                })
+            }
+            None => {
+                return Err(Error::MissingColumn {
+                    file: file.to_string(),
+                    column: pc.to_string(),
+                    available: column_list(&schema),
+                    flag: "keep",
+                })
+            }
+        }
+    }
+
+    let df = lf.select(select).collect().map_err(|e| parquet_err(file, e))?;
+    let pe = |e| parquet_err(file, e);
+    let text = df.column(&cfg.text_column).map_err(pe)?.str().map_err(pe)?.rechunk().into_owned();
+    let id = if has_id {
+        Some(df.column(&cfg.id_column).map_err(pe)?.str().map_err(pe)?.rechunk().into_owned())
+    } else {
+        None
+    };
+    let priority = match priority_column {
+        Some(pc) => Some(df.column(pc).map_err(pe)?.f64().map_err(pe)?.rechunk().into_owned()),
+        None => None,
+    };
+    Ok(Shard { file: file.to_string(), text, id, priority })
+}

@@ -1,0 +1,4 @@
+//! Reading shards and writing outputs.
+
+pub mod input;
+pub mod output;

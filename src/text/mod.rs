@@ -1,0 +1,5 @@
+//! Text handling: normalisation, tokenisation, and shingling into 64-bit hash sets.
+
+pub mod normalize;
+pub mod shingle;
+pub mod tokenize;

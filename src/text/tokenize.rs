@@ -1,0 +1,137 @@
+//! Tokenisation of normalised text into words, with per-script handling of CJK.
+//!
+//! Space-delimited scripts split on whitespace. CJK text has no spaces, so a run of CJK characters
+//! inside a whitespace-delimited word is split further, depending on the tokenizer:
+//! - `Words`: no further split (a Chinese sentence is one token; cheap, poor for Chinese);
+//! - `Chars`: every ideograph, kana or hangul character is its own token;
+//! - `Jieba`: runs of Han ideographs are segmented into words by jieba-rs (dictionary loaded once
+//!   per process); kana and hangul stay one token per character.
+//!
+//! Tokens are emitted through a callback as slices of the input: no allocation per token.
+
+use std::sync::OnceLock;
+
+use jieba_rs::Jieba;
+
+use crate::config::Tokenizer;
+
+/// True for CJK ideographs (Han), kana and hangul syllables: the characters that are their own
+/// tokens under `Chars` (ranges as in the corpus' canonical tokenizer).
+#[inline]
+pub fn is_cjk(c: char) -> bool {
+    matches!(c as u32, 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0xAC00..=0xD7AF)
+}
+
+/// True for Han ideographs (the characters jieba segments).
+#[inline]
+pub fn is_han(c: char) -> bool {
+    matches!(c as u32, 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF)
+}
+
+/// The process-wide jieba segmenter (loading its dictionary takes ~0.15 s, so it is done once and
+/// only when a Han run is first seen).
+pub fn jieba() -> &'static Jieba {
+    static JIEBA: OnceLock<Jieba> = OnceLock::new();
+    JIEBA.get_or_init(Jieba::new)
+}
+
+/// Calls `emit` for each token of normalised `text`, in order.
+pub fn tokenize<'a>(text: &'a str, tokenizer: Tokenizer, mut emit: impl FnMut(&'a str)) {
+    for word in text.split_whitespace() {
+        if tokenizer == Tokenizer::Words || word.is_ascii() {
+            emit(word);
+            continue;
+        }
+        split_cjk(word, tokenizer, &mut emit);
+    }
+}
+
+/// Splits one whitespace-free word into non-CJK runs and CJK tokens.
+fn split_cjk<'a>(word: &'a str, tokenizer: Tokenizer, emit: &mut impl FnMut(&'a str)) {
+    let use_jieba = tokenizer == Tokenizer::Jieba;
+    let mut start = 0; // start of the pending non-CJK run
+    let mut iter = word.char_indices().peekable();
+    while let Some((i, c)) = iter.next() {
+        if !is_cjk(c) {
+            continue;
+        }
+        if start < i {
+            emit(&word[start..i]);
+        }
+        if use_jieba && is_han(c) {
+            let mut end = i + c.len_utf8();
+            while let Some(&(j, d)) = iter.peek() {
+                if !is_han(d) {
+                    break;
+                }
+                end = j + d.len_utf8();
+                iter.next();
+            }
+            for w in jieba().cut(&word[i..end], false) {
+                emit(w.word);
+            }
+            start = end;
+        } else {
+            let end = i + c.len_utf8();
+            emit(&word[i..end]);
+            start = end;
+        }
+    }
+    if start < word.len() {
+        emit(&word[start..]);
+    }
+}
+
+/// Convenience: collects the tokens of `text` into owned strings.
+pub fn tokens(text: &str, tokenizer: Tokenizer) -> Vec<String> {
+    let mut v = Vec::new();
+    tokenize(text, tokenizer, |t| v.push(t.to_string()));
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::normalize::normalize;
+
+    fn toks(s: &str, t: Tokenizer) -> Vec<String> {
+        tokens(&normalize(s), t)
+    }
+
+    #[test]
+    fn english_words() {
+        assert_eq!(toks("The quick, brown fox.", Tokenizer::Chars), ["the", "quick", "brown", "fox"]);
+        assert_eq!(toks("The quick, brown fox.", Tokenizer::Jieba), ["the", "quick", "brown", "fox"]);
+    }
+
+    #[test]
+    fn chinese_chars() {
+        assert_eq!(toks("我们中出了一个叛徒", Tokenizer::Chars), ["我", "们", "中", "出", "了", "一", "个", "叛", "徒"]);
+        assert_eq!(toks("我们中出了一个叛徒", Tokenizer::Words), ["我们中出了一个叛徒"]);
+    }
+
+    #[test]
+    fn chinese_jieba() {
+        let t = toks("我们中出了一个叛徒", Tokenizer::Jieba);
+        assert_eq!(t.concat(), "我们中出了一个叛徒");
+        assert!(t.len() < 9 && t.len() > 1, "{t:?}");
+        assert!(t.contains(&"我们".to_string()) && t.contains(&"叛徒".to_string()), "{t:?}");
+    }
+
+    #[test]
+    fn mixed_script() {
+        assert_eq!(toks("用Rust写的工具v2", Tokenizer::Chars), ["用", "rust", "写", "的", "工", "具", "v2"]);
+        let j = toks("用Rust写的工具v2", Tokenizer::Jieba);
+        assert_eq!(j.first().map(String::as_str), Some("用"));
+        assert!(j.contains(&"rust".to_string()) && j.contains(&"工具".to_string()), "{j:?}");
+        assert_eq!(j.last().map(String::as_str), Some("v2"));
+        // Kana and hangul are one token per character in both modes.
+        assert_eq!(toks("カナ한국", Tokenizer::Jieba), ["カ", "ナ", "한", "국"]);
+    }
+
+    #[test]
+    fn empty_and_whitespace() {
+        assert!(toks("", Tokenizer::Chars).is_empty());
+        assert!(toks(" \n\t ,,, ", Tokenizer::Jieba).is_empty());
+    }
+}

@@ -1,0 +1,137 @@
+//! Helpers shared by the end-to-end tests: temporary directories, writing shards, running the
+//! binary, reading the manifest, and exact ground truth by brute force.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use polars::prelude::*;
+
+use corpus_dedup::config::Tokenizer;
+use corpus_dedup::io::output::write_parquet_atomic;
+use corpus_dedup::stages::cluster::UnionFind;
+use corpus_dedup::synth::Doc;
+use corpus_dedup::text::shingle::{jaccard, shingle_set, Scratch};
+
+/// A fresh, empty directory for one test.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("corpus-dedup-tests").join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Writes a DataFrame as a Parquet file.
+pub fn write_df(path: &Path, mut df: DataFrame) {
+    write_parquet_atomic(path, &mut df, vec![]).unwrap();
+}
+
+/// Writes generated documents as a shard with id and text columns.
+pub fn write_docs(path: &Path, docs: &[Doc]) {
+    let id: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
+    let text: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
+    write_df(path, DataFrame::new(docs.len(), vec![Column::new("id".into(), id), Column::new("text".into(), text)]).unwrap());
+}
+
+/// Runs `corpus-dedup` with the given arguments.
+pub fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_corpus-dedup")).args(args).output().unwrap()
+}
+
+/// Runs `corpus-dedup run --quiet --input GLOB --output OUT EXTRA...` and asserts success.
+pub fn run_ok(input: &str, out: &Path, extra: &[&str]) -> Output {
+    let out_s = out.to_str().unwrap();
+    let mut args = vec!["run", "--quiet", "--input", input, "--output", out_s];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    assert!(o.status.success(), "run failed: {}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
+/// Reads a Parquet file into a DataFrame.
+pub fn read_df(path: &Path) -> DataFrame {
+    LazyFrame::scan_parquet(PlRefPath::new(path.to_str().unwrap()), ScanArgsParquet::default()).unwrap().collect().unwrap()
+}
+
+/// The manifest as plain rows.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub id: String,
+    pub file: String,
+    pub row: u64,
+    pub keep: bool,
+    pub cluster_id: Option<u64>,
+    pub duplicate_of: Option<String>,
+    pub similarity: Option<f32>,
+}
+
+/// Reads `DIR/manifest.parquet` into rows.
+pub fn manifest(dir: &Path) -> Vec<Row> {
+    let df = read_df(&dir.join("manifest.parquet"));
+    let id = df.column("id").unwrap().str().unwrap().clone();
+    let file = df.column("file").unwrap().str().unwrap().clone();
+    let row = df.column("row").unwrap().u64().unwrap().clone();
+    let keep = df.column("keep").unwrap().bool().unwrap().clone();
+    let cl = df.column("cluster_id").unwrap().u64().unwrap().clone();
+    let dup = df.column("duplicate_of").unwrap().str().unwrap().clone();
+    let sim = df.column("similarity").unwrap().f32().unwrap().clone();
+    (0..df.height())
+        .map(|i| Row {
+            id: id.get(i).unwrap().to_string(),
+            file: file.get(i).unwrap().to_string(),
+            row: row.get(i).unwrap(),
+            keep: keep.get(i).unwrap(),
+            cluster_id: cl.get(i),
+            duplicate_of: dup.get(i).map(str::to_string),
+            similarity: sim.get(i),
+        })
+        .collect()
+}
+
+/// Reads `DIR/summary.json`.
+pub fn summary(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+/// Exact ground truth by brute force: the components of the graph of pairs with Jaccard >= t
+/// over word 5-gram shingles (CJK characters as tokens), as a component id per document.
+pub fn truth_components(texts: &[&str], t: f64) -> Vec<u32> {
+    let mut scratch = Scratch::default();
+    let sets: Vec<Vec<u64>> = texts
+        .iter()
+        .map(|x| {
+            let mut s = Vec::new();
+            shingle_set(x, Tokenizer::Chars, 5, &mut scratch, &mut s);
+            s
+        })
+        .collect();
+    let mut uf = UnionFind::new(texts.len());
+    for i in 0..sets.len() {
+        for j in i + 1..sets.len() {
+            if !sets[i].is_empty() && !sets[j].is_empty() && jaccard(&sets[i], &sets[j]) >= t {
+                uf.union(i as u32, j as u32);
+            }
+        }
+    }
+    (0..texts.len() as u32).map(|d| uf.find(d)).collect()
+}
+
+/// Document-level recall and precision as the corpus scorer defines them: a component of size k
+/// should lose k - 1 documents; credit per component is min(k - 1, dropped in it). Component ids
+/// may be any u32 (not necessarily below `truth.len()`).
+pub fn doc_scores(truth: &[u32], dropped: &[bool]) -> (f64, f64) {
+    let n = truth.len();
+    let ids = truth.iter().map(|&t| t as usize + 1).max().unwrap_or(0);
+    let mut size = vec![0u64; ids];
+    let mut dropped_in = vec![0u64; ids];
+    for d in 0..n {
+        size[truth[d] as usize] += 1;
+        if dropped[d] {
+            dropped_in[truth[d] as usize] += 1;
+        }
+    }
+    let should: u64 = size.iter().map(|&k| k.saturating_sub(1)).sum();
+    let credit: u64 = (0..ids).map(|c| dropped_in[c].min(size[c].saturating_sub(1))).sum();
+    let total_dropped = dropped.iter().filter(|&&x| x).count() as u64;
+    (credit as f64 / should.max(1) as f64, credit as f64 / total_dropped.max(1) as f64)
+}

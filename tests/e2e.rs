@@ -1,0 +1,223 @@
+//! End-to-end tests: the binary on generated corpora with known duplicates.
+
+mod common;
+
+use common::*;
+use corpus_dedup::synth::{generate, Lang};
+use polars::prelude::*;
+
+/// Writes an English, a Chinese and a mixed shard; returns the glob and all documents in
+/// manifest order (files sorted by name).
+fn three_shards(dir: &std::path::Path) -> (String, Vec<corpus_dedup::synth::Doc>) {
+    let en = generate(160, Lang::En, 21, "en");
+    let mixed = generate(120, Lang::Mixed, 23, "mx");
+    let zh = generate(140, Lang::Zh, 22, "zh");
+    write_docs(&dir.join("a-en.parquet"), &en);
+    write_docs(&dir.join("b-mixed.parquet"), &mixed);
+    write_docs(&dir.join("c-zh.parquet"), &zh);
+    let all = en.into_iter().chain(mixed).chain(zh).collect();
+    (format!("{}/*.parquet", dir.display()), all)
+}
+
+#[test]
+fn finds_planted_duplicates_with_high_recall_and_precision() {
+    let dir = temp_dir("quality");
+    let (glob, docs) = three_shards(&dir);
+    let out = dir.join("out");
+    run_ok(&glob, &out, &[]);
+    let rows = manifest(&out);
+    assert_eq!(rows.len(), docs.len(), "one manifest row per input row");
+    for (r, d) in rows.iter().zip(&docs) {
+        assert_eq!(r.id, d.id, "manifest rows follow input order");
+    }
+    let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
+    let truth = truth_components(&texts, 0.8);
+    let dropped: Vec<bool> = rows.iter().map(|r| !r.keep).collect();
+    let (recall, precision) = doc_scores(&truth, &dropped);
+    let should: usize = {
+        let mut c = std::collections::HashMap::new();
+        truth.iter().for_each(|&t| *c.entry(t).or_insert(0usize) += 1);
+        c.values().map(|k| k - 1).sum()
+    };
+    assert!(should > 60, "the generator must plant duplicates (found {should})");
+    assert!(recall >= 0.95, "recall {recall}");
+    assert!(precision >= 0.99, "precision {precision}");
+
+    // Every dropped row points at a kept row of the same cluster with similarity >= threshold.
+    let by_id: std::collections::HashMap<&str, &Row> = rows.iter().map(|r| (r.id.as_str(), r)).collect();
+    for r in rows.iter().filter(|r| !r.keep) {
+        let k = by_id[r.duplicate_of.as_deref().unwrap()];
+        assert!(k.keep);
+        assert_eq!(k.cluster_id, r.cluster_id);
+        assert!(r.cluster_id.is_some());
+        let s = r.similarity.unwrap();
+        assert!((0.0..=1.0).contains(&s));
+    }
+    for r in rows.iter().filter(|r| r.keep) {
+        assert!(r.duplicate_of.is_none() && r.similarity.is_none());
+    }
+    let s = summary(&out);
+    assert_eq!(s["documents_in"], docs.len() as u64);
+    assert_eq!(s["documents_dropped"], dropped.iter().filter(|&&d| d).count() as u64);
+}
+
+#[test]
+fn manifest_is_byte_identical_across_threads_and_reruns() {
+    let dir = temp_dir("determinism");
+    let (glob, _) = three_shards(&dir);
+    let mut bytes = Vec::new();
+    for (name, threads) in [("t1", "1"), ("t2", "2"), ("t2-again", "2"), ("t4", "4")] {
+        let out = dir.join(name);
+        run_ok(&glob, &out, &["--threads", threads]);
+        bytes.push(std::fs::read(out.join("manifest.parquet")).unwrap());
+    }
+    assert!(bytes.windows(2).all(|w| w[0] == w[1]));
+}
+
+#[test]
+fn output_matches_schemas() {
+    let dir = temp_dir("schemas");
+    let (glob, _) = three_shards(&dir);
+    let out = dir.join("out");
+    run_ok(&glob, &out, &[]);
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/manifest.json")).unwrap()).unwrap();
+    let df = read_df(&out.join("manifest.parquet"));
+    let cols = schema["columns"].as_array().unwrap();
+    assert_eq!(df.width(), cols.len());
+    for (c, want) in df.columns().iter().zip(cols) {
+        assert_eq!(c.name().as_str(), want["name"].as_str().unwrap());
+        assert_eq!(format!("{:?}", c.dtype()), want["type"].as_str().unwrap(), "column {}", c.name());
+        if !want["nullable"].as_bool().unwrap() {
+            assert_eq!(c.null_count(), 0, "column {} must have no nulls", c.name());
+        }
+    }
+    // Key/value metadata carries the configuration.
+    let f = std::fs::File::open(out.join("manifest.parquet")).unwrap();
+    let mut reader = ParquetReader::new(f);
+    let md = reader.get_metadata().unwrap().clone();
+    let kv = md.key_value_metadata().clone().unwrap_or_default();
+    let keys: Vec<&str> = kv.iter().map(|k| k.key.as_str()).collect();
+    for k in schema["metadata_keys"].as_array().unwrap() {
+        assert!(keys.contains(&k.as_str().unwrap()), "metadata key {k} missing; have {keys:?}");
+    }
+    let config = kv.iter().find(|k| k.key == "corpus_dedup.config").and_then(|k| k.value.clone()).unwrap();
+    let config: serde_json::Value = serde_json::from_str(&config).unwrap();
+    assert_eq!(config["threshold"], 0.8);
+    assert_eq!(config["num_perm"], 128);
+
+    let sschema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/summary.json")).unwrap()).unwrap();
+    let s = summary(&out);
+    let kind = |v: &serde_json::Value| match v {
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Number(n) if n.is_u64() || n.is_i64() => "integer",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::Object(_) => "object",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Bool(_) => "boolean",
+        serde_json::Value::Null => "null",
+    };
+    let check = |obj: &serde_json::Value, fields: &serde_json::Value| {
+        for (k, t) in fields.as_object().unwrap() {
+            let v = &obj[k.as_str()];
+            let (got, want) = (kind(v), t.as_str().unwrap());
+            assert!(got == want || (want == "number" && got == "integer"), "summary field {k}: {got}, want {want}");
+        }
+    };
+    check(&s, &sschema["fields"]);
+    check(&s["candidates"], &sschema["candidates_fields"]);
+    for st in s["stages"].as_array().unwrap() {
+        check(st, &sschema["stage_fields"]);
+    }
+    for k in sschema["lsh_s_curve_keys"].as_array().unwrap() {
+        assert!(s["lsh_s_curve"][k.as_str().unwrap()].is_number());
+    }
+    assert!(s["lsh_s_curve"]["0.8"].as_f64().unwrap() >= 0.95);
+}
+
+#[test]
+fn nulls_empties_and_a_huge_document_are_kept_and_counted() {
+    let dir = temp_dir("nulls");
+    let big: String = (0..1_500_000).map(|i| format!("w{} ", i % 100_003)).collect(); // ~10 MB
+    assert!(big.len() > 10_000_000);
+    let text: Vec<Option<&str>> = vec![Some("alpha beta gamma delta epsilon zeta eta"), None, Some(""), Some("  ,,, !"), None, Some(big.as_str()), Some(big.as_str()), Some("alpha beta gamma delta epsilon zeta eta")];
+    let id: Vec<&str> = vec!["a", "n1", "e1", "p1", "n2", "big1", "big2", "a2"];
+    write_df(&dir.join("s.parquet"), DataFrame::new(8, vec![Column::new("id".into(), id), Column::new("text".into(), text)]).unwrap());
+    let out = dir.join("out");
+    run_ok(&format!("{}/s.parquet", dir.display()), &out, &[]);
+    let rows = manifest(&out);
+    assert_eq!(rows.len(), 8);
+    let keep: Vec<bool> = rows.iter().map(|r| r.keep).collect();
+    assert_eq!(keep, vec![true, true, true, true, true, true, false, false]);
+    assert_eq!(rows[6].duplicate_of.as_deref(), Some("big1"));
+    assert_eq!(rows[7].duplicate_of.as_deref(), Some("a"));
+    let s = summary(&out);
+    assert_eq!(s["null_texts"], 2);
+    assert_eq!(s["empty_texts"], 2);
+    assert_eq!(s["documents_dropped"], 2);
+}
+
+#[test]
+fn keep_rules_and_missing_ids() {
+    let dir = temp_dir("keep");
+    let base = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty";
+    let longer = format!("{base} twentyone");
+    let text = vec![base, longer.as_str(), base];
+    let prio = vec![Some(1i64), Some(0), Some(5)];
+    write_df(&dir.join("k.parquet"), DataFrame::new(3, vec![Column::new("text".into(), text), Column::new("prio".into(), prio)]).unwrap());
+    let glob = format!("{}/k.parquet", dir.display());
+    let file = glob.clone();
+
+    let out = dir.join("first");
+    run_ok(&glob, &out, &[]);
+    let rows = manifest(&out);
+    // No id column: ids are file:row.
+    assert_eq!(rows[1].id, format!("{file}:1"));
+    assert_eq!(rows.iter().map(|r| r.keep).collect::<Vec<_>>(), vec![true, false, false]);
+    assert_eq!(rows[2].similarity, Some(1.0));
+
+    let out = dir.join("longest");
+    run_ok(&glob, &out, &["--keep", "longest"]);
+    assert_eq!(manifest(&out).iter().map(|r| r.keep).collect::<Vec<_>>(), vec![false, true, false]);
+
+    let out = dir.join("prio");
+    run_ok(&glob, &out, &["--keep", "prio"]);
+    let rows = manifest(&out);
+    assert_eq!(rows.iter().map(|r| r.keep).collect::<Vec<_>>(), vec![false, false, true]);
+    assert_eq!(rows[0].duplicate_of.as_deref(), Some(format!("{file}:2").as_str()));
+    assert_eq!(rows[0].cluster_id, Some(0));
+}
+
+#[test]
+fn config_file_sets_options_and_flags_override_it() {
+    let dir = temp_dir("config");
+    let (glob, _) = three_shards(&dir);
+    let cfg = dir.join("job.toml");
+    std::fs::write(&cfg, "threshold = 0.9\nnum-perm = 64\nkeep = \"longest\"\n").unwrap();
+    let out = dir.join("out");
+    run_ok(&glob, &out, &["--config", cfg.to_str().unwrap(), "--threshold", "0.85"]);
+    let c = &summary(&out)["config"];
+    assert_eq!(c["threshold"], 0.85);
+    assert_eq!(c["num_perm"], 64);
+    assert_eq!(c["keep"], "longest");
+    assert!(c["bands"].as_u64().unwrap() * c["rows"].as_u64().unwrap() <= 64);
+}
+
+#[test]
+fn several_globs_and_estimate_mode() {
+    let dir = temp_dir("globs");
+    let (_, docs) = three_shards(&dir);
+    let out = dir.join("out");
+    let g1 = format!("{}/a-*.parquet", dir.display());
+    let g2 = format!("{}/[bc]-*.parquet", dir.display());
+    let o = run(&["run", "--quiet", "--input", &g1, "--input", &g2, "--input", &g1, "--output", out.to_str().unwrap(), "--verify", "estimate"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // A file matched by two globs is read once.
+    assert_eq!(manifest(&out).len(), docs.len());
+    let s = summary(&out);
+    assert_eq!(s["input_files"], 3);
+    // The last stdout line is the machine-readable summary.
+    let line: serde_json::Value = serde_json::from_str(String::from_utf8_lossy(&o.stdout).trim().lines().last().unwrap()).unwrap();
+    assert_eq!(line["documents_in"], docs.len() as u64);
+}
