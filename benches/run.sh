@@ -8,7 +8,9 @@ CORPUS=${CORPUS:-../shared/corpus/dev-small}
 BIN=${CARGO_TARGET_DIR:-$HOME/.cache/corpus-dedup-target}/release/corpus-dedup
 [ -d "$CORPUS" ] || { echo "bench: corpus $CORPUS not found (set CORPUS=dir)"; exit 1; }
 [ -x "$BIN" ] || { echo "bench: $BIN not built (make build)"; exit 1; }
-PY=$(../shared/corpus/tools/setup.sh)
+PY=$(../shared/corpus/tools/setup.sh "${TMPDIR:-/tmp}/corpus-dedup-bench-venv")
+# The scorer hashes str tokens, which xxhash 4 no longer accepts.
+"$(dirname "$PY")/pip" install -q "xxhash<4"
 work=${TMPDIR:-/tmp}/corpus-dedup-bench
 rm -rf "$work"; mkdir -p "$work" benches/results
 bytes=$(cat "$CORPUS/bytes.txt" 2>/dev/null || echo 0)
