@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use crate::config::{Config, Tokenizer};
 use crate::minhash::Permutations;
-use crate::text::shingle::{shingle_set, Scratch};
+use crate::text::shingle::{shingle_hashes, Scratch};
 
 /// Signatures of a run of documents, row-major, plus each document's shingle count.
 #[derive(Debug, Clone, Default)]
@@ -19,7 +19,7 @@ pub struct Signatures {
     pub k: usize,
     /// `len() * k` values.
     pub values: Vec<u32>,
-    /// Distinct shingles per document (0 for null or empty text).
+    /// Shingles (n-grams, repeats counted) per document; 0 for a null or empty text.
     pub shingles: Vec<u32>,
 }
 
@@ -70,7 +70,7 @@ pub fn signature_column(
             || (Scratch::default(), Vec::new()),
             |(scratch, set), (i, (sig, count))| {
                 if let Some(text) = texts.get(i) {
-                    shingle_set(text, tokenizer, ngram, scratch, set);
+                    shingle_hashes(text, tokenizer, ngram, scratch, set);
                     perms.signature(set, sig);
                     *count = u32::try_from(set.len()).unwrap_or(u32::MAX);
                 }
@@ -97,6 +97,8 @@ mod tests {
         let s = signature_column(&texts, &perms, Tokenizer::Chars, 5, &|_| {});
         assert_eq!(s.len(), 5);
         assert_eq!(s.shingles, vec![2, 0, 0, 0, 2]);
+        let r = signature_column(&StringChunked::new("t".into(), &["x y x y x y"]), &perms, Tokenizer::Chars, 2, &|_| {});
+        assert_eq!(r.shingles, vec![5]); // repeats counted
         assert_eq!(s.get(0), s.get(4));
         assert!(s.get(1).iter().all(|&v| v == u32::MAX));
     }

@@ -1,27 +1,91 @@
 //! Text normalisation: Unicode NFKC, lowercase, every punctuation character (general category P*)
-//! replaced by a space. Whitespace runs are collapsed implicitly by the tokenizer, which splits on
-//! them. This matches the canonical form the development corpus' ground truth is computed on.
+//! and every whitespace character replaced by a plain space. Runs of spaces are collapsed
+//! implicitly by the tokenizer, which splits on spaces. This matches the canonical form the
+//! development corpus' ground truth is computed on.
 
 use unicode_normalization::UnicodeNormalization;
 use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
 
-/// Writes the normalised form of `text` into `out` (cleared first). ASCII text skips NFKC, which
-/// leaves it unchanged anyway.
+/// Writes the normalised form of `text` into `out` (cleared first).
+///
+/// Fast path: ASCII characters and CJK unified ideographs (U+4E00..U+9FFF) are unchanged by NFKC
+/// and are starters that compose with nothing before them, so they are copied directly (ASCII
+/// lowercased). Every other run of characters goes through NFKC as one segment, together with the
+/// fast character just before it (which a following combining mark may compose with). A segment ends
+/// at a fast character followed by another fast character, so NFKC of the pieces equals NFKC of
+/// the whole text.
 pub fn normalize_into(text: &str, out: &mut String) {
     out.clear();
     out.reserve(text.len());
     if text.is_ascii() {
-        for b in text.bytes() {
-            let c = b.to_ascii_lowercase() as char;
-            out.push(if is_punctuation(c) { ' ' } else { c });
-        }
+        out.extend(text.bytes().map(|b| ASCII_MAP[b as usize] as char));
         return;
     }
-    for c in text.nfkc() {
-        for l in c.to_lowercase() {
-            out.push(if is_punctuation(l) { ' ' } else { l });
+    let mut slow_start: Option<usize> = None; // byte offset where the pending NFKC segment begins
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next_fast = chars.peek().is_none_or(|&(_, n)| is_fast(n));
+        if is_fast(c) && next_fast {
+            if let Some(start) = slow_start.take() {
+                push_nfkc(&text[start..i], out);
+            }
+            push_fast(c, out);
+        } else if slow_start.is_none() {
+            slow_start = Some(i);
         }
     }
+    if let Some(start) = slow_start {
+        push_nfkc(&text[start..], out);
+    }
+}
+
+/// Characters NFKC leaves alone and that never combine with a preceding character.
+#[inline]
+fn is_fast(c: char) -> bool {
+    c.is_ascii() || ('\u{4E00}'..='\u{9FFF}').contains(&c)
+}
+
+/// Normalised form of each ASCII byte: lowercase; punctuation and whitespace become a space.
+const ASCII_MAP: [u8; 128] = {
+    let mut m = [0u8; 128];
+    let mut i = 0;
+    while i < 128 {
+        let c = i as u8;
+        m[i] = if is_ascii_punctuation(c) || c == b' ' || (c >= 0x09 && c <= 0x0D) { b' ' } else { c.to_ascii_lowercase() };
+        i += 1;
+    }
+    m
+};
+
+/// ASCII punctuation per Unicode categories P*: everything `u8::is_ascii_punctuation` lists except
+/// the symbols (category S*) $ + < = > ^ ` | ~.
+const fn is_ascii_punctuation(c: u8) -> bool {
+    c.is_ascii_punctuation() && !matches!(c, b'$' | b'+' | b'<' | b'=' | b'>' | b'^' | b'`' | b'|' | b'~')
+}
+
+#[inline]
+fn push_fast(c: char, out: &mut String) {
+    if c.is_ascii() {
+        out.push(ASCII_MAP[c as usize] as char);
+    } else {
+        out.push(c); // a CJK ideograph: no case, not punctuation, not whitespace
+    }
+}
+
+fn push_nfkc(segment: &str, out: &mut String) {
+    for c in segment.nfkc() {
+        for l in c.to_lowercase() {
+            out.push(if is_punctuation(l) || l.is_whitespace() { ' ' } else { l });
+        }
+    }
+}
+
+/// The reference form, without the fast path: NFKC of the whole text, lowercase, punctuation to
+/// spaces. `normalize_into` must agree with it on every input.
+pub fn normalize_reference(text: &str) -> String {
+    let mut out = String::new();
+    push_nfkc(text, &mut out);
+    out
 }
 
 /// Unicode punctuation (Pc, Pd, Ps, Pe, Pi, Pf, Po). ASCII symbols such as `$`, `+`, `<` are
@@ -29,9 +93,7 @@ pub fn normalize_into(text: &str, out: &mut String) {
 #[inline]
 pub fn is_punctuation(c: char) -> bool {
     if c.is_ascii() {
-        // ASCII punctuation per Unicode categories P*: everything `is_ascii_punctuation` lists
-        // except the symbols $ + < = > ^ ` | ~.
-        return c.is_ascii_punctuation() && !matches!(c, '$' | '+' | '<' | '=' | '>' | '^' | '`' | '|' | '~');
+        return is_ascii_punctuation(c as u8);
     }
     c.general_category_group() == GeneralCategoryGroup::Punctuation
 }
@@ -50,6 +112,7 @@ mod tests {
     #[test]
     fn english() {
         assert_eq!(normalize("Hello, World!  It's  fine."), "hello  world   it s  fine ");
+        assert_eq!(normalize("a\tb\nc\u{b}d\u{a0}é\u{3000}f"), "a b c d e\u{301} f".nfc().collect::<String>());
         assert_eq!(normalize("a+b=c $5"), "a+b=c $5");
     }
 
@@ -58,6 +121,33 @@ mod tests {
         // Full-width letters and digits fold to ASCII under NFKC; CJK punctuation becomes spaces.
         assert_eq!(normalize("ＡＢＣ１２３，你好。"), "abc123 你好 ");
         assert_eq!(normalize("《红楼梦》——曹雪芹"), " 红楼梦   曹雪芹");
+    }
+
+    #[test]
+    fn fast_path_agrees_with_reference() {
+        for t in [
+            "e\u{301}t\u{e9} caf\u{e9}",           // combining accent after an ASCII letter
+            "中\u{301}文，ＡＢＣ。ｶﾀｶﾅ ①②③ ﬁ",        // mark after an ideograph, full-width, half-width kana, ligature
+            "Ünïcödé ΣΑΣ İstanbul ǅ",
+            "漢字\u{3099}か\u{3099}",                  // (non-)composing voiced marks
+            "",
+            "\u{301}leading mark",
+        ] {
+            assert_eq!(normalize(t), normalize_reference(t), "{t:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 2000,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(7),
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+        #[test]
+        fn fast_path_agrees_on_random_text(s in "[a-zA-Z \\.,\u{300}-\u{36f}\u{4e00}-\u{4e10}\u{ff01}-\u{ff5e}\u{3000}-\u{3020}\u{c0}-\u{17f}\u{3040}-\u{30ff}\u{ac00}-\u{ac10}\u{1100}-\u{1112}\u{1161}-\u{1175}]{0,40}") {
+            proptest::prop_assert_eq!(normalize(&s), normalize_reference(&s));
+        }
     }
 
     #[test]

@@ -25,14 +25,20 @@ pub fn token_hash(token: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(token.as_bytes())
 }
 
-/// Writes the sorted, deduplicated shingle hashes of `text` into `out` (cleared first).
-pub fn shingle_set(text: &str, tokenizer: Tokenizer, ngram: usize, scratch: &mut Scratch, out: &mut Vec<u64>) {
+/// Writes the shingle hashes of `text` into `out` (cleared first), in text order, repeats
+/// included: enough for MinHash, where a repeat cannot change a minimum.
+pub fn shingle_hashes(text: &str, tokenizer: Tokenizer, ngram: usize, scratch: &mut Scratch, out: &mut Vec<u64>) {
     out.clear();
     normalize_into(text, &mut scratch.norm);
     let hs = &mut scratch.token_hashes;
     hs.clear();
     tokenize(&scratch.norm, tokenizer, |t| hs.push(token_hash(t)));
     ngrams(hs, ngram, out);
+}
+
+/// Writes the sorted, deduplicated shingle set of `text` into `out` (cleared first).
+pub fn shingle_set(text: &str, tokenizer: Tokenizer, ngram: usize, scratch: &mut Scratch, out: &mut Vec<u64>) {
+    shingle_hashes(text, tokenizer, ngram, scratch, out);
     out.sort_unstable();
     out.dedup();
 }
@@ -48,9 +54,13 @@ pub fn ngrams(hs: &[u64], n: usize, out: &mut Vec<u64>) {
         out.push(mix64(acc.wrapping_add(len as u64)));
         return;
     }
+    // Rolling polynomial (mod 2^64): drop the oldest token's term h * M^(n-1), shift, add the next.
     out.reserve(len - n + 1);
-    for w in hs.windows(n) {
-        let acc = w.iter().fold(0u64, |a, &h| a.wrapping_mul(M).wrapping_add(h));
+    let top = (1..n).fold(1u64, |p, _| p.wrapping_mul(M));
+    let mut acc = hs[..n].iter().fold(0u64, |a, &h| a.wrapping_mul(M).wrapping_add(h));
+    out.push(mix64(acc));
+    for i in n..len {
+        acc = acc.wrapping_sub(hs[i - n].wrapping_mul(top)).wrapping_mul(M).wrapping_add(hs[i]);
         out.push(mix64(acc));
     }
 }
@@ -100,6 +110,18 @@ mod tests {
     fn normalisation_makes_noise_invisible() {
         assert_eq!(set("Hello,   WORLD! this is a test", 3), set("hello world this is a test.", 3));
         assert_eq!(set("你好，世界！今天天气很好", 5), set("你好 世界 今天天气很好", 5));
+    }
+
+    #[test]
+    fn rolling_ngrams_equal_direct_ones() {
+        let hs: Vec<u64> = (0..40).map(|i| mix64(i * 7 + 1)).collect();
+        for n in 1..8 {
+            let mut rolled = Vec::new();
+            ngrams(&hs, n, &mut rolled);
+            let direct: Vec<u64> =
+                hs.windows(n).map(|w| mix64(w.iter().fold(0u64, |a, &h| a.wrapping_mul(M).wrapping_add(h)))).collect();
+            assert_eq!(rolled, direct, "n = {n}");
+        }
     }
 
     #[test]

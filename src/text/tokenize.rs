@@ -35,9 +35,9 @@ pub fn jieba() -> &'static Jieba {
     JIEBA.get_or_init(Jieba::new)
 }
 
-/// Calls `emit` for each token of normalised `text`, in order.
+/// Calls `emit` for each token of normalised `text` (whose only whitespace is ' '), in order.
 pub fn tokenize<'a>(text: &'a str, tokenizer: Tokenizer, mut emit: impl FnMut(&'a str)) {
-    for word in text.split_whitespace() {
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
         if tokenizer == Tokenizer::Words || word.is_ascii() {
             emit(word);
             continue;
