@@ -37,12 +37,25 @@ pub fn jieba() -> &'static Jieba {
 
 /// Calls `emit` for each token of normalised `text` (whose only whitespace is ' '), in order.
 pub fn tokenize<'a>(text: &'a str, tokenizer: Tokenizer, mut emit: impl FnMut(&'a str)) {
-    for word in text.split(' ').filter(|w| !w.is_empty()) {
-        if tokenizer == Tokenizer::Words || word.is_ascii() {
-            emit(word);
-            continue;
+    // A plain byte loop: words are short, so searching with memchr per word costs more than it saves.
+    let mut word = |w: &'a str| {
+        if tokenizer == Tokenizer::Words || w.is_ascii() {
+            emit(w);
+        } else {
+            split_cjk(w, tokenizer, &mut emit);
         }
-        split_cjk(word, tokenizer, &mut emit);
+    };
+    let mut start = 0;
+    for (i, &b) in text.as_bytes().iter().enumerate() {
+        if b == b' ' {
+            if start < i {
+                word(&text[start..i]); // a space is one byte, so both ends are char boundaries
+            }
+            start = i + 1;
+        }
+    }
+    if start < text.len() {
+        word(&text[start..]);
     }
 }
 
