@@ -29,7 +29,9 @@ run() { # name, cores, args...
   local o="$work/$name"
   /usr/bin/time -f '%e %U %S %M' -o "$work/$name.time" taskset -c "$cores" "$BIN" run --quiet --input "$CORPUS/shard-*.parquet" --output "$o" "$@" > /dev/null
   read -r wall user sys rss < "$work/$name.time"
-  local score; score=$("$PY" ../shared/corpus/tools/score_manifest.py "$CORPUS" "$o" | tail -1)
+  local json score; json=$("$PY" ../shared/corpus/tools/score_manifest.py "$CORPUS" "$o" | head -1)
+  score=$("$PY" ../shared/corpus/tools/score_manifest.py "$CORPUS" "$o" | tail -1)
+  echo "$name|$json" >> "$work/scores.txt"
   local r p en zh
   r=$(sed -n 's/.*doc_recall=\([^ ]*\).*/\1/p' <<< "$score"); p=$(sed -n 's/.*doc_precision=\([^ ]*\).*/\1/p' <<< "$score")
   en=$(sed -n 's/.* en=\([^ ]*\).*/\1/p' <<< "$score"); zh=$(sed -n 's/.* zh=\([^ ]*\).*/\1/p' <<< "$score")
@@ -45,4 +47,22 @@ run "threads=1 (default, chars)" 0 --threads 1
 run "threads=2" 0,1 --threads 2
 run "threads=1 --tokenizer jieba" 0 --threads 1 --tokenizer jieba
 run "threads=1 --verify estimate" 0 --threads 1 --verify estimate
+for k in 3 4 5 6 7 8; do
+  run "threads=1 --method simhash --hamming $k" 0 --threads 1 --method simhash --hamming "$k"
+done
+run "threads=1 --method simhash --simhash-min-features 0" 0 --threads 1 --method simhash --simhash-min-features 0
+{
+  echo
+  echo "Detected share of each planted variant kind (the corpus' planted.parquet; not all light/medium variants reach Jaccard 0.8):"
+  echo
+  echo "| run | exact | noise | boilerplate | light | medium | heavy |"
+  echo "|---|---|---|---|---|---|---|"
+  python3 - "$work/scores.txt" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    name, js = line.rstrip("\n").split("|", 1)
+    k = json.loads(js).get("planted_by_kind", {})
+    print("| " + name + " | " + " | ".join(str(k.get(x, {}).get("detected", "")) for x in ["exact", "noise", "boilerplate", "light", "medium", "heavy"]) + " |")
+PY
+} >> "$out"
 cat "$out"

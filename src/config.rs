@@ -18,6 +18,9 @@ use crate::lsh;
 pub enum Method {
     /// MinHash signatures + LSH banding, verified by Jaccard similarity of word n-gram shingles.
     Minhash,
+    /// 64-bit SimHash fingerprints of TF-IDF weighted jieba tokens, Hamming distance <= k found
+    /// through a block index.
+    Simhash,
 }
 
 /// How text is split into tokens before n-gram shingling (see `text::tokenize`).
@@ -127,6 +130,31 @@ pub struct Settings {
     /// Seed for the MinHash permutations.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// SimHash: maximum Hamming distance k of near-duplicates (0..=8).
+    #[arg(long)]
+    pub hamming: Option<usize>,
+    /// SimHash: blocks B > k the fingerprint is cut into; C(B, B-k) tables (default k + 1).
+    #[arg(long)]
+    pub simhash_blocks: Option<usize>,
+    /// SimHash: features are runs of this many tokens.
+    #[arg(long)]
+    pub simhash_ngram: Option<usize>,
+    /// SimHash: a feature's term frequency counts up to this cap.
+    #[arg(long)]
+    pub simhash_tf_cap: Option<u32>,
+    /// SimHash: drop features found in more than this fraction of sampled documents (1 = keep all).
+    #[arg(long)]
+    pub simhash_max_df: Option<f64>,
+    /// SimHash: documents sampled for document frequencies.
+    #[arg(long)]
+    pub simhash_df_sample: Option<usize>,
+    /// SimHash: keep only the heaviest K features (0 = all).
+    #[arg(long)]
+    pub simhash_top_k: Option<usize>,
+    /// SimHash: pairs where a document has fewer features than this must also pass the exact
+    /// Jaccard check of their shingles (0 = never).
+    #[arg(long)]
+    pub simhash_min_features: Option<usize>,
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -163,6 +191,14 @@ pub struct Config {
     pub min_shingles: usize,
     pub max_bucket_pairs: usize,
     pub seed: u64,
+    pub hamming: usize,
+    pub simhash_blocks: usize,
+    pub simhash_ngram: usize,
+    pub simhash_tf_cap: u32,
+    pub simhash_max_df: f64,
+    pub simhash_df_sample: usize,
+    pub simhash_top_k: usize,
+    pub simhash_min_features: usize,
     pub threads: usize,
     pub keep: Keep,
     pub allow_duplicate_ids: bool,
@@ -199,6 +235,14 @@ impl Settings {
             min_shingles: self.min_shingles.or(base.min_shingles),
             max_bucket_pairs: self.max_bucket_pairs.or(base.max_bucket_pairs),
             seed: self.seed.or(base.seed),
+            hamming: self.hamming.or(base.hamming),
+            simhash_blocks: self.simhash_blocks.or(base.simhash_blocks),
+            simhash_ngram: self.simhash_ngram.or(base.simhash_ngram),
+            simhash_tf_cap: self.simhash_tf_cap.or(base.simhash_tf_cap),
+            simhash_max_df: self.simhash_max_df.or(base.simhash_max_df),
+            simhash_df_sample: self.simhash_df_sample.or(base.simhash_df_sample),
+            simhash_top_k: self.simhash_top_k.or(base.simhash_top_k),
+            simhash_min_features: self.simhash_min_features.or(base.simhash_min_features),
             threads: self.threads.or(base.threads),
             keep: self.keep.or(base.keep),
             allow_duplicate_ids: self.allow_duplicate_ids || base.allow_duplicate_ids,
@@ -257,6 +301,20 @@ impl Settings {
         if max_bucket_pairs < 2 {
             return bad(format!("--max-bucket-pairs {max_bucket_pairs} must be at least 2"));
         }
+        let hamming = self.hamming.unwrap_or(3);
+        if hamming > 8 {
+            return bad(format!("--hamming {hamming} is outside 0..=8"));
+        }
+        let simhash_blocks = self.simhash_blocks.unwrap_or(hamming + 1);
+        if simhash_blocks <= hamming || simhash_blocks > 16 {
+            return bad(format!(
+                "--simhash-blocks {simhash_blocks} must be more than --hamming {hamming} and at most 16"
+            ));
+        }
+        let simhash_max_df = self.simhash_max_df.unwrap_or(0.002);
+        if !(simhash_max_df > 0.0 && simhash_max_df <= 1.0) {
+            return bad(format!("--simhash-max-df {simhash_max_df} is outside (0, 1]"));
+        }
         let text_column = self.text_column.unwrap_or_else(|| "text".into());
         let id_column_explicit = self.id_column.is_some();
         let id_column = self.id_column.unwrap_or_else(|| "id".into());
@@ -280,6 +338,14 @@ impl Settings {
             min_shingles: self.min_shingles.unwrap_or(10),
             max_bucket_pairs,
             seed: self.seed.unwrap_or(42),
+            hamming,
+            simhash_blocks,
+            simhash_ngram: self.simhash_ngram.unwrap_or(1).clamp(1, 16),
+            simhash_tf_cap: self.simhash_tf_cap.unwrap_or(4).max(1),
+            simhash_max_df,
+            simhash_df_sample: self.simhash_df_sample.unwrap_or(10_000).max(1),
+            simhash_top_k: self.simhash_top_k.unwrap_or(0),
+            simhash_min_features: self.simhash_min_features.unwrap_or(128),
             threads,
             keep: self.keep.unwrap_or(Keep::First),
             allow_duplicate_ids: self.allow_duplicate_ids,
@@ -348,6 +414,8 @@ mod tests {
             Settings { num_perm: Some(0), ..base() },
             Settings { output: None, ..base() },
             Settings { input: vec![], ..base() },
+            Settings { hamming: Some(9), ..base() },
+            Settings { hamming: Some(3), simhash_blocks: Some(3), ..base() },
         ] {
             assert!(matches!(s.resolve(), Err(Error::Config(_))));
         }

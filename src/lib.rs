@@ -15,6 +15,7 @@ pub mod executor;
 pub mod io;
 pub mod lsh;
 pub mod minhash;
+pub mod simhash;
 pub mod stages;
 pub mod synth;
 pub mod text;

@@ -7,12 +7,19 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use crate::config::Config;
+use crate::config::{Config, Method};
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::io::{input, output};
 use crate::lsh::candidate_probability;
-use crate::stages::{bands, candidates, cluster, manifest, signature, verify};
+use crate::simhash;
+use crate::stages::{bands, candidates, cluster, fingerprint, manifest, signature, verify};
+
+/// The per-document sketch the method computes.
+enum Sketch {
+    MinHash(signature::Signatures),
+    SimHash(fingerprint::Fingerprints),
+}
 
 /// Wall time and process peak RSS after one stage.
 #[derive(Debug, Clone, Serialize)]
@@ -41,12 +48,16 @@ pub struct Summary {
     pub cluster_size_histogram: std::collections::BTreeMap<String, u64>,
     pub candidates: candidates::CandidateStats,
     pub verified_pairs: u64,
-    /// Documents whose exact shingle sets were recomputed for verification.
+    /// Documents whose exact shingle sets were computed for verification.
     pub documents_reshingled: u64,
-    pub lsh_bands: usize,
-    pub lsh_rows: usize,
-    /// P(candidate | Jaccard = s) for the chosen bands x rows.
-    pub lsh_s_curve: std::collections::BTreeMap<String, f64>,
+    pub method: Method,
+    /// MinHash: LSH bands and rows (null for SimHash).
+    pub lsh_bands: Option<usize>,
+    pub lsh_rows: Option<usize>,
+    /// MinHash: P(candidate | Jaccard = s) for the chosen bands x rows.
+    pub lsh_s_curve: Option<std::collections::BTreeMap<String, f64>>,
+    /// SimHash: number of block tables (null for MinHash).
+    pub simhash_tables: Option<usize>,
     pub stages: Vec<StageReport>,
     pub total_seconds: f64,
     pub peak_rss_mib: f64,
@@ -94,7 +105,7 @@ fn bar(quiet: bool, len: u64, what: &str) -> ProgressBar {
     pb
 }
 
-/// Runs the whole MinHash pipeline and writes `manifest.parquet` and `summary.json` under
+/// Runs the whole pipeline (MinHash or SimHash) and writes `manifest.parquet` and `summary.json` under
 /// `cfg.output`. Returns the summary.
 pub fn run(cfg: &Config) -> Result<Summary> {
     let pool = rayon::ThreadPoolBuilder::new()
@@ -121,33 +132,76 @@ fn run_in_pool(cfg: &Config) -> Result<Summary> {
     let n = corpus.len();
     st.done("read");
 
-    // Signatures.
-    let perms = signature::permutations(cfg);
-    let tokenizer = cfg.effective_tokenizer();
-    let pb = bar(cfg.quiet, n as u64, "signatures");
-    let on_docs = |k| pb.inc(k);
-    let mut sigs = signature::Signatures::default();
+    // Sketch every text: MinHash signatures or SimHash fingerprints.
     let mut text_bytes = 0u64;
     let mut null_texts = 0u64;
     for shard in &corpus.shards {
-        sigs.extend(signature::signature_column(&shard.text, &perms, tokenizer, cfg.ngram, &on_docs));
         text_bytes += shard.text.iter().flatten().map(|t| t.len() as u64).sum::<u64>();
         null_texts += shard.text.null_count() as u64;
     }
+    let tokenizer = cfg.effective_tokenizer();
+    let pb = bar(cfg.quiet, n as u64, "signatures");
+    let on_docs = |k| pb.inc(k);
+    let sketch = match cfg.method {
+        Method::Minhash => {
+            let perms = signature::permutations(cfg);
+            let mut sigs = signature::Signatures::default();
+            for shard in &corpus.shards {
+                sigs.extend(signature::signature_column(&shard.text, &perms, tokenizer, cfg.ngram, &on_docs));
+            }
+            Sketch::MinHash(sigs)
+        }
+        Method::Simhash => {
+            let params = fingerprint::FeatureParams {
+                ngram: cfg.simhash_ngram,
+                tf_cap: cfg.simhash_tf_cap,
+                top_k: cfg.simhash_top_k,
+            };
+            let columns: Vec<_> = corpus.shards.iter().map(|s| &s.text).collect();
+            let stride = n.div_ceil(cfg.simhash_df_sample.max(1)).max(1);
+            let df = (cfg.simhash_max_df < 1.0)
+                .then(|| fingerprint::DocFrequency::sample(&columns, stride, params, cfg.simhash_max_df));
+            let mut fps = fingerprint::Fingerprints::default();
+            for shard in &corpus.shards {
+                fps.extend(fingerprint::fingerprint_column(&shard.text, params, df.as_ref(), &on_docs));
+            }
+            Sketch::SimHash(fps)
+        }
+    };
     pb.finish_and_clear();
-    let empty_texts = sigs.shingles.iter().filter(|&&c| c == 0).count() as u64 - null_texts;
+    let featureless = match &sketch {
+        Sketch::MinHash(s) => s.shingles.iter().filter(|&&c| c == 0).count(),
+        Sketch::SimHash(f) => f.features.iter().filter(|&&c| c == 0).count(),
+    } as u64;
+    let empty_texts = featureless - null_texts;
     st.done("signatures");
 
-    // Bands -> candidates.
-    let band_df = bands::band_frame(&sigs, cfg.bands, cfg.rows)?;
+    // Bands (LSH bands or SimHash block tables) -> candidates.
+    let block_index = simhash::BlockIndex::new(cfg.simhash_blocks, cfg.hamming);
+    let key_df = match &sketch {
+        Sketch::MinHash(sigs) => bands::band_frame(sigs, cfg.bands, cfg.rows)?,
+        Sketch::SimHash(fps) => bands::block_frame(fps, &block_index)?,
+    };
     st.done("bands");
-    let (pairs, cand_stats) = candidates::candidate_pairs(band_df, cfg.max_bucket_pairs)?;
+    let (pairs, cand_stats) = candidates::candidate_pairs(key_df, cfg.max_bucket_pairs)?;
     st.done("candidates");
 
     // Verify.
-    let need = verify::docs_needing_sets(&pairs, &sigs, cfg.verify, cfg.min_shingles);
-    let sets = verify::ShingleSets::compute(&corpus, need, tokenizer, cfg.ngram);
-    let edges = verify::verify_pairs(&pairs, &sets, &sigs, cfg.threshold);
+    let (sets, edges) = match &sketch {
+        Sketch::MinHash(sigs) => {
+            let need = verify::docs_needing_sets(&pairs, sigs, cfg.verify, cfg.min_shingles);
+            let sets = verify::ShingleSets::compute(&corpus, need, tokenizer, cfg.ngram);
+            let edges = verify::verify_pairs(&pairs, &sets, sigs, cfg.threshold);
+            (sets, edges)
+        }
+        Sketch::SimHash(fps) => {
+            let need = verify::short_docs(&pairs, fps, cfg.simhash_min_features);
+            let sets = verify::ShingleSets::compute(&corpus, need, tokenizer, cfg.ngram);
+            let short = (cfg.simhash_min_features > 0).then_some((&sets, cfg.threshold, cfg.simhash_min_features));
+            let edges = verify::verify_hamming(&pairs, fps, cfg.hamming, short);
+            (sets, edges)
+        }
+    };
     drop(pairs);
     st.done("verify");
 
@@ -161,7 +215,11 @@ fn run_in_pool(cfg: &Config) -> Result<Summary> {
     st.done("cluster");
 
     // Manifest.
-    let mut df = manifest::manifest_frame(&corpus, &clusters, |a, b| verify::similarity(a, b, &sets, &sigs))?;
+    let similarity = |a: u32, b: u32| match &sketch {
+        Sketch::MinHash(sigs) => verify::similarity(a, b, &sets, sigs),
+        Sketch::SimHash(fps) => 1.0 - f64::from(simhash::hamming(fps.values[a as usize], fps.values[b as usize])) / 64.0,
+    };
+    let mut df = manifest::manifest_frame(&corpus, &clusters, similarity)?;
     let metadata = vec![
         ("corpus_dedup.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
         ("corpus_dedup.config".to_string(), cfg.result_json().to_string()),
@@ -169,6 +227,7 @@ fn run_in_pool(cfg: &Config) -> Result<Summary> {
     output::write_parquet_atomic(&out_dir.join("manifest.parquet"), &mut df, metadata)?;
     st.done("manifest");
 
+    let minhash = cfg.method == Method::Minhash;
     let kept = (0..n as u32).filter(|&d| clusters.keeper_of(d) == d).count() as u64;
     let hist = clusters.size_histogram();
     let total = start.elapsed().as_secs_f64();
@@ -187,12 +246,16 @@ fn run_in_pool(cfg: &Config) -> Result<Summary> {
         candidates: cand_stats,
         verified_pairs: edges.len() as u64,
         documents_reshingled: sets.len() as u64,
-        lsh_bands: cfg.bands,
-        lsh_rows: cfg.rows,
-        lsh_s_curve: [0.5, 0.7, 0.8, 0.9]
-            .iter()
-            .map(|&s| (format!("{s}"), (candidate_probability(s, cfg.bands, cfg.rows) * 1e4).round() / 1e4))
-            .collect(),
+        method: cfg.method,
+        lsh_bands: minhash.then_some(cfg.bands),
+        lsh_rows: minhash.then_some(cfg.rows),
+        lsh_s_curve: minhash.then(|| {
+            [0.5, 0.7, 0.8, 0.9]
+                .iter()
+                .map(|&s| (format!("{s}"), (candidate_probability(s, cfg.bands, cfg.rows) * 1e4).round() / 1e4))
+                .collect()
+        }),
+        simhash_tables: (!minhash).then_some(block_index.tables()),
         stages: st.reports,
         total_seconds: total,
         peak_rss_mib: peak_rss_mib(),

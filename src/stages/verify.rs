@@ -1,5 +1,6 @@
 //! Stage 4, verify: candidate pairs -> edges with similarity >= threshold.
 //!
+//! MinHash:
 //! LSH candidates include false positives (pairs below the threshold that collided in one band), so
 //! each pair is checked:
 //! - `Verify::Exact` (default): exact Jaccard of the two shingle sets. The sets are recomputed for
@@ -15,6 +16,8 @@ use rayon::prelude::*;
 use crate::config::Verify;
 use crate::corpus::Corpus;
 use crate::minhash::estimate_jaccard;
+use crate::simhash::hamming;
+use crate::stages::fingerprint::Fingerprints;
 use crate::stages::signature::Signatures;
 use crate::text::shingle::{jaccard, shingle_set, Scratch};
 
@@ -99,6 +102,58 @@ pub fn verify_pairs(pairs: &[(u32, u32)], sets: &ShingleSets, sigs: &Signatures,
         .collect()
 }
 
+/// SimHash verification: keeps pairs within Hamming distance `k`; when either document has fewer
+/// than `min_features` features (too few for a stable fingerprint), the pair must also reach the
+/// Jaccard `threshold` on its shingle sets (held in `sets`). Similarity is 1 - distance / 64.
+pub fn verify_hamming(
+    pairs: &[(u32, u32)],
+    fps: &Fingerprints,
+    k: usize,
+    short: Option<(&ShingleSets, f64, usize)>,
+) -> Vec<Edge> {
+    pairs
+        .par_iter()
+        .with_min_len(64)
+        .filter_map(|&(a, b)| {
+            let d = hamming(fps.values[a as usize], fps.values[b as usize]) as usize;
+            if d > k {
+                return None;
+            }
+            if let Some((sets, threshold, min_features)) = short {
+                let few = |x: u32| (fps.features[x as usize] as usize) < min_features;
+                if few(a) || few(b) {
+                    let j = match (sets.get(a), sets.get(b)) {
+                        (Some(x), Some(y)) => jaccard(x, y),
+                        _ => 0.0,
+                    };
+                    if j < threshold {
+                        return None;
+                    }
+                }
+            }
+            Some(Edge { a, b, similarity: 1.0 - d as f32 / 64.0 })
+        })
+        .collect()
+}
+
+/// Documents of SimHash candidate pairs with fewer than `min_features` features (sorted, unique).
+pub fn short_docs(pairs: &[(u32, u32)], fps: &Fingerprints, min_features: usize) -> Vec<u32> {
+    let mut docs: Vec<u32> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
+    docs.par_sort_unstable();
+    docs.dedup();
+    // Both documents of a pair with one short member are needed for its Jaccard check.
+    let short: std::collections::BTreeSet<u32> =
+        docs.iter().copied().filter(|&d| (fps.features[d as usize] as usize) < min_features).collect();
+    let mut need: Vec<u32> = pairs
+        .iter()
+        .filter(|(a, b)| short.contains(a) || short.contains(b))
+        .flat_map(|&(a, b)| [a, b])
+        .collect();
+    need.par_sort_unstable();
+    need.dedup();
+    need
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,5 +176,21 @@ mod tests {
         let edges = verify_pairs(&[(0, 1)], &sets, &sigs, 0.8);
         assert_eq!(edges, vec![Edge { a: 0, b: 1, similarity: 1.0 }]);
         assert!(verify_pairs(&[(0, 1)], &none, &sigs, 0.8).is_empty());
+    }
+
+    #[test]
+    fn hamming_verification_with_short_check() {
+        let fps = Fingerprints { values: vec![0b0000, 0b0111, 0b1111_0000, 0b0001], features: vec![100, 100, 100, 5] };
+        let pairs = [(0, 1), (0, 2), (0, 3)];
+        let e = verify_hamming(&pairs, &fps, 3, None);
+        assert_eq!(e.iter().map(|e| (e.a, e.b)).collect::<Vec<_>>(), vec![(0, 1), (0, 3)]);
+        assert_eq!(e[0].similarity, 1.0 - 3.0 / 64.0);
+        assert_eq!(short_docs(&pairs, &fps, 10), vec![0, 3]);
+        // Doc 3 is short: its pair needs Jaccard >= 0.8 too.
+        let sets = ShingleSets { docs: vec![0, 3], sets: vec![vec![1, 2, 3, 4, 5], vec![1, 2, 3, 4, 6]] };
+        let e = verify_hamming(&pairs, &fps, 3, Some((&sets, 0.8, 10)));
+        assert_eq!(e.len(), 1);
+        let sets = ShingleSets { docs: vec![0, 3], sets: vec![vec![1, 2, 3, 4, 5], vec![1, 2, 3, 4, 5]] };
+        assert_eq!(verify_hamming(&pairs, &fps, 3, Some((&sets, 0.8, 10))).len(), 2);
     }
 }

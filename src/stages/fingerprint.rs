@@ -1,0 +1,153 @@
+//! Stage 1 for `--method simhash`: text column -> 64-bit SimHash fingerprint column.
+//!
+//! Over-frequent features (boilerplate headers and footers, templates) would pull unrelated pages
+//! towards the same fingerprint, so a first pass over a deterministic sample of documents counts
+//! each feature's document frequency ([`DocFrequency`]); features found in more than `max_df` of
+//! the sampled documents are dropped.
+//!
+//! Like the MinHash signature UDF: the whole column at once, rayon across documents, reused
+//! buffers per thread. A document with no weighted feature (null, empty, or stop words only) gets
+//! fingerprint 0 and a feature count of 0; later stages keep it out of the index (a singleton).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use polars::prelude::StringChunked;
+use rayon::prelude::*;
+
+use crate::simhash::fingerprint;
+use crate::text::features::{weighted_features, FeatureScratch};
+
+/// Fingerprints of a run of documents and their feature counts.
+#[derive(Debug, Clone, Default)]
+pub struct Fingerprints {
+    pub values: Vec<u64>,
+    /// Distinct weighted features per document.
+    pub features: Vec<u32>,
+}
+
+impl Fingerprints {
+    /// Appends another run of documents.
+    pub fn extend(&mut self, other: Fingerprints) {
+        self.values.extend_from_slice(&other.values);
+        self.features.extend_from_slice(&other.features);
+    }
+}
+
+/// Feature parameters shared by both passes.
+#[derive(Debug, Clone, Copy)]
+pub struct FeatureParams {
+    pub ngram: usize,
+    pub tf_cap: u32,
+    pub top_k: usize,
+}
+
+/// Document frequencies of features over a sample, in a table of 2^22 hashed counters (16 MiB;
+/// a collision can only make a feature look more frequent).
+pub struct DocFrequency {
+    counts: Vec<u32>,
+    /// A feature is over-frequent above this count.
+    limit: u32,
+}
+
+const DF_BITS: u32 = 22;
+
+impl DocFrequency {
+    /// Counts features in every `stride`-th document of `columns` (taken as one sequence).
+    /// `max_df` is the largest fraction of sampled documents a kept feature may appear in.
+    pub fn sample(columns: &[&StringChunked], stride: usize, params: FeatureParams, max_df: f64) -> Self {
+        let counts: Vec<AtomicU32> = (0..1usize << DF_BITS).map(|_| AtomicU32::new(0)).collect();
+        let mut sampled = 0u64;
+        let mut offset = 0usize;
+        for texts in columns {
+            let n = texts.len();
+            // Global positions offset, offset + stride, ...: the first one inside this column.
+            let first = (stride - offset % stride) % stride;
+            let rows: Vec<usize> = (first..n).step_by(stride).collect();
+            sampled += rows.len() as u64;
+            rows.par_iter().with_min_len(16).for_each_init(
+                || (FeatureScratch::default(), Vec::new()),
+                |(scratch, feats), &i| {
+                    if let Some(t) = texts.get(i) {
+                        weighted_features(t, params.ngram, params.tf_cap, 0, |_| true, scratch, feats);
+                        for &(h, _) in feats.iter() {
+                            counts[(h >> (64 - DF_BITS)) as usize].fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                },
+            );
+            offset += n;
+        }
+        let counts = counts.into_iter().map(AtomicU32::into_inner).collect();
+        let limit = ((sampled as f64 * max_df).floor() as u32).max(1);
+        DocFrequency { counts, limit }
+    }
+
+    /// True when the feature is not over-frequent.
+    #[inline]
+    pub fn keep(&self, h: u64) -> bool {
+        self.counts[(h >> (64 - DF_BITS)) as usize] <= self.limit
+    }
+}
+
+/// Fingerprints every text of a column. `on_docs` reports progress from worker threads.
+pub fn fingerprint_column(
+    texts: &StringChunked,
+    params: FeatureParams,
+    df: Option<&DocFrequency>,
+    on_docs: &(dyn Fn(u64) + Sync),
+) -> Fingerprints {
+    let n = texts.len();
+    let (values, features): (Vec<u64>, Vec<u32>) = (0..n)
+        .into_par_iter()
+        .with_min_len(16)
+        .map_init(
+            || (FeatureScratch::default(), Vec::new()),
+            |(scratch, feats), i| {
+                let r = match texts.get(i) {
+                    Some(t) => {
+                        let keep = |h| df.is_none_or(|d| d.keep(h));
+                        weighted_features(t, params.ngram, params.tf_cap, params.top_k, keep, scratch, feats);
+                        (fingerprint(feats), u32::try_from(feats.len()).unwrap_or(u32::MAX))
+                    }
+                    None => (0, 0),
+                };
+                on_docs(1);
+                r
+            },
+        )
+        .unzip();
+    Fingerprints { values, features }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simhash::hamming;
+    use polars::prelude::*;
+
+    #[test]
+    fn near_duplicates_are_close_and_others_far() {
+        let a = "The quick brown fox jumps over the lazy dog while the farmer watches from his old red tractor near the barn";
+        let b = "The quick brown fox jumps over the lazy dog while the farmer watches from his old blue tractor near the barn";
+        let c = "Completely different words about databases indexes transactions replication and consensus protocols today";
+        let texts = StringChunked::new("t".into(), &[Some(a), Some(b), Some(c), None, Some("the of and")]);
+        let f = fingerprint_column(&texts, FeatureParams { ngram: 1, tf_cap: 4, top_k: 0 }, None, &|_| {});
+        assert!(hamming(f.values[0], f.values[1]) <= 8, "{}", hamming(f.values[0], f.values[1]));
+        assert!(hamming(f.values[0], f.values[2]) > 12);
+        assert_eq!(f.features[3], 0);
+        assert_eq!(f.features[4], 0); // stop words only
+    }
+
+    #[test]
+    fn over_frequent_features_are_dropped() {
+        let boiler = "home news about contact";
+        let texts: Vec<String> = (0..50).map(|i| format!("{boiler} unique{i} words{i} here{i}")).collect();
+        let col = StringChunked::new("t".into(), texts.iter().map(String::as_str).collect::<Vec<_>>().as_slice());
+        let p = FeatureParams { ngram: 1, tf_cap: 4, top_k: 0 };
+        let df = DocFrequency::sample(&[&col], 2, p, 0.5);
+        let with = fingerprint_column(&col, p, None, &|_| {});
+        let without = fingerprint_column(&col, p, Some(&df), &|_| {});
+        assert_eq!(with.features[0], 7);
+        assert_eq!(without.features[0], 3); // the four boilerplate words are gone
+    }
+}

@@ -1,0 +1,192 @@
+//! Weighted features for SimHash: TF-IDF over jieba tokens.
+//!
+//! Tokens come from the `Jieba` tokenizer (Han runs segmented by jieba-rs, other scripts split on
+//! whitespace, punctuation already removed by normalisation). A token's weight is
+//! `min(tf, tf_cap) * idf`:
+//! - Chinese words take their IDF from jieba's own table (the one `jieba_rs::TfIdf` ships), looked
+//!   up once per distinct word and thread; single-character words and words jieba treats as stop
+//!   words weigh 0, as in jieba's keyword extraction;
+//! - other tokens take jieba's median IDF (so their weight is a capped term frequency), and jieba's
+//!   English stop words weigh 0.
+//!
+//! The cap keeps one token repeated many times (templated lists, spam) from deciding every bit.
+//! With `top_k > 0` only the heaviest `top_k` features are kept (ties by hash).
+
+use std::cell::RefCell;
+use std::sync::OnceLock;
+
+use ahash::AHashMap;
+use jieba_rs::{KeywordExtract, TfIdf, DEFAULT_STOP_WORDS};
+
+use crate::config::Tokenizer;
+use crate::lsh::mix64;
+use crate::text::normalize::normalize_into;
+use crate::text::shingle::token_hash;
+use crate::text::tokenize::{is_han, jieba, tokenize};
+
+fn tfidf() -> &'static TfIdf {
+    static T: OnceLock<TfIdf> = OnceLock::new();
+    T.get_or_init(TfIdf::default)
+}
+
+/// jieba's median IDF: the weight its extractor gives a word missing from the table.
+pub fn median_idf() -> f32 {
+    static M: OnceLock<f32> = OnceLock::new();
+    *M.get_or_init(|| {
+        // An ASCII word is never in the Chinese IDF table, so its TF-IDF alone is the median IDF.
+        let kw = tfidf().extract_keywords(jieba(), "qxzvq", 1, vec![]);
+        kw.first().map_or(10.0, |k| k.weight as f32)
+    })
+}
+
+thread_local! {
+    /// IDF of Chinese words by token hash, filled on first sight (per thread, so no locking).
+    static IDF_CACHE: RefCell<AHashMap<u64, f32>> = RefCell::new(AHashMap::new());
+}
+
+/// Token hashes of jieba's English stop words.
+fn stop_hashes() -> &'static ahash::AHashSet<u64> {
+    static S: OnceLock<ahash::AHashSet<u64>> = OnceLock::new();
+    S.get_or_init(|| DEFAULT_STOP_WORDS.iter().map(|w| token_hash(w)).collect())
+}
+
+/// IDF of one token whose hash is `h` (0 for stop words and single Han characters).
+pub fn idf(token: &str, h: u64) -> f32 {
+    if token.is_ascii() || !token.chars().all(is_han) {
+        return if stop_hashes().contains(&h) { 0.0 } else { median_idf() };
+    }
+    if token.chars().nth(1).is_none() {
+        return 0.0;
+    }
+    IDF_CACHE.with(|c| {
+        if let Some(&v) = c.borrow().get(&h) {
+            return v;
+        }
+        let kw = tfidf().extract_keywords(jieba(), token, 1, vec![]);
+        let v = match kw.first() {
+            Some(k) if k.keyword == token => k.weight as f32,
+            Some(_) => median_idf(), // jieba segments it differently on its own: treat as unknown
+            None => 0.0,             // a stop word
+        };
+        c.borrow_mut().insert(h, v);
+        v
+    })
+}
+
+/// Reusable buffers.
+#[derive(Default)]
+pub struct FeatureScratch {
+    norm: String,
+    tokens: Vec<(u64, f32)>,
+}
+
+/// Writes the weighted features of `text` into `out`, sorted by hash, one entry per distinct
+/// feature. A feature is a run of `ngram` consecutive tokens (stop words included, so word order
+/// counts); its weight is the sum of its tokens' IDFs, and a feature of stop words only is dropped.
+///
+/// Features for which `keep(hash)` is false (over-frequent in the corpus) are dropped before the
+/// top-k selection.
+pub fn weighted_features(
+    text: &str,
+    ngram: usize,
+    tf_cap: u32,
+    top_k: usize,
+    keep: impl Fn(u64) -> bool,
+    scratch: &mut FeatureScratch,
+    out: &mut Vec<(u64, f32)>,
+) {
+    out.clear();
+    normalize_into(text, &mut scratch.norm);
+    let toks = &mut scratch.tokens;
+    toks.clear();
+    tokenize(&scratch.norm, Tokenizer::Jieba, |t| {
+        let h = token_hash(t);
+        toks.push((h, idf(t, h)));
+    });
+    let n = ngram.max(1);
+    if n > 1 {
+        let grams: Vec<(u64, f32)> = toks
+            .windows(n)
+            .map(|w| {
+                let h = w.iter().fold(0u64, |a, &(h, _)| a.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(h));
+                (mix64(h), w.iter().map(|&(_, x)| x).sum())
+            })
+            .collect();
+        *toks = grams;
+    }
+    toks.retain(|&(h, w)| w > 0.0 && keep(h));
+    toks.sort_unstable_by_key(|&(h, _)| h);
+    let mut i = 0;
+    while i < toks.len() {
+        let (h, w) = toks[i];
+        let mut j = i + 1;
+        while j < toks.len() && toks[j].0 == h {
+            j += 1;
+        }
+        let tf = ((j - i) as u32).min(tf_cap.max(1));
+        out.push((h, w * tf as f32));
+        i = j;
+    }
+    if top_k > 0 && out.len() > top_k {
+        out.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out.truncate(top_k);
+        out.sort_unstable_by_key(|&(h, _)| h);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feats(t: &str, cap: u32, k: usize) -> Vec<(u64, f32)> {
+        let mut out = Vec::new();
+        weighted_features(t, 1, cap, k, |_| true, &mut FeatureScratch::default(), &mut out);
+        out
+    }
+
+    #[test]
+    fn idf_values() {
+        let m = median_idf();
+        assert!(m > 1.0 && m < 20.0, "median idf {m}");
+        let idf = |t: &str| idf(t, token_hash(t));
+        assert_eq!(idf("the"), 0.0);
+        assert_eq!(idf("rust"), m);
+        assert_eq!(idf("的"), 0.0);
+        // A rare word has a higher IDF than a common one.
+        assert!(idf("北京烤鸭") > idf("我们"), "{} {}", idf("北京烤鸭"), idf("我们"));
+    }
+
+    #[test]
+    fn term_frequency_is_capped_and_stop_words_dropped() {
+        let f = feats("the cat the cat the cat cat cat cat cat dog", 3, 0);
+        let m = median_idf();
+        assert_eq!(f.len(), 2); // cat, dog; "the" is a stop word
+        let w: Vec<f32> = f.iter().map(|x| x.1).collect();
+        assert!(w.contains(&(3.0 * m)) && w.contains(&m));
+        assert!(f.windows(2).all(|p| p[0].0 < p[1].0));
+    }
+
+    #[test]
+    fn chinese_features_and_top_k() {
+        let f = feats("今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。", 4, 0);
+        assert!(f.len() >= 4, "{f:?}");
+        let top = feats("今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。", 4, 2);
+        assert_eq!(top.len(), 2);
+        let max = f.iter().map(|x| x.1).fold(0.0, f32::max);
+        assert!(top.iter().any(|x| x.1 == max));
+    }
+
+    #[test]
+    fn ngram_features_keep_word_order() {
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        let mut s = FeatureScratch::default();
+        weighted_features("red fox jumps high", 2, 4, 0, |_| true, &mut s, &mut a);
+        weighted_features("high jumps fox red", 2, 4, 0, |_| true, &mut s, &mut b);
+        assert_eq!(a.len(), 3);
+        assert!(a.iter().all(|x| !b.contains(x)));
+        weighted_features("red fox jumps high", 1, 4, 0, |_| true, &mut s, &mut a);
+        weighted_features("high jumps fox red", 1, 4, 0, |_| true, &mut s, &mut b);
+        assert_eq!(a, b);
+    }
+}
