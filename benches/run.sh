@@ -29,8 +29,8 @@ run() { # name, cores, args...
   local o="$work/$name"
   /usr/bin/time -f '%e %U %S %M' -o "$work/$name.time" taskset -c "$cores" "$BIN" run --quiet --input "$CORPUS/shard-*.parquet" --output "$o" "$@" > /dev/null
   read -r wall user sys rss < "$work/$name.time"
-  local json score; json=$("$PY" ../shared/corpus/tools/score_manifest.py "$CORPUS" "$o" | head -1)
-  score=$("$PY" ../shared/corpus/tools/score_manifest.py "$CORPUS" "$o" | tail -1)
+  local all json score; all=$("$PY" ../shared/corpus/tools/score_manifest.py "$CORPUS" "$o")
+  json=$(head -1 <<< "$all"); score=$(tail -1 <<< "$all")
   echo "$name|$json" >> "$work/scores.txt"
   local r p en zh
   r=$(sed -n 's/.*doc_recall=\([^ ]*\).*/\1/p' <<< "$score"); p=$(sed -n 's/.*doc_precision=\([^ ]*\).*/\1/p' <<< "$score")
