@@ -17,7 +17,7 @@ build:
 	$(CARGO) build --release --locked --bins
 
 ## make dedup INPUT='dir/*.parquet' [OUTPUT=out] [ARGS='--threshold 0.85']
-## Several globs: INPUT='a/*.parquet b/*.parquet'.
+## Several globs: INPUT='a/*.parquet b/*.parquet'. s3:// globs and outputs use the AWS_* environment.
 dedup: build
 	$(BIN) run $(foreach i,$(INPUT),--input '$(i)') --output '$(OUTPUT)' $(ARGS)
 

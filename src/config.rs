@@ -5,7 +5,7 @@
 //! validates it into a [`Config`], which is what the pipeline reads and what the manifest's
 //! metadata and `summary.json` record.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -380,10 +380,6 @@ impl Config {
         }
     }
 
-    /// Local output directory path (object-store outputs are not supported by this build).
-    pub fn output_path(&self) -> PathBuf {
-        PathBuf::from(&self.output)
-    }
 }
 
 #[cfg(test)]

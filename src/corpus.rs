@@ -6,6 +6,7 @@
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::io::input::{read_shard, Shard};
+use crate::io::object;
 
 /// All shards of one run.
 pub struct Corpus {
@@ -20,11 +21,17 @@ impl Corpus {
     pub fn load(files: &[String], cfg: &Config, mut on_shard: impl FnMut(&Shard)) -> Result<Corpus> {
         let mut shards = Vec::with_capacity(files.len());
         let mut starts = vec![0usize];
-        for f in files {
-            let shard = read_shard(f, cfg)?;
-            on_shard(&shard);
-            starts.push(starts[starts.len() - 1] + shard.len());
-            shards.push(shard);
+        // Object-store shards are fetched whole, a window at a time with requests in parallel.
+        for window in files.chunks(16) {
+            let remote: Vec<String> = window.iter().filter(|f| object::is_url(f)).cloned().collect();
+            let mut fetched = object::get_all(&remote)?.into_iter();
+            for f in window {
+                let bytes = if object::is_url(f) { fetched.next() } else { None };
+                let shard = read_shard(f, bytes, cfg)?;
+                on_shard(&shard);
+                starts.push(starts[starts.len() - 1] + shard.len());
+                shards.push(shard);
+            }
         }
         let total = starts[starts.len() - 1];
         if total >= u32::MAX as usize {

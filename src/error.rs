@@ -46,6 +46,10 @@ pub enum Error {
     #[error("dataframe error in stage {stage}: {source}")]
     Polars { stage: &'static str, #[source] source: polars::error::PolarsError },
 
+    /// An object-store request failed (after retries).
+    #[error("cannot {what} '{url}': {msg}. Hint: {hint}")]
+    ObjectStore { what: String, url: String, msg: String, hint: &'static str },
+
     /// The corpus has more documents than the 32-bit document index supports.
     #[error("the input has {0} documents; this version supports at most 4,294,967,294 per run: split the input into several runs")]
     TooManyDocuments(u64),

@@ -1,7 +1,6 @@
 //! The local executor: runs every stage in this process, with rayon threads inside each stage.
 //! Timing and peak memory are recorded per stage for `summary.json`.
 
-use std::path::Path;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -118,8 +117,8 @@ pub fn run(cfg: &Config) -> Result<Summary> {
 fn run_in_pool(cfg: &Config) -> Result<Summary> {
     let start = Instant::now();
     let mut st = Stages { reports: Vec::new(), last: start };
-    let out_dir = cfg.output_path();
-    output::prepare_dir(&out_dir)?;
+    let out_dir = output::OutputDir::parse(&cfg.output);
+    out_dir.prepare()?;
 
     // Read.
     let files = input::expand_inputs(&cfg.input)?;
@@ -224,7 +223,7 @@ fn run_in_pool(cfg: &Config) -> Result<Summary> {
         ("corpus_dedup.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
         ("corpus_dedup.config".to_string(), cfg.result_json().to_string()),
     ];
-    output::write_parquet_atomic(&out_dir.join("manifest.parquet"), &mut df, metadata)?;
+    out_dir.write_parquet("manifest.parquet", &mut df, metadata)?;
     st.done("manifest");
 
     let minhash = cfg.method == Method::Minhash;
@@ -268,9 +267,8 @@ fn run_in_pool(cfg: &Config) -> Result<Summary> {
     Ok(summary)
 }
 
-fn write_summary(dir: &Path, summary: &Summary) -> Result<()> {
-    let path = dir.join("summary.json");
+fn write_summary(dir: &output::OutputDir, summary: &Summary) -> Result<()> {
     let text = serde_json::to_string_pretty(summary)
-        .map_err(|e| Error::Output { path: path.display().to_string(), msg: e.to_string() })?;
-    output::write_atomic(&path, text.as_bytes())
+        .map_err(|e| Error::Output { path: "summary.json".into(), msg: e.to_string() })?;
+    dir.write_bytes("summary.json", text.into_bytes())
 }

@@ -7,19 +7,22 @@ use polars::prelude::*;
 
 use crate::config::{Config, Keep};
 use crate::error::{Error, Result};
+use crate::io::object;
 
-/// Expands each input pattern (a local path or glob) into files; the union, sorted and deduplicated.
+/// Expands each input pattern (a local path or glob, or an `s3://` URL glob) into files; the union,
+/// sorted and deduplicated.
 /// Every pattern must match at least one file.
 pub fn expand_inputs(patterns: &[String]) -> Result<Vec<String>> {
     let mut files = Vec::new();
     for pattern in patterns {
-        if pattern.contains("://") {
-            return Err(Error::Config(format!(
-                "input '{pattern}': object-store URLs are not supported by this version (only local paths); copy the shards to local disk first"
-            )));
-        }
         let before = files.len();
-        if pattern.contains(['*', '?', '[']) {
+        if object::is_url(pattern) {
+            files.extend(object::list_glob(pattern)?);
+        } else if pattern.contains("://") {
+            return Err(Error::Config(format!(
+                "input '{pattern}': only local paths and s3:// URLs are supported"
+            )));
+        } else if pattern.contains(['*', '?', '[']) {
             let paths = glob::glob(pattern)
                 .map_err(|e| Error::BadGlob { pattern: pattern.clone(), msg: e.to_string() })?;
             for p in paths {
@@ -73,9 +76,16 @@ fn column_list(schema: &Schema) -> String {
 }
 
 /// Reads the text, id and priority columns of one Parquet shard, checking names and types.
-pub fn read_shard(file: &str, cfg: &Config) -> Result<Shard> {
-    let mut lf = LazyFrame::scan_parquet(PlRefPath::new(file), ScanArgsParquet::default())
-        .map_err(|e| parquet_err(file, e))?;
+/// `bytes`, when given, is the file's content already fetched (object storage); otherwise the
+/// local file is scanned.
+pub fn read_shard(file: &str, bytes: Option<Vec<u8>>, cfg: &Config) -> Result<Shard> {
+    // Hive partitioning off: a shard is one file, whatever directory names it sits under.
+    let args = ScanArgsParquet { hive_options: HiveOptions::new_disabled(), ..ScanArgsParquet::default() };
+    let lf = match bytes {
+        Some(b) => LazyFrame::scan_parquet_sources(ScanSources::Buffers(std::sync::Arc::from(vec![b.into()])), args),
+        None => LazyFrame::scan_parquet(PlRefPath::new(file), args),
+    };
+    let mut lf = lf.map_err(|e| parquet_err(file, e))?;
     let schema = lf.collect_schema().map_err(|e| parquet_err(file, e))?;
 
     let text_dtype = schema.get(&cfg.text_column).ok_or_else(|| Error::MissingColumn {

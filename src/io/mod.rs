@@ -1,4 +1,5 @@
 //! Reading shards and writing outputs.
 
 pub mod input;
+pub mod object;
 pub mod output;
