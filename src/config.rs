@@ -136,6 +136,10 @@ pub struct Settings {
     /// SimHash: blocks B > k the fingerprint is cut into; C(B, B-k) tables (default k + 1).
     #[arg(long)]
     pub simhash_blocks: Option<usize>,
+    /// SimHash: block buckets up to this size are searched for all near pairs; larger ones fall
+    /// back to a star (counted as star_buckets; raise --simhash-blocks then).
+    #[arg(long)]
+    pub simhash_max_bucket: Option<usize>,
     /// SimHash: features are runs of this many tokens.
     #[arg(long)]
     pub simhash_ngram: Option<usize>,
@@ -193,6 +197,7 @@ pub struct Config {
     pub seed: u64,
     pub hamming: usize,
     pub simhash_blocks: usize,
+    pub simhash_max_bucket: usize,
     pub simhash_ngram: usize,
     pub simhash_tf_cap: u32,
     pub simhash_max_df: f64,
@@ -237,6 +242,7 @@ impl Settings {
             seed: self.seed.or(base.seed),
             hamming: self.hamming.or(base.hamming),
             simhash_blocks: self.simhash_blocks.or(base.simhash_blocks),
+            simhash_max_bucket: self.simhash_max_bucket.or(base.simhash_max_bucket),
             simhash_ngram: self.simhash_ngram.or(base.simhash_ngram),
             simhash_tf_cap: self.simhash_tf_cap.or(base.simhash_tf_cap),
             simhash_max_df: self.simhash_max_df.or(base.simhash_max_df),
@@ -340,6 +346,7 @@ impl Settings {
             seed: self.seed.unwrap_or(42),
             hamming,
             simhash_blocks,
+            simhash_max_bucket: self.simhash_max_bucket.unwrap_or(4096).max(2),
             simhash_ngram: self.simhash_ngram.unwrap_or(1).clamp(1, 16),
             simhash_tf_cap: self.simhash_tf_cap.unwrap_or(4).max(1),
             simhash_max_df,

@@ -182,7 +182,13 @@ fn run_in_pool(cfg: &Config) -> Result<Summary> {
         Sketch::SimHash(fps) => bands::block_frame(fps, &block_index)?,
     };
     st.done("bands");
-    let (pairs, cand_stats) = candidates::candidate_pairs(key_df, cfg.max_bucket_pairs)?;
+    let (pairs, cand_stats) = match &sketch {
+        Sketch::MinHash(_) => candidates::candidate_pairs(key_df, cfg.max_bucket_pairs, None)?,
+        Sketch::SimHash(fps) => {
+            let near = |a: u32, b: u32| simhash::hamming(fps.values[a as usize], fps.values[b as usize]) as usize <= cfg.hamming;
+            candidates::candidate_pairs(key_df, cfg.simhash_max_bucket, Some(&near))?
+        }
+    };
     st.done("candidates");
 
     // Verify.

@@ -7,6 +7,12 @@
 //! each other and not the first one are still found through their other bands, so the cap costs
 //! little recall and bounds the work at O(rows) however large a bucket grows.
 //!
+//! SimHash buckets are different: a block bucket only says that some bits agree, so a star would
+//! link unrelated documents and lose real pairs. There a `pair_filter` (the full Hamming check, a
+//! popcount) runs inside the bucket while listing all pairs, so only near pairs are emitted, and
+//! the cap for all pairs is much higher (`--simhash-max-bucket`); above it the star is the fallback
+//! and recall drops (counted in `star_buckets`: raise `--simhash-blocks` then).
+//!
 //! Output invariant: pairs (a, b) with a < b, sorted and unique.
 
 use polars::prelude::*;
@@ -28,8 +34,15 @@ pub struct CandidateStats {
     pub candidate_pairs: u64,
 }
 
+/// A test a pair must pass to be listed from a bucket (for SimHash: Hamming distance <= k).
+pub type PairFilter<'a> = &'a (dyn Fn(u32, u32) -> bool + Sync);
+
 /// Groups the band frame by (band, bucket) and lists the candidate pairs.
-pub fn candidate_pairs(bands: DataFrame, max_bucket_pairs: usize) -> Result<(Vec<(u32, u32)>, CandidateStats)> {
+pub fn candidate_pairs(
+    bands: DataFrame,
+    max_bucket_pairs: usize,
+    pair_filter: Option<PairFilter>,
+) -> Result<(Vec<(u32, u32)>, CandidateStats)> {
     let pe = |source| Error::Polars { stage: "candidates", source };
     let groups = bands
         .lazy()
@@ -54,7 +67,7 @@ pub fn candidate_pairs(bands: DataFrame, max_bucket_pairs: usize) -> Result<(Vec
     };
     let mut pairs: Vec<(u32, u32)> = members
         .par_iter()
-        .flat_map_iter(|m| bucket_pairs(m, max_bucket_pairs))
+        .flat_map_iter(|m| bucket_pairs(m, max_bucket_pairs, pair_filter))
         .collect();
     pairs.par_sort_unstable();
     pairs.dedup();
@@ -62,15 +75,19 @@ pub fn candidate_pairs(bands: DataFrame, max_bucket_pairs: usize) -> Result<(Vec
     Ok((pairs, stats))
 }
 
-/// Pairs of one bucket's sorted members: all pairs, or a star on the first member.
-fn bucket_pairs(m: &[u32], max_bucket_pairs: usize) -> Vec<(u32, u32)> {
+/// Pairs of one bucket's sorted members that pass the filter: all pairs, or a star on the first
+/// member when the bucket is larger than `max_bucket_pairs`.
+fn bucket_pairs(m: &[u32], max_bucket_pairs: usize, pair_filter: Option<PairFilter>) -> Vec<(u32, u32)> {
+    let pass = |a, b| pair_filter.is_none_or(|f| f(a, b));
     if m.len() > max_bucket_pairs {
-        return m[1..].iter().map(|&x| (m[0], x)).collect();
+        return m[1..].iter().map(|&x| (m[0], x)).filter(|&(a, b)| pass(a, b)).collect();
     }
-    let mut out = Vec::with_capacity(m.len() * (m.len() - 1) / 2);
+    let mut out = Vec::new();
     for (i, &a) in m.iter().enumerate() {
         for &b in &m[i + 1..] {
-            out.push((a, b));
+            if pass(a, b) {
+                out.push((a, b));
+            }
         }
     }
     out
@@ -92,8 +109,10 @@ mod tests {
         // docs 0,1,2 share bucket 7 in band 0; docs 1,3 share bucket 9 in band 1; bucket 7 in band 1
         // is a different bucket from bucket 7 in band 0.
         let df = frame(&[(0, 7, 2), (0, 7, 0), (0, 7, 1), (1, 9, 1), (1, 9, 3), (1, 7, 4), (0, 8, 4)]);
-        let (pairs, stats) = candidate_pairs(df, 64).unwrap();
+        let (pairs, stats) = candidate_pairs(df.clone(), 64, None).unwrap();
         assert_eq!(pairs, vec![(0, 1), (0, 2), (1, 2), (1, 3)]);
+        let odd_sum = |a: u32, b: u32| (a + b) % 2 == 1;
+        assert_eq!(candidate_pairs(df, 64, Some(&odd_sum)).unwrap().0, vec![(0, 1), (1, 2)]);
         assert_eq!(stats.shared_buckets, 2);
         assert_eq!(stats.largest_bucket, 3);
     }
@@ -101,7 +120,7 @@ mod tests {
     #[test]
     fn giant_bucket_is_linear() {
         let rows: Vec<(u32, u64, u32)> = (0..5000).map(|d| (0, 1, d)).collect();
-        let (pairs, stats) = candidate_pairs(frame(&rows), 64).unwrap();
+        let (pairs, stats) = candidate_pairs(frame(&rows), 64, None).unwrap();
         assert_eq!(pairs.len(), 4999);
         assert!(pairs.iter().all(|&(a, _)| a == 0));
         assert_eq!(stats.star_buckets, 1);
