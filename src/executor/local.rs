@@ -161,8 +161,8 @@ fn run_in_pool(cfg: &Config) -> Result<Summary> {
             let df = (cfg.simhash_max_df < 1.0)
                 .then(|| fingerprint::DocFrequency::sample(&columns, stride, params, cfg.simhash_max_df));
             let mut fps = fingerprint::Fingerprints::default();
-            for shard in &corpus.shards {
-                fps.extend(fingerprint::fingerprint_column(&shard.text, params, df.as_ref(), &on_docs));
+            for (s, shard) in corpus.shards.iter().enumerate() {
+                fps.extend(fingerprint::fingerprint_column(&shard.text, corpus.start(s), params, df.as_ref(), &on_docs));
             }
             Sketch::SimHash(fps)
         }

@@ -3,7 +3,8 @@
 //! Over-frequent features (boilerplate headers and footers, templates) would pull unrelated pages
 //! towards the same fingerprint, so a first pass over a deterministic sample of documents counts
 //! each feature's document frequency ([`DocFrequency`]); features found in more than `max_df` of
-//! the sampled documents are dropped.
+//! the sampled documents are dropped. The sampled documents' features are kept from that pass
+//! (memory bounded by the sample size), so no document is tokenised twice.
 //!
 //! Like the MinHash signature UDF: the whole column at once, rayon across documents, reused
 //! buffers per thread. A document with no weighted feature (null, empty, or stop words only) gets
@@ -15,7 +16,7 @@ use polars::prelude::StringChunked;
 use rayon::prelude::*;
 
 use crate::simhash::fingerprint;
-use crate::text::features::{weighted_features, FeatureScratch};
+use crate::text::features::{select_features, weighted_features, FeatureScratch};
 
 /// Fingerprints of a run of documents and their feature counts.
 #[derive(Debug, Clone, Default)]
@@ -47,6 +48,10 @@ pub struct DocFrequency {
     counts: Vec<u32>,
     /// A feature is over-frequent above this count.
     limit: u32,
+    /// Every `stride`-th document (global index) was sampled...
+    stride: usize,
+    /// ...and its features are kept here, indexed by global index / stride.
+    sampled: Vec<Vec<(u64, f32)>>,
 }
 
 const DF_BITS: u32 = 22;
@@ -56,30 +61,38 @@ impl DocFrequency {
     /// `max_df` is the largest fraction of sampled documents a kept feature may appear in.
     pub fn sample(columns: &[&StringChunked], stride: usize, params: FeatureParams, max_df: f64) -> Self {
         let counts: Vec<AtomicU32> = (0..1usize << DF_BITS).map(|_| AtomicU32::new(0)).collect();
-        let mut sampled = 0u64;
+        let mut sampled: Vec<Vec<(u64, f32)>> = Vec::new();
         let mut offset = 0usize;
         for texts in columns {
             let n = texts.len();
-            // Global positions offset, offset + stride, ...: the first one inside this column.
+            // Global positions 0, stride, 2 stride, ...: the first one inside this column.
             let first = (stride - offset % stride) % stride;
             let rows: Vec<usize> = (first..n).step_by(stride).collect();
-            sampled += rows.len() as u64;
-            rows.par_iter().with_min_len(16).for_each_init(
-                || (FeatureScratch::default(), Vec::new()),
-                |(scratch, feats), &i| {
+            let feats: Vec<Vec<(u64, f32)>> = rows
+                .par_iter()
+                .with_min_len(16)
+                .map_init(FeatureScratch::default, |scratch, &i| {
+                    let mut f = Vec::new();
                     if let Some(t) = texts.get(i) {
-                        weighted_features(t, params.ngram, params.tf_cap, 0, |_| true, scratch, feats);
-                        for &(h, _) in feats.iter() {
+                        weighted_features(t, params.ngram, params.tf_cap, scratch, &mut f);
+                        for &(h, _) in &f {
                             counts[(h >> (64 - DF_BITS)) as usize].fetch_add(1, Ordering::Relaxed);
                         }
                     }
-                },
-            );
+                    f
+                })
+                .collect();
+            sampled.extend(feats);
             offset += n;
         }
         let counts = counts.into_iter().map(AtomicU32::into_inner).collect();
-        let limit = ((sampled as f64 * max_df).floor() as u32).max(1);
-        DocFrequency { counts, limit }
+        let limit = ((sampled.len() as f64 * max_df).floor() as u32).max(1);
+        DocFrequency { counts, limit, stride, sampled }
+    }
+
+    /// The features of document `doc` (global index) if it was sampled.
+    fn take_sampled(&self, doc: usize) -> Option<&[(u64, f32)]> {
+        (doc % self.stride == 0).then(|| self.sampled.get(doc / self.stride).map(Vec::as_slice)).flatten()
     }
 
     /// True when the feature is not over-frequent.
@@ -89,9 +102,11 @@ impl DocFrequency {
     }
 }
 
-/// Fingerprints every text of a column. `on_docs` reports progress from worker threads.
+/// Fingerprints every text of a column whose first row has global index `offset`. `on_docs`
+/// reports progress from worker threads.
 pub fn fingerprint_column(
     texts: &StringChunked,
+    offset: usize,
     params: FeatureParams,
     df: Option<&DocFrequency>,
     on_docs: &(dyn Fn(u64) + Sync),
@@ -105,8 +120,14 @@ pub fn fingerprint_column(
             |(scratch, feats), i| {
                 let r = match texts.get(i) {
                     Some(t) => {
-                        let keep = |h| df.is_none_or(|d| d.keep(h));
-                        weighted_features(t, params.ngram, params.tf_cap, params.top_k, keep, scratch, feats);
+                        match df.and_then(|d| d.take_sampled(offset + i)) {
+                            Some(f) => {
+                                feats.clear();
+                                feats.extend_from_slice(f);
+                            }
+                            None => weighted_features(t, params.ngram, params.tf_cap, scratch, feats),
+                        }
+                        select_features(feats, |h| df.is_none_or(|d| d.keep(h)), params.top_k);
                         (fingerprint(feats), u32::try_from(feats.len()).unwrap_or(u32::MAX))
                     }
                     None => (0, 0),
@@ -131,7 +152,7 @@ mod tests {
         let b = "The quick brown fox jumps over the lazy dog while the farmer watches from his old blue tractor near the barn";
         let c = "Completely different words about databases indexes transactions replication and consensus protocols today";
         let texts = StringChunked::new("t".into(), &[Some(a), Some(b), Some(c), None, Some("the of and")]);
-        let f = fingerprint_column(&texts, FeatureParams { ngram: 1, tf_cap: 4, top_k: 0 }, None, &|_| {});
+        let f = fingerprint_column(&texts, 0, FeatureParams { ngram: 1, tf_cap: 4, top_k: 0 }, None, &|_| {});
         assert!(hamming(f.values[0], f.values[1]) <= 8, "{}", hamming(f.values[0], f.values[1]));
         assert!(hamming(f.values[0], f.values[2]) > 12);
         assert_eq!(f.features[3], 0);
@@ -145,9 +166,16 @@ mod tests {
         let col = StringChunked::new("t".into(), texts.iter().map(String::as_str).collect::<Vec<_>>().as_slice());
         let p = FeatureParams { ngram: 1, tf_cap: 4, top_k: 0 };
         let df = DocFrequency::sample(&[&col], 2, p, 0.5);
-        let with = fingerprint_column(&col, p, None, &|_| {});
-        let without = fingerprint_column(&col, p, Some(&df), &|_| {});
+        let with = fingerprint_column(&col, 0, p, None, &|_| {});
+        let without = fingerprint_column(&col, 0, p, Some(&df), &|_| {});
         assert_eq!(with.features[0], 7);
         assert_eq!(without.features[0], 3); // the four boilerplate words are gone
+        assert_eq!(without.features[1], 3); // a document outside the sample too
+        // Sampled features reused from the first pass give the same fingerprints as recomputing.
+        let split = [col.slice(0, 21), col.slice(21, 29)];
+        let df2 = DocFrequency::sample(&[&split[0], &split[1]], 2, p, 0.5);
+        let mut again = fingerprint_column(&split[0], 0, p, Some(&df2), &|_| {});
+        again.extend(fingerprint_column(&split[1], 21, p, Some(&df2), &|_| {}));
+        assert_eq!(again.values, without.values);
     }
 }

@@ -82,19 +82,9 @@ pub struct FeatureScratch {
 
 /// Writes the weighted features of `text` into `out`, sorted by hash, one entry per distinct
 /// feature. A feature is a run of `ngram` consecutive tokens (stop words included, so word order
-/// counts); its weight is the sum of its tokens' IDFs, and a feature of stop words only is dropped.
-///
-/// Features for which `keep(hash)` is false (over-frequent in the corpus) are dropped before the
-/// top-k selection.
-pub fn weighted_features(
-    text: &str,
-    ngram: usize,
-    tf_cap: u32,
-    top_k: usize,
-    keep: impl Fn(u64) -> bool,
-    scratch: &mut FeatureScratch,
-    out: &mut Vec<(u64, f32)>,
-) {
+/// counts); its weight is the sum of its tokens' IDFs times its capped term frequency, and a
+/// feature of stop words only is dropped.
+pub fn weighted_features(text: &str, ngram: usize, tf_cap: u32, scratch: &mut FeatureScratch, out: &mut Vec<(u64, f32)>) {
     out.clear();
     normalize_into(text, &mut scratch.norm);
     let toks = &mut scratch.tokens;
@@ -114,7 +104,7 @@ pub fn weighted_features(
             .collect();
         *toks = grams;
     }
-    toks.retain(|&(h, w)| w > 0.0 && keep(h));
+    toks.retain(|&(_, w)| w > 0.0);
     toks.sort_unstable_by_key(|&(h, _)| h);
     let mut i = 0;
     while i < toks.len() {
@@ -127,10 +117,16 @@ pub fn weighted_features(
         out.push((h, w * tf as f32));
         i = j;
     }
-    if top_k > 0 && out.len() > top_k {
-        out.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        out.truncate(top_k);
-        out.sort_unstable_by_key(|&(h, _)| h);
+}
+
+/// Drops the features for which `keep(hash)` is false (over-frequent in the corpus), then keeps
+/// the heaviest `top_k` (ties by hash; 0 keeps all). The result stays sorted by hash.
+pub fn select_features(feats: &mut Vec<(u64, f32)>, keep: impl Fn(u64) -> bool, top_k: usize) {
+    feats.retain(|&(h, _)| keep(h));
+    if top_k > 0 && feats.len() > top_k {
+        feats.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        feats.truncate(top_k);
+        feats.sort_unstable_by_key(|&(h, _)| h);
     }
 }
 
@@ -140,7 +136,8 @@ mod tests {
 
     fn feats(t: &str, cap: u32, k: usize) -> Vec<(u64, f32)> {
         let mut out = Vec::new();
-        weighted_features(t, 1, cap, k, |_| true, &mut FeatureScratch::default(), &mut out);
+        weighted_features(t, 1, cap, &mut FeatureScratch::default(), &mut out);
+        select_features(&mut out, |_| true, k);
         out
     }
 
@@ -181,12 +178,12 @@ mod tests {
         let mut a = Vec::new();
         let mut b = Vec::new();
         let mut s = FeatureScratch::default();
-        weighted_features("red fox jumps high", 2, 4, 0, |_| true, &mut s, &mut a);
-        weighted_features("high jumps fox red", 2, 4, 0, |_| true, &mut s, &mut b);
+        weighted_features("red fox jumps high", 2, 4, &mut s, &mut a);
+        weighted_features("high jumps fox red", 2, 4, &mut s, &mut b);
         assert_eq!(a.len(), 3);
         assert!(a.iter().all(|x| !b.contains(x)));
-        weighted_features("red fox jumps high", 1, 4, 0, |_| true, &mut s, &mut a);
-        weighted_features("high jumps fox red", 1, 4, 0, |_| true, &mut s, &mut b);
+        weighted_features("red fox jumps high", 1, 4, &mut s, &mut a);
+        weighted_features("high jumps fox red", 1, 4, &mut s, &mut b);
         assert_eq!(a, b);
     }
 }
