@@ -11,7 +11,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench clean-out
+.PHONY: build dedup test samples bench bench-peers clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -34,6 +34,10 @@ samples: build
 ## Speed, memory and quality on the development corpus (../shared/corpus) with --threads 1.
 bench: build
 	bash benches/run.sh
+
+## corpus-dedup beside datasketch, rensa and gaoya (PyPI) on the same shards, one core each.
+bench-peers: build
+	bash benches/peers/run.sh
 
 clean-out:
 	rm -rf out
