@@ -46,6 +46,7 @@ PY
 run "threads=1 (default, chars)" 0 --threads 1
 run "threads=2" 0,1 --threads 2
 run "threads=1 --tokenizer jieba" 0 --threads 1 --tokenizer jieba
+run "threads=1 --verify exact" 0 --threads 1 --verify exact
 run "threads=1 --verify estimate" 0 --threads 1 --verify estimate
 for k in 3 4 5 6 7 8; do
   run "threads=1 --method simhash --hamming $k" 0 --threads 1 --method simhash --hamming "$k"

@@ -41,6 +41,9 @@ pub enum Tokenizer {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Verify {
+    /// The estimate decides pairs far from the threshold (more than 3 standard errors away); pairs
+    /// near it, and pairs with a short document, get the exact check.
+    Auto,
     /// Exact Jaccard of the two documents' shingle sets (recomputed for candidate documents only).
     Exact,
     /// Jaccard estimated from signature agreement; documents with fewer than `min-shingles`
@@ -340,7 +343,7 @@ impl Settings {
             rows,
             ngram,
             tokenizer: self.tokenizer.unwrap_or(Tokenizer::Auto),
-            verify: self.verify.unwrap_or(Verify::Exact),
+            verify: self.verify.unwrap_or(Verify::Auto),
             min_shingles: self.min_shingles.unwrap_or(10),
             max_bucket_pairs,
             seed: self.seed.unwrap_or(42),

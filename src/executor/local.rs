@@ -194,7 +194,7 @@ fn run_in_pool(cfg: &Config) -> Result<Summary> {
     // Verify.
     let (sets, edges) = match &sketch {
         Sketch::MinHash(sigs) => {
-            let need = verify::docs_needing_sets(&pairs, sigs, cfg.verify, cfg.min_shingles);
+            let need = verify::docs_needing_sets(&pairs, sigs, cfg.verify, cfg.threshold, cfg.min_shingles);
             let sets = verify::ShingleSets::compute(&corpus, need, tokenizer, cfg.ngram);
             let edges = verify::verify_pairs(&pairs, &sets, sigs, cfg.threshold);
             (sets, edges)

@@ -3,10 +3,15 @@
 //! MinHash:
 //! LSH candidates include false positives (pairs below the threshold that collided in one band), so
 //! each pair is checked:
-//! - `Verify::Exact` (default): exact Jaccard of the two shingle sets. The sets are recomputed for
-//!   the candidate documents only (typically a small share of the corpus), so nothing but the
+//! - `Verify::Exact`: exact Jaccard of the two shingle sets. The sets are recomputed for the
+//!   candidate documents only (typically a small share of the corpus), so nothing but the
 //!   signatures is held for the whole corpus. Precision against an exact ground truth is then 1 by
 //!   construction, and recall is only lost in LSH.
+//! - `Verify::Auto` (default): the estimate decides a pair when it is more than 3 standard errors
+//!   (`3 sqrt(t (1 - t) / K)`, 0.106 at t = 0.8, K = 128) from the threshold t, where a wrong call
+//!   has probability ~0.1%; pairs inside that band, and pairs with a short document, are checked
+//!   exactly. Most candidates are clear (copies, or chance collisions), so few documents are
+//!   re-shingled.
 //! - `Verify::Estimate`: signature agreement (standard error ~0.035 at J = 0.8, K = 128), except for
 //!   pairs where either document has fewer than `min_shingles` shingles: there one differing token
 //!   moves J by a large step, the estimate means little, and the exact check is used.
@@ -69,13 +74,26 @@ impl ShingleSets {
     }
 }
 
-/// Which documents need exact shingle sets: every candidate document under `Exact`, only the
-/// short ones under `Estimate`. Sorted and unique.
-pub fn docs_needing_sets(pairs: &[(u32, u32)], sigs: &Signatures, mode: Verify, min_shingles: usize) -> Vec<u32> {
+/// Whether a pair must be verified on exact shingle sets under `mode`.
+pub fn needs_exact(a: u32, b: u32, sigs: &Signatures, mode: Verify, threshold: f64, min_shingles: usize) -> bool {
+    let short = |d: u32| (sigs.shingles[d as usize] as usize) < min_shingles;
+    match mode {
+        Verify::Exact => true,
+        Verify::Estimate => short(a) || short(b),
+        Verify::Auto => {
+            let margin = 3.0 * (threshold * (1.0 - threshold) / sigs.k as f64).sqrt() + 1.0 / sigs.k as f64;
+            short(a) || short(b) || (estimate_jaccard(sigs.get(a), sigs.get(b)) - threshold).abs() <= margin
+        }
+    }
+}
+
+/// The documents of the pairs that need the exact check (sorted, unique): both documents of such
+/// a pair, so its Jaccard can be computed.
+pub fn docs_needing_sets(pairs: &[(u32, u32)], sigs: &Signatures, mode: Verify, threshold: f64, min_shingles: usize) -> Vec<u32> {
     let mut docs: Vec<u32> = pairs
-        .iter()
-        .flat_map(|&(a, b)| [a, b])
-        .filter(|&d| mode == Verify::Exact || (sigs.shingles[d as usize] as usize) < min_shingles)
+        .par_iter()
+        .filter(|&&(a, b)| needs_exact(a, b, sigs, mode, threshold, min_shingles))
+        .flat_map_iter(|&(a, b)| [a, b])
         .collect();
     docs.par_sort_unstable();
     docs.dedup();
@@ -159,11 +177,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn estimate_mode_needs_only_short_docs() {
-        let sigs = Signatures { k: 1, values: vec![0; 4], shingles: vec![100, 3, 100, 100] };
-        let pairs = [(0, 1), (0, 2), (2, 3)];
-        assert_eq!(docs_needing_sets(&pairs, &sigs, Verify::Estimate, 10), vec![1]);
-        assert_eq!(docs_needing_sets(&pairs, &sigs, Verify::Exact, 10), vec![0, 1, 2, 3]);
+    fn which_pairs_need_the_exact_check() {
+        // K = 100; doc 1 is short; docs 0/2 agree on 80 of 100 values (at the threshold), 0/3 on 20.
+        let mut values = vec![0u32; 400];
+        for i in 0..100 {
+            values[100 + i] = 0;
+            values[200 + i] = if i < 80 { 0 } else { 1 };
+            values[300 + i] = if i < 20 { 0 } else { 2 };
+        }
+        let sigs = Signatures { k: 100, values, shingles: vec![100, 3, 100, 100] };
+        let pairs = [(0, 1), (0, 2), (0, 3)];
+        assert_eq!(docs_needing_sets(&pairs, &sigs, Verify::Estimate, 0.8, 10), vec![0, 1]);
+        assert_eq!(docs_needing_sets(&pairs, &sigs, Verify::Auto, 0.8, 10), vec![0, 1, 2]);
+        assert_eq!(docs_needing_sets(&pairs, &sigs, Verify::Exact, 0.8, 10), vec![0, 1, 2, 3]);
     }
 
     #[test]
