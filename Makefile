@@ -11,7 +11,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-peers clean-out
+.PHONY: build dedup test samples bench bench-peers bench-kernels clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -38,6 +38,10 @@ bench: build
 ## corpus-dedup beside datasketch, rensa and gaoya (PyPI) on the same shards, one core each.
 bench-peers: build
 	bash benches/peers/run.sh
+
+## Throughput of each hot step (Parquet decode, normalise, tokenise, shingle, MinHash, ...), 1 thread.
+bench-kernels:
+	RAYON_NUM_THREADS=1 POLARS_MAX_THREADS=1 taskset -c 0 $(CARGO) run --release --locked --example kernels -- '$(or $(KERNEL_INPUT),../shared/corpus/dev-small/shard-*.parquet)'
 
 clean-out:
 	rm -rf out

@@ -220,15 +220,24 @@ pub const LSH_TARGET_RECALL: f64 = 0.95;
 impl Settings {
     /// Reads a TOML settings file.
     pub fn from_toml_file(path: &Path) -> Result<Settings> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::ConfigFile { path: path.to_path_buf(), msg: e.to_string() })?;
-        toml::from_str(&text).map_err(|e| Error::ConfigFile { path: path.to_path_buf(), msg: e.to_string() })
+        let text = std::fs::read_to_string(path).map_err(|e| Error::ConfigFile {
+            path: path.to_path_buf(),
+            msg: e.to_string(),
+        })?;
+        toml::from_str(&text).map_err(|e| Error::ConfigFile {
+            path: path.to_path_buf(),
+            msg: e.to_string(),
+        })
     }
 
     /// `self` (flags) overrides `base` (file) field by field.
     pub fn over(self, base: Settings) -> Settings {
         Settings {
-            input: if self.input.is_empty() { base.input } else { self.input },
+            input: if self.input.is_empty() {
+                base.input
+            } else {
+                self.input
+            },
             output: self.output.or(base.output),
             method: self.method.or(base.method),
             text_column: self.text_column.or(base.text_column),
@@ -263,7 +272,9 @@ impl Settings {
     pub fn resolve(self) -> Result<Config> {
         let bad = |m: String| Err(Error::Config(m));
         if self.input.is_empty() {
-            return bad("no input: pass --input 'GLOB' (or `input = [..]` in the config file)".into());
+            return bad(
+                "no input: pass --input 'GLOB' (or `input = [..]` in the config file)".into(),
+            );
         }
         let output = match self.output {
             Some(o) if !o.trim().is_empty() => o,
@@ -271,11 +282,15 @@ impl Settings {
         };
         let threshold = self.threshold.unwrap_or(0.8);
         if !(threshold > 0.0 && threshold <= 1.0) {
-            return bad(format!("--threshold {threshold} is outside (0, 1]; use e.g. 0.8"));
+            return bad(format!(
+                "--threshold {threshold} is outside (0, 1]; use e.g. 0.8"
+            ));
         }
         let num_perm = self.num_perm.unwrap_or(128);
         if !(1..=1024).contains(&num_perm) {
-            return bad(format!("--num-perm {num_perm} is outside 1..=1024; 128 is the usual choice"));
+            return bad(format!(
+                "--num-perm {num_perm} is outside 1..=1024; 128 is the usual choice"
+            ));
         }
         let (bands, rows) = match (self.bands, self.rows) {
             (Some(b), Some(r)) => {
@@ -299,7 +314,9 @@ impl Settings {
         }
         let threads = self.threads.unwrap_or(0);
         let threads = if threads == 0 {
-            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
         } else {
             threads
         };
@@ -308,7 +325,9 @@ impl Settings {
         }
         let max_bucket_pairs = self.max_bucket_pairs.unwrap_or(64);
         if max_bucket_pairs < 2 {
-            return bad(format!("--max-bucket-pairs {max_bucket_pairs} must be at least 2"));
+            return bad(format!(
+                "--max-bucket-pairs {max_bucket_pairs} must be at least 2"
+            ));
         }
         let hamming = self.hamming.unwrap_or(3);
         if hamming > 8 {
@@ -322,13 +341,17 @@ impl Settings {
         }
         let simhash_max_df = self.simhash_max_df.unwrap_or(0.002);
         if !(simhash_max_df > 0.0 && simhash_max_df <= 1.0) {
-            return bad(format!("--simhash-max-df {simhash_max_df} is outside (0, 1]"));
+            return bad(format!(
+                "--simhash-max-df {simhash_max_df} is outside (0, 1]"
+            ));
         }
         let text_column = self.text_column.unwrap_or_else(|| "text".into());
         let id_column_explicit = self.id_column.is_some();
         let id_column = self.id_column.unwrap_or_else(|| "id".into());
         if text_column == id_column {
-            return bad(format!("--text-column and --id-column are both '{text_column}'"));
+            return bad(format!(
+                "--text-column and --id-column are both '{text_column}'"
+            ));
         }
         Ok(Config {
             input: self.input,
@@ -389,7 +412,6 @@ impl Config {
             t => t,
         }
     }
-
 }
 
 #[cfg(test)]
@@ -397,7 +419,11 @@ mod tests {
     use super::*;
 
     fn base() -> Settings {
-        Settings { input: vec!["x/*.parquet".into()], output: Some("out".into()), ..Default::default() }
+        Settings {
+            input: vec!["x/*.parquet".into()],
+            output: Some("out".into()),
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -412,16 +438,48 @@ mod tests {
     #[test]
     fn rejects_bad_values() {
         for s in [
-            Settings { threshold: Some(0.0), ..base() },
-            Settings { threshold: Some(1.5), ..base() },
-            Settings { threshold: Some(f64::NAN), ..base() },
-            Settings { bands: Some(20), rows: Some(7), ..base() },
-            Settings { bands: Some(20), ..base() },
-            Settings { num_perm: Some(0), ..base() },
-            Settings { output: None, ..base() },
-            Settings { input: vec![], ..base() },
-            Settings { hamming: Some(9), ..base() },
-            Settings { hamming: Some(3), simhash_blocks: Some(3), ..base() },
+            Settings {
+                threshold: Some(0.0),
+                ..base()
+            },
+            Settings {
+                threshold: Some(1.5),
+                ..base()
+            },
+            Settings {
+                threshold: Some(f64::NAN),
+                ..base()
+            },
+            Settings {
+                bands: Some(20),
+                rows: Some(7),
+                ..base()
+            },
+            Settings {
+                bands: Some(20),
+                ..base()
+            },
+            Settings {
+                num_perm: Some(0),
+                ..base()
+            },
+            Settings {
+                output: None,
+                ..base()
+            },
+            Settings {
+                input: vec![],
+                ..base()
+            },
+            Settings {
+                hamming: Some(9),
+                ..base()
+            },
+            Settings {
+                hamming: Some(3),
+                simhash_blocks: Some(3),
+                ..base()
+            },
         ] {
             assert!(matches!(s.resolve(), Err(Error::Config(_))));
         }
@@ -429,8 +487,14 @@ mod tests {
 
     #[test]
     fn flags_override_file() {
-        let file: Settings = toml::from_str("threshold = 0.9\nnum-perm = 64\nkeep = \"longest\"\ntext-column = \"body\"").unwrap();
-        let flags = Settings { threshold: Some(0.7), ..base() };
+        let file: Settings = toml::from_str(
+            "threshold = 0.9\nnum-perm = 64\nkeep = \"longest\"\ntext-column = \"body\"",
+        )
+        .unwrap();
+        let flags = Settings {
+            threshold: Some(0.7),
+            ..base()
+        };
         let c = flags.over(file).resolve().unwrap();
         assert_eq!(c.threshold, 0.7);
         assert_eq!(c.num_perm, 64);

@@ -18,15 +18,27 @@ pub struct Corpus {
 
 impl Corpus {
     /// Reads every shard; `on_shard` is called after each (for progress).
-    pub fn load(files: &[String], cfg: &Config, mut on_shard: impl FnMut(&Shard)) -> Result<Corpus> {
+    pub fn load(
+        files: &[String],
+        cfg: &Config,
+        mut on_shard: impl FnMut(&Shard),
+    ) -> Result<Corpus> {
         let mut shards = Vec::with_capacity(files.len());
         let mut starts = vec![0usize];
         // Object-store shards are fetched whole, a window at a time with requests in parallel.
         for window in files.chunks(16) {
-            let remote: Vec<String> = window.iter().filter(|f| object::is_url(f)).cloned().collect();
+            let remote: Vec<String> = window
+                .iter()
+                .filter(|f| object::is_url(f))
+                .cloned()
+                .collect();
             let mut fetched = object::get_all(&remote)?.into_iter();
             for f in window {
-                let bytes = if object::is_url(f) { fetched.next() } else { None };
+                let bytes = if object::is_url(f) {
+                    fetched.next()
+                } else {
+                    None
+                };
                 let shard = read_shard(f, bytes, cfg)?;
                 on_shard(&shard);
                 starts.push(starts[starts.len() - 1] + shard.len());
@@ -89,7 +101,11 @@ impl Corpus {
                     let (s, r) = self.locate(d);
                     format!("{} row {}", self.shards[s].file, r)
                 };
-                return Err(Error::DuplicateId { id, first: place(first), second: place(doc) });
+                return Err(Error::DuplicateId {
+                    id,
+                    first: place(first),
+                    second: place(doc),
+                });
             }
             seen.insert(id, doc);
         }

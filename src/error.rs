@@ -28,15 +28,30 @@ pub enum Error {
 
     /// A required column is missing from a shard.
     #[error("file '{file}' has no column '{column}' (its columns are: {available}); pass the right name with --{flag}")]
-    MissingColumn { file: String, column: String, available: String, flag: &'static str },
+    MissingColumn {
+        file: String,
+        column: String,
+        available: String,
+        flag: &'static str,
+    },
 
     /// A column has a type the job cannot use.
     #[error("column '{column}' in file '{file}' has type {found}, expected {expected}; {hint}")]
-    ColumnType { file: String, column: String, found: String, expected: &'static str, hint: &'static str },
+    ColumnType {
+        file: String,
+        column: String,
+        found: String,
+        expected: &'static str,
+        hint: &'static str,
+    },
 
     /// The same document id occurs more than once.
     #[error("duplicate id '{id}': first at {first}, again at {second}. Ids must be unique so the manifest's duplicate_of is unambiguous; fix the input, choose another --id-column, or pass --allow-duplicate-ids (then duplicate_of may name either copy)")]
-    DuplicateId { id: String, first: String, second: String },
+    DuplicateId {
+        id: String,
+        first: String,
+        second: String,
+    },
 
     /// Writing an output failed.
     #[error("cannot write output '{path}': {msg}. Check that the output directory is writable and has free space")]
@@ -44,11 +59,20 @@ pub enum Error {
 
     /// An error from polars that is not tied to a single input file.
     #[error("dataframe error in stage {stage}: {source}")]
-    Polars { stage: &'static str, #[source] source: polars::error::PolarsError },
+    Polars {
+        stage: &'static str,
+        #[source]
+        source: polars::error::PolarsError,
+    },
 
     /// An object-store request failed (after retries).
     #[error("cannot {what} '{url}': {msg}. Hint: {hint}")]
-    ObjectStore { what: String, url: String, msg: String, hint: &'static str },
+    ObjectStore {
+        what: String,
+        url: String,
+        msg: String,
+        hint: &'static str,
+    },
 
     /// The corpus has more documents than the 32-bit document index supports.
     #[error("the input has {0} documents; this version supports at most 4,294,967,294 per run: split the input into several runs")]

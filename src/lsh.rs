@@ -35,7 +35,9 @@ pub fn choose_bands(threshold: f64, num_perm: usize, target: f64) -> (usize, usi
 /// bands never share a key space because the band index seeds the hash.
 #[inline]
 pub fn band_key(band: usize, values: &[u32]) -> u64 {
-    let mut h = (band as u64).wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut h = (band as u64)
+        .wrapping_add(1)
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15);
     for &v in values {
         h = mix64(h ^ u64::from(v));
     }

@@ -9,7 +9,11 @@ use clap::{Parser, Subcommand};
 use corpus_dedup::{executor, Settings};
 
 #[derive(Parser)]
-#[command(name = "corpus-dedup", version, about = "Find near-duplicate documents in Parquet text corpora and write a keep/drop manifest")]
+#[command(
+    name = "corpus-dedup",
+    version,
+    about = "Find near-duplicate documents in Parquet text corpora and write a keep/drop manifest"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -35,7 +39,8 @@ fn run(config: Option<PathBuf>, flags: Settings) -> anyhow::Result<()> {
     let cfg = flags.over(file).resolve()?;
     // polars keeps its own thread pool; size it before its first use so --threads holds for it too.
     std::env::set_var("POLARS_MAX_THREADS", cfg.threads.to_string());
-    let summary = executor::local::run(&cfg).with_context(|| format!("corpus-dedup run failed (output '{}')", cfg.output))?;
+    let summary = executor::local::run(&cfg)
+        .with_context(|| format!("corpus-dedup run failed (output '{}')", cfg.output))?;
     let line = serde_json::json!({
         "documents_in": summary.documents_in,
         "documents_kept": summary.documents_kept,

@@ -54,7 +54,11 @@ impl Permutations {
     /// for those instructions and chosen at run time; the arithmetic is identical, so the result
     /// does not depend on the CPU.
     pub fn signature(&self, shingles: &[u64], out: &mut [u32]) {
-        assert_eq!(out.len(), self.a.len(), "signature buffer length must equal K");
+        assert_eq!(
+            out.len(),
+            self.a.len(),
+            "signature buffer length must equal K"
+        );
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx512dq") {
@@ -119,8 +123,14 @@ mod tests {
     #[test]
     fn deterministic_and_seeded() {
         let s: Vec<u64> = (0..100).map(mix64).collect();
-        assert_eq!(sig(&Permutations::new(64, 1), &s), sig(&Permutations::new(64, 1), &s));
-        assert_ne!(sig(&Permutations::new(64, 1), &s), sig(&Permutations::new(64, 2), &s));
+        assert_eq!(
+            sig(&Permutations::new(64, 1), &s),
+            sig(&Permutations::new(64, 1), &s)
+        );
+        assert_ne!(
+            sig(&Permutations::new(64, 1), &s),
+            sig(&Permutations::new(64, 2), &s)
+        );
     }
 
     #[test]

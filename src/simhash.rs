@@ -17,14 +17,20 @@
 
 /// Fingerprint of weighted features `(hash, weight)`; features must be sorted by hash.
 pub fn fingerprint(features: &[(u64, f32)]) -> u64 {
-    debug_assert!(features.windows(2).all(|w| w[0].0 <= w[1].0), "features must be sorted by hash");
+    debug_assert!(
+        features.windows(2).all(|w| w[0].0 <= w[1].0),
+        "features must be sorted by hash"
+    );
     let mut acc = [0f32; 64];
     for &(h, w) in features {
         for (bit, a) in acc.iter_mut().enumerate() {
             *a += if (h >> bit) & 1 == 1 { w } else { -w };
         }
     }
-    acc.iter().enumerate().fold(0u64, |fp, (bit, &a)| if a > 0.0 { fp | (1 << bit) } else { fp })
+    acc.iter().enumerate().fold(
+        0u64,
+        |fp, (bit, &a)| if a > 0.0 { fp | (1 << bit) } else { fp },
+    )
 }
 
 /// Number of differing bits.
@@ -49,7 +55,11 @@ impl BlockIndex {
         let block_mask = |j: usize| {
             let (lo, hi) = (bounds[j], bounds[j + 1]);
             let width = hi - lo;
-            (if width == 64 { u64::MAX } else { (1u64 << width) - 1 }) << lo
+            (if width == 64 {
+                u64::MAX
+            } else {
+                (1u64 << width) - 1
+            }) << lo
         };
         let mut masks = Vec::new();
         let keep = blocks - k;
@@ -98,7 +108,10 @@ mod tests {
         assert_eq!(fingerprint(&[(0b0011, 1.0), (0b0101, 2.0)]), 0b0101);
         assert_eq!(fingerprint(&[(0b0011, 1.0), (0b0101, 1.0)]), 0b0001);
         // Three equal features: majority vote per bit.
-        assert_eq!(fingerprint(&[(0b0011, 1.0), (0b0110, 1.0), (0b1100, 1.0)]), 0b0110);
+        assert_eq!(
+            fingerprint(&[(0b0011, 1.0), (0b0110, 1.0), (0b1100, 1.0)]),
+            0b0110
+        );
         assert_eq!(fingerprint(&[]), 0);
     }
 
@@ -120,10 +133,17 @@ mod tests {
         // Masks of one-block tables tile the 64 bits.
         let b = BlockIndex::new(5, 4);
         assert_eq!((0..5).fold(0u64, |m, t| m | b.key(t, u64::MAX)), u64::MAX);
-        assert_eq!((0..5).map(|t| b.key(t, u64::MAX).count_ones()).sum::<u32>(), 64);
+        assert_eq!(
+            (0..5).map(|t| b.key(t, u64::MAX).count_ones()).sum::<u32>(),
+            64
+        );
     }
 
-    fn index_pairs(fps: &[u64], blocks: usize, k: usize) -> std::collections::BTreeSet<(usize, usize)> {
+    fn index_pairs(
+        fps: &[u64],
+        blocks: usize,
+        k: usize,
+    ) -> std::collections::BTreeSet<(usize, usize)> {
         let idx = BlockIndex::new(blocks, k);
         let mut out = std::collections::BTreeSet::new();
         for t in 0..idx.tables() {

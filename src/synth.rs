@@ -79,15 +79,18 @@ impl Rng {
 }
 
 const SYLLABLES: &[&str] = &[
-    "ka", "lo", "mi", "ran", "te", "su", "vor", "en", "dal", "qui", "po", "ber", "ax", "nel", "sor", "tin", "ga",
-    "fe", "lu", "mon", "ri", "che", "bo", "wen", "zy", "har", "ol", "pi", "des", "tra", "ve", "nu", "sa", "gro",
+    "ka", "lo", "mi", "ran", "te", "su", "vor", "en", "dal", "qui", "po", "ber", "ax", "nel",
+    "sor", "tin", "ga", "fe", "lu", "mon", "ri", "che", "bo", "wen", "zy", "har", "ol", "pi",
+    "des", "tra", "ve", "nu", "sa", "gro",
 ];
 
 const HANZI: &str = "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可她里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用主行方又如前所本见经头面公同三已老从动两长知民样现分将外但身些与高意进把法此实回二理美点月明其种声全工己话儿者向情部正名定女问力机给等几很业最间新什打便位因重被走电四第门相次东政海口使教西再平真听世气信北少关并内加化由却代军产入先山五太水万市眼体别处总才场师书比住员九笑性通目华报立马命张活难神数件安表原车白应路期叫死常提感金何更反合放做系计或司利受光王果亲界及今京务制解各任至清物台象记边共风战干接它许八特觉望直服毛林题建南度统色字请交爱让认算论百吃义科怎元社术结六功指思非流每青管夫连远资队跟带花快条院变联言权往展该领传近留红治决周保达办运武半候七必城父强步完革深区即求品士转量空甚众技轻程告江语英基派满式李息写呢识极令黄德收脸钱党倒未持音";
 
 fn english_word(rng: &mut Rng) -> String {
     let n = 1 + rng.below(3);
-    (0..n).map(|_| SYLLABLES[rng.below(SYLLABLES.len())]).collect()
+    (0..n)
+        .map(|_| SYLLABLES[rng.below(SYLLABLES.len())])
+        .collect()
 }
 
 fn chinese_word(rng: &mut Rng, pool: &[char]) -> String {
@@ -104,7 +107,10 @@ struct Vocab {
 impl Vocab {
     fn new(rng: &mut Rng) -> Self {
         let pool: Vec<char> = HANZI.chars().collect();
-        Vocab { en: (0..3000).map(|_| english_word(rng)).collect(), zh: (0..3000).map(|_| chinese_word(rng, &pool)).collect() }
+        Vocab {
+            en: (0..3000).map(|_| english_word(rng)).collect(),
+            zh: (0..3000).map(|_| chinese_word(rng, &pool)).collect(),
+        }
     }
     fn pick<'a>(words: &'a [String], rng: &mut Rng) -> &'a str {
         // Squaring a uniform draw favours low ranks: frequent words recur, as in real text.
@@ -128,7 +134,11 @@ fn base_tokens(lang: Lang, rng: &mut Rng, vocab: &Vocab) -> Tokens {
         if lang == Lang::Mixed && i % 60 == 59 {
             zh = !zh;
         }
-        let w = if zh { Vocab::pick(&vocab.zh, rng) } else { Vocab::pick(&vocab.en, rng) };
+        let w = if zh {
+            Vocab::pick(&vocab.zh, rng)
+        } else {
+            Vocab::pick(&vocab.en, rng)
+        };
         out.push((w.to_string(), zh));
     }
     out
@@ -141,7 +151,11 @@ fn render(tokens: &Tokens, noisy: bool, rng: &mut Rng) -> String {
         if *zh {
             s.push_str(t);
             if end_sentence {
-                s.push_str(if noisy && rng.below(2) == 0 { "！" } else { "。" });
+                s.push_str(if noisy && rng.below(2) == 0 {
+                    "！"
+                } else {
+                    "。"
+                });
             } else if i % 5 == 4 {
                 s.push('，');
             }
@@ -185,7 +199,7 @@ fn edit(tokens: &Tokens, rate: f64, rng: &mut Rng, vocab: &Vocab) -> Tokens {
         }
         let words = if *zh { &vocab.zh } else { &vocab.en };
         match rng.below(3) {
-            0 => {} // delete
+            0 => {}                                                    // delete
             1 => out.push((Vocab::pick(words, rng).to_string(), *zh)), // substitute
             _ => {
                 out.push((t.clone(), *zh));
@@ -206,7 +220,12 @@ pub fn generate(n: usize, lang: Lang, seed: u64, prefix: &str) -> Vec<Doc> {
     while docs.len() < n {
         if bases.is_empty() || rng.unit() < 0.55 {
             let t = base_tokens(lang, &mut rng, &vocab);
-            docs.push(Doc { id: String::new(), text: render(&t, false, &mut rng), source: bases.len(), kind: Kind::Base });
+            docs.push(Doc {
+                id: String::new(),
+                text: render(&t, false, &mut rng),
+                source: bases.len(),
+                kind: Kind::Base,
+            });
             bases.push(t);
             continue;
         }
@@ -217,15 +236,24 @@ pub fn generate(n: usize, lang: Lang, seed: u64, prefix: &str) -> Vec<Doc> {
             1 => (Kind::Noise, render(base, true, &mut rng)),
             2 | 3 => {
                 let r = 0.01 + 0.02 * rng.unit();
-                (Kind::Light, render(&edit(base, r, &mut rng, &vocab), false, &mut rng))
+                (
+                    Kind::Light,
+                    render(&edit(base, r, &mut rng, &vocab), false, &mut rng),
+                )
             }
             4 => {
                 let r = 0.05 + 0.05 * rng.unit();
-                (Kind::Medium, render(&edit(base, r, &mut rng, &vocab), false, &mut rng))
+                (
+                    Kind::Medium,
+                    render(&edit(base, r, &mut rng, &vocab), false, &mut rng),
+                )
             }
             5 => {
                 let r = 0.2 + 0.2 * rng.unit();
-                (Kind::Heavy, render(&edit(base, r, &mut rng, &vocab), false, &mut rng))
+                (
+                    Kind::Heavy,
+                    render(&edit(base, r, &mut rng, &vocab), false, &mut rng),
+                )
             }
             _ => {
                 let mut s = String::from("Home | News | About us | Contact\n");
@@ -234,7 +262,12 @@ pub fn generate(n: usize, lang: Lang, seed: u64, prefix: &str) -> Vec<Doc> {
                 (Kind::Boilerplate, s)
             }
         };
-        docs.push(Doc { id: String::new(), text, source: src, kind });
+        docs.push(Doc {
+            id: String::new(),
+            text,
+            source: src,
+            kind,
+        });
     }
     // Fisher-Yates shuffle, then ids in final order.
     for i in (1..docs.len()).rev() {
@@ -258,9 +291,16 @@ mod tests {
         let a = generate(50, Lang::Mixed, 3, "m");
         let b = generate(50, Lang::Mixed, 3, "m");
         assert_eq!(a.len(), 50);
-        assert!(a.iter().zip(&b).all(|(x, y)| x.text == y.text && x.id == y.id));
+        assert!(a
+            .iter()
+            .zip(&b)
+            .all(|(x, y)| x.text == y.text && x.id == y.id));
         assert!(a.iter().any(|d| d.kind != Kind::Base));
-        assert!(a.iter().any(|d| d.text.chars().any(crate::text::tokenize::is_han)));
-        assert!(a.iter().any(|d| d.text.contains(|c: char| c.is_ascii_alphabetic())));
+        assert!(a
+            .iter()
+            .any(|d| d.text.chars().any(crate::text::tokenize::is_han)));
+        assert!(a
+            .iter()
+            .any(|d| d.text.contains(|c: char| c.is_ascii_alphabetic())));
     }
 }

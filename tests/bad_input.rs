@@ -11,7 +11,10 @@ fn fails(args: &[&str]) -> String {
     let o = run(args);
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert!(!o.status.success(), "expected failure for {args:?}");
-    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "panic for {args:?}: {err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "panic for {args:?}: {err}"
+    );
     assert!(o.stdout.is_empty() || !String::from_utf8_lossy(&o.stdout).contains("documents_in"));
     err
 }
@@ -19,11 +22,28 @@ fn fails(args: &[&str]) -> String {
 fn good_shard(path: &std::path::Path) {
     let text = vec!["a b c d e f g", "h i j k l m n"];
     let id = vec!["x", "y"];
-    write_df(path, DataFrame::new(2, vec![Column::new("id".into(), id), Column::new("text".into(), text)]).unwrap());
+    write_df(
+        path,
+        DataFrame::new(
+            2,
+            vec![
+                Column::new("id".into(), id),
+                Column::new("text".into(), text),
+            ],
+        )
+        .unwrap(),
+    );
 }
 
 fn run_on(input: &str, out: &std::path::Path, extra: &[&str]) -> String {
-    let mut args = vec!["run", "--quiet", "--input", input, "--output", out.to_str().unwrap()];
+    let mut args = vec![
+        "run",
+        "--quiet",
+        "--input",
+        input,
+        "--output",
+        out.to_str().unwrap(),
+    ];
     args.extend_from_slice(extra);
     fails(&args)
 }
@@ -31,10 +51,24 @@ fn run_on(input: &str, out: &std::path::Path, extra: &[&str]) -> String {
 #[test]
 fn empty_glob_and_missing_file() {
     let dir = temp_dir("bad-glob");
-    let err = run_on(&format!("{}/*.parquet", dir.display()), &dir.join("out"), &[]);
-    assert!(err.contains("matches no file") && err.contains(&dir.display().to_string()), "{err}");
-    let err = run_on(&format!("{}/nope.parquet", dir.display()), &dir.join("out"), &[]);
-    assert!(err.contains("nope.parquet") && err.contains("matches no file"), "{err}");
+    let err = run_on(
+        &format!("{}/*.parquet", dir.display()),
+        &dir.join("out"),
+        &[],
+    );
+    assert!(
+        err.contains("matches no file") && err.contains(&dir.display().to_string()),
+        "{err}"
+    );
+    let err = run_on(
+        &format!("{}/nope.parquet", dir.display()),
+        &dir.join("out"),
+        &[],
+    );
+    assert!(
+        err.contains("nope.parquet") && err.contains("matches no file"),
+        "{err}"
+    );
     assert!(!dir.join("out").join("manifest.parquet").exists());
 }
 
@@ -44,7 +78,10 @@ fn not_parquet_and_truncated_parquet() {
     let f = dir.join("notes.parquet");
     std::fs::write(&f, "this is not parquet at all\n").unwrap();
     let err = run_on(f.to_str().unwrap(), &dir.join("out"), &[]);
-    assert!(err.contains("notes.parquet") && err.contains("cannot read Parquet"), "{err}");
+    assert!(
+        err.contains("notes.parquet") && err.contains("cannot read Parquet"),
+        "{err}"
+    );
 
     let good = dir.join("good.parquet");
     good_shard(&good);
@@ -52,7 +89,10 @@ fn not_parquet_and_truncated_parquet() {
     let t = dir.join("truncated.parquet");
     std::fs::write(&t, &bytes[..bytes.len() / 2]).unwrap();
     let err = run_on(t.to_str().unwrap(), &dir.join("out"), &[]);
-    assert!(err.contains("truncated.parquet") && err.contains("cannot read Parquet"), "{err}");
+    assert!(
+        err.contains("truncated.parquet") && err.contains("cannot read Parquet"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -61,17 +101,54 @@ fn missing_and_mistyped_columns() {
     let f = dir.join("s.parquet");
     let body = vec!["a b c", "d e f"];
     let n = vec![1i64, 2];
-    write_df(&f, DataFrame::new(2, vec![Column::new("body".into(), body), Column::new("n".into(), n)]).unwrap());
+    write_df(
+        &f,
+        DataFrame::new(
+            2,
+            vec![Column::new("body".into(), body), Column::new("n".into(), n)],
+        )
+        .unwrap(),
+    );
     let err = run_on(f.to_str().unwrap(), &dir.join("out"), &[]);
-    assert!(err.contains("no column 'text'") && err.contains("body, n") && err.contains("--text-column"), "{err}");
-    let err = run_on(f.to_str().unwrap(), &dir.join("out"), &["--text-column", "n"]);
-    assert!(err.contains("column 'n'") && err.contains("i64") && err.contains("string"), "{err}");
-    let err = run_on(f.to_str().unwrap(), &dir.join("out"), &["--text-column", "body", "--id-column", "uid"]);
-    assert!(err.contains("no column 'uid'") && err.contains("--id-column"), "{err}");
-    let err = run_on(f.to_str().unwrap(), &dir.join("out"), &["--text-column", "body", "--keep", "score"]);
+    assert!(
+        err.contains("no column 'text'")
+            && err.contains("body, n")
+            && err.contains("--text-column"),
+        "{err}"
+    );
+    let err = run_on(
+        f.to_str().unwrap(),
+        &dir.join("out"),
+        &["--text-column", "n"],
+    );
+    assert!(
+        err.contains("column 'n'") && err.contains("i64") && err.contains("string"),
+        "{err}"
+    );
+    let err = run_on(
+        f.to_str().unwrap(),
+        &dir.join("out"),
+        &["--text-column", "body", "--id-column", "uid"],
+    );
+    assert!(
+        err.contains("no column 'uid'") && err.contains("--id-column"),
+        "{err}"
+    );
+    let err = run_on(
+        f.to_str().unwrap(),
+        &dir.join("out"),
+        &["--text-column", "body", "--keep", "score"],
+    );
     assert!(err.contains("no column 'score'"), "{err}");
-    let err = run_on(f.to_str().unwrap(), &dir.join("out"), &["--text-column", "body", "--keep", "body"]);
-    assert!(err.contains("column 'body'") && err.contains("numeric"), "{err}");
+    let err = run_on(
+        f.to_str().unwrap(),
+        &dir.join("out"),
+        &["--text-column", "body", "--keep", "body"],
+    );
+    assert!(
+        err.contains("column 'body'") && err.contains("numeric"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -81,7 +158,12 @@ fn duplicate_ids_fail_unless_allowed() {
     good_shard(&dir.join("b.parquet"));
     let glob = format!("{}/*.parquet", dir.display());
     let err = run_on(&glob, &dir.join("out"), &[]);
-    assert!(err.contains("duplicate id 'x'") && err.contains("a.parquet row 0") && err.contains("b.parquet row 0"), "{err}");
+    assert!(
+        err.contains("duplicate id 'x'")
+            && err.contains("a.parquet row 0")
+            && err.contains("b.parquet row 0"),
+        "{err}"
+    );
     assert!(err.contains("--allow-duplicate-ids"), "{err}");
     let out = dir.join("ok");
     run_ok(&glob, &out, &["--allow-duplicate-ids"]);
@@ -94,8 +176,15 @@ fn unwritable_output() {
     good_shard(&dir.join("a.parquet"));
     let blocker = dir.join("file");
     std::fs::write(&blocker, "x").unwrap();
-    let err = run_on(dir.join("a.parquet").to_str().unwrap(), &blocker.join("out"), &[]);
-    assert!(err.contains("cannot write output") && err.contains("file/out"), "{err}");
+    let err = run_on(
+        dir.join("a.parquet").to_str().unwrap(),
+        &blocker.join("out"),
+        &[],
+    );
+    assert!(
+        err.contains("cannot write output") && err.contains("file/out"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -109,7 +198,10 @@ fn bad_flags() {
     assert!(err.contains("--threshhold"), "{err}");
     for t in ["0", "1.2", "-0.5"] {
         let err = run_on(input, &out, &[&format!("--threshold={t}")]);
-        assert!(err.contains("--threshold") && err.contains("(0, 1]"), "{err}");
+        assert!(
+            err.contains("--threshold") && err.contains("(0, 1]"),
+            "{err}"
+        );
     }
     let err = run_on(input, &out, &["--bands", "20", "--rows", "7"]);
     assert!(err.contains("exceeds --num-perm 128"), "{err}");
@@ -122,5 +214,8 @@ fn bad_flags() {
     let cfg = dir.join("bad.toml");
     std::fs::write(&cfg, "treshold = 0.8\n").unwrap();
     let err = run_on(input, &out, &["--config", cfg.to_str().unwrap()]);
-    assert!(err.contains("bad.toml") && err.contains("treshold"), "{err}");
+    assert!(
+        err.contains("bad.toml") && err.contains("treshold"),
+        "{err}"
+    );
 }

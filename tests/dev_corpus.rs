@@ -13,7 +13,10 @@ use common::*;
 fn dev_small_recall_and_precision_per_language() {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/dev-small");
     if !corpus.join("gt_components.parquet").exists() {
-        assert!(std::env::var_os("CI").is_none(), "CI needs ../shared/corpus/dev-small beside the checkout");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI needs ../shared/corpus/dev-small beside the checkout"
+        );
         eprintln!("skipped: {} not found", corpus.display());
         return;
     }
@@ -22,15 +25,47 @@ fn dev_small_recall_and_precision_per_language() {
     let rows = manifest(&out);
 
     let comp = read_df(&corpus.join("gt_components.parquet"));
-    let ids: Vec<&str> = comp.column("id").unwrap().str().unwrap().iter().map(|s| s.unwrap_or_default()).collect();
-    let cid = comp.column("component").unwrap().cast(&polars::prelude::DataType::UInt32).unwrap();
+    let ids: Vec<&str> = comp
+        .column("id")
+        .unwrap()
+        .str()
+        .unwrap()
+        .iter()
+        .map(|s| s.unwrap_or_default())
+        .collect();
+    let cid = comp
+        .column("component")
+        .unwrap()
+        .cast(&polars::prelude::DataType::UInt32)
+        .unwrap();
     let cid: Vec<u32> = cid.u32().unwrap().into_no_null_iter().collect();
-    assert_eq!(rows.len(), ids.len(), "one manifest row per corpus document");
-    assert!(rows.iter().zip(&ids).all(|(r, id)| r.id == *id), "manifest order = corpus order");
+    assert_eq!(
+        rows.len(),
+        ids.len(),
+        "one manifest row per corpus document"
+    );
+    assert!(
+        rows.iter().zip(&ids).all(|(r, id)| r.id == *id),
+        "manifest order = corpus order"
+    );
 
     let meta = read_df(&corpus.join("docs_meta.parquet"));
-    let mid: Vec<&str> = meta.column("id").unwrap().str().unwrap().iter().map(|s| s.unwrap_or_default()).collect();
-    let mlang: Vec<&str> = meta.column("lang").unwrap().str().unwrap().iter().map(|s| s.unwrap_or_default()).collect();
+    let mid: Vec<&str> = meta
+        .column("id")
+        .unwrap()
+        .str()
+        .unwrap()
+        .iter()
+        .map(|s| s.unwrap_or_default())
+        .collect();
+    let mlang: Vec<&str> = meta
+        .column("lang")
+        .unwrap()
+        .str()
+        .unwrap()
+        .iter()
+        .map(|s| s.unwrap_or_default())
+        .collect();
     let lang_of: HashMap<&str, &str> = mid.into_iter().zip(mlang).collect();
     // A component's language is that of its representative (the document its id points at).
     let comp_lang: Vec<&str> = cid.iter().map(|&c| lang_of[ids[c as usize]]).collect();
@@ -40,8 +75,14 @@ fn dev_small_recall_and_precision_per_language() {
     let mut report = vec![format!("all: recall {recall:.4} precision {precision:.4}")];
     for lang in ["en", "zh"] {
         let keep_d: Vec<bool> = (0..rows.len()).map(|d| comp_lang[d] == lang).collect();
-        let sub_truth: Vec<u32> = (0..rows.len()).filter(|&d| keep_d[d]).map(|d| cid[d]).collect();
-        let sub_dropped: Vec<bool> = (0..rows.len()).filter(|&d| keep_d[d]).map(|d| dropped[d]).collect();
+        let sub_truth: Vec<u32> = (0..rows.len())
+            .filter(|&d| keep_d[d])
+            .map(|d| cid[d])
+            .collect();
+        let sub_dropped: Vec<bool> = (0..rows.len())
+            .filter(|&d| keep_d[d])
+            .map(|d| dropped[d])
+            .collect();
         let (r, p) = doc_scores(&sub_truth, &sub_dropped);
         report.push(format!("{lang}: recall {r:.4} precision {p:.4}"));
         assert!(r >= 0.97 && p >= 0.99, "{lang} below target: {report:?}");

@@ -36,15 +36,21 @@ fn finds_planted_duplicates_with_high_recall_and_precision() {
     let (recall, precision) = doc_scores(&truth, &dropped);
     let should: usize = {
         let mut c = std::collections::HashMap::new();
-        truth.iter().for_each(|&t| *c.entry(t).or_insert(0usize) += 1);
+        truth
+            .iter()
+            .for_each(|&t| *c.entry(t).or_insert(0usize) += 1);
         c.values().map(|k| k - 1).sum()
     };
-    assert!(should > 60, "the generator must plant duplicates (found {should})");
+    assert!(
+        should > 60,
+        "the generator must plant duplicates (found {should})"
+    );
     assert!(recall >= 0.95, "recall {recall}");
     assert!(precision >= 0.99, "precision {precision}");
 
     // Every dropped row points at a kept row of the same cluster with similarity >= threshold.
-    let by_id: std::collections::HashMap<&str, &Row> = rows.iter().map(|r| (r.id.as_str(), r)).collect();
+    let by_id: std::collections::HashMap<&str, &Row> =
+        rows.iter().map(|r| (r.id.as_str(), r)).collect();
     for r in rows.iter().filter(|r| !r.keep) {
         let k = by_id[r.duplicate_of.as_deref().unwrap()];
         assert!(k.keep);
@@ -58,7 +64,10 @@ fn finds_planted_duplicates_with_high_recall_and_precision() {
     }
     let s = summary(&out);
     assert_eq!(s["documents_in"], docs.len() as u64);
-    assert_eq!(s["documents_dropped"], dropped.iter().filter(|&&d| d).count() as u64);
+    assert_eq!(
+        s["documents_dropped"],
+        dropped.iter().filter(|&&d| d).count() as u64
+    );
 }
 
 #[test]
@@ -80,14 +89,25 @@ fn output_matches_schemas() {
     let (glob, _) = three_shards(&dir);
     let out = dir.join("out");
     run_ok(&glob, &out, &[]);
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/manifest.json")).unwrap()).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/schemas/manifest.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
     let df = read_df(&out.join("manifest.parquet"));
     let cols = schema["columns"].as_array().unwrap();
     assert_eq!(df.width(), cols.len());
     for (c, want) in df.columns().iter().zip(cols) {
         assert_eq!(c.name().as_str(), want["name"].as_str().unwrap());
-        assert_eq!(format!("{:?}", c.dtype()), want["type"].as_str().unwrap(), "column {}", c.name());
+        assert_eq!(
+            format!("{:?}", c.dtype()),
+            want["type"].as_str().unwrap(),
+            "column {}",
+            c.name()
+        );
         if !want["nullable"].as_bool().unwrap() {
             assert_eq!(c.null_count(), 0, "column {} must have no nulls", c.name());
         }
@@ -99,15 +119,25 @@ fn output_matches_schemas() {
     let kv = md.key_value_metadata().clone().unwrap_or_default();
     let keys: Vec<&str> = kv.iter().map(|k| k.key.as_str()).collect();
     for k in schema["metadata_keys"].as_array().unwrap() {
-        assert!(keys.contains(&k.as_str().unwrap()), "metadata key {k} missing; have {keys:?}");
+        assert!(
+            keys.contains(&k.as_str().unwrap()),
+            "metadata key {k} missing; have {keys:?}"
+        );
     }
-    let config = kv.iter().find(|k| k.key == "corpus_dedup.config").and_then(|k| k.value.clone()).unwrap();
+    let config = kv
+        .iter()
+        .find(|k| k.key == "corpus_dedup.config")
+        .and_then(|k| k.value.clone())
+        .unwrap();
     let config: serde_json::Value = serde_json::from_str(&config).unwrap();
     assert_eq!(config["threshold"], 0.8);
     assert_eq!(config["num_perm"], 128);
 
-    let sschema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/summary.json")).unwrap()).unwrap();
+    let sschema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/summary.json"))
+            .unwrap(),
+    )
+    .unwrap();
     let s = summary(&out);
     let kind = |v: &serde_json::Value| match v {
         serde_json::Value::String(_) => "string",
@@ -122,7 +152,9 @@ fn output_matches_schemas() {
         for (k, t) in fields.as_object().unwrap() {
             let v = &obj[k.as_str()];
             let (got, want) = (kind(v), t.as_str().unwrap());
-            let ok = want.split('|').any(|w| w == got || (w == "number" && got == "integer"));
+            let ok = want
+                .split('|')
+                .any(|w| w == got || (w == "number" && got == "integer"));
             assert!(ok, "summary field {k}: {got}, want {want}");
         }
     };
@@ -140,11 +172,32 @@ fn output_matches_schemas() {
 #[test]
 fn nulls_empties_and_a_huge_document_are_kept_and_counted() {
     let dir = temp_dir("nulls");
-    let big: String = (0..1_500_000).map(|i| format!("w{} ", i % 100_003)).collect(); // ~10 MB
+    let big: String = (0..1_500_000)
+        .map(|i| format!("w{} ", i % 100_003))
+        .collect(); // ~10 MB
     assert!(big.len() > 10_000_000);
-    let text: Vec<Option<&str>> = vec![Some("alpha beta gamma delta epsilon zeta eta"), None, Some(""), Some("  ,,, !"), None, Some(big.as_str()), Some(big.as_str()), Some("alpha beta gamma delta epsilon zeta eta")];
+    let text: Vec<Option<&str>> = vec![
+        Some("alpha beta gamma delta epsilon zeta eta"),
+        None,
+        Some(""),
+        Some("  ,,, !"),
+        None,
+        Some(big.as_str()),
+        Some(big.as_str()),
+        Some("alpha beta gamma delta epsilon zeta eta"),
+    ];
     let id: Vec<&str> = vec!["a", "n1", "e1", "p1", "n2", "big1", "big2", "a2"];
-    write_df(&dir.join("s.parquet"), DataFrame::new(8, vec![Column::new("id".into(), id), Column::new("text".into(), text)]).unwrap());
+    write_df(
+        &dir.join("s.parquet"),
+        DataFrame::new(
+            8,
+            vec![
+                Column::new("id".into(), id),
+                Column::new("text".into(), text),
+            ],
+        )
+        .unwrap(),
+    );
     let out = dir.join("out");
     run_ok(&format!("{}/s.parquet", dir.display()), &out, &[]);
     let rows = manifest(&out);
@@ -166,7 +219,17 @@ fn keep_rules_and_missing_ids() {
     let longer = format!("{base} twentyone");
     let text = vec![base, longer.as_str(), base];
     let prio = vec![Some(1i64), Some(0), Some(5)];
-    write_df(&dir.join("k.parquet"), DataFrame::new(3, vec![Column::new("text".into(), text), Column::new("prio".into(), prio)]).unwrap());
+    write_df(
+        &dir.join("k.parquet"),
+        DataFrame::new(
+            3,
+            vec![
+                Column::new("text".into(), text),
+                Column::new("prio".into(), prio),
+            ],
+        )
+        .unwrap(),
+    );
     let glob = format!("{}/k.parquet", dir.display());
     let file = glob.clone();
 
@@ -175,18 +238,30 @@ fn keep_rules_and_missing_ids() {
     let rows = manifest(&out);
     // No id column: ids are file:row.
     assert_eq!(rows[1].id, format!("{file}:1"));
-    assert_eq!(rows.iter().map(|r| r.keep).collect::<Vec<_>>(), vec![true, false, false]);
+    assert_eq!(
+        rows.iter().map(|r| r.keep).collect::<Vec<_>>(),
+        vec![true, false, false]
+    );
     assert_eq!(rows[2].similarity, Some(1.0));
 
     let out = dir.join("longest");
     run_ok(&glob, &out, &["--keep", "longest"]);
-    assert_eq!(manifest(&out).iter().map(|r| r.keep).collect::<Vec<_>>(), vec![false, true, false]);
+    assert_eq!(
+        manifest(&out).iter().map(|r| r.keep).collect::<Vec<_>>(),
+        vec![false, true, false]
+    );
 
     let out = dir.join("prio");
     run_ok(&glob, &out, &["--keep", "prio"]);
     let rows = manifest(&out);
-    assert_eq!(rows.iter().map(|r| r.keep).collect::<Vec<_>>(), vec![false, false, true]);
-    assert_eq!(rows[0].duplicate_of.as_deref(), Some(format!("{file}:2").as_str()));
+    assert_eq!(
+        rows.iter().map(|r| r.keep).collect::<Vec<_>>(),
+        vec![false, false, true]
+    );
+    assert_eq!(
+        rows[0].duplicate_of.as_deref(),
+        Some(format!("{file}:2").as_str())
+    );
     assert_eq!(rows[0].cluster_id, Some(0));
 }
 
@@ -197,7 +272,11 @@ fn config_file_sets_options_and_flags_override_it() {
     let cfg = dir.join("job.toml");
     std::fs::write(&cfg, "threshold = 0.9\nnum-perm = 64\nkeep = \"longest\"\n").unwrap();
     let out = dir.join("out");
-    run_ok(&glob, &out, &["--config", cfg.to_str().unwrap(), "--threshold", "0.85"]);
+    run_ok(
+        &glob,
+        &out,
+        &["--config", cfg.to_str().unwrap(), "--threshold", "0.85"],
+    );
     let c = &summary(&out)["config"];
     assert_eq!(c["threshold"], 0.85);
     assert_eq!(c["num_perm"], 64);
@@ -212,14 +291,34 @@ fn several_globs_and_estimate_mode() {
     let out = dir.join("out");
     let g1 = format!("{}/a-*.parquet", dir.display());
     let g2 = format!("{}/[bc]-*.parquet", dir.display());
-    let o = run(&["run", "--quiet", "--input", &g1, "--input", &g2, "--input", &g1, "--output", out.to_str().unwrap(), "--verify", "estimate"]);
+    let o = run(&[
+        "run",
+        "--quiet",
+        "--input",
+        &g1,
+        "--input",
+        &g2,
+        "--input",
+        &g1,
+        "--output",
+        out.to_str().unwrap(),
+        "--verify",
+        "estimate",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // A file matched by two globs is read once.
     assert_eq!(manifest(&out).len(), docs.len());
     let s = summary(&out);
     assert_eq!(s["input_files"], 3);
     // The last stdout line is the machine-readable summary.
-    let line: serde_json::Value = serde_json::from_str(String::from_utf8_lossy(&o.stdout).trim().lines().last().unwrap()).unwrap();
+    let line: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(line["documents_in"], docs.len() as u64);
 }
 
@@ -229,7 +328,11 @@ fn simhash_finds_near_duplicates_with_the_same_contract() {
     let (glob, docs) = three_shards(&dir);
     let out = dir.join("out");
     // The generated corpus is small: every sampled feature is rare, so no document-frequency cut.
-    run_ok(&glob, &out, &["--method", "simhash", "--simhash-max-df", "1"]);
+    run_ok(
+        &glob,
+        &out,
+        &["--method", "simhash", "--simhash-max-df", "1"],
+    );
     let rows = manifest(&out);
     assert_eq!(rows.len(), docs.len());
     let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
@@ -240,21 +343,51 @@ fn simhash_finds_near_duplicates_with_the_same_contract() {
     assert!(recall >= 0.6, "recall {recall}");
     assert!(precision >= 0.9, "precision {precision}");
     // Whatever it drops derives from the same base document as what it keeps (no unrelated merge).
-    let by_id: std::collections::HashMap<&str, &Row> = rows.iter().map(|r| (r.id.as_str(), r)).collect();
-    let doc_of: std::collections::HashMap<&str, &corpus_dedup::synth::Doc> = docs.iter().map(|d| (d.id.as_str(), d)).collect();
+    let by_id: std::collections::HashMap<&str, &Row> =
+        rows.iter().map(|r| (r.id.as_str(), r)).collect();
+    let doc_of: std::collections::HashMap<&str, &corpus_dedup::synth::Doc> =
+        docs.iter().map(|d| (d.id.as_str(), d)).collect();
     for r in rows.iter().filter(|r| !r.keep) {
-        let (a, b) = (doc_of[r.id.as_str()], doc_of[r.duplicate_of.as_deref().unwrap()]);
-        assert!(a.source == b.source && a.id[..2] == b.id[..2], "{} ({:?}) merged with unrelated {}", a.id, a.kind, b.id);
+        let (a, b) = (
+            doc_of[r.id.as_str()],
+            doc_of[r.duplicate_of.as_deref().unwrap()],
+        );
+        assert!(
+            a.source == b.source && a.id[..2] == b.id[..2],
+            "{} ({:?}) merged with unrelated {}",
+            a.id,
+            a.kind,
+            b.id
+        );
     }
     // Exact copies are always found.
-    for d in docs.iter().filter(|d| d.kind == corpus_dedup::synth::Kind::Exact) {
-        let base = docs.iter().find(|b| b.kind == corpus_dedup::synth::Kind::Base && b.source == d.source && b.id[..2] == d.id[..2]).unwrap();
-        assert_eq!(by_id[d.id.as_str()].cluster_id, by_id[base.id.as_str()].cluster_id, "{} ~ {}", d.id, base.id);
+    for d in docs
+        .iter()
+        .filter(|d| d.kind == corpus_dedup::synth::Kind::Exact)
+    {
+        let base = docs
+            .iter()
+            .find(|b| {
+                b.kind == corpus_dedup::synth::Kind::Base
+                    && b.source == d.source
+                    && b.id[..2] == d.id[..2]
+            })
+            .unwrap();
+        assert_eq!(
+            by_id[d.id.as_str()].cluster_id,
+            by_id[base.id.as_str()].cluster_id,
+            "{} ~ {}",
+            d.id,
+            base.id
+        );
     }
     for r in rows.iter().filter(|r| !r.keep) {
         // 1 - hamming/64 to the kept document (which may be more than k bits away through a chain).
         let s = r.similarity.unwrap();
-        assert!((0.0..=1.0).contains(&s) && (s * 64.0).fract() == 0.0, "similarity {s}");
+        assert!(
+            (0.0..=1.0).contains(&s) && (s * 64.0).fract() == 0.0,
+            "similarity {s}"
+        );
     }
     let s = summary(&out);
     assert_eq!(s["method"], "simhash");
@@ -262,6 +395,20 @@ fn simhash_finds_near_duplicates_with_the_same_contract() {
     assert!(s["lsh_bands"].is_null());
     // Deterministic across thread counts.
     let out1 = dir.join("out1");
-    run_ok(&glob, &out1, &["--method", "simhash", "--simhash-max-df", "1", "--threads", "1"]);
-    assert_eq!(std::fs::read(out.join("manifest.parquet")).unwrap(), std::fs::read(out1.join("manifest.parquet")).unwrap());
+    run_ok(
+        &glob,
+        &out1,
+        &[
+            "--method",
+            "simhash",
+            "--simhash-max-df",
+            "1",
+            "--threads",
+            "1",
+        ],
+    );
+    assert_eq!(
+        std::fs::read(out.join("manifest.parquet")).unwrap(),
+        std::fs::read(out1.join("manifest.parquet")).unwrap()
+    );
 }

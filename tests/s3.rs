@@ -31,7 +31,9 @@ fn s3s_binary() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("CORPUS_DEDUP_S3S") {
         return Some(PathBuf::from(p));
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
     let candidates = [home.join(".cargo/bin/s3s-fs")];
     candidates.into_iter().find(|p| p.exists())
 }
@@ -39,15 +41,31 @@ fn s3s_binary() -> Option<PathBuf> {
 /// Starts s3s-fs on a free loopback port with a fresh root; None (skip) when not installed locally.
 fn start(name: &str) -> Option<Server> {
     let Some(bin) = s3s_binary() else {
-        assert!(std::env::var_os("CI").is_none(), "CI must install s3s-fs (see .ci/run)");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must install s3s-fs (see .ci/run)"
+        );
         eprintln!("skipped: s3s-fs not installed (cargo install s3s-fs@0.14.1 --locked --features binary)");
         return None;
     };
     let root = temp_dir(name).join("s3root");
     std::fs::create_dir_all(&root).unwrap();
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let child = Command::new(bin)
-        .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--access-key", KEY, "--secret-key", SECRET])
+        .args([
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--access-key",
+            KEY,
+            "--secret-key",
+            SECRET,
+        ])
         .arg(&root)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -65,11 +83,12 @@ fn start(name: &str) -> Option<Server> {
 fn upload_samples(server: &Server, bucket: &str, prefix: &str) -> Vec<PathBuf> {
     let dir = server.root.join(bucket).join(prefix);
     std::fs::create_dir_all(&dir).unwrap();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
-        .collect();
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+            .collect();
     files.sort();
     for f in &files {
         std::fs::copy(f, dir.join(f.file_name().unwrap())).unwrap();
@@ -83,7 +102,10 @@ fn run_s3(server: &Server, secret: &str, args: &[&str]) -> Output {
         .args(args)
         .env("AWS_ACCESS_KEY_ID", KEY)
         .env("AWS_SECRET_ACCESS_KEY", secret)
-        .env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{}", server.port))
+        .env(
+            "AWS_ENDPOINT_URL",
+            format!("http://127.0.0.1:{}", server.port),
+        )
         .env("AWS_ALLOW_HTTP", "true")
         .env_remove("AWS_REGION")
         .env_remove("AWS_SESSION_TOKEN")
@@ -100,64 +122,160 @@ fn failure(o: &Output) -> String {
 }
 
 /// Manifest rows without the `file` column's directory part (local path vs s3 URL).
-fn comparable(rows: &[Row]) -> Vec<(String, String, u64, bool, Option<u64>, Option<String>, Option<u32>)> {
+fn comparable(
+    rows: &[Row],
+) -> Vec<(
+    String,
+    String,
+    u64,
+    bool,
+    Option<u64>,
+    Option<String>,
+    Option<u32>,
+)> {
     rows.iter()
         .map(|r| {
             let base = r.file.rsplit('/').next().unwrap().to_string();
-            (r.id.clone(), base, r.row, r.keep, r.cluster_id, r.duplicate_of.clone(), r.similarity.map(f32::to_bits))
+            (
+                r.id.clone(),
+                base,
+                r.row,
+                r.keep,
+                r.cluster_id,
+                r.duplicate_of.clone(),
+                r.similarity.map(f32::to_bits),
+            )
         })
         .collect()
 }
 
 #[test]
 fn s3_input_and_output_give_the_local_manifest() {
-    let Some(server) = start("s3-e2e") else { return };
+    let Some(server) = start("s3-e2e") else {
+        return;
+    };
     let files = upload_samples(&server, "crawl", "2026-11-22");
-    let o = run_s3(&server, SECRET, &["--input", "s3://crawl/2026-11-22/*.parquet", "--output", "s3://crawl/runs/r1"]);
+    let o = run_s3(
+        &server,
+        SECRET,
+        &[
+            "--input",
+            "s3://crawl/2026-11-22/*.parquet",
+            "--output",
+            "s3://crawl/runs/r1",
+        ],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let remote = server.root.join("crawl/runs/r1");
     assert!(remote.join("summary.json").exists());
     let local = temp_dir("s3-e2e-local");
-    run_ok(&format!("{}/data-samples/*.parquet", env!("CARGO_MANIFEST_DIR")), &local, &[]);
+    run_ok(
+        &format!("{}/data-samples/*.parquet", env!("CARGO_MANIFEST_DIR")),
+        &local,
+        &[],
+    );
     let (r, l) = (manifest(&remote), manifest(&local));
     assert_eq!(r.len(), l.len());
     assert_eq!(comparable(&r), comparable(&l));
-    assert!(r[0].file.starts_with("s3://crawl/2026-11-22/"), "{}", r[0].file);
+    assert!(
+        r[0].file.starts_with("s3://crawl/2026-11-22/"),
+        "{}",
+        r[0].file
+    );
     // No temporary or probe objects are left behind.
-    let names: Vec<String> = std::fs::read_dir(&remote).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> = std::fs::read_dir(&remote)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     assert_eq!(names.len(), 2, "{names:?}");
 
     // Mixed local and s3 inputs: each file once, in sorted order (local paths sort before s3://).
     let out = temp_dir("s3-mixed");
     let first = files[0].to_str().unwrap();
-    let o = run_s3(&server, SECRET, &["--input", first, "--input", "s3://crawl/2026-11-22/[mz]*.parquet", "--output", out.to_str().unwrap()]);
+    let o = run_s3(
+        &server,
+        SECRET,
+        &[
+            "--input",
+            first,
+            "--input",
+            "s3://crawl/2026-11-22/[mz]*.parquet",
+            "--output",
+            out.to_str().unwrap(),
+        ],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(manifest(&out).len(), l.len());
 }
 
 #[test]
 fn s3_errors_are_clear() {
-    let Some(server) = start("s3-errors") else { return };
+    let Some(server) = start("s3-errors") else {
+        return;
+    };
     upload_samples(&server, "crawl", "day");
     let out = temp_dir("s3-errors-out");
     let out = out.to_str().unwrap();
 
-    let err = failure(&run_s3(&server, "not-the-secret", &["--input", "s3://crawl/day/*.parquet", "--output", out]));
-    assert!(err.contains("s3://crawl/day/*.parquet") && err.contains("access denied"), "{err}");
+    let err = failure(&run_s3(
+        &server,
+        "not-the-secret",
+        &["--input", "s3://crawl/day/*.parquet", "--output", out],
+    ));
+    assert!(
+        err.contains("s3://crawl/day/*.parquet") && err.contains("access denied"),
+        "{err}"
+    );
 
-    let err = failure(&run_s3(&server, SECRET, &["--input", "s3://no-such-bucket/day/*.parquet", "--output", out]));
-    assert!(err.contains("no-such-bucket") && err.contains("bucket does not exist"), "{err}");
+    let err = failure(&run_s3(
+        &server,
+        SECRET,
+        &[
+            "--input",
+            "s3://no-such-bucket/day/*.parquet",
+            "--output",
+            out,
+        ],
+    ));
+    assert!(
+        err.contains("no-such-bucket") && err.contains("bucket does not exist"),
+        "{err}"
+    );
 
-    let err = failure(&run_s3(&server, SECRET, &["--input", "s3://crawl/empty/*.parquet", "--output", out]));
+    let err = failure(&run_s3(
+        &server,
+        SECRET,
+        &["--input", "s3://crawl/empty/*.parquet", "--output", out],
+    ));
     assert!(err.contains("matches no file"), "{err}");
 
-    let err = failure(&run_s3(&server, "not-the-secret", &["--input", "s3://crawl/day/*.parquet", "--output", "s3://crawl/runs/x"]));
+    let err = failure(&run_s3(
+        &server,
+        "not-the-secret",
+        &[
+            "--input",
+            "s3://crawl/day/*.parquet",
+            "--output",
+            "s3://crawl/runs/x",
+        ],
+    ));
     assert!(err.contains("access denied"), "{err}");
 
     // The server goes away: the listing is retried with backoff, then fails with a clear message.
     let port = server.port;
     drop(server);
-    let fake = Server { child: Command::new("true").spawn().unwrap(), port, root: PathBuf::new() };
-    let err = failure(&run_s3(&fake, SECRET, &["--input", "s3://crawl/day/*.parquet", "--output", out]));
-    assert!(err.contains("unreachable") && err.contains("retries"), "{err}");
+    let fake = Server {
+        child: Command::new("true").spawn().unwrap(),
+        port,
+        root: PathBuf::new(),
+    };
+    let err = failure(&run_s3(
+        &fake,
+        SECRET,
+        &["--input", "s3://crawl/day/*.parquet", "--output", out],
+    ));
+    assert!(
+        err.contains("unreachable") && err.contains("retries"),
+        "{err}"
+    );
 }

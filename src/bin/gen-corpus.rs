@@ -57,7 +57,10 @@ fn main() -> anyhow::Result<()> {
     for (s, chunk) in docs.chunks(per).enumerate() {
         let id: Vec<&str> = chunk.iter().map(|d| d.id.as_str()).collect();
         let text: Vec<&str> = chunk.iter().map(|d| d.text.as_str()).collect();
-        let url: Vec<String> = chunk.iter().map(|d| format!("https://example.org/{}/{}", a.name, d.id)).collect();
+        let url: Vec<String> = chunk
+            .iter()
+            .map(|d| format!("https://example.org/{}/{}", a.name, d.id))
+            .collect();
         let kind: Vec<&str> = chunk.iter().map(|d| d.kind.name()).collect();
         let source: Vec<u64> = chunk.iter().map(|d| d.source as u64).collect();
         let mut df = DataFrame::new(
@@ -71,7 +74,14 @@ fn main() -> anyhow::Result<()> {
             ],
         )?;
         let path = a.out.join(format!("{}-{s:05}.parquet", a.name));
-        write_parquet_atomic(&path, &mut df, vec![("generator".into(), format!("gen-corpus seed={} lang={:?}", a.seed, lang))])?;
+        write_parquet_atomic(
+            &path,
+            &mut df,
+            vec![(
+                "generator".into(),
+                format!("gen-corpus seed={} lang={:?}", a.seed, lang),
+            )],
+        )?;
         eprintln!("wrote {} ({} docs)", path.display(), chunk.len());
     }
     Ok(())

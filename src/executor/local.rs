@@ -71,9 +71,11 @@ pub fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<f64>().ok()))
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|v| v.parse::<f64>().ok())
+            })
         })
         .map(|kb| kb / 1024.0)
         .unwrap_or(0.0)
@@ -87,7 +89,11 @@ struct Stages {
 impl Stages {
     fn done(&mut self, stage: &'static str) {
         let now = Instant::now();
-        self.reports.push(StageReport { stage, seconds: (now - self.last).as_secs_f64(), peak_rss_mib: peak_rss_mib() });
+        self.reports.push(StageReport {
+            stage,
+            seconds: (now - self.last).as_secs_f64(),
+            peak_rss_mib: peak_rss_mib(),
+        });
         self.last = now;
     }
 }
@@ -97,7 +103,9 @@ fn bar(quiet: bool, len: u64, what: &str) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let pb = ProgressBar::new(len);
-    if let Ok(style) = ProgressStyle::with_template("{msg:>12} [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})") {
+    if let Ok(style) =
+        ProgressStyle::with_template("{msg:>12} [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})")
+    {
         pb.set_style(style.progress_chars("=> "));
     }
     pb.set_message(what.to_string());
@@ -116,7 +124,10 @@ pub fn run(cfg: &Config) -> Result<Summary> {
 
 fn run_in_pool(cfg: &Config) -> Result<Summary> {
     let start = Instant::now();
-    let mut st = Stages { reports: Vec::new(), last: start };
+    let mut st = Stages {
+        reports: Vec::new(),
+        last: start,
+    };
     let out_dir = output::OutputDir::parse(&cfg.output);
     out_dir.prepare()?;
 
@@ -135,7 +146,12 @@ fn run_in_pool(cfg: &Config) -> Result<Summary> {
     let mut text_bytes = 0u64;
     let mut null_texts = 0u64;
     for shard in &corpus.shards {
-        text_bytes += shard.text.iter().flatten().map(|t| t.len() as u64).sum::<u64>();
+        text_bytes += shard
+            .text
+            .iter()
+            .flatten()
+            .map(|t| t.len() as u64)
+            .sum::<u64>();
         null_texts += shard.text.null_count() as u64;
     }
     let tokenizer = cfg.effective_tokenizer();
@@ -146,7 +162,13 @@ fn run_in_pool(cfg: &Config) -> Result<Summary> {
             let perms = signature::permutations(cfg);
             let mut sigs = signature::Signatures::default();
             for shard in &corpus.shards {
-                sigs.extend(signature::signature_column(&shard.text, &perms, tokenizer, cfg.ngram, &on_docs));
+                sigs.extend(signature::signature_column(
+                    &shard.text,
+                    &perms,
+                    tokenizer,
+                    cfg.ngram,
+                    &on_docs,
+                ));
             }
             Sketch::MinHash(sigs)
         }
@@ -158,11 +180,18 @@ fn run_in_pool(cfg: &Config) -> Result<Summary> {
             };
             let columns: Vec<_> = corpus.shards.iter().map(|s| &s.text).collect();
             let stride = n.div_ceil(cfg.simhash_df_sample.max(1)).max(1);
-            let df = (cfg.simhash_max_df < 1.0)
-                .then(|| fingerprint::DocFrequency::sample(&columns, stride, params, cfg.simhash_max_df));
+            let df = (cfg.simhash_max_df < 1.0).then(|| {
+                fingerprint::DocFrequency::sample(&columns, stride, params, cfg.simhash_max_df)
+            });
             let mut fps = fingerprint::Fingerprints::default();
             for (s, shard) in corpus.shards.iter().enumerate() {
-                fps.extend(fingerprint::fingerprint_column(&shard.text, corpus.start(s), params, df.as_ref(), &on_docs));
+                fps.extend(fingerprint::fingerprint_column(
+                    &shard.text,
+                    corpus.start(s),
+                    params,
+                    df.as_ref(),
+                    &on_docs,
+                ));
             }
             Sketch::SimHash(fps)
         }
@@ -185,7 +214,10 @@ fn run_in_pool(cfg: &Config) -> Result<Summary> {
     let (pairs, cand_stats) = match &sketch {
         Sketch::MinHash(_) => candidates::candidate_pairs(key_df, cfg.max_bucket_pairs, None)?,
         Sketch::SimHash(fps) => {
-            let near = |a: u32, b: u32| simhash::hamming(fps.values[a as usize], fps.values[b as usize]) as usize <= cfg.hamming;
+            let near = |a: u32, b: u32| {
+                simhash::hamming(fps.values[a as usize], fps.values[b as usize]) as usize
+                    <= cfg.hamming
+            };
             candidates::candidate_pairs(key_df, cfg.simhash_max_bucket, Some(&near))?
         }
     };
@@ -194,7 +226,13 @@ fn run_in_pool(cfg: &Config) -> Result<Summary> {
     // Verify.
     let (sets, edges) = match &sketch {
         Sketch::MinHash(sigs) => {
-            let need = verify::docs_needing_sets(&pairs, sigs, cfg.verify, cfg.threshold, cfg.min_shingles);
+            let need = verify::docs_needing_sets(
+                &pairs,
+                sigs,
+                cfg.verify,
+                cfg.threshold,
+                cfg.min_shingles,
+            );
             let sets = verify::ShingleSets::compute(&corpus, need, tokenizer, cfg.ngram);
             let edges = verify::verify_pairs(&pairs, &sets, sigs, cfg.threshold);
             (sets, edges)
@@ -202,7 +240,11 @@ fn run_in_pool(cfg: &Config) -> Result<Summary> {
         Sketch::SimHash(fps) => {
             let need = verify::short_docs(&pairs, fps, cfg.simhash_min_features);
             let sets = verify::ShingleSets::compute(&corpus, need, tokenizer, cfg.ngram);
-            let short = (cfg.simhash_min_features > 0).then_some((&sets, cfg.threshold, cfg.simhash_min_features));
+            let short = (cfg.simhash_min_features > 0).then_some((
+                &sets,
+                cfg.threshold,
+                cfg.simhash_min_features,
+            ));
             let edges = verify::verify_hamming(&pairs, fps, cfg.hamming, short);
             (sets, edges)
         }
@@ -222,18 +264,31 @@ fn run_in_pool(cfg: &Config) -> Result<Summary> {
     // Manifest.
     let similarity = |a: u32, b: u32| match &sketch {
         Sketch::MinHash(sigs) => verify::similarity(a, b, &sets, sigs),
-        Sketch::SimHash(fps) => 1.0 - f64::from(simhash::hamming(fps.values[a as usize], fps.values[b as usize])) / 64.0,
+        Sketch::SimHash(fps) => {
+            1.0 - f64::from(simhash::hamming(
+                fps.values[a as usize],
+                fps.values[b as usize],
+            )) / 64.0
+        }
     };
     let mut df = manifest::manifest_frame(&corpus, &clusters, similarity)?;
     let metadata = vec![
-        ("corpus_dedup.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
-        ("corpus_dedup.config".to_string(), cfg.result_json().to_string()),
+        (
+            "corpus_dedup.version".to_string(),
+            env!("CARGO_PKG_VERSION").to_string(),
+        ),
+        (
+            "corpus_dedup.config".to_string(),
+            cfg.result_json().to_string(),
+        ),
     ];
     out_dir.write_parquet("manifest.parquet", &mut df, metadata)?;
     st.done("manifest");
 
     let minhash = cfg.method == Method::Minhash;
-    let kept = (0..n as u32).filter(|&d| clusters.keeper_of(d) == d).count() as u64;
+    let kept = (0..n as u32)
+        .filter(|&d| clusters.keeper_of(d) == d)
+        .count() as u64;
     let hist = clusters.size_histogram();
     let total = start.elapsed().as_secs_f64();
     let summary = Summary {
@@ -257,7 +312,12 @@ fn run_in_pool(cfg: &Config) -> Result<Summary> {
         lsh_s_curve: minhash.then(|| {
             [0.5, 0.7, 0.8, 0.9]
                 .iter()
-                .map(|&s| (format!("{s}"), (candidate_probability(s, cfg.bands, cfg.rows) * 1e4).round() / 1e4))
+                .map(|&s| {
+                    (
+                        format!("{s}"),
+                        (candidate_probability(s, cfg.bands, cfg.rows) * 1e4).round() / 1e4,
+                    )
+                })
                 .collect()
         }),
         simhash_tables: (!minhash).then_some(block_index.tables()),
@@ -274,7 +334,9 @@ fn run_in_pool(cfg: &Config) -> Result<Summary> {
 }
 
 fn write_summary(dir: &output::OutputDir, summary: &Summary) -> Result<()> {
-    let text = serde_json::to_string_pretty(summary)
-        .map_err(|e| Error::Output { path: "summary.json".into(), msg: e.to_string() })?;
+    let text = serde_json::to_string_pretty(summary).map_err(|e| Error::Output {
+        path: "summary.json".into(),
+        msg: e.to_string(),
+    })?;
     dir.write_bytes("summary.json", text.into_bytes())
 }

@@ -23,10 +23,15 @@ pub fn expand_inputs(patterns: &[String]) -> Result<Vec<String>> {
                 "input '{pattern}': only local paths and s3:// URLs are supported"
             )));
         } else if pattern.contains(['*', '?', '[']) {
-            let paths = glob::glob(pattern)
-                .map_err(|e| Error::BadGlob { pattern: pattern.clone(), msg: e.to_string() })?;
+            let paths = glob::glob(pattern).map_err(|e| Error::BadGlob {
+                pattern: pattern.clone(),
+                msg: e.to_string(),
+            })?;
             for p in paths {
-                let p = p.map_err(|e| Error::Parquet { file: e.path().display().to_string(), msg: e.error().to_string() })?;
+                let p = p.map_err(|e| Error::Parquet {
+                    file: e.path().display().to_string(),
+                    msg: e.error().to_string(),
+                })?;
                 if p.is_file() {
                     files.push(p.to_string_lossy().into_owned());
                 }
@@ -68,11 +73,18 @@ impl Shard {
 }
 
 fn parquet_err(file: &str, e: PolarsError) -> Error {
-    Error::Parquet { file: file.to_string(), msg: e.to_string() }
+    Error::Parquet {
+        file: file.to_string(),
+        msg: e.to_string(),
+    }
 }
 
 fn column_list(schema: &Schema) -> String {
-    schema.iter_names().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")
+    schema
+        .iter_names()
+        .map(|n| n.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Reads the text, id and priority columns of one Parquet shard, checking names and types.
@@ -80,20 +92,28 @@ fn column_list(schema: &Schema) -> String {
 /// local file is scanned.
 pub fn read_shard(file: &str, bytes: Option<Vec<u8>>, cfg: &Config) -> Result<Shard> {
     // Hive partitioning off: a shard is one file, whatever directory names it sits under.
-    let args = ScanArgsParquet { hive_options: HiveOptions::new_disabled(), ..ScanArgsParquet::default() };
+    let args = ScanArgsParquet {
+        hive_options: HiveOptions::new_disabled(),
+        ..ScanArgsParquet::default()
+    };
     let lf = match bytes {
-        Some(b) => LazyFrame::scan_parquet_sources(ScanSources::Buffers(std::sync::Arc::from(vec![b.into()])), args),
+        Some(b) => LazyFrame::scan_parquet_sources(
+            ScanSources::Buffers(std::sync::Arc::from(vec![b.into()])),
+            args,
+        ),
         None => LazyFrame::scan_parquet(PlRefPath::new(file), args),
     };
     let mut lf = lf.map_err(|e| parquet_err(file, e))?;
     let schema = lf.collect_schema().map_err(|e| parquet_err(file, e))?;
 
-    let text_dtype = schema.get(&cfg.text_column).ok_or_else(|| Error::MissingColumn {
-        file: file.to_string(),
-        column: cfg.text_column.clone(),
-        available: column_list(&schema),
-        flag: "text-column",
-    })?;
+    let text_dtype = schema
+        .get(&cfg.text_column)
+        .ok_or_else(|| Error::MissingColumn {
+            file: file.to_string(),
+            column: cfg.text_column.clone(),
+            available: column_list(&schema),
+            flag: "text-column",
+        })?;
     if *text_dtype != DataType::String {
         return Err(Error::ColumnType {
             file: file.to_string(),
@@ -159,17 +179,45 @@ pub fn read_shard(file: &str, bytes: Option<Vec<u8>>, cfg: &Config) -> Result<Sh
         }
     }
 
-    let df = lf.select(select).collect().map_err(|e| parquet_err(file, e))?;
+    let df = lf
+        .select(select)
+        .collect()
+        .map_err(|e| parquet_err(file, e))?;
     let pe = |e| parquet_err(file, e);
-    let text = df.column(&cfg.text_column).map_err(pe)?.str().map_err(pe)?.rechunk().into_owned();
+    let text = df
+        .column(&cfg.text_column)
+        .map_err(pe)?
+        .str()
+        .map_err(pe)?
+        .rechunk()
+        .into_owned();
     let id = if has_id {
-        Some(df.column(&cfg.id_column).map_err(pe)?.str().map_err(pe)?.rechunk().into_owned())
+        Some(
+            df.column(&cfg.id_column)
+                .map_err(pe)?
+                .str()
+                .map_err(pe)?
+                .rechunk()
+                .into_owned(),
+        )
     } else {
         None
     };
     let priority = match priority_column {
-        Some(pc) => Some(df.column(pc).map_err(pe)?.f64().map_err(pe)?.rechunk().into_owned()),
+        Some(pc) => Some(
+            df.column(pc)
+                .map_err(pe)?
+                .f64()
+                .map_err(pe)?
+                .rechunk()
+                .into_owned(),
+        ),
         None => None,
     };
-    Ok(Shard { file: file.to_string(), text, id, priority })
+    Ok(Shard {
+        file: file.to_string(),
+        text,
+        id,
+        priority,
+    })
 }

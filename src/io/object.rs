@@ -25,10 +25,14 @@ pub fn is_url(s: &str) -> bool {
 
 /// `s3://bucket/key` split into (bucket, key).
 pub fn split_url(url: &str) -> Result<(&str, &str)> {
-    let rest = url.strip_prefix("s3://").ok_or_else(|| Error::Config(format!("'{url}' is not an s3:// URL")))?;
+    let rest = url
+        .strip_prefix("s3://")
+        .ok_or_else(|| Error::Config(format!("'{url}' is not an s3:// URL")))?;
     let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
     if bucket.is_empty() {
-        return Err(Error::Config(format!("'{url}' names no bucket; use s3://BUCKET/PREFIX")));
+        return Err(Error::Config(format!(
+            "'{url}' names no bucket; use s3://BUCKET/PREFIX"
+        )));
     }
     Ok((bucket, key))
 }
@@ -36,7 +40,10 @@ pub fn split_url(url: &str) -> Result<(&str, &str)> {
 fn runtime() -> Result<&'static tokio::runtime::Runtime> {
     static RT: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> = OnceLock::new();
     RT.get_or_init(|| {
-        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())
     })
     .as_ref()
     .map_err(|e| Error::Config(format!("cannot start the I/O runtime: {e}")))
@@ -53,8 +60,10 @@ fn redact(msg: String) -> String {
 fn store_err(what: &str, url: &str, e: object_store::Error) -> Error {
     let msg = redact(e.to_string());
     // object_store reports most S3 failures as `Generic` with the HTTP status in the text.
-    let hint = if matches!(e, object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. })
-        || msg.contains("403 Forbidden")
+    let hint = if matches!(
+        e,
+        object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. }
+    ) || msg.contains("403 Forbidden")
         || msg.contains("SignatureDoesNotMatch")
         || msg.contains("InvalidAccessKeyId")
     {
@@ -63,24 +72,40 @@ fn store_err(what: &str, url: &str, e: object_store::Error) -> Error {
         "the bucket does not exist: check the bucket name (and AWS_REGION / AWS_ENDPOINT_URL)"
     } else if matches!(e, object_store::Error::NotFound { .. }) {
         "the object does not exist"
-    } else if msg.contains("error sending request") || msg.contains("onnection refused") || msg.contains("timed out") {
+    } else if msg.contains("error sending request")
+        || msg.contains("onnection refused")
+        || msg.contains("timed out")
+    {
         "the endpoint is unreachable: check AWS_ENDPOINT_URL (and AWS_ALLOW_HTTP=true for http://) and the network"
     } else {
         "check the URL, AWS_ENDPOINT_URL (and AWS_ALLOW_HTTP=true for http://), the credentials, and that the endpoint is reachable"
     };
-    Error::ObjectStore { what: what.to_string(), url: url.to_string(), msg, hint }
+    Error::ObjectStore {
+        what: what.to_string(),
+        url: url.to_string(),
+        msg,
+        hint,
+    }
 }
 
 fn store(bucket: &str) -> Result<AmazonS3> {
-    let mut b = AmazonS3Builder::from_env().with_bucket_name(bucket).with_retry(RetryConfig {
-        backoff: BackoffConfig { init_backoff: Duration::from_millis(100), max_backoff: Duration::from_secs(5), base: 2.0 },
-        max_retries: 5,
-        retry_timeout: Duration::from_secs(60),
-    });
-    if std::env::var_os("AWS_REGION").is_none() && std::env::var_os("AWS_DEFAULT_REGION").is_none() {
+    let mut b = AmazonS3Builder::from_env()
+        .with_bucket_name(bucket)
+        .with_retry(RetryConfig {
+            backoff: BackoffConfig {
+                init_backoff: Duration::from_millis(100),
+                max_backoff: Duration::from_secs(5),
+                base: 2.0,
+            },
+            max_retries: 5,
+            retry_timeout: Duration::from_secs(60),
+        });
+    if std::env::var_os("AWS_REGION").is_none() && std::env::var_os("AWS_DEFAULT_REGION").is_none()
+    {
         b = b.with_region("us-east-1");
     }
-    b.build().map_err(|e| store_err("configure", &format!("s3://{bucket}"), e))
+    b.build()
+        .map_err(|e| store_err("configure", &format!("s3://{bucket}"), e))
 }
 
 /// Lists the objects matching an `s3://bucket/prefix/*.parquet` glob (glob characters only after
@@ -89,15 +114,22 @@ pub fn list_glob(url: &str) -> Result<Vec<String>> {
     let (bucket, key) = split_url(url)?;
     let first_glob = key.find(['*', '?', '[']).unwrap_or(key.len());
     let prefix = &key[..key[..first_glob].rfind('/').map_or(0, |i| i + 1)];
-    let pattern = glob::Pattern::new(key).map_err(|e| Error::BadGlob { pattern: url.to_string(), msg: e.to_string() })?;
+    let pattern = glob::Pattern::new(key).map_err(|e| Error::BadGlob {
+        pattern: url.to_string(),
+        msg: e.to_string(),
+    })?;
     let store = store(bucket)?;
     let prefix_path = (!prefix.is_empty()).then(|| Path::from(prefix.trim_end_matches('/')));
-    let metas: Vec<_> = runtime()?.block_on(async { store.list(prefix_path.as_ref()).collect::<Vec<_>>().await });
+    let metas: Vec<_> =
+        runtime()?.block_on(async { store.list(prefix_path.as_ref()).collect::<Vec<_>>().await });
     let mut out = Vec::new();
     for m in metas {
         let m = m.map_err(|e| store_err("list", url, e))?;
         let loc = m.location.as_ref();
-        let opts = glob::MatchOptions { require_literal_separator: true, ..Default::default() };
+        let opts = glob::MatchOptions {
+            require_literal_separator: true,
+            ..Default::default()
+        };
         if pattern.matches_with(loc, opts) {
             out.push(format!("s3://{bucket}/{loc}"));
         }
@@ -112,15 +144,22 @@ pub fn get_all(urls: &[String]) -> Result<Vec<Vec<u8>>> {
     let fetch = |url: String| async move {
         let (bucket, key) = split_url(&url)?;
         let store = store(bucket)?;
-        let r = store.get(&Path::from(key)).await.map_err(|e| store_err("read", &url, e))?;
+        let r = store
+            .get(&Path::from(key))
+            .await
+            .map_err(|e| store_err("read", &url, e))?;
         let bytes = r.bytes().await.map_err(|e| store_err("read", &url, e))?;
         Ok::<Vec<u8>, Error>(bytes.to_vec())
     };
-    runtime()?.block_on(async {
-        futures::stream::iter(urls.iter().cloned().map(fetch)).buffered(16).collect::<Vec<_>>().await
-    })
-    .into_iter()
-    .collect()
+    runtime()?
+        .block_on(async {
+            futures::stream::iter(urls.iter().cloned().map(fetch))
+                .buffered(16)
+                .collect::<Vec<_>>()
+                .await
+        })
+        .into_iter()
+        .collect()
 }
 
 /// Writes `bytes` as the object `url` with one PUT (the object appears complete or not at all).
@@ -136,11 +175,17 @@ pub fn put(url: &str, bytes: Vec<u8>) -> Result<()> {
 /// Checks that objects can be written under the `url` prefix (writes and deletes a probe), so a
 /// wrong bucket or missing permission fails before the expensive stages.
 pub fn check_writable(url: &str) -> Result<()> {
-    let probe = format!("{}/.write-probe-{}", url.trim_end_matches('/'), std::process::id());
+    let probe = format!(
+        "{}/.write-probe-{}",
+        url.trim_end_matches('/'),
+        std::process::id()
+    );
     put(&probe, Vec::new())?;
     let (bucket, key) = split_url(&probe)?;
     let store = store(bucket)?;
-    runtime()?.block_on(store.delete(&Path::from(key))).map_err(|e| store_err("delete", &probe, e))
+    runtime()?
+        .block_on(store.delete(&Path::from(key)))
+        .map_err(|e| store_err("delete", &probe, e))
 }
 
 #[cfg(test)]
@@ -150,7 +195,10 @@ mod tests {
     #[test]
     fn urls() {
         assert!(is_url("s3://b/k") && !is_url("/tmp/x"));
-        assert_eq!(split_url("s3://bucket/a/b.parquet").unwrap(), ("bucket", "a/b.parquet"));
+        assert_eq!(
+            split_url("s3://bucket/a/b.parquet").unwrap(),
+            ("bucket", "a/b.parquet")
+        );
         assert_eq!(split_url("s3://bucket").unwrap(), ("bucket", ""));
         assert!(split_url("s3:///x").is_err());
     }

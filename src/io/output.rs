@@ -46,7 +46,12 @@ impl OutputDir {
     }
 
     /// Writes a DataFrame as Parquet file `name` with key/value metadata.
-    pub fn write_parquet(&self, name: &str, df: &mut DataFrame, metadata: Vec<(String, String)>) -> Result<()> {
+    pub fn write_parquet(
+        &self,
+        name: &str,
+        df: &mut DataFrame,
+        metadata: Vec<(String, String)>,
+    ) -> Result<()> {
         match self {
             OutputDir::Local(dir) => write_parquet_atomic(&dir.join(name), df, metadata),
             OutputDir::Remote(url) => {
@@ -54,7 +59,10 @@ impl OutputDir {
                 let mut buf = Vec::new();
                 parquet_writer(&mut buf, metadata)
                     .finish(df)
-                    .map_err(|e| Error::Output { path: target.clone(), msg: e.to_string() })?;
+                    .map_err(|e| Error::Output {
+                        path: target.clone(),
+                        msg: e.to_string(),
+                    })?;
                 object::put(&target, buf)
             }
         }
@@ -68,11 +76,17 @@ fn parquet_writer<W: Write>(w: W, metadata: Vec<(String, String)>) -> ParquetWri
 }
 
 fn out_err(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::Output { path: path.display().to_string(), msg: e.to_string() }
+    Error::Output {
+        path: path.display().to_string(),
+        msg: e.to_string(),
+    }
 }
 
 fn tmp_name(path: &Path) -> PathBuf {
-    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    let mut name = path
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
     name.push(format!(".tmp-{}", std::process::id()));
     path.with_file_name(name)
 }
@@ -103,7 +117,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Writes a DataFrame as a local Parquet file with file-level key/value metadata, atomically.
-pub fn write_parquet_atomic(path: &Path, df: &mut DataFrame, metadata: Vec<(String, String)>) -> Result<()> {
+pub fn write_parquet_atomic(
+    path: &Path,
+    df: &mut DataFrame,
+    metadata: Vec<(String, String)>,
+) -> Result<()> {
     let tmp = tmp_name(path);
     let result = (|| -> std::result::Result<(), String> {
         let f = fs::File::create(&tmp).map_err(|e| e.to_string())?;

@@ -43,7 +43,10 @@ pub fn candidate_pairs(
     max_bucket_pairs: usize,
     pair_filter: Option<PairFilter>,
 ) -> Result<(Vec<(u32, u32)>, CandidateStats)> {
-    let pe = |source| Error::Polars { stage: "candidates", source };
+    let pe = |source| Error::Polars {
+        stage: "candidates",
+        source,
+    };
     let groups = bands
         .lazy()
         .group_by([col("band"), col("bucket")])
@@ -52,7 +55,12 @@ pub fn candidate_pairs(
         .select([col("doc")])
         .collect()
         .map_err(pe)?;
-    let lists = groups.column("doc").map_err(pe)?.list().map_err(pe)?.clone();
+    let lists = groups
+        .column("doc")
+        .map_err(pe)?
+        .list()
+        .map_err(pe)?
+        .clone();
     let mut members: Vec<Vec<u32>> = Vec::with_capacity(lists.len());
     for s in lists.amortized_iter().flatten() {
         let mut m: Vec<u32> = s.as_ref().u32().map_err(pe)?.into_no_null_iter().collect();
@@ -62,7 +70,10 @@ pub fn candidate_pairs(
     let mut stats = CandidateStats {
         shared_buckets: members.len() as u64,
         largest_bucket: members.iter().map(|m| m.len() as u64).max().unwrap_or(0),
-        star_buckets: members.iter().filter(|m| m.len() > max_bucket_pairs).count() as u64,
+        star_buckets: members
+            .iter()
+            .filter(|m| m.len() > max_bucket_pairs)
+            .count() as u64,
         candidate_pairs: 0,
     };
     let mut pairs: Vec<(u32, u32)> = members
@@ -77,10 +88,18 @@ pub fn candidate_pairs(
 
 /// Pairs of one bucket's sorted members that pass the filter: all pairs, or a star on the first
 /// member when the bucket is larger than `max_bucket_pairs`.
-fn bucket_pairs(m: &[u32], max_bucket_pairs: usize, pair_filter: Option<PairFilter>) -> Vec<(u32, u32)> {
+fn bucket_pairs(
+    m: &[u32],
+    max_bucket_pairs: usize,
+    pair_filter: Option<PairFilter>,
+) -> Vec<(u32, u32)> {
     let pass = |a, b| pair_filter.is_none_or(|f| f(a, b));
     if m.len() > max_bucket_pairs {
-        return m[1..].iter().map(|&x| (m[0], x)).filter(|&(a, b)| pass(a, b)).collect();
+        return m[1..]
+            .iter()
+            .map(|&x| (m[0], x))
+            .filter(|&(a, b)| pass(a, b))
+            .collect();
     }
     let mut out = Vec::new();
     for (i, &a) in m.iter().enumerate() {
@@ -101,18 +120,37 @@ mod tests {
         let band: Vec<u32> = rows.iter().map(|r| r.0).collect();
         let bucket: Vec<u64> = rows.iter().map(|r| r.1).collect();
         let doc: Vec<u32> = rows.iter().map(|r| r.2).collect();
-        DataFrame::new(rows.len(), vec![Column::new("band".into(), band), Column::new("bucket".into(), bucket), Column::new("doc".into(), doc)]).unwrap()
+        DataFrame::new(
+            rows.len(),
+            vec![
+                Column::new("band".into(), band),
+                Column::new("bucket".into(), bucket),
+                Column::new("doc".into(), doc),
+            ],
+        )
+        .unwrap()
     }
 
     #[test]
     fn pairs_from_shared_buckets() {
         // docs 0,1,2 share bucket 7 in band 0; docs 1,3 share bucket 9 in band 1; bucket 7 in band 1
         // is a different bucket from bucket 7 in band 0.
-        let df = frame(&[(0, 7, 2), (0, 7, 0), (0, 7, 1), (1, 9, 1), (1, 9, 3), (1, 7, 4), (0, 8, 4)]);
+        let df = frame(&[
+            (0, 7, 2),
+            (0, 7, 0),
+            (0, 7, 1),
+            (1, 9, 1),
+            (1, 9, 3),
+            (1, 7, 4),
+            (0, 8, 4),
+        ]);
         let (pairs, stats) = candidate_pairs(df.clone(), 64, None).unwrap();
         assert_eq!(pairs, vec![(0, 1), (0, 2), (1, 2), (1, 3)]);
         let odd_sum = |a: u32, b: u32| (a + b) % 2 == 1;
-        assert_eq!(candidate_pairs(df, 64, Some(&odd_sum)).unwrap().0, vec![(0, 1), (1, 2)]);
+        assert_eq!(
+            candidate_pairs(df, 64, Some(&odd_sum)).unwrap().0,
+            vec![(0, 1), (1, 2)]
+        );
         assert_eq!(stats.shared_buckets, 2);
         assert_eq!(stats.largest_bucket, 3);
     }

@@ -16,7 +16,9 @@ pub struct UnionFind {
 impl UnionFind {
     /// n singletons.
     pub fn new(n: usize) -> Self {
-        UnionFind { parent: (0..n as u32).collect() }
+        UnionFind {
+            parent: (0..n as u32).collect(),
+        }
     }
 
     /// The root (smallest member) of `x`'s set.
@@ -123,7 +125,11 @@ mod tests {
     use super::*;
 
     fn e(a: u32, b: u32) -> Edge {
-        Edge { a, b, similarity: 0.9 }
+        Edge {
+            a,
+            b,
+            similarity: 0.9,
+        }
     }
 
     #[test]
@@ -162,7 +168,13 @@ mod tests {
         assert_eq!(longest.keeper_of(0), 1); // 1 and 2 tie at 30: first wins
         assert_eq!(longest.keeper_of(4), 3); // tie: first wins
         let pr = [Some(1.0), None, Some(3.0), None, Some(0.0)];
-        let col = cluster(5, &edges, &Keep::Column("p".into()), |_| 0, |d| pr[d as usize]);
+        let col = cluster(
+            5,
+            &edges,
+            &Keep::Column("p".into()),
+            |_| 0,
+            |d| pr[d as usize],
+        );
         assert_eq!(col.keeper_of(1), 2);
         assert_eq!(col.keeper_of(3), 4); // a value beats a null
         let first = cluster(5, &edges, &Keep::First, |_| 0, |_| None);

@@ -59,7 +59,12 @@ const DF_BITS: u32 = 22;
 impl DocFrequency {
     /// Counts features in every `stride`-th document of `columns` (taken as one sequence).
     /// `max_df` is the largest fraction of sampled documents a kept feature may appear in.
-    pub fn sample(columns: &[&StringChunked], stride: usize, params: FeatureParams, max_df: f64) -> Self {
+    pub fn sample(
+        columns: &[&StringChunked],
+        stride: usize,
+        params: FeatureParams,
+        max_df: f64,
+    ) -> Self {
         let counts: Vec<AtomicU32> = (0..1usize << DF_BITS).map(|_| AtomicU32::new(0)).collect();
         let mut sampled: Vec<Vec<(u64, f32)>> = Vec::new();
         let mut offset = 0usize;
@@ -87,12 +92,19 @@ impl DocFrequency {
         }
         let counts = counts.into_iter().map(AtomicU32::into_inner).collect();
         let limit = ((sampled.len() as f64 * max_df).floor() as u32).max(1);
-        DocFrequency { counts, limit, stride, sampled }
+        DocFrequency {
+            counts,
+            limit,
+            stride,
+            sampled,
+        }
     }
 
     /// The features of document `doc` (global index) if it was sampled.
     fn take_sampled(&self, doc: usize) -> Option<&[(u64, f32)]> {
-        (doc % self.stride == 0).then(|| self.sampled.get(doc / self.stride).map(Vec::as_slice)).flatten()
+        (doc % self.stride == 0)
+            .then(|| self.sampled.get(doc / self.stride).map(Vec::as_slice))
+            .flatten()
     }
 
     /// True when the feature is not over-frequent.
@@ -125,10 +137,15 @@ pub fn fingerprint_column(
                                 feats.clear();
                                 feats.extend_from_slice(f);
                             }
-                            None => weighted_features(t, params.ngram, params.tf_cap, scratch, feats),
+                            None => {
+                                weighted_features(t, params.ngram, params.tf_cap, scratch, feats)
+                            }
                         }
                         select_features(feats, |h| df.is_none_or(|d| d.keep(h)), params.top_k);
-                        (fingerprint(feats), u32::try_from(feats.len()).unwrap_or(u32::MAX))
+                        (
+                            fingerprint(feats),
+                            u32::try_from(feats.len()).unwrap_or(u32::MAX),
+                        )
                     }
                     None => (0, 0),
                 };
@@ -151,9 +168,26 @@ mod tests {
         let a = "The quick brown fox jumps over the lazy dog while the farmer watches from his old red tractor near the barn";
         let b = "The quick brown fox jumps over the lazy dog while the farmer watches from his old blue tractor near the barn";
         let c = "Completely different words about databases indexes transactions replication and consensus protocols today";
-        let texts = StringChunked::new("t".into(), &[Some(a), Some(b), Some(c), None, Some("the of and")]);
-        let f = fingerprint_column(&texts, 0, FeatureParams { ngram: 1, tf_cap: 4, top_k: 0 }, None, &|_| {});
-        assert!(hamming(f.values[0], f.values[1]) <= 8, "{}", hamming(f.values[0], f.values[1]));
+        let texts = StringChunked::new(
+            "t".into(),
+            &[Some(a), Some(b), Some(c), None, Some("the of and")],
+        );
+        let f = fingerprint_column(
+            &texts,
+            0,
+            FeatureParams {
+                ngram: 1,
+                tf_cap: 4,
+                top_k: 0,
+            },
+            None,
+            &|_| {},
+        );
+        assert!(
+            hamming(f.values[0], f.values[1]) <= 8,
+            "{}",
+            hamming(f.values[0], f.values[1])
+        );
         assert!(hamming(f.values[0], f.values[2]) > 12);
         assert_eq!(f.features[3], 0);
         assert_eq!(f.features[4], 0); // stop words only
@@ -162,16 +196,29 @@ mod tests {
     #[test]
     fn over_frequent_features_are_dropped() {
         let boiler = "home news about contact";
-        let texts: Vec<String> = (0..50).map(|i| format!("{boiler} unique{i} words{i} here{i}")).collect();
-        let col = StringChunked::new("t".into(), texts.iter().map(String::as_str).collect::<Vec<_>>().as_slice());
-        let p = FeatureParams { ngram: 1, tf_cap: 4, top_k: 0 };
+        let texts: Vec<String> = (0..50)
+            .map(|i| format!("{boiler} unique{i} words{i} here{i}"))
+            .collect();
+        let col = StringChunked::new(
+            "t".into(),
+            texts
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .as_slice(),
+        );
+        let p = FeatureParams {
+            ngram: 1,
+            tf_cap: 4,
+            top_k: 0,
+        };
         let df = DocFrequency::sample(&[&col], 2, p, 0.5);
         let with = fingerprint_column(&col, 0, p, None, &|_| {});
         let without = fingerprint_column(&col, 0, p, Some(&df), &|_| {});
         assert_eq!(with.features[0], 7);
         assert_eq!(without.features[0], 3); // the four boilerplate words are gone
         assert_eq!(without.features[1], 3); // a document outside the sample too
-        // Sampled features reused from the first pass give the same fingerprints as recomputing.
+                                            // Sampled features reused from the first pass give the same fingerprints as recomputing.
         let split = [col.slice(0, 21), col.slice(21, 29)];
         let df2 = DocFrequency::sample(&[&split[0], &split[1]], 2, p, 0.5);
         let mut again = fingerprint_column(&split[0], 0, p, Some(&df2), &|_| {});

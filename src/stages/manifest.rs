@@ -13,9 +13,16 @@ use crate::error::{Error, Result};
 use crate::stages::cluster::Clusters;
 
 /// Builds the manifest frame. `similarity(doc, keeper)` is asked for every dropped document.
-pub fn manifest_frame(corpus: &Corpus, clusters: &Clusters, similarity: impl Fn(u32, u32) -> f64 + Sync) -> Result<DataFrame> {
+pub fn manifest_frame(
+    corpus: &Corpus,
+    clusters: &Clusters,
+    similarity: impl Fn(u32, u32) -> f64 + Sync,
+) -> Result<DataFrame> {
     let n = corpus.len();
-    let ids: Vec<String> = (0..n as u32).into_par_iter().map(|d| corpus.id(d)).collect();
+    let ids: Vec<String> = (0..n as u32)
+        .into_par_iter()
+        .map(|d| corpus.id(d))
+        .collect();
     let mut file = Vec::with_capacity(n);
     let mut row = Vec::with_capacity(n);
     for (s, shard) in corpus.shards.iter().enumerate() {
@@ -24,7 +31,9 @@ pub fn manifest_frame(corpus: &Corpus, clusters: &Clusters, similarity: impl Fn(
         row.extend(0..shard.len() as u64);
     }
     let keep: Vec<bool> = (0..n as u32).map(|d| clusters.keeper_of(d) == d).collect();
-    let cluster_id: Vec<Option<u64>> = (0..n as u32).map(|d| clusters.cluster_id(d).map(u64::from)).collect();
+    let cluster_id: Vec<Option<u64>> = (0..n as u32)
+        .map(|d| clusters.cluster_id(d).map(u64::from))
+        .collect();
     let duplicate_of: Vec<Option<&str>> = (0..n as u32)
         .map(|d| (!keep[d as usize]).then(|| ids[clusters.keeper_of(d) as usize].as_str()))
         .collect();
@@ -41,5 +50,8 @@ pub fn manifest_frame(corpus: &Corpus, clusters: &Clusters, similarity: impl Fn(
         Column::new("duplicate_of".into(), duplicate_of),
         Column::new("similarity".into(), sim),
     ];
-    DataFrame::new(n, columns).map_err(|source| Error::Polars { stage: "manifest", source })
+    DataFrame::new(n, columns).map_err(|source| Error::Polars {
+        stage: "manifest",
+        source,
+    })
 }

@@ -77,7 +77,11 @@ pub fn signature_column(
                 on_docs(1);
             },
         );
-    Signatures { k, values, shingles }
+    Signatures {
+        k,
+        values,
+        shingles,
+    }
 }
 
 /// The permutations a configuration asks for.
@@ -92,12 +96,27 @@ mod tests {
 
     #[test]
     fn column_udf_handles_nulls_and_empties() {
-        let texts = StringChunked::new("text".into(), &[Some("a b c d e f"), None, Some(""), Some(" ,. "), Some("a b c d e f")]);
+        let texts = StringChunked::new(
+            "text".into(),
+            &[
+                Some("a b c d e f"),
+                None,
+                Some(""),
+                Some(" ,. "),
+                Some("a b c d e f"),
+            ],
+        );
         let perms = Permutations::new(16, 1);
         let s = signature_column(&texts, &perms, Tokenizer::Chars, 5, &|_| {});
         assert_eq!(s.len(), 5);
         assert_eq!(s.shingles, vec![2, 0, 0, 0, 2]);
-        let r = signature_column(&StringChunked::new("t".into(), &["x y x y x y"]), &perms, Tokenizer::Chars, 2, &|_| {});
+        let r = signature_column(
+            &StringChunked::new("t".into(), &["x y x y x y"]),
+            &perms,
+            Tokenizer::Chars,
+            2,
+            &|_| {},
+        );
         assert_eq!(r.shingles, vec![5]); // repeats counted
         assert_eq!(s.get(0), s.get(4));
         assert!(s.get(1).iter().all(|&v| v == u32::MAX));

@@ -43,7 +43,12 @@ pub struct ShingleSets {
 
 impl ShingleSets {
     /// Shingles the given documents (sorted, unique) in parallel.
-    pub fn compute(corpus: &Corpus, docs: Vec<u32>, tokenizer: crate::config::Tokenizer, ngram: usize) -> Self {
+    pub fn compute(
+        corpus: &Corpus,
+        docs: Vec<u32>,
+        tokenizer: crate::config::Tokenizer,
+        ngram: usize,
+    ) -> Self {
         let sets = docs
             .par_iter()
             .with_min_len(8)
@@ -60,7 +65,10 @@ impl ShingleSets {
 
     /// The set of `doc`, if it was computed.
     pub fn get(&self, doc: u32) -> Option<&[u64]> {
-        self.docs.binary_search(&doc).ok().map(|i| self.sets[i].as_slice())
+        self.docs
+            .binary_search(&doc)
+            .ok()
+            .map(|i| self.sets[i].as_slice())
     }
 
     /// Number of documents held.
@@ -75,21 +83,37 @@ impl ShingleSets {
 }
 
 /// Whether a pair must be verified on exact shingle sets under `mode`.
-pub fn needs_exact(a: u32, b: u32, sigs: &Signatures, mode: Verify, threshold: f64, min_shingles: usize) -> bool {
+pub fn needs_exact(
+    a: u32,
+    b: u32,
+    sigs: &Signatures,
+    mode: Verify,
+    threshold: f64,
+    min_shingles: usize,
+) -> bool {
     let short = |d: u32| (sigs.shingles[d as usize] as usize) < min_shingles;
     match mode {
         Verify::Exact => true,
         Verify::Estimate => short(a) || short(b),
         Verify::Auto => {
-            let margin = 3.0 * (threshold * (1.0 - threshold) / sigs.k as f64).sqrt() + 1.0 / sigs.k as f64;
-            short(a) || short(b) || (estimate_jaccard(sigs.get(a), sigs.get(b)) - threshold).abs() <= margin
+            let margin =
+                3.0 * (threshold * (1.0 - threshold) / sigs.k as f64).sqrt() + 1.0 / sigs.k as f64;
+            short(a)
+                || short(b)
+                || (estimate_jaccard(sigs.get(a), sigs.get(b)) - threshold).abs() <= margin
         }
     }
 }
 
 /// The documents of the pairs that need the exact check (sorted, unique): both documents of such
 /// a pair, so its Jaccard can be computed.
-pub fn docs_needing_sets(pairs: &[(u32, u32)], sigs: &Signatures, mode: Verify, threshold: f64, min_shingles: usize) -> Vec<u32> {
+pub fn docs_needing_sets(
+    pairs: &[(u32, u32)],
+    sigs: &Signatures,
+    mode: Verify,
+    threshold: f64,
+    min_shingles: usize,
+) -> Vec<u32> {
     let mut docs: Vec<u32> = pairs
         .par_iter()
         .filter(|&&(a, b)| needs_exact(a, b, sigs, mode, threshold, min_shingles))
@@ -109,13 +133,22 @@ pub fn similarity(a: u32, b: u32, sets: &ShingleSets, sigs: &Signatures) -> f64 
 }
 
 /// Keeps the pairs whose similarity is at least `threshold`, in input order.
-pub fn verify_pairs(pairs: &[(u32, u32)], sets: &ShingleSets, sigs: &Signatures, threshold: f64) -> Vec<Edge> {
+pub fn verify_pairs(
+    pairs: &[(u32, u32)],
+    sets: &ShingleSets,
+    sigs: &Signatures,
+    threshold: f64,
+) -> Vec<Edge> {
     pairs
         .par_iter()
         .with_min_len(64)
         .filter_map(|&(a, b)| {
             let s = similarity(a, b, sets, sigs);
-            (s >= threshold).then_some(Edge { a, b, similarity: s as f32 })
+            (s >= threshold).then_some(Edge {
+                a,
+                b,
+                similarity: s as f32,
+            })
         })
         .collect()
 }
@@ -149,7 +182,11 @@ pub fn verify_hamming(
                     }
                 }
             }
-            Some(Edge { a, b, similarity: 1.0 - d as f32 / 64.0 })
+            Some(Edge {
+                a,
+                b,
+                similarity: 1.0 - d as f32 / 64.0,
+            })
         })
         .collect()
 }
@@ -160,8 +197,11 @@ pub fn short_docs(pairs: &[(u32, u32)], fps: &Fingerprints, min_features: usize)
     docs.par_sort_unstable();
     docs.dedup();
     // Both documents of a pair with one short member are needed for its Jaccard check.
-    let short: std::collections::BTreeSet<u32> =
-        docs.iter().copied().filter(|&d| (fps.features[d as usize] as usize) < min_features).collect();
+    let short: std::collections::BTreeSet<u32> = docs
+        .iter()
+        .copied()
+        .filter(|&d| (fps.features[d as usize] as usize) < min_features)
+        .collect();
     let mut need: Vec<u32> = pairs
         .iter()
         .filter(|(a, b)| short.contains(a) || short.contains(b))
@@ -185,38 +225,80 @@ mod tests {
             values[200 + i] = if i < 80 { 0 } else { 1 };
             values[300 + i] = if i < 20 { 0 } else { 2 };
         }
-        let sigs = Signatures { k: 100, values, shingles: vec![100, 3, 100, 100] };
+        let sigs = Signatures {
+            k: 100,
+            values,
+            shingles: vec![100, 3, 100, 100],
+        };
         let pairs = [(0, 1), (0, 2), (0, 3)];
-        assert_eq!(docs_needing_sets(&pairs, &sigs, Verify::Estimate, 0.8, 10), vec![0, 1]);
-        assert_eq!(docs_needing_sets(&pairs, &sigs, Verify::Auto, 0.8, 10), vec![0, 1, 2]);
-        assert_eq!(docs_needing_sets(&pairs, &sigs, Verify::Exact, 0.8, 10), vec![0, 1, 2, 3]);
+        assert_eq!(
+            docs_needing_sets(&pairs, &sigs, Verify::Estimate, 0.8, 10),
+            vec![0, 1]
+        );
+        assert_eq!(
+            docs_needing_sets(&pairs, &sigs, Verify::Auto, 0.8, 10),
+            vec![0, 1, 2]
+        );
+        assert_eq!(
+            docs_needing_sets(&pairs, &sigs, Verify::Exact, 0.8, 10),
+            vec![0, 1, 2, 3]
+        );
     }
 
     #[test]
     fn exact_beats_estimate_when_sets_are_held() {
-        let sigs = Signatures { k: 2, values: vec![1, 2, 1, 3], shingles: vec![4, 4] };
+        let sigs = Signatures {
+            k: 2,
+            values: vec![1, 2, 1, 3],
+            shingles: vec![4, 4],
+        };
         let none = ShingleSets::default();
         assert_eq!(similarity(0, 1, &none, &sigs), 0.5);
-        let sets = ShingleSets { docs: vec![0, 1], sets: vec![vec![1, 2, 3, 4], vec![1, 2, 3, 4]] };
+        let sets = ShingleSets {
+            docs: vec![0, 1],
+            sets: vec![vec![1, 2, 3, 4], vec![1, 2, 3, 4]],
+        };
         assert_eq!(similarity(0, 1, &sets, &sigs), 1.0);
         let edges = verify_pairs(&[(0, 1)], &sets, &sigs, 0.8);
-        assert_eq!(edges, vec![Edge { a: 0, b: 1, similarity: 1.0 }]);
+        assert_eq!(
+            edges,
+            vec![Edge {
+                a: 0,
+                b: 1,
+                similarity: 1.0
+            }]
+        );
         assert!(verify_pairs(&[(0, 1)], &none, &sigs, 0.8).is_empty());
     }
 
     #[test]
     fn hamming_verification_with_short_check() {
-        let fps = Fingerprints { values: vec![0b0000, 0b0111, 0b1111_0000, 0b0001], features: vec![100, 100, 100, 5] };
+        let fps = Fingerprints {
+            values: vec![0b0000, 0b0111, 0b1111_0000, 0b0001],
+            features: vec![100, 100, 100, 5],
+        };
         let pairs = [(0, 1), (0, 2), (0, 3)];
         let e = verify_hamming(&pairs, &fps, 3, None);
-        assert_eq!(e.iter().map(|e| (e.a, e.b)).collect::<Vec<_>>(), vec![(0, 1), (0, 3)]);
+        assert_eq!(
+            e.iter().map(|e| (e.a, e.b)).collect::<Vec<_>>(),
+            vec![(0, 1), (0, 3)]
+        );
         assert_eq!(e[0].similarity, 1.0 - 3.0 / 64.0);
         assert_eq!(short_docs(&pairs, &fps, 10), vec![0, 3]);
         // Doc 3 is short: its pair needs Jaccard >= 0.8 too.
-        let sets = ShingleSets { docs: vec![0, 3], sets: vec![vec![1, 2, 3, 4, 5], vec![1, 2, 3, 4, 6]] };
+        let sets = ShingleSets {
+            docs: vec![0, 3],
+            sets: vec![vec![1, 2, 3, 4, 5], vec![1, 2, 3, 4, 6]],
+        };
         let e = verify_hamming(&pairs, &fps, 3, Some((&sets, 0.8, 10)));
         assert_eq!(e.len(), 1);
-        let sets = ShingleSets { docs: vec![0, 3], sets: vec![vec![1, 2, 3, 4, 5], vec![1, 2, 3, 4, 5]] };
-        assert_eq!(verify_hamming(&pairs, &fps, 3, Some((&sets, 0.8, 10))).len(), 2);
+        let sets = ShingleSets {
+            docs: vec![0, 3],
+            sets: vec![vec![1, 2, 3, 4, 5], vec![1, 2, 3, 4, 5]],
+        };
+        assert_eq!(
+            verify_hamming(&pairs, &fps, 3, Some((&sets, 0.8, 10))).len(),
+            2
+        );
     }
 }

@@ -53,7 +53,11 @@ fn stop_hashes() -> &'static ahash::AHashSet<u64> {
 /// IDF of one token whose hash is `h` (0 for stop words and single Han characters).
 pub fn idf(token: &str, h: u64) -> f32 {
     if token.is_ascii() || !token.chars().all(is_han) {
-        return if stop_hashes().contains(&h) { 0.0 } else { median_idf() };
+        return if stop_hashes().contains(&h) {
+            0.0
+        } else {
+            median_idf()
+        };
     }
     if token.chars().nth(1).is_none() {
         return 0.0;
@@ -84,7 +88,13 @@ pub struct FeatureScratch {
 /// feature. A feature is a run of `ngram` consecutive tokens (stop words included, so word order
 /// counts); its weight is the sum of its tokens' IDFs times its capped term frequency, and a
 /// feature of stop words only is dropped.
-pub fn weighted_features(text: &str, ngram: usize, tf_cap: u32, scratch: &mut FeatureScratch, out: &mut Vec<(u64, f32)>) {
+pub fn weighted_features(
+    text: &str,
+    ngram: usize,
+    tf_cap: u32,
+    scratch: &mut FeatureScratch,
+    out: &mut Vec<(u64, f32)>,
+) {
     out.clear();
     normalize_into(text, &mut scratch.norm);
     let toks = &mut scratch.tokens;
@@ -98,7 +108,9 @@ pub fn weighted_features(text: &str, ngram: usize, tf_cap: u32, scratch: &mut Fe
         let grams: Vec<(u64, f32)> = toks
             .windows(n)
             .map(|w| {
-                let h = w.iter().fold(0u64, |a, &(h, _)| a.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(h));
+                let h = w.iter().fold(0u64, |a, &(h, _)| {
+                    a.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(h)
+                });
                 (mix64(h), w.iter().map(|&(_, x)| x).sum())
             })
             .collect();
@@ -150,7 +162,12 @@ mod tests {
         assert_eq!(idf("rust"), m);
         assert_eq!(idf("的"), 0.0);
         // A rare word has a higher IDF than a common one.
-        assert!(idf("北京烤鸭") > idf("我们"), "{} {}", idf("北京烤鸭"), idf("我们"));
+        assert!(
+            idf("北京烤鸭") > idf("我们"),
+            "{} {}",
+            idf("北京烤鸭"),
+            idf("我们")
+        );
     }
 
     #[test]
@@ -165,9 +182,17 @@ mod tests {
 
     #[test]
     fn chinese_features_and_top_k() {
-        let f = feats("今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。", 4, 0);
+        let f = feats(
+            "今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。",
+            4,
+            0,
+        );
         assert!(f.len() >= 4, "{f:?}");
-        let top = feats("今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。", 4, 2);
+        let top = feats(
+            "今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。",
+            4,
+            2,
+        );
         assert_eq!(top.len(), 2);
         let max = f.iter().map(|x| x.1).fold(0.0, f32::max);
         assert!(top.iter().any(|x| x.1 == max));

@@ -51,7 +51,11 @@ const ASCII_MAP: [u8; 128] = {
     let mut i = 0;
     while i < 128 {
         let c = i as u8;
-        m[i] = if is_ascii_punctuation(c) || c == b' ' || (c >= 0x09 && c <= 0x0D) { b' ' } else { c.to_ascii_lowercase() };
+        m[i] = if is_ascii_punctuation(c) || c == b' ' || (c >= 0x09 && c <= 0x0D) {
+            b' '
+        } else {
+            c.to_ascii_lowercase()
+        };
         i += 1;
     }
     m
@@ -60,7 +64,11 @@ const ASCII_MAP: [u8; 128] = {
 /// ASCII punctuation per Unicode categories P*: everything `u8::is_ascii_punctuation` lists except
 /// the symbols (category S*) $ + < = > ^ ` | ~.
 const fn is_ascii_punctuation(c: u8) -> bool {
-    c.is_ascii_punctuation() && !matches!(c, b'$' | b'+' | b'<' | b'=' | b'>' | b'^' | b'`' | b'|' | b'~')
+    c.is_ascii_punctuation()
+        && !matches!(
+            c,
+            b'$' | b'+' | b'<' | b'=' | b'>' | b'^' | b'`' | b'|' | b'~'
+        )
 }
 
 #[inline]
@@ -75,7 +83,11 @@ fn push_fast(c: char, out: &mut String) {
 fn push_nfkc(segment: &str, out: &mut String) {
     for c in segment.nfkc() {
         for l in c.to_lowercase() {
-            out.push(if is_punctuation(l) || l.is_whitespace() { ' ' } else { l });
+            out.push(if is_punctuation(l) || l.is_whitespace() {
+                ' '
+            } else {
+                l
+            });
         }
     }
 }
@@ -111,8 +123,14 @@ mod tests {
 
     #[test]
     fn english() {
-        assert_eq!(normalize("Hello, World!  It's  fine."), "hello  world   it s  fine ");
-        assert_eq!(normalize("a\tb\nc\u{b}d\u{a0}é\u{3000}f"), "a b c d e\u{301} f".nfc().collect::<String>());
+        assert_eq!(
+            normalize("Hello, World!  It's  fine."),
+            "hello  world   it s  fine "
+        );
+        assert_eq!(
+            normalize("a\tb\nc\u{b}d\u{a0}é\u{3000}f"),
+            "a b c d e\u{301} f".nfc().collect::<String>()
+        );
         assert_eq!(normalize("a+b=c $5"), "a+b=c $5");
     }
 
@@ -126,10 +144,10 @@ mod tests {
     #[test]
     fn fast_path_agrees_with_reference() {
         for t in [
-            "e\u{301}t\u{e9} caf\u{e9}",           // combining accent after an ASCII letter
-            "中\u{301}文，ＡＢＣ。ｶﾀｶﾅ ①②③ ﬁ",        // mark after an ideograph, full-width, half-width kana, ligature
+            "e\u{301}t\u{e9} caf\u{e9}", // combining accent after an ASCII letter
+            "中\u{301}文，ＡＢＣ。ｶﾀｶﾅ ①②③ ﬁ", // mark after an ideograph, full-width, half-width kana, ligature
             "Ünïcödé ΣΑΣ İstanbul ǅ",
-            "漢字\u{3099}か\u{3099}",                  // (non-)composing voiced marks
+            "漢字\u{3099}か\u{3099}", // (non-)composing voiced marks
             "",
             "\u{301}leading mark",
         ] {

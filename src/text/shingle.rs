@@ -27,7 +27,13 @@ pub fn token_hash(token: &str) -> u64 {
 
 /// Writes the shingle hashes of `text` into `out` (cleared first), in text order, repeats
 /// included: enough for MinHash, where a repeat cannot change a minimum.
-pub fn shingle_hashes(text: &str, tokenizer: Tokenizer, ngram: usize, scratch: &mut Scratch, out: &mut Vec<u64>) {
+pub fn shingle_hashes(
+    text: &str,
+    tokenizer: Tokenizer,
+    ngram: usize,
+    scratch: &mut Scratch,
+    out: &mut Vec<u64>,
+) {
     out.clear();
     normalize_into(text, &mut scratch.norm);
     let hs = &mut scratch.token_hashes;
@@ -37,7 +43,13 @@ pub fn shingle_hashes(text: &str, tokenizer: Tokenizer, ngram: usize, scratch: &
 }
 
 /// Writes the sorted, deduplicated shingle set of `text` into `out` (cleared first).
-pub fn shingle_set(text: &str, tokenizer: Tokenizer, ngram: usize, scratch: &mut Scratch, out: &mut Vec<u64>) {
+pub fn shingle_set(
+    text: &str,
+    tokenizer: Tokenizer,
+    ngram: usize,
+    scratch: &mut Scratch,
+    out: &mut Vec<u64>,
+) {
     shingle_hashes(text, tokenizer, ngram, scratch, out);
     out.sort_unstable();
     out.dedup();
@@ -50,17 +62,24 @@ pub fn ngrams(hs: &[u64], n: usize, out: &mut Vec<u64>) {
         return;
     }
     if len < n {
-        let acc = hs.iter().fold(0u64, |a, &h| a.wrapping_mul(M).wrapping_add(h));
+        let acc = hs
+            .iter()
+            .fold(0u64, |a, &h| a.wrapping_mul(M).wrapping_add(h));
         out.push(mix64(acc.wrapping_add(len as u64)));
         return;
     }
     // Rolling polynomial (mod 2^64): drop the oldest token's term h * M^(n-1), shift, add the next.
     out.reserve(len - n + 1);
     let top = (1..n).fold(1u64, |p, _| p.wrapping_mul(M));
-    let mut acc = hs[..n].iter().fold(0u64, |a, &h| a.wrapping_mul(M).wrapping_add(h));
+    let mut acc = hs[..n]
+        .iter()
+        .fold(0u64, |a, &h| a.wrapping_mul(M).wrapping_add(h));
     out.push(mix64(acc));
     for i in n..len {
-        acc = acc.wrapping_sub(hs[i - n].wrapping_mul(top)).wrapping_mul(M).wrapping_add(hs[i]);
+        acc = acc
+            .wrapping_sub(hs[i - n].wrapping_mul(top))
+            .wrapping_mul(M)
+            .wrapping_add(hs[i]);
         out.push(mix64(acc));
     }
 }
@@ -108,8 +127,14 @@ mod tests {
 
     #[test]
     fn normalisation_makes_noise_invisible() {
-        assert_eq!(set("Hello,   WORLD! this is a test", 3), set("hello world this is a test.", 3));
-        assert_eq!(set("你好，世界！今天天气很好", 5), set("你好 世界 今天天气很好", 5));
+        assert_eq!(
+            set("Hello,   WORLD! this is a test", 3),
+            set("hello world this is a test.", 3)
+        );
+        assert_eq!(
+            set("你好，世界！今天天气很好", 5),
+            set("你好 世界 今天天气很好", 5)
+        );
     }
 
     #[test]
@@ -118,8 +143,15 @@ mod tests {
         for n in 1..8 {
             let mut rolled = Vec::new();
             ngrams(&hs, n, &mut rolled);
-            let direct: Vec<u64> =
-                hs.windows(n).map(|w| mix64(w.iter().fold(0u64, |a, &h| a.wrapping_mul(M).wrapping_add(h)))).collect();
+            let direct: Vec<u64> = hs
+                .windows(n)
+                .map(|w| {
+                    mix64(
+                        w.iter()
+                            .fold(0u64, |a, &h| a.wrapping_mul(M).wrapping_add(h)),
+                    )
+                })
+                .collect();
             assert_eq!(rolled, direct, "n = {n}");
         }
     }
@@ -135,8 +167,14 @@ mod tests {
         assert_eq!(jaccard(&[1, 2, 3, 4], &[3, 4, 5, 6]), 2.0 / 6.0);
         assert_eq!(jaccard(&[1, 2], &[1, 2]), 1.0);
         assert_eq!(jaccard(&[1], &[2]), 0.0);
-        let a = set("the quick brown fox jumps over the lazy dog again and again", 3);
-        let b = set("the quick brown fox jumps over the lazy cat again and again", 3);
+        let a = set(
+            "the quick brown fox jumps over the lazy dog again and again",
+            3,
+        );
+        let b = set(
+            "the quick brown fox jumps over the lazy cat again and again",
+            3,
+        );
         // 10 trigrams each, 3 differ on each side: 7 / 13.
         assert!((jaccard(&a, &b) - 7.0 / 13.0).abs() < 1e-12);
     }

@@ -113,14 +113,26 @@ mod tests {
 
     #[test]
     fn english_words() {
-        assert_eq!(toks("The quick, brown fox.", Tokenizer::Chars), ["the", "quick", "brown", "fox"]);
-        assert_eq!(toks("The quick, brown fox.", Tokenizer::Jieba), ["the", "quick", "brown", "fox"]);
+        assert_eq!(
+            toks("The quick, brown fox.", Tokenizer::Chars),
+            ["the", "quick", "brown", "fox"]
+        );
+        assert_eq!(
+            toks("The quick, brown fox.", Tokenizer::Jieba),
+            ["the", "quick", "brown", "fox"]
+        );
     }
 
     #[test]
     fn chinese_chars() {
-        assert_eq!(toks("我们中出了一个叛徒", Tokenizer::Chars), ["我", "们", "中", "出", "了", "一", "个", "叛", "徒"]);
-        assert_eq!(toks("我们中出了一个叛徒", Tokenizer::Words), ["我们中出了一个叛徒"]);
+        assert_eq!(
+            toks("我们中出了一个叛徒", Tokenizer::Chars),
+            ["我", "们", "中", "出", "了", "一", "个", "叛", "徒"]
+        );
+        assert_eq!(
+            toks("我们中出了一个叛徒", Tokenizer::Words),
+            ["我们中出了一个叛徒"]
+        );
     }
 
     #[test]
@@ -128,15 +140,24 @@ mod tests {
         let t = toks("我们中出了一个叛徒", Tokenizer::Jieba);
         assert_eq!(t.concat(), "我们中出了一个叛徒");
         assert!(t.len() < 9 && t.len() > 1, "{t:?}");
-        assert!(t.contains(&"我们".to_string()) && t.contains(&"叛徒".to_string()), "{t:?}");
+        assert!(
+            t.contains(&"我们".to_string()) && t.contains(&"叛徒".to_string()),
+            "{t:?}"
+        );
     }
 
     #[test]
     fn mixed_script() {
-        assert_eq!(toks("用Rust写的工具v2", Tokenizer::Chars), ["用", "rust", "写", "的", "工", "具", "v2"]);
+        assert_eq!(
+            toks("用Rust写的工具v2", Tokenizer::Chars),
+            ["用", "rust", "写", "的", "工", "具", "v2"]
+        );
         let j = toks("用Rust写的工具v2", Tokenizer::Jieba);
         assert_eq!(j.first().map(String::as_str), Some("用"));
-        assert!(j.contains(&"rust".to_string()) && j.contains(&"工具".to_string()), "{j:?}");
+        assert!(
+            j.contains(&"rust".to_string()) && j.contains(&"工具".to_string()),
+            "{j:?}"
+        );
         assert_eq!(j.last().map(String::as_str), Some("v2"));
         // Kana and hangul are one token per character in both modes.
         assert_eq!(toks("カナ한국", Tokenizer::Jieba), ["カ", "ナ", "한", "국"]);

@@ -15,7 +15,9 @@ use corpus_dedup::text::shingle::{jaccard, shingle_set, Scratch};
 
 /// A fresh, empty directory for one test.
 pub fn temp_dir(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("corpus-dedup-tests").join(name);
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("corpus-dedup-tests")
+        .join(name);
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -30,12 +32,25 @@ pub fn write_df(path: &Path, mut df: DataFrame) {
 pub fn write_docs(path: &Path, docs: &[Doc]) {
     let id: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
     let text: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
-    write_df(path, DataFrame::new(docs.len(), vec![Column::new("id".into(), id), Column::new("text".into(), text)]).unwrap());
+    write_df(
+        path,
+        DataFrame::new(
+            docs.len(),
+            vec![
+                Column::new("id".into(), id),
+                Column::new("text".into(), text),
+            ],
+        )
+        .unwrap(),
+    );
 }
 
 /// Runs `corpus-dedup` with the given arguments.
 pub fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_corpus-dedup")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_corpus-dedup"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 /// Runs `corpus-dedup run --quiet --input GLOB --output OUT EXTRA...` and asserts success.
@@ -44,13 +59,23 @@ pub fn run_ok(input: &str, out: &Path, extra: &[&str]) -> Output {
     let mut args = vec!["run", "--quiet", "--input", input, "--output", out_s];
     args.extend_from_slice(extra);
     let o = run(&args);
-    assert!(o.status.success(), "run failed: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "run failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     o
 }
 
 /// Reads a Parquet file into a DataFrame.
 pub fn read_df(path: &Path) -> DataFrame {
-    LazyFrame::scan_parquet(PlRefPath::new(path.to_str().unwrap()), ScanArgsParquet::default()).unwrap().collect().unwrap()
+    LazyFrame::scan_parquet(
+        PlRefPath::new(path.to_str().unwrap()),
+        ScanArgsParquet::default(),
+    )
+    .unwrap()
+    .collect()
+    .unwrap()
 }
 
 /// The manifest as plain rows.
@@ -131,7 +156,12 @@ pub fn doc_scores(truth: &[u32], dropped: &[bool]) -> (f64, f64) {
         }
     }
     let should: u64 = size.iter().map(|&k| k.saturating_sub(1)).sum();
-    let credit: u64 = (0..ids).map(|c| dropped_in[c].min(size[c].saturating_sub(1))).sum();
+    let credit: u64 = (0..ids)
+        .map(|c| dropped_in[c].min(size[c].saturating_sub(1)))
+        .sum();
     let total_dropped = dropped.iter().filter(|&&x| x).count() as u64;
-    (credit as f64 / should.max(1) as f64, credit as f64 / total_dropped.max(1) as f64)
+    (
+        credit as f64 / should.max(1) as f64,
+        credit as f64 / total_dropped.max(1) as f64,
+    )
 }

@@ -1,0 +1,242 @@
+//! Kernel benchmarks: the throughput of each hot step on real text, one thread.
+//!
+//! usage: cargo run --release --example kernels -- [SHARD_GLOB]   (make bench-kernels)
+//! Default input: ../shared/corpus/dev-small/shard-*.parquet. Each step runs on the whole corpus
+//! (or its output) three times; the best time is reported as MB/s of input text (docs/s, items/s
+//! where text size is not the unit).
+
+use std::time::Instant;
+
+use corpus_dedup::config::{Keep, Settings, Tokenizer};
+use corpus_dedup::corpus::Corpus;
+use corpus_dedup::io::input::expand_inputs;
+use corpus_dedup::lsh::band_key;
+use corpus_dedup::minhash::Permutations;
+use corpus_dedup::stages::{bands, candidates, cluster, signature::Signatures};
+use corpus_dedup::text::normalize::normalize_into;
+use corpus_dedup::text::shingle::{jaccard, ngrams, shingle_hashes, token_hash, Scratch};
+use corpus_dedup::text::tokenize::tokenize;
+
+fn best<T>(mut f: impl FnMut() -> T) -> (f64, T) {
+    let mut best = f64::MAX;
+    let mut out = None;
+    for _ in 0..3 {
+        let t = Instant::now();
+        let r = f();
+        best = best.min(t.elapsed().as_secs_f64());
+        out = Some(r);
+    }
+    (best, out.expect("ran three times"))
+}
+
+fn main() -> anyhow::Result<()> {
+    let glob = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "../shared/corpus/dev-small/shard-*.parquet".into());
+    let cfg = Settings {
+        input: vec![glob.clone()],
+        output: Some("/tmp/unused".into()),
+        ..Default::default()
+    }
+    .resolve()?;
+    let files = expand_inputs(&cfg.input)?;
+    let (t_read, corpus) = best(|| Corpus::load(&files, &cfg, |_| {}));
+    let corpus = corpus?;
+    let texts: Vec<&str> = (0..corpus.len() as u32)
+        .filter_map(|d| corpus.text(d))
+        .collect();
+    let mb = texts.iter().map(|t| t.len()).sum::<usize>() as f64 / 1e6;
+    let n = texts.len();
+    println!("input: {glob}: {n} docs, {mb:.1} MB of text, 1 thread\n");
+    println!("| step | seconds | MB/s of text | other rate |");
+    println!("|---|---|---|---|");
+    let row = |name: &str, s: f64, other: String| {
+        println!("| {name} | {s:.3} | {:.0} | {other} |", mb / s)
+    };
+    row(
+        "Parquet read + decode (polars)",
+        t_read,
+        format!("{:.0} docs/s", n as f64 / t_read),
+    );
+
+    let mut norm = String::new();
+    let (t, _) = best(|| {
+        texts
+            .iter()
+            .map(|t| {
+                normalize_into(t, &mut norm);
+                norm.len()
+            })
+            .sum::<usize>()
+    });
+    row(
+        "normalise (NFKC on non-trivial runs, lowercase, punctuation)",
+        t,
+        String::new(),
+    );
+
+    let normalized: Vec<String> = texts
+        .iter()
+        .map(|t| {
+            let mut s = String::new();
+            normalize_into(t, &mut s);
+            s
+        })
+        .collect();
+    for (name, tok) in [
+        ("tokenise: chars (CJK char = token)", Tokenizer::Chars),
+        ("tokenise: words (whitespace)", Tokenizer::Words),
+        ("tokenise: jieba (Han runs)", Tokenizer::Jieba),
+    ] {
+        let (t, count) = best(|| {
+            normalized
+                .iter()
+                .map(|s| {
+                    let mut c = 0usize;
+                    tokenize(s, tok, |_| c += 1);
+                    c
+                })
+                .sum::<usize>()
+        });
+        row(name, t, format!("{:.0} M tokens/s", count as f64 / t / 1e6));
+    }
+
+    let token_hashes: Vec<Vec<u64>> = normalized
+        .iter()
+        .map(|s| {
+            let mut v = Vec::new();
+            tokenize(s, Tokenizer::Chars, |t| v.push(token_hash(t)));
+            v
+        })
+        .collect();
+    let (t, count) = best(|| {
+        normalized
+            .iter()
+            .map(|s| {
+                let mut c = 0u64;
+                tokenize(s, Tokenizer::Chars, |t| c = c.wrapping_add(token_hash(t)));
+                c
+            })
+            .fold(0u64, u64::wrapping_add)
+    });
+    let _ = count;
+    row("tokenise + xxh3 per token (chars)", t, String::new());
+    let mut out = Vec::new();
+    let (t, count) = best(|| {
+        token_hashes
+            .iter()
+            .map(|h| {
+                out.clear();
+                ngrams(h, 5, &mut out);
+                out.len()
+            })
+            .sum::<usize>()
+    });
+    row(
+        "5-gram hashes from token hashes (rolling)",
+        t,
+        format!("{:.0} M shingles/s", count as f64 / t / 1e6),
+    );
+
+    let mut scratch = Scratch::default();
+    let shingles: Vec<Vec<u64>> = texts
+        .iter()
+        .map(|t| {
+            let mut v = Vec::new();
+            shingle_hashes(t, Tokenizer::Chars, 5, &mut scratch, &mut v);
+            v
+        })
+        .collect();
+    let total_shingles: usize = shingles.iter().map(Vec::len).sum();
+    let perms = Permutations::new(128, 42);
+    let mut sig = vec![0u32; 128];
+    let (t, _) = best(|| {
+        for s in &shingles {
+            perms.signature(s, &mut sig);
+        }
+    });
+    row(
+        "MinHash K=128 over shingle hashes",
+        t,
+        format!(
+            "{:.1} M shingles/s, {:.2} G hash-min/s",
+            total_shingles as f64 / t / 1e6,
+            total_shingles as f64 * 128.0 / t / 1e9
+        ),
+    );
+
+    let mut values = vec![0u32; n * 128];
+    for (i, s) in shingles.iter().enumerate() {
+        perms.signature(s, &mut values[i * 128..(i + 1) * 128]);
+    }
+    let sigs = Signatures {
+        k: 128,
+        values,
+        shingles: shingles.iter().map(|s| s.len() as u32).collect(),
+    };
+    let (t, _) = best(|| {
+        (0..n)
+            .map(|d| {
+                (0..18)
+                    .map(|b| band_key(b, &sigs.get(d as u32)[b * 7..b * 7 + 7]))
+                    .fold(0u64, |a, k| a ^ k)
+            })
+            .fold(0u64, |a, k| a ^ k)
+    });
+    row(
+        "band keys 18 x 7",
+        t,
+        format!("{:.1} M docs/s", n as f64 / t / 1e6),
+    );
+    let (t, frame) = best(|| bands::band_frame(&sigs, 18, 7));
+    let frame = frame?;
+    row(
+        "band frame (explode to rows)",
+        t,
+        format!("{:.1} M rows/s", frame.height() as f64 / t / 1e6),
+    );
+    let (t, pairs) = best(|| candidates::candidate_pairs(frame.clone(), 64, None));
+    let (pairs, _) = pairs?;
+    row(
+        "candidates: polars group_by + pairs",
+        t,
+        format!("{:.1} M rows/s", frame.height() as f64 / t / 1e6),
+    );
+
+    let mut sets: Vec<Vec<u64>> = shingles.clone();
+    for s in &mut sets {
+        s.sort_unstable();
+        s.dedup();
+    }
+    let (t, _) = best(|| {
+        pairs
+            .iter()
+            .filter(|&&(a, b)| jaccard(&sets[a as usize], &sets[b as usize]) >= 0.8)
+            .count()
+    });
+    row(
+        "exact Jaccard of candidate pairs (sorted-set merge)",
+        t,
+        format!(
+            "{:.2} M pairs/s ({} pairs)",
+            pairs.len() as f64 / t / 1e6,
+            pairs.len()
+        ),
+    );
+
+    let edges: Vec<_> = pairs
+        .iter()
+        .map(|&(a, b)| corpus_dedup::stages::verify::Edge {
+            a,
+            b,
+            similarity: 1.0,
+        })
+        .collect();
+    let (t, _) = best(|| cluster::cluster(n, &edges, &Keep::First, |_| 0, |_| None));
+    row(
+        "union-find + keep rule",
+        t,
+        format!("{:.1} M edges/s", edges.len() as f64 / t / 1e6),
+    );
+    Ok(())
+}
