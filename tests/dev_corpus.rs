@@ -25,14 +25,7 @@ fn dev_small_recall_and_precision_per_language() {
     let rows = manifest(&out);
 
     let comp = read_df(&corpus.join("gt_components.parquet"));
-    let ids: Vec<&str> = comp
-        .column("id")
-        .unwrap()
-        .str()
-        .unwrap()
-        .iter()
-        .map(|s| s.unwrap_or_default())
-        .collect();
+    let ids = str_column(&comp, "id");
     let cid = comp
         .column("component")
         .unwrap()
@@ -50,22 +43,8 @@ fn dev_small_recall_and_precision_per_language() {
     );
 
     let meta = read_df(&corpus.join("docs_meta.parquet"));
-    let mid: Vec<&str> = meta
-        .column("id")
-        .unwrap()
-        .str()
-        .unwrap()
-        .iter()
-        .map(|s| s.unwrap_or_default())
-        .collect();
-    let mlang: Vec<&str> = meta
-        .column("lang")
-        .unwrap()
-        .str()
-        .unwrap()
-        .iter()
-        .map(|s| s.unwrap_or_default())
-        .collect();
+    let mid = str_column(&meta, "id");
+    let mlang = str_column(&meta, "lang");
     let lang_of: HashMap<&str, &str> = mid.into_iter().zip(mlang).collect();
     // A component's language is that of its representative (the document its id points at).
     let comp_lang: Vec<&str> = cid.iter().map(|&c| lang_of[ids[c as usize]]).collect();

@@ -54,32 +54,35 @@ def union(a, b):
         parent[max(a, b)] = min(a, b)
 
 
+def lsh_dedup(lsh, make_minhash):
+    """Index every document's MinHash, query each, union pairs with estimated Jaccard >= T."""
+    mhs = []
+    for i, text in enumerate(texts):
+        m = make_minhash(shingles(text))
+        mhs.append(m)
+        lsh.insert(i, m)
+    for i, m in enumerate(mhs):
+        for j in lsh.query(m):
+            if j != i and m.jaccard(mhs[j]) >= T:
+                union(i, j)
+
+
 if tool == "datasketch":
     from datasketch import MinHash, MinHashLSH
-    lsh = MinHashLSH(threshold=T, num_perm=K, params=(B, R))
-    mhs = []
-    for i, text in enumerate(texts):
+
+    def datasketch_minhash(sh):
         m = MinHash(num_perm=K, seed=42)
-        m.update_batch([s.encode("utf8") for s in shingles(text)])
-        mhs.append(m)
-        lsh.insert(i, m)
-    for i, m in enumerate(mhs):
-        for j in lsh.query(m):
-            if j != i and m.jaccard(mhs[j]) >= T:
-                union(i, j)
+        m.update_batch([s.encode("utf8") for s in sh])
+        return m
+    lsh_dedup(MinHashLSH(threshold=T, num_perm=K, params=(B, R)), datasketch_minhash)
 elif tool == "rensa":
     from rensa import RMinHash, RMinHashLSH
-    lsh = RMinHashLSH(threshold=T, num_perm=K, num_bands=B)
-    mhs = []
-    for i, text in enumerate(texts):
+
+    def rensa_minhash(sh):
         m = RMinHash(num_perm=K, seed=42)
-        m.update(shingles(text))
-        mhs.append(m)
-        lsh.insert(i, m)
-    for i, m in enumerate(mhs):
-        for j in lsh.query(m):
-            if j != i and m.jaccard(mhs[j]) >= T:
-                union(i, j)
+        m.update(sh)
+        return m
+    lsh_dedup(RMinHashLSH(threshold=T, num_perm=K, num_bands=B), rensa_minhash)
 elif tool in ("gaoya-words", "gaoya-canon"):
     from gaoya.minhash import MinHashStringIndex
     if tool == "gaoya-words":

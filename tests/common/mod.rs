@@ -78,6 +78,17 @@ pub fn read_df(path: &Path) -> DataFrame {
     .unwrap()
 }
 
+/// A string column's values (nulls as "").
+pub fn str_column<'a>(df: &'a DataFrame, name: &str) -> Vec<&'a str> {
+    df.column(name)
+        .unwrap()
+        .str()
+        .unwrap()
+        .iter()
+        .map(|s| s.unwrap_or_default())
+        .collect()
+}
+
 /// The manifest as plain rows.
 #[derive(Debug, Clone)]
 pub struct Row {
