@@ -55,6 +55,20 @@ fn run(config: Option<PathBuf>, flags: Settings) -> anyhow::Result<()> {
 }
 
 fn main() -> ExitCode {
+    // A panic is a bug, not a user error: one paragraph on stderr, no backtrace dump.
+    std::panic::set_hook(Box::new(|info| {
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        eprintln!("error: internal error in corpus-dedup{at}: {msg}. This is a bug; please report it with the command line.");
+    }));
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run { config, settings } => run(config, settings),

@@ -290,7 +290,15 @@ fn the_nightly_job_config_parses_and_runs_with_overrides() {
     let (glob, docs) = three_shards(&dir);
     let out = dir.join("out");
     let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/jobs/nightly.toml");
-    let o = run(&["run", "--config", cfg, "--input", &glob, "--output", out.to_str().unwrap()]);
+    let o = run(&[
+        "run",
+        "--config",
+        cfg,
+        "--input",
+        &glob,
+        "--output",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(manifest(&out).len(), docs.len());
     assert_eq!(summary(&out)["config"]["keep"], "first");
