@@ -37,7 +37,6 @@ pub fn jieba() -> &'static Jieba {
 
 /// Calls `emit` for each token of normalised `text` (whose only whitespace is ' '), in order.
 pub fn tokenize<'a>(text: &'a str, tokenizer: Tokenizer, mut emit: impl FnMut(&'a str)) {
-    // A plain byte loop: words are short, so searching with memchr per word costs more than it saves.
     let mut word = |w: &'a str| {
         if tokenizer == Tokenizer::Words || w.is_ascii() {
             emit(w);
@@ -46,16 +45,41 @@ pub fn tokenize<'a>(text: &'a str, tokenizer: Tokenizer, mut emit: impl FnMut(&'
         }
     };
     let mut start = 0;
-    for (i, &b) in text.as_bytes().iter().enumerate() {
-        if b == b' ' {
-            if start < i {
-                word(&text[start..i]); // a space is one byte, so both ends are char boundaries
-            }
-            start = i + 1;
+    for_each_space(text.as_bytes(), |i| {
+        if start < i {
+            word(&text[start..i]); // a space is one byte, so both ends are char boundaries
         }
-    }
+        start = i + 1;
+    });
     if start < text.len() {
         word(&text[start..]);
+    }
+}
+
+/// Calls `f` with the index of every b' ' in `bytes`, in order. Eight bytes at a time (SWAR): a
+/// byte equal to 0x20 becomes 0 after XOR, and `((x & 0x7f..) + 0x7f..) | x` has its high bit
+/// clear exactly in the zero bytes (no carry crosses bytes), so the set bits of the inverted mask
+/// are the spaces.
+#[inline]
+fn for_each_space(bytes: &[u8], mut f: impl FnMut(usize)) {
+    const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let chunks = bytes.chunks_exact(8);
+    let tail = chunks.remainder();
+    for (c, chunk) in chunks.enumerate() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word) ^ 0x2020_2020_2020_2020;
+        let mut zero = !(((x & LO7) + LO7) | x | LO7);
+        while zero != 0 {
+            f(c * 8 + (zero.trailing_zeros() / 8) as usize);
+            zero &= zero - 1;
+        }
+    }
+    let base = bytes.len() - tail.len();
+    for (i, &b) in tail.iter().enumerate() {
+        if b == b' ' {
+            f(base + i);
+        }
     }
 }
 
@@ -161,6 +185,46 @@ mod tests {
         assert_eq!(j.last().map(String::as_str), Some("v2"));
         // Kana and hangul are one token per character in both modes.
         assert_eq!(toks("カナ한국", Tokenizer::Jieba), ["カ", "ナ", "한", "국"]);
+    }
+
+    #[test]
+    fn space_search_finds_every_space() {
+        for text in [
+            "",
+            " ",
+            "a",
+            "ab cd",
+            "  a  b   c        d e f g h i ",
+            "x\u{a0}y z",
+            "éé é 中文 a",
+        ] {
+            let mut found = Vec::new();
+            for_each_space(text.as_bytes(), |i| found.push(i));
+            let want: Vec<usize> = text
+                .bytes()
+                .enumerate()
+                .filter(|&(_, b)| b == b' ')
+                .map(|(i, _)| i)
+                .collect();
+            assert_eq!(found, want, "{text:?}");
+        }
+        // Every byte value next to spaces, at every offset in a chunk.
+        for off in 0..16 {
+            for b in 0..=255u8 {
+                let mut bytes = vec![b'x'; 24];
+                bytes[off] = b;
+                bytes[off + 1] = b' ';
+                let mut found = Vec::new();
+                for_each_space(&bytes, |i| found.push(i));
+                let want: Vec<usize> = bytes
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &c)| c == b' ')
+                    .map(|(i, _)| i)
+                    .collect();
+                assert_eq!(found, want);
+            }
+        }
     }
 
     #[test]
