@@ -1,6 +1,7 @@
 //! Stage 3, candidates: (band, bucket, doc) rows -> candidate document pairs.
 //!
-//! Documents sharing a (band, bucket) are candidates. A group-by collects each bucket's members;
+//! Documents sharing a (band, bucket) are candidates. Grouping the rows by (band, bucket) (a polars
+//! sort, then one pass over the runs) collects each bucket's members;
 //! a bucket of m <= `max_bucket_pairs` members yields all m(m-1)/2 pairs, a larger one (templated
 //! pages, boilerplate) links every member to its first member only: m - 1 pairs. Star links give
 //! the same connected components as all pairs *when the links verify*; members that only resemble
@@ -47,25 +48,37 @@ pub fn candidate_pairs(
         stage: "candidates",
         source,
     };
-    let groups = bands
+    // Group by sorting: rows ordered by (band, bucket, doc), so each bucket is a run of rows with
+    // its members ascending. Measured at 1M documents (18M rows, 2 threads): 5.6 s and 3.4 GB
+    // process peak, against 3.8 s and 4.7 GB for a hash group-by with list aggregation, which
+    // allocates per group although nearly every group is a singleton.
+    let sorted = bands
         .lazy()
-        .group_by([col("band"), col("bucket")])
-        .agg([col("doc"), col("doc").count().alias("n")])
-        .filter(col("n").gt(lit(1)))
-        .select([col("doc")])
+        .sort_by_exprs(
+            [col("band"), col("bucket"), col("doc")],
+            SortMultipleOptions::default(),
+        )
         .collect()
         .map_err(pe)?;
-    let lists = groups
-        .column("doc")
-        .map_err(pe)?
-        .list()
-        .map_err(pe)?
-        .clone();
-    let mut members: Vec<Vec<u32>> = Vec::with_capacity(lists.len());
-    for s in lists.amortized_iter().flatten() {
-        let mut m: Vec<u32> = s.as_ref().u32().map_err(pe)?.into_no_null_iter().collect();
-        m.sort_unstable();
-        members.push(m);
+    let column = |name: &str| {
+        sorted
+            .column(name)
+            .map_err(pe)
+            .map(|c| c.as_materialized_series().rechunk())
+    };
+    let (band_s, bucket_s, doc_s) = (column("band")?, column("bucket")?, column("doc")?);
+    let band = band_s.u32().map_err(pe)?.cont_slice().map_err(pe)?;
+    let bucket = bucket_s.u64().map_err(pe)?.cont_slice().map_err(pe)?;
+    let doc = doc_s.u32().map_err(pe)?.cont_slice().map_err(pe)?;
+    let mut members: Vec<&[u32]> = Vec::new();
+    let mut start = 0;
+    for i in 1..=doc.len() {
+        if i == doc.len() || band[i] != band[start] || bucket[i] != bucket[start] {
+            if i - start > 1 {
+                members.push(&doc[start..i]);
+            }
+            start = i;
+        }
     }
     let mut stats = CandidateStats {
         shared_buckets: members.len() as u64,
