@@ -198,7 +198,7 @@ fn main() -> anyhow::Result<()> {
     let (t, pairs) = best(|| candidates::candidate_pairs(frame.clone(), 64, None));
     let (pairs, _) = pairs?;
     row(
-        "candidates: polars group_by + pairs",
+        "candidates: group by (band, bucket) + pairs",
         t,
         format!("{:.1} M rows/s", frame.height() as f64 / t / 1e6),
     );
