@@ -71,6 +71,28 @@ fn finds_planted_duplicates_with_high_recall_and_precision() {
 }
 
 #[test]
+fn a_rerun_after_a_crash_replaces_outputs_and_sweeps_temporary_files() {
+    let dir = temp_dir("crash");
+    let (glob, docs) = three_shards(&dir);
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    // What a run killed while writing leaves: a half-written temporary file and an old manifest.
+    std::fs::write(
+        out.join("manifest.parquet.tmp-424242"),
+        b"PAR1 half written",
+    )
+    .unwrap();
+    std::fs::write(out.join("manifest.parquet"), b"stale").unwrap();
+    run_ok(&glob, &out, &[]);
+    assert_eq!(manifest(&out).len(), docs.len());
+    let names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.contains(".tmp-")), "{names:?}");
+}
+
+#[test]
 fn manifest_is_byte_identical_across_threads_and_reruns() {
     let dir = temp_dir("determinism");
     let (glob, _) = three_shards(&dir);

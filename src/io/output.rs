@@ -92,9 +92,25 @@ fn tmp_name(path: &Path) -> PathBuf {
 }
 
 /// Creates the output directory and checks that a file can be created in it, so an unwritable
-/// output fails before the expensive stages run.
+/// output fails before the expensive stages run. Temporary files that a crashed run left behind
+/// (`NAME.tmp-PID` of a process that no longer runs; such files are never read) are removed.
 pub fn prepare_dir(dir: &Path) -> Result<()> {
     fs::create_dir_all(dir).map_err(|e| out_err(dir, e))?;
+    if let Ok(entries) = fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            // Only files of processes that no longer run: a concurrent run's file is left alone.
+            let pid = ["manifest.parquet.tmp-", "summary.json.tmp-"]
+                .iter()
+                .find_map(|p| name.strip_prefix(p))
+                .and_then(|p| p.parse::<u32>().ok());
+            let stale = pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists());
+            if stale {
+                let _ = fs::remove_file(e.path());
+            }
+        }
+    }
     let probe = dir.join(format!(".write-probe-{}", std::process::id()));
     fs::write(&probe, b"").map_err(|e| out_err(dir, e))?;
     fs::remove_file(&probe).map_err(|e| out_err(&probe, e))
