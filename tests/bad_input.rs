@@ -93,6 +93,24 @@ fn not_parquet_and_truncated_parquet() {
         err.contains("truncated.parquet") && err.contains("cannot read Parquet"),
         "{err}"
     );
+
+    // Intact footer, garbage in the data pages.
+    let sample = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data-samples/en-00000.parquet"
+    ))
+    .unwrap();
+    let mut bad = sample.clone();
+    for b in &mut bad[2000..6000] {
+        *b = b.wrapping_mul(7).wrapping_add(13);
+    }
+    let c = dir.join("corrupt.parquet");
+    std::fs::write(&c, &bad).unwrap();
+    let err = run_on(c.to_str().unwrap(), &dir.join("out"), &[]);
+    assert!(
+        err.contains("corrupt.parquet") && err.contains("cannot read Parquet"),
+        "{err}"
+    );
 }
 
 #[test]
