@@ -39,6 +39,12 @@ pub fn hamming(a: u64, b: u64) -> u32 {
     (a ^ b).count_ones()
 }
 
+/// Similarity of two fingerprints `distance` bits apart: 1 - distance / 64.
+#[inline]
+pub fn similarity(distance: u32) -> f64 {
+    1.0 - f64::from(distance) / 64.0
+}
+
 /// The block tables for distance k with B blocks.
 #[derive(Debug, Clone)]
 pub struct BlockIndex {

@@ -214,10 +214,7 @@ fn run_in_pool(cfg: &Config) -> Result<Summary> {
     let (pairs, cand_stats) = match &sketch {
         Sketch::MinHash(_) => candidates::candidate_pairs(key_df, cfg.max_bucket_pairs, None)?,
         Sketch::SimHash(fps) => {
-            let near = |a: u32, b: u32| {
-                simhash::hamming(fps.values[a as usize], fps.values[b as usize]) as usize
-                    <= cfg.hamming
-            };
+            let near = |a: u32, b: u32| fps.distance(a, b) as usize <= cfg.hamming;
             candidates::candidate_pairs(key_df, cfg.simhash_max_bucket, Some(&near))?
         }
     };
@@ -264,12 +261,7 @@ fn run_in_pool(cfg: &Config) -> Result<Summary> {
     // Manifest.
     let similarity = |a: u32, b: u32| match &sketch {
         Sketch::MinHash(sigs) => verify::similarity(a, b, &sets, sigs),
-        Sketch::SimHash(fps) => {
-            1.0 - f64::from(simhash::hamming(
-                fps.values[a as usize],
-                fps.values[b as usize],
-            )) / 64.0
-        }
+        Sketch::SimHash(fps) => simhash::similarity(fps.distance(a, b)),
     };
     let mut df = manifest::manifest_frame(&corpus, &clusters, similarity)?;
     let metadata = vec![

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use polars::prelude::StringChunked;
 use rayon::prelude::*;
 
-use crate::simhash::fingerprint;
+use crate::simhash::{fingerprint, hamming};
 use crate::text::features::{select_features, weighted_features, FeatureScratch};
 
 /// Fingerprints of a run of documents and their feature counts.
@@ -27,6 +27,12 @@ pub struct Fingerprints {
 }
 
 impl Fingerprints {
+    /// Hamming distance between the fingerprints of documents `a` and `b`.
+    #[inline]
+    pub fn distance(&self, a: u32, b: u32) -> u32 {
+        hamming(self.values[a as usize], self.values[b as usize])
+    }
+
     /// Appends another run of documents.
     pub fn extend(&mut self, other: Fingerprints) {
         self.values.extend_from_slice(&other.values);
@@ -160,7 +166,6 @@ pub fn fingerprint_column(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::simhash::hamming;
     use polars::prelude::*;
 
     #[test]

@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use crate::config::Verify;
 use crate::corpus::Corpus;
 use crate::minhash::estimate_jaccard;
-use crate::simhash::hamming;
+use crate::simhash;
 use crate::stages::fingerprint::Fingerprints;
 use crate::stages::signature::Signatures;
 use crate::text::shingle::{jaccard, shingle_set, Scratch};
@@ -114,9 +114,16 @@ pub fn docs_needing_sets(
     threshold: f64,
     min_shingles: usize,
 ) -> Vec<u32> {
+    docs_of_pairs(pairs, |a, b| {
+        needs_exact(a, b, sigs, mode, threshold, min_shingles)
+    })
+}
+
+/// Both documents of every pair for which `select(a, b)` holds, sorted and unique.
+fn docs_of_pairs(pairs: &[(u32, u32)], select: impl Fn(u32, u32) -> bool + Sync) -> Vec<u32> {
     let mut docs: Vec<u32> = pairs
         .par_iter()
-        .filter(|&&(a, b)| needs_exact(a, b, sigs, mode, threshold, min_shingles))
+        .filter(|&&(a, b)| select(a, b))
         .flat_map_iter(|&(a, b)| [a, b])
         .collect();
     docs.par_sort_unstable();
@@ -166,8 +173,8 @@ pub fn verify_hamming(
         .par_iter()
         .with_min_len(64)
         .filter_map(|&(a, b)| {
-            let d = hamming(fps.values[a as usize], fps.values[b as usize]) as usize;
-            if d > k {
+            let d = fps.distance(a, b);
+            if d as usize > k {
                 return None;
             }
             if let Some((sets, threshold, min_features)) = short {
@@ -185,31 +192,17 @@ pub fn verify_hamming(
             Some(Edge {
                 a,
                 b,
-                similarity: 1.0 - d as f32 / 64.0,
+                similarity: simhash::similarity(d) as f32,
             })
         })
         .collect()
 }
 
-/// Documents of SimHash candidate pairs with fewer than `min_features` features (sorted, unique).
+/// Both documents of every SimHash candidate pair in which a document has fewer than
+/// `min_features` features (its Jaccard check needs both sets); sorted and unique.
 pub fn short_docs(pairs: &[(u32, u32)], fps: &Fingerprints, min_features: usize) -> Vec<u32> {
-    let mut docs: Vec<u32> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
-    docs.par_sort_unstable();
-    docs.dedup();
-    // Both documents of a pair with one short member are needed for its Jaccard check.
-    let short: std::collections::BTreeSet<u32> = docs
-        .iter()
-        .copied()
-        .filter(|&d| (fps.features[d as usize] as usize) < min_features)
-        .collect();
-    let mut need: Vec<u32> = pairs
-        .iter()
-        .filter(|(a, b)| short.contains(a) || short.contains(b))
-        .flat_map(|&(a, b)| [a, b])
-        .collect();
-    need.par_sort_unstable();
-    need.dedup();
-    need
+    let few = |d: u32| (fps.features[d as usize] as usize) < min_features;
+    docs_of_pairs(pairs, |a, b| few(a) || few(b))
 }
 
 #[cfg(test)]
