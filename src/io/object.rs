@@ -8,7 +8,8 @@
 //! timeouts, connection resets). An object is written with one PUT of the complete body, so a
 //! reader sees the whole object or nothing. Error messages never contain the secret key.
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -88,7 +89,23 @@ fn store_err(what: &str, url: &str, e: object_store::Error) -> Error {
     }
 }
 
-fn store(bucket: &str) -> Result<AmazonS3> {
+/// The client for `bucket`, built once per process and bucket so every request reuses its
+/// connection pool (a client per request would open a new connection for each shard).
+fn store(bucket: &str) -> Result<Arc<AmazonS3>> {
+    static STORES: OnceLock<Mutex<HashMap<String, Arc<AmazonS3>>>> = OnceLock::new();
+    let mut stores = STORES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(s) = stores.get(bucket) {
+        return Ok(Arc::clone(s));
+    }
+    let s = Arc::new(build_store(bucket)?);
+    stores.insert(bucket.to_string(), Arc::clone(&s));
+    Ok(s)
+}
+
+fn build_store(bucket: &str) -> Result<AmazonS3> {
     let mut b = AmazonS3Builder::from_env()
         .with_bucket_name(bucket)
         .with_retry(RetryConfig {
@@ -122,14 +139,14 @@ pub fn list_glob(url: &str) -> Result<Vec<String>> {
     let prefix_path = (!prefix.is_empty()).then(|| Path::from(prefix.trim_end_matches('/')));
     let metas: Vec<_> =
         runtime()?.block_on(async { store.list(prefix_path.as_ref()).collect::<Vec<_>>().await });
+    let opts = glob::MatchOptions {
+        require_literal_separator: true,
+        ..Default::default()
+    };
     let mut out = Vec::new();
     for m in metas {
         let m = m.map_err(|e| store_err("list", url, e))?;
         let loc = m.location.as_ref();
-        let opts = glob::MatchOptions {
-            require_literal_separator: true,
-            ..Default::default()
-        };
         if pattern.matches_with(loc, opts) {
             out.push(format!("s3://{bucket}/{loc}"));
         }
