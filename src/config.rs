@@ -51,9 +51,9 @@ pub enum Verify {
     Estimate,
 }
 
-/// Which document of a duplicate cluster is kept.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+/// Which document of a duplicate cluster is kept. Written as the flag's spelling: "first",
+/// "longest" or the column name.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Keep {
     /// The first document in input order (smallest global index).
     First,
@@ -72,6 +72,16 @@ impl std::str::FromStr for Keep {
             "" => Err("--keep needs first, longest or a column name".into()),
             col => Ok(Keep::Column(col.to_string())),
         }
+    }
+}
+
+impl Serialize for Keep {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(match self {
+            Keep::First => "first",
+            Keep::Longest => "longest",
+            Keep::Column(c) => c,
+        })
     }
 }
 
@@ -178,8 +188,9 @@ pub struct Settings {
     pub quiet: bool,
 }
 
-/// The validated configuration of one run. Serialised into the manifest metadata and summary.
-#[derive(Debug, Clone, Serialize)]
+/// The validated configuration of one run. Serialised into the manifest metadata, the summary and
+/// the run plan (from which every task reads it back).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Config {
     pub input: Vec<String>,
     pub output: String,

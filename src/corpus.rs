@@ -3,6 +3,8 @@
 //! Document `d` is row `d - start[s]` of shard `s`, where `start` holds the prefix sums of the
 //! shards' row counts. The hot stages work on these u32 indices, never on id strings.
 
+use std::ops::Range;
+
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::io::input::{read_shard, Shard};
@@ -18,28 +20,36 @@ pub struct Corpus {
 
 impl Corpus {
     /// Reads every shard; `on_shard` is called after each (for progress).
-    pub fn load(
-        files: &[String],
+    pub fn load(files: &[String], cfg: &Config, on_shard: impl FnMut(&Shard)) -> Result<Corpus> {
+        let slices: Vec<(String, Option<Range<u64>>)> =
+            files.iter().map(|f| (f.clone(), None)).collect();
+        Self::load_slices(&slices, cfg, on_shard)
+    }
+
+    /// Reads the given row ranges (`None`: all rows) of shards, in order; document 0 is the first
+    /// row of the first slice.
+    pub fn load_slices(
+        slices: &[(String, Option<Range<u64>>)],
         cfg: &Config,
         mut on_shard: impl FnMut(&Shard),
     ) -> Result<Corpus> {
-        let mut shards = Vec::with_capacity(files.len());
+        let mut shards = Vec::with_capacity(slices.len());
         let mut starts = vec![0usize];
         // Object-store shards are fetched whole, a window at a time with requests in parallel.
-        for window in files.chunks(16) {
+        for window in slices.chunks(16) {
             let remote: Vec<String> = window
                 .iter()
-                .filter(|f| object::is_url(f))
-                .cloned()
+                .filter(|(f, _)| object::is_url(f))
+                .map(|(f, _)| f.clone())
                 .collect();
             let mut fetched = object::get_all(&remote)?.into_iter();
-            for f in window {
+            for (f, rows) in window {
                 let bytes = if object::is_url(f) {
                     fetched.next()
                 } else {
                     None
                 };
-                let shard = read_shard(f, bytes, cfg)?;
+                let shard = read_shard(f, bytes, rows.clone(), cfg)?;
                 on_shard(&shard);
                 starts.push(starts[starts.len() - 1] + shard.len());
                 shards.push(shard);
@@ -87,7 +97,7 @@ impl Corpus {
         let shard = &self.shards[s];
         match shard.id.as_ref().and_then(|c| c.get(r)) {
             Some(id) => id.to_string(),
-            None => format!("{}:{}", shard.file, r),
+            None => format!("{}:{}", shard.file, shard.first_row + r as u64),
         }
     }
 

@@ -57,6 +57,15 @@ pub enum Error {
     #[error("cannot write output '{path}': {msg}. Check that the output directory is writable and has free space")]
     Output { path: String, msg: String },
 
+    /// A work file of a task run (plan, store, band, pair, edge or cluster file) is missing,
+    /// unreadable or fails its check.
+    #[error("cannot use work file '{path}': {msg}. The work directory is damaged or belongs to another run: delete it (or pick a new --work / --output) and run again")]
+    WorkFile { path: String, msg: String },
+
+    /// A task was asked for that the plan does not have, or a stage ran before its inputs exist.
+    #[error("{0}")]
+    Task(String),
+
     /// An error from polars that is not tied to a single input file.
     #[error("dataframe error in stage {stage}: {source}")]
     Polars {

@@ -6,7 +6,8 @@
 //! [`stages::bands`]); documents sharing a band bucket become candidate pairs
 //! ([`stages::candidates`]), which are verified ([`stages::verify`]), clustered with union-find
 //! ([`stages::cluster`]) and written as a keep/drop manifest ([`stages::manifest`]).
-//! [`executor::local`] runs the stages; [`config`] holds the one validated configuration.
+//! [`plan`] cuts a run into tasks per stage; [`executor::local`] runs them in one process,
+//! `corpus-dedup task` one at a time on a cluster; [`config`] holds the one validated configuration.
 
 pub mod config;
 pub mod corpus;
@@ -15,6 +16,7 @@ pub mod executor;
 pub mod io;
 pub mod lsh;
 pub mod minhash;
+pub mod plan;
 pub mod simhash;
 pub mod stages;
 pub mod synth;

@@ -6,6 +6,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
+use corpus_dedup::executor::local::TaskOptions;
+use corpus_dedup::io::output::OutputDir;
+use corpus_dedup::plan::Stage;
 use corpus_dedup::{executor, Settings};
 
 #[derive(Parser)]
@@ -22,16 +25,57 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the whole job: read shards, find near-duplicates, write manifest.parquet and summary.json.
+    /// MinHash runs as resumable tasks: rerun the same command after a crash to continue.
     Run {
         /// TOML file with the same keys as the flags (`num-perm = 128`); flags override it.
         #[arg(long, value_name = "FILE.toml")]
         config: Option<PathBuf>,
         #[command(flatten)]
         settings: Settings,
+        #[command(flatten)]
+        layout: TaskOptions,
+        /// Work directory for the task files (local or s3://); default OUTPUT/_work.
+        #[arg(long, value_name = "DIR|URL")]
+        work: Option<String>,
+        /// Keep the work directory after success (it is removed by default).
+        #[arg(long)]
+        keep_work: bool,
+    },
+    /// Plan a task run (MinHash): count the input rows and write plan.json into the work
+    /// directory; prints the task count of each stage as JSON, for a driver.
+    Plan {
+        /// TOML file with the same keys as the flags; flags override it.
+        #[arg(long, value_name = "FILE.toml")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        settings: Settings,
+        #[command(flatten)]
+        layout: TaskOptions,
+        /// Work directory shared by all tasks (a shared filesystem path or s3:// URL).
+        #[arg(long, value_name = "DIR|URL")]
+        work: String,
+    },
+    /// Run one task of a planned run (what a cluster scheduler launches).
+    Task {
+        /// The stage.
+        #[arg(value_enum)]
+        stage: Stage,
+        /// Task index, 0-based.
+        #[arg(long, value_name = "I")]
+        task: usize,
+        /// Number of tasks of the stage (must match the plan; a guard against a stale driver).
+        #[arg(long, value_name = "N")]
+        tasks: usize,
+        /// Work directory of the planned run.
+        #[arg(long, value_name = "DIR|URL")]
+        work: String,
+        /// Worker threads (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
     },
 }
 
-fn run(config: Option<PathBuf>, flags: Settings) -> anyhow::Result<()> {
+fn resolve(config: Option<PathBuf>, flags: Settings) -> anyhow::Result<corpus_dedup::Config> {
     let file = match &config {
         Some(p) => Settings::from_toml_file(p)?,
         None => Settings::default(),
@@ -39,16 +83,99 @@ fn run(config: Option<PathBuf>, flags: Settings) -> anyhow::Result<()> {
     let cfg = flags.over(file).resolve()?;
     // polars keeps its own thread pool; size it before its first use so --threads holds for it too.
     std::env::set_var("POLARS_MAX_THREADS", cfg.threads.to_string());
-    let summary = executor::local::run(&cfg)
+    Ok(cfg)
+}
+
+fn run(
+    config: Option<PathBuf>,
+    flags: Settings,
+    layout: TaskOptions,
+    work: Option<String>,
+    keep_work: bool,
+) -> anyhow::Result<()> {
+    let cfg = resolve(config, flags)?;
+    let summary = executor::local::run(&cfg, &layout, work.as_deref(), keep_work)
         .with_context(|| format!("corpus-dedup run failed (output '{}')", cfg.output))?;
+    let field = |k: &str| summary.get(k).cloned().unwrap_or_default();
+    let seconds = summary["total_seconds"].as_f64().unwrap_or(0.0);
     let line = serde_json::json!({
-        "documents_in": summary.documents_in,
-        "documents_kept": summary.documents_kept,
-        "documents_dropped": summary.documents_dropped,
-        "clusters": summary.clusters,
-        "seconds": (summary.total_seconds * 1000.0).round() / 1000.0,
-        "peak_rss_mib": summary.peak_rss_mib.round(),
+        "documents_in": field("documents_in"),
+        "documents_kept": field("documents_kept"),
+        "documents_dropped": field("documents_dropped"),
+        "clusters": field("clusters"),
+        "seconds": (seconds * 1000.0).round() / 1000.0,
+        "peak_rss_mib": summary["peak_rss_mib"].as_f64().unwrap_or(0.0).round(),
         "output": cfg.output,
+    });
+    println!("{line}");
+    Ok(())
+}
+
+fn plan(
+    config: Option<PathBuf>,
+    flags: Settings,
+    layout: TaskOptions,
+    work: String,
+) -> anyhow::Result<()> {
+    let cfg = resolve(config, flags)?;
+    if cfg.method != corpus_dedup::config::Method::Minhash {
+        anyhow::bail!(
+            "task runs support --method minhash only; run SimHash with `corpus-dedup run`"
+        );
+    }
+    let dir = OutputDir::parse(&work);
+    let plan = executor::local::in_pool(cfg.threads, || {
+        dir.prepare()?;
+        let plan = corpus_dedup::plan::Plan::build(&cfg, layout.tasks, layout.bucket_ranges)?;
+        executor::local::install_plan(&dir, &plan, cfg.quiet)?;
+        Ok(plan)
+    })
+    .with_context(|| format!("corpus-dedup plan failed (work '{work}')"))?;
+    println!("{}", corpus_dedup::plan::task_counts(&plan));
+    Ok(())
+}
+
+fn task(
+    stage: Stage,
+    index: usize,
+    tasks: usize,
+    work: String,
+    threads: Option<usize>,
+) -> anyhow::Result<()> {
+    let threads =
+        threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    std::env::set_var("POLARS_MAX_THREADS", threads.to_string());
+    let dir = OutputDir::parse(&work);
+    let what = format!(
+        "corpus-dedup task {} {index} failed (work '{work}')",
+        stage.name()
+    );
+    let report = executor::local::in_pool(threads, || {
+        let plan = executor::tasks::read_plan(&dir)?.ok_or_else(|| {
+            corpus_dedup::Error::Task(format!(
+                "no plan.json in '{work}': run `corpus-dedup plan --work {work} ...` first"
+            ))
+        })?;
+        let n = plan.tasks(stage);
+        if n != tasks {
+            return Err(corpus_dedup::Error::Task(format!(
+                "the plan in '{work}' has {n} {} tasks, not {tasks}: the driver and the plan disagree",
+                stage.name()
+            )));
+        }
+        if let Some(done) = executor::tasks::read_marker(&dir, stage, index)? {
+            return Ok((done, true));
+        }
+        executor::tasks::run_task(&dir, &plan, stage, index, None).map(|r| (r, false))
+    })
+    .context(what)?;
+    let (report, skipped) = report;
+    let line = serde_json::json!({
+        "stage": stage.name(),
+        "task": index,
+        "already_complete": skipped,
+        "seconds": (report.seconds * 1000.0).round() / 1000.0,
+        "peak_rss_mib": report.peak_rss_mib.round(),
     });
     println!("{line}");
     Ok(())
@@ -71,7 +198,26 @@ fn main() -> ExitCode {
     }));
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run { config, settings } => run(config, settings),
+        Command::Run {
+            config,
+            settings,
+            layout,
+            work,
+            keep_work,
+        } => run(config, settings, layout, work, keep_work),
+        Command::Plan {
+            config,
+            settings,
+            layout,
+            work,
+        } => plan(config, settings, layout, work),
+        Command::Task {
+            stage,
+            task: index,
+            tasks,
+            work,
+            threads,
+        } => task(stage, index, tasks, work, threads),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,21 +3,7 @@
 mod common;
 
 use common::*;
-use corpus_dedup::synth::{generate, Lang};
 use polars::prelude::*;
-
-/// Writes an English, a Chinese and a mixed shard; returns the glob and all documents in
-/// manifest order (files sorted by name).
-fn three_shards(dir: &std::path::Path) -> (String, Vec<corpus_dedup::synth::Doc>) {
-    let en = generate(160, Lang::En, 21, "en");
-    let mixed = generate(120, Lang::Mixed, 23, "mx");
-    let zh = generate(140, Lang::Zh, 22, "zh");
-    write_docs(&dir.join("a-en.parquet"), &en);
-    write_docs(&dir.join("b-mixed.parquet"), &mixed);
-    write_docs(&dir.join("c-zh.parquet"), &zh);
-    let all = en.into_iter().chain(mixed).chain(zh).collect();
-    (format!("{}/*.parquet", dir.display()), all)
-}
 
 #[test]
 fn finds_planted_duplicates_with_high_recall_and_precision() {

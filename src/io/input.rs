@@ -58,6 +58,8 @@ pub struct Shard {
     pub id: Option<StringChunked>,
     /// Priority column for `--keep COLUMN`, cast to f64.
     pub priority: Option<Float64Chunked>,
+    /// Row of the file that row 0 here is (non-zero when a row range was read).
+    pub first_row: u64,
 }
 
 impl Shard {
@@ -87,10 +89,9 @@ fn column_list(schema: &Schema) -> String {
         .join(", ")
 }
 
-/// Reads the text, id and priority columns of one Parquet shard, checking names and types.
-/// `bytes`, when given, is the file's content already fetched (object storage); otherwise the
-/// local file is scanned.
-pub fn read_shard(file: &str, bytes: Option<Vec<u8>>, cfg: &Config) -> Result<Shard> {
+/// Opens a shard lazily: `bytes`, when given, is the file's content already fetched (object
+/// storage); otherwise the file (local path or `s3://` URL) is scanned by polars.
+fn scan(file: &str, bytes: Option<Vec<u8>>) -> Result<LazyFrame> {
     // Hive partitioning off: a shard is one file, whatever directory names it sits under.
     let args = ScanArgsParquet {
         hive_options: HiveOptions::new_disabled(),
@@ -103,15 +104,24 @@ pub fn read_shard(file: &str, bytes: Option<Vec<u8>>, cfg: &Config) -> Result<Sh
         ),
         None => LazyFrame::scan_parquet(PlRefPath::new(file), args),
     };
-    let mut lf = lf.map_err(|e| parquet_err(file, e))?;
-    let schema = lf.collect_schema().map_err(|e| parquet_err(file, e))?;
+    lf.map_err(|e| parquet_err(file, e))
+}
 
+/// The columns a run reads from a shard, checked against the shard's schema.
+struct Selection {
+    exprs: Vec<Expr>,
+    has_id: bool,
+    priority_column: Option<String>,
+}
+
+/// Checks the shard's columns (names and types) and lists what to read.
+fn select_columns(file: &str, schema: &Schema, cfg: &Config) -> Result<Selection> {
     let text_dtype = schema
         .get(&cfg.text_column)
         .ok_or_else(|| Error::MissingColumn {
             file: file.to_string(),
             column: cfg.text_column.clone(),
-            available: column_list(&schema),
+            available: column_list(schema),
             flag: "text-column",
         })?;
     if *text_dtype != DataType::String {
@@ -140,7 +150,7 @@ pub fn read_shard(file: &str, bytes: Option<Vec<u8>>, cfg: &Config) -> Result<Sh
             return Err(Error::MissingColumn {
                 file: file.to_string(),
                 column: cfg.id_column.clone(),
-                available: column_list(&schema),
+                available: column_list(schema),
                 flag: "id-column",
             })
         }
@@ -172,13 +182,60 @@ pub fn read_shard(file: &str, bytes: Option<Vec<u8>>, cfg: &Config) -> Result<Sh
                 return Err(Error::MissingColumn {
                     file: file.to_string(),
                     column: pc.to_string(),
-                    available: column_list(&schema),
+                    available: column_list(schema),
                     flag: "keep",
                 })
             }
         }
     }
 
+    Ok(Selection {
+        exprs: select,
+        has_id,
+        priority_column: priority_column.map(str::to_string),
+    })
+}
+
+/// Number of rows of a shard, read from its footer, after checking its columns (for the plan).
+pub fn count_rows(file: &str, cfg: &Config) -> Result<u64> {
+    let mut lf = scan(file, None)?;
+    let schema = lf.collect_schema().map_err(|e| parquet_err(file, e))?;
+    select_columns(file, &schema, cfg)?;
+    let df = lf
+        .select([len()])
+        .collect()
+        .map_err(|e| parquet_err(file, e))?;
+    let n = df
+        .columns()
+        .first()
+        .and_then(|c| c.get(0).ok())
+        .and_then(|v| v.extract::<u64>());
+    n.ok_or_else(|| Error::Parquet {
+        file: file.to_string(),
+        msg: "no row count in the footer".into(),
+    })
+}
+
+/// Reads the text, id and priority columns of one Parquet shard (rows `rows` only, when given),
+/// checking names and types. `bytes`, when given, is the file's content already fetched (object
+/// storage); otherwise the file is scanned.
+pub fn read_shard(
+    file: &str,
+    bytes: Option<Vec<u8>>,
+    rows: Option<std::ops::Range<u64>>,
+    cfg: &Config,
+) -> Result<Shard> {
+    let mut lf = scan(file, bytes)?;
+    let schema = lf.collect_schema().map_err(|e| parquet_err(file, e))?;
+    let Selection {
+        exprs: select,
+        has_id,
+        priority_column,
+    } = select_columns(file, &schema, cfg)?;
+    let priority_column = priority_column.as_deref();
+    if let Some(r) = &rows {
+        lf = lf.slice(r.start as i64, (r.end - r.start) as IdxSize);
+    }
     let df = lf
         .select(select)
         .collect()
@@ -215,6 +272,7 @@ pub fn read_shard(file: &str, bytes: Option<Vec<u8>>, cfg: &Config) -> Result<Sh
         None => None,
     };
     Ok(Shard {
+        first_row: rows.map_or(0, |r| r.start),
         file: file.to_string(),
         text,
         id,

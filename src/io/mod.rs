@@ -3,3 +3,4 @@
 pub mod input;
 pub mod object;
 pub mod output;
+pub mod store;

@@ -189,6 +189,51 @@ pub fn put(url: &str, bytes: Vec<u8>) -> Result<()> {
         .map_err(|e| store_err("write", url, e))
 }
 
+/// Fetches one whole object; `None` when it does not exist.
+pub fn get_opt(url: &str) -> Result<Option<Vec<u8>>> {
+    let (bucket, key) = split_url(url)?;
+    let store = store(bucket)?;
+    runtime()?.block_on(async {
+        match store.get(&Path::from(key)).await {
+            Ok(r) => r
+                .bytes()
+                .await
+                .map(|b| Some(b.to_vec()))
+                .map_err(|e| store_err("read", url, e)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(store_err("read", url, e)),
+        }
+    })
+}
+
+/// Fetches byte ranges of one object (adjacent ranges are coalesced into one request).
+pub fn get_ranges(url: &str, ranges: &[std::ops::Range<u64>]) -> Result<Vec<Vec<u8>>> {
+    let (bucket, key) = split_url(url)?;
+    let store = store(bucket)?;
+    let parts = runtime()?
+        .block_on(store.get_ranges(&Path::from(key), ranges))
+        .map_err(|e| store_err("read", url, e))?;
+    Ok(parts.into_iter().map(|b| b.to_vec()).collect())
+}
+
+/// Deletes every object under the `url` prefix.
+pub fn delete_prefix(url: &str) -> Result<()> {
+    let (bucket, key) = split_url(url)?;
+    let store = store(bucket)?;
+    let prefix = Path::from(key.trim_end_matches('/'));
+    runtime()?.block_on(async {
+        let metas: Vec<_> = store.list(Some(&prefix)).collect().await;
+        for m in metas {
+            let m = m.map_err(|e| store_err("list", url, e))?;
+            store
+                .delete(&m.location)
+                .await
+                .map_err(|e| store_err("delete", url, e))?;
+        }
+        Ok(())
+    })
+}
+
 /// Checks that objects can be written under the `url` prefix (writes and deletes a probe), so a
 /// wrong bucket or missing permission fails before the expensive stages.
 pub fn check_writable(url: &str) -> Result<()> {

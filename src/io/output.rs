@@ -12,7 +12,8 @@ use polars::prelude::*;
 use crate::error::{Error, Result};
 use crate::io::object;
 
-/// Where a run's outputs go: a local directory or an `s3://bucket/prefix`.
+/// A directory of outputs or work files: a local directory or an `s3://bucket/prefix`. Names may
+/// contain `/` (subdirectories are created as needed).
 #[derive(Debug, Clone)]
 pub enum OutputDir {
     Local(PathBuf),
@@ -37,11 +38,121 @@ impl OutputDir {
         }
     }
 
+    /// The subdirectory `sub`.
+    pub fn child(&self, sub: &str) -> OutputDir {
+        match self {
+            OutputDir::Local(dir) => OutputDir::Local(dir.join(sub)),
+            OutputDir::Remote(url) => OutputDir::Remote(format!("{url}/{sub}")),
+        }
+    }
+
+    /// The path or URL of `name`, for messages.
+    pub fn location(&self, name: &str) -> String {
+        match self {
+            OutputDir::Local(dir) => dir.join(name).display().to_string(),
+            OutputDir::Remote(url) => format!("{url}/{name}"),
+        }
+    }
+
+    /// Reads the whole file `name`; `None` when it does not exist.
+    pub fn read(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        match self {
+            OutputDir::Local(dir) => match fs::read(dir.join(name)) {
+                Ok(b) => Ok(Some(b)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(read_err(&self.location(name), e)),
+            },
+            OutputDir::Remote(url) => object::get_opt(&format!("{url}/{name}")),
+        }
+    }
+
+    /// Reads byte ranges of the file `name`.
+    pub fn read_ranges(&self, name: &str, ranges: &[std::ops::Range<u64>]) -> Result<Vec<Vec<u8>>> {
+        match self {
+            OutputDir::Local(dir) => {
+                use std::os::unix::fs::FileExt;
+                let f = fs::File::open(dir.join(name))
+                    .map_err(|e| read_err(&self.location(name), e))?;
+                ranges
+                    .iter()
+                    .map(|r| {
+                        let mut buf = vec![0u8; (r.end - r.start) as usize];
+                        f.read_exact_at(&mut buf, r.start)
+                            .map(|_| buf)
+                            .map_err(|e| read_err(&self.location(name), e))
+                    })
+                    .collect()
+            }
+            OutputDir::Remote(url) => object::get_ranges(&format!("{url}/{name}"), ranges),
+        }
+    }
+
+    /// Reads the Parquet file `name` (which must exist).
+    pub fn read_parquet(&self, name: &str) -> Result<DataFrame> {
+        let loc = self.location(name);
+        let bytes = self.read(name)?.ok_or_else(|| Error::WorkFile {
+            path: loc.clone(),
+            msg: "missing".into(),
+        })?;
+        ParquetReader::new(std::io::Cursor::new(bytes))
+            .finish()
+            .map_err(|e| Error::WorkFile {
+                path: loc,
+                msg: e.to_string(),
+            })
+    }
+
+    /// Deletes the directory and everything in it.
+    pub fn remove_all(&self) -> Result<()> {
+        match self {
+            OutputDir::Local(dir) => match fs::remove_dir_all(dir) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(out_err(dir, e)),
+                _ => Ok(()),
+            },
+            OutputDir::Remote(url) => object::delete_prefix(url),
+        }
+    }
+
     /// Writes `bytes` as `name` inside the output.
     pub fn write_bytes(&self, name: &str, bytes: Vec<u8>) -> Result<()> {
         match self {
             OutputDir::Local(dir) => write_atomic(&dir.join(name), &bytes),
             OutputDir::Remote(url) => object::put(&format!("{url}/{name}"), bytes),
+        }
+    }
+
+    /// Writes `name` through `write` as one stream: a local file under a temporary name, synced and
+    /// renamed when `write` succeeds; an object buffered and PUT whole.
+    pub fn write_with(
+        &self,
+        name: &str,
+        write: impl FnOnce(&mut dyn Write) -> Result<()>,
+    ) -> Result<()> {
+        match self {
+            OutputDir::Local(dir) => {
+                let path = dir.join(name);
+                let tmp = tmp_name(&path);
+                let result = (|| -> Result<()> {
+                    if let Some(parent) = path.parent() {
+                        fs::create_dir_all(parent).map_err(|e| out_err(&path, e))?;
+                    }
+                    let f = fs::File::create(&tmp).map_err(|e| out_err(&path, e))?;
+                    let mut w = std::io::BufWriter::new(f);
+                    write(&mut w)?;
+                    let f = w.into_inner().map_err(|e| out_err(&path, e.error()))?;
+                    f.sync_all().map_err(|e| out_err(&path, e))?;
+                    fs::rename(&tmp, &path).map_err(|e| out_err(&path, e))
+                })();
+                if result.is_err() {
+                    let _ = fs::remove_file(&tmp);
+                }
+                result
+            }
+            OutputDir::Remote(url) => {
+                let mut buf = Vec::new();
+                write(&mut buf)?;
+                object::put(&format!("{url}/{name}"), buf)
+            }
         }
     }
 
@@ -71,8 +182,15 @@ impl OutputDir {
 
 /// The one Parquet writer configuration used for every output (so local and object-store
 /// manifests are byte-identical).
-fn parquet_writer<W: Write>(w: W, metadata: Vec<(String, String)>) -> ParquetWriter<W> {
+pub fn parquet_writer<W: Write>(w: W, metadata: Vec<(String, String)>) -> ParquetWriter<W> {
     ParquetWriter::new(w).with_key_value_metadata(Some(KeyValueMetadata::from_static(metadata)))
+}
+
+fn read_err(path: &str, e: impl std::fmt::Display) -> Error {
+    Error::WorkFile {
+        path: path.to_string(),
+        msg: e.to_string(),
+    }
 }
 
 fn out_err(path: &Path, e: impl std::fmt::Display) -> Error {
@@ -96,30 +214,42 @@ fn tmp_name(path: &Path) -> PathBuf {
 /// (`NAME.tmp-PID` of a process that no longer runs; such files are never read) are removed.
 pub fn prepare_dir(dir: &Path) -> Result<()> {
     fs::create_dir_all(dir).map_err(|e| out_err(dir, e))?;
-    if let Ok(entries) = fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            // Only files of processes that no longer run: a concurrent run's file is left alone.
-            let pid = ["manifest.parquet.tmp-", "summary.json.tmp-"]
-                .iter()
-                .find_map(|p| name.strip_prefix(p))
-                .and_then(|p| p.parse::<u32>().ok());
-            let stale = pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists());
-            if stale {
-                let _ = fs::remove_file(e.path());
-            }
-        }
-    }
+    sweep_stale_tmp(dir);
     let probe = dir.join(format!(".write-probe-{}", std::process::id()));
     fs::write(&probe, b"").map_err(|e| out_err(dir, e))?;
     fs::remove_file(&probe).map_err(|e| out_err(&probe, e))
+}
+
+/// Removes `*.tmp-PID` files of processes that no longer run, in `dir` and its subdirectories.
+/// A concurrent run's temporary file is left alone.
+fn sweep_stale_tmp(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            sweep_stale_tmp(&path);
+            continue;
+        }
+        let name = e.file_name();
+        let pid = name
+            .to_string_lossy()
+            .rsplit_once(".tmp-")
+            .and_then(|(_, p)| p.parse::<u32>().ok());
+        if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
+            let _ = fs::remove_file(&path);
+        }
+    }
 }
 
 /// Writes `bytes` to `path` atomically (temporary file, fsync, rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = tmp_name(path);
     let result = (|| {
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent)?;
+        }
         let mut f = fs::File::create(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
@@ -140,6 +270,9 @@ pub fn write_parquet_atomic(
 ) -> Result<()> {
     let tmp = tmp_name(path);
     let result = (|| -> std::result::Result<(), String> {
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+        }
         let f = fs::File::create(&tmp).map_err(|e| e.to_string())?;
         parquet_writer(&f, metadata)
             .finish(df)

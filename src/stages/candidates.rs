@@ -23,7 +23,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 
 /// Counters for the summary.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct CandidateStats {
     /// Buckets with two or more members.
     pub shared_buckets: u64,

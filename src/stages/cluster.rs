@@ -2,7 +2,7 @@
 //!
 //! Union-find with path halving; a union makes the smaller index the root, so every cluster's
 //! root is its first document in input order whatever order the edges arrive in. That root's global
-//! index is the cluster's stable id. Memory: 4 bytes per document.
+//! index is the cluster's stable id. Memory: 12 bytes per document (parent/root, size, keeper).
 
 use crate::config::Keep;
 use crate::stages::verify::Edge;
@@ -29,6 +29,25 @@ impl UnionFind {
             x = grand;
         }
         x
+    }
+
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.parent.len()
+    }
+
+    /// True for no documents.
+    pub fn is_empty(&self) -> bool {
+        self.parent.is_empty()
+    }
+
+    /// Every document's root, in place of the parent array (no second array).
+    pub fn into_roots(mut self) -> Vec<u32> {
+        for d in 0..self.parent.len() as u32 {
+            let r = self.find(d);
+            self.parent[d as usize] = r;
+        }
+        self.parent
     }
 
     /// Merges the sets of `a` and `b`; the smaller root becomes the root.
@@ -89,35 +108,50 @@ pub fn cluster(
     for e in edges {
         uf.union(e.a, e.b);
     }
-    let root: Vec<u32> = (0..n as u32).map(|d| uf.find(d)).collect();
-    let mut size = vec![0u32; n];
-    for &r in &root {
-        size[r as usize] += 1;
-    }
-    // Documents are visited in input order, so a strict "better than" keeps the first on ties.
-    let mut keeper: Vec<u32> = (0..n as u32).collect();
-    if *keep != Keep::First {
-        for d in 0..n as u32 {
-            let r = root[d as usize] as usize;
-            if size[r] < 2 || d as usize == r {
-                continue;
-            }
-            let best = keeper[r];
-            let better = match keep {
-                Keep::First => false,
-                Keep::Longest => text_len(d) > text_len(best),
-                Keep::Column(_) => match (priority(d), priority(best)) {
-                    (Some(x), Some(y)) => x > y,
-                    (Some(x), None) => !x.is_nan(),
-                    _ => false,
-                },
-            };
-            if better {
-                keeper[r] = d;
+    Clusters::build(uf, keep, text_len, priority)
+}
+
+impl Clusters {
+    /// Clusters from a union-find that has seen every edge (edges can be streamed into it, so
+    /// they are never all held): roots (the union-find's array, reused), sizes and keepers,
+    /// 12 bytes per document in all.
+    pub fn build(
+        uf: UnionFind,
+        keep: &Keep,
+        text_len: impl Fn(u32) -> usize,
+        priority: impl Fn(u32) -> Option<f64>,
+    ) -> Clusters {
+        let root = uf.into_roots();
+        let n = root.len();
+        let mut size = vec![0u32; n];
+        for &r in &root {
+            size[r as usize] += 1;
+        }
+        // Documents are visited in input order, so a strict "better than" keeps the first on ties.
+        let mut keeper: Vec<u32> = (0..n as u32).collect();
+        if *keep != Keep::First {
+            for d in 0..n as u32 {
+                let r = root[d as usize] as usize;
+                if size[r] < 2 || d as usize == r {
+                    continue;
+                }
+                let best = keeper[r];
+                let better = match keep {
+                    Keep::First => false,
+                    Keep::Longest => text_len(d) > text_len(best),
+                    Keep::Column(_) => match (priority(d), priority(best)) {
+                        (Some(x), Some(y)) => x > y,
+                        (Some(x), None) => !x.is_nan(),
+                        _ => false,
+                    },
+                };
+                if better {
+                    keeper[r] = d;
+                }
             }
         }
+        Clusters { root, size, keeper }
     }
-    Clusters { root, size, keeper }
 }
 
 #[cfg(test)]

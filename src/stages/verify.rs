@@ -19,7 +19,6 @@
 use rayon::prelude::*;
 
 use crate::config::Verify;
-use crate::corpus::Corpus;
 use crate::minhash::estimate_jaccard;
 use crate::simhash;
 use crate::stages::fingerprint::Fingerprints;
@@ -34,6 +33,29 @@ pub struct Edge {
     pub similarity: f32,
 }
 
+/// Per-document MinHash data that verification reads, by global document index: the dense
+/// [`Signatures`] of a whole corpus, or the sparse ones a task fetched from the document store.
+pub trait SigSource: Sync {
+    /// Signature length K.
+    fn k(&self) -> usize;
+    /// Signature of `doc`.
+    fn sig(&self, doc: u32) -> &[u32];
+    /// Shingle count of `doc`.
+    fn shingles(&self, doc: u32) -> u32;
+}
+
+impl SigSource for Signatures {
+    fn k(&self) -> usize {
+        self.k
+    }
+    fn sig(&self, doc: u32) -> &[u32] {
+        self.get(doc)
+    }
+    fn shingles(&self, doc: u32) -> u32 {
+        self.shingles[doc as usize]
+    }
+}
+
 /// Shingle sets of a subset of documents, looked up by document index.
 #[derive(Debug, Default)]
 pub struct ShingleSets {
@@ -42,9 +64,9 @@ pub struct ShingleSets {
 }
 
 impl ShingleSets {
-    /// Shingles the given documents (sorted, unique) in parallel.
-    pub fn compute(
-        corpus: &Corpus,
+    /// Shingles the given documents (sorted, unique) in parallel; `text(doc)` gives their texts.
+    pub fn compute<'t>(
+        text: impl Fn(u32) -> Option<&'t str> + Sync,
         docs: Vec<u32>,
         tokenizer: crate::config::Tokenizer,
         ngram: usize,
@@ -54,7 +76,7 @@ impl ShingleSets {
             .with_min_len(8)
             .map_init(Scratch::default, |scratch, &d| {
                 let mut set = Vec::new();
-                if let Some(t) = corpus.text(d) {
+                if let Some(t) = text(d) {
                     shingle_set(t, tokenizer, ngram, scratch, &mut set);
                 }
                 set
@@ -86,21 +108,21 @@ impl ShingleSets {
 pub fn needs_exact(
     a: u32,
     b: u32,
-    sigs: &Signatures,
+    sigs: &impl SigSource,
     mode: Verify,
     threshold: f64,
     min_shingles: usize,
 ) -> bool {
-    let short = |d: u32| (sigs.shingles[d as usize] as usize) < min_shingles;
+    let short = |d: u32| (sigs.shingles(d) as usize) < min_shingles;
+    let k = sigs.k() as f64;
     match mode {
         Verify::Exact => true,
         Verify::Estimate => short(a) || short(b),
         Verify::Auto => {
-            let margin =
-                3.0 * (threshold * (1.0 - threshold) / sigs.k as f64).sqrt() + 1.0 / sigs.k as f64;
+            let margin = 3.0 * (threshold * (1.0 - threshold) / k).sqrt() + 1.0 / k;
             short(a)
                 || short(b)
-                || (estimate_jaccard(sigs.get(a), sigs.get(b)) - threshold).abs() <= margin
+                || (estimate_jaccard(sigs.sig(a), sigs.sig(b)) - threshold).abs() <= margin
         }
     }
 }
@@ -109,7 +131,7 @@ pub fn needs_exact(
 /// a pair, so its Jaccard can be computed.
 pub fn docs_needing_sets(
     pairs: &[(u32, u32)],
-    sigs: &Signatures,
+    sigs: &impl SigSource,
     mode: Verify,
     threshold: f64,
     min_shingles: usize,
@@ -120,7 +142,7 @@ pub fn docs_needing_sets(
 }
 
 /// Both documents of every pair for which `select(a, b)` holds, sorted and unique.
-fn docs_of_pairs(pairs: &[(u32, u32)], select: impl Fn(u32, u32) -> bool + Sync) -> Vec<u32> {
+pub fn docs_of_pairs(pairs: &[(u32, u32)], select: impl Fn(u32, u32) -> bool + Sync) -> Vec<u32> {
     let mut docs: Vec<u32> = pairs
         .par_iter()
         .filter(|&&(a, b)| select(a, b))
@@ -132,10 +154,10 @@ fn docs_of_pairs(pairs: &[(u32, u32)], select: impl Fn(u32, u32) -> bool + Sync)
 }
 
 /// Similarity of two documents: exact when both sets are held, estimated otherwise.
-pub fn similarity(a: u32, b: u32, sets: &ShingleSets, sigs: &Signatures) -> f64 {
+pub fn similarity(a: u32, b: u32, sets: &ShingleSets, sigs: &impl SigSource) -> f64 {
     match (sets.get(a), sets.get(b)) {
         (Some(x), Some(y)) => jaccard(x, y),
-        _ => estimate_jaccard(sigs.get(a), sigs.get(b)),
+        _ => estimate_jaccard(sigs.sig(a), sigs.sig(b)),
     }
 }
 
@@ -143,7 +165,7 @@ pub fn similarity(a: u32, b: u32, sets: &ShingleSets, sigs: &Signatures) -> f64 
 pub fn verify_pairs(
     pairs: &[(u32, u32)],
     sets: &ShingleSets,
-    sigs: &Signatures,
+    sigs: &impl SigSource,
     threshold: f64,
 ) -> Vec<Edge> {
     pairs

@@ -176,3 +176,16 @@ pub fn doc_scores(truth: &[u32], dropped: &[bool]) -> (f64, f64) {
         credit as f64 / total_dropped.max(1) as f64,
     )
 }
+
+/// Writes an English, a Chinese and a mixed shard; returns the glob and all documents in
+/// manifest order (files sorted by name).
+pub fn three_shards(dir: &std::path::Path) -> (String, Vec<corpus_dedup::synth::Doc>) {
+    let en = corpus_dedup::synth::generate(160, corpus_dedup::synth::Lang::En, 21, "en");
+    let mixed = corpus_dedup::synth::generate(120, corpus_dedup::synth::Lang::Mixed, 23, "mx");
+    let zh = corpus_dedup::synth::generate(140, corpus_dedup::synth::Lang::Zh, 22, "zh");
+    write_docs(&dir.join("a-en.parquet"), &en);
+    write_docs(&dir.join("b-mixed.parquet"), &mixed);
+    write_docs(&dir.join("c-zh.parquet"), &zh);
+    let all = en.into_iter().chain(mixed).chain(zh).collect();
+    (format!("{}/*.parquet", dir.display()), all)
+}

@@ -1,0 +1,586 @@
+//! The MinHash pipeline as tasks (see [`crate::plan`] for the stages and their files).
+//!
+//! Invariants every task keeps:
+//! - It reads only files of earlier stages whose tasks are complete, and never a temporary file:
+//!   every file is written whole under a temporary name (or as one object) and renamed.
+//! - Its completion marker `done/STAGE-tNNNNN.json` is written last, after all its outputs; a
+//!   task is complete exactly when its marker exists. A rerun skips complete tasks and rewrites
+//!   the outputs of incomplete ones (outputs are a function of the plan, so rewriting is safe).
+//! - Its memory follows its own slice: a part's rows (signatures, verify, manifest), one band's
+//!   bucket range (candidates); clustering holds 16 bytes per document and streams the edges.
+
+use std::time::Instant;
+
+use polars::prelude::*;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::corpus::Corpus;
+use crate::error::{Error, Result};
+use crate::io::output::OutputDir;
+use crate::io::store;
+use crate::lsh::band_key;
+use crate::plan::{Plan, Stage};
+use crate::stages::candidates::{self, CandidateStats};
+use crate::stages::cluster::{Clusters, UnionFind};
+use crate::stages::signature::{self, Signatures};
+use crate::stages::verify::{self, ShingleSets};
+
+/// What a task reports in its completion marker.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TaskReport {
+    pub stage: String,
+    pub task: usize,
+    pub seconds: f64,
+    /// Peak RSS of the process that ran the task, MiB (in `run`, of the whole process).
+    pub peak_rss_mib: f64,
+    /// Stage-specific counters.
+    pub stats: serde_json::Value,
+}
+
+/// Counters of a signatures task.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SignatureStats {
+    pub documents: u64,
+    pub text_bytes: u64,
+    pub null_texts: u64,
+    pub empty_texts: u64,
+}
+
+/// Counters of a verify task.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct VerifyStats {
+    /// Distinct candidate pairs whose first document is in the part.
+    pub candidate_pairs: u64,
+    pub verified_pairs: u64,
+    pub documents_reshingled: u64,
+}
+
+/// Counters of the cluster task.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ClusterStats {
+    pub documents_kept: u64,
+    pub clusters: u64,
+    pub cluster_size_histogram: std::collections::BTreeMap<String, u64>,
+}
+
+/// Name of a task's completion marker.
+pub fn marker_name(stage: Stage, task: usize) -> String {
+    format!("done/{}-t{task:05}.json", stage.name())
+}
+
+/// Reads a task's marker, if the task is complete.
+pub fn read_marker(work: &OutputDir, stage: Stage, task: usize) -> Result<Option<TaskReport>> {
+    let name = marker_name(stage, task);
+    match work.read(&name)? {
+        None => Ok(None),
+        Some(b) => serde_json::from_slice(&b)
+            .map(Some)
+            .map_err(|e| Error::WorkFile {
+                path: work.location(&name),
+                msg: e.to_string(),
+            }),
+    }
+}
+
+/// Reads the plan of a work directory.
+pub fn read_plan(work: &OutputDir) -> Result<Option<Plan>> {
+    match work.read("plan.json")? {
+        None => Ok(None),
+        Some(b) => Plan::from_json(&b, &work.location("plan.json")).map(Some),
+    }
+}
+
+fn pe(stage: &'static str) -> impl Fn(PolarsError) -> Error {
+    move |source| Error::Polars { stage, source }
+}
+
+fn frame(stage: &'static str, columns: Vec<Column>) -> Result<DataFrame> {
+    let h = columns.first().map_or(0, |c| c.len());
+    DataFrame::new(h, columns).map_err(pe(stage))
+}
+
+/// A column as a contiguous u32 vector.
+fn u32s(df: &DataFrame, name: &str, stage: &'static str) -> Result<Vec<u32>> {
+    let s = df
+        .column(name)
+        .map_err(pe(stage))?
+        .as_materialized_series()
+        .rechunk();
+    Ok(s.u32().map_err(pe(stage))?.into_no_null_iter().collect())
+}
+
+fn pairs_frame(stage: &'static str, pairs: &[(u32, u32)]) -> Result<DataFrame> {
+    let a: Vec<u32> = pairs.iter().map(|p| p.0).collect();
+    let b: Vec<u32> = pairs.iter().map(|p| p.1).collect();
+    frame(
+        stage,
+        vec![Column::new("a".into(), a), Column::new("b".into(), b)],
+    )
+}
+
+fn band_file(band: usize, range: usize, part: usize) -> String {
+    format!("bands/b{band:03}-r{range:03}/p{part:05}.parquet")
+}
+
+/// Which bucket range of `ranges` a bucket hash falls in (its high bits, scaled).
+fn bucket_range(bucket: u64, ranges: usize) -> usize {
+    (((bucket >> 32) * ranges as u64) >> 32) as usize
+}
+
+/// The fault-injection hook of the crash tests: `CORPUS_DEDUP_CRASH=STAGE:TASK[:ONCE_FILE]`
+/// kills this process with SIGKILL when that task has written its outputs but not yet its
+/// marker (once only, when ONCE_FILE is given: the file records that it happened).
+fn crash_point(stage: Stage, task: usize) {
+    let Ok(spec) = std::env::var("CORPUS_DEDUP_CRASH") else {
+        return;
+    };
+    let mut it = spec.splitn(3, ':');
+    let (Some(s), Some(t)) = (it.next(), it.next()) else {
+        return;
+    };
+    if s != stage.name() || t.parse::<usize>().ok() != Some(task) {
+        return;
+    }
+    if let Some(once) = it.next() {
+        if std::path::Path::new(once).exists() {
+            return;
+        }
+        let _ = std::fs::write(once, b"");
+    }
+    eprintln!(
+        "corpus-dedup: fault injection: killing process {} in {} task {task}",
+        std::process::id(),
+        stage.name()
+    );
+    // SAFETY: kill(2) on our own pid with a constant signal has no memory-safety preconditions.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGKILL);
+    }
+}
+
+/// Runs one task and writes its marker (last).
+/// `walls` (stage wall times of a one-process run) only matters to the merge task's summary.
+pub fn run_task(
+    work: &OutputDir,
+    plan: &Plan,
+    stage: Stage,
+    task: usize,
+    walls: crate::executor::merge::StageWalls,
+) -> Result<TaskReport> {
+    let n = plan.tasks(stage);
+    if task >= n {
+        return Err(Error::Task(format!(
+            "stage {} has {n} tasks (0..{n}); task {task} does not exist",
+            stage.name()
+        )));
+    }
+    let start = Instant::now();
+    let stats = match stage {
+        Stage::Signatures => to_json(signatures_task(work, plan, task)?),
+        Stage::Candidates => to_json(candidates_task(work, plan, task)?),
+        Stage::Verify => to_json(verify_task(work, plan, task)?),
+        Stage::Cluster => to_json(cluster_task(work, plan)?),
+        Stage::Manifest => {
+            manifest_task(work, plan, task)?;
+            serde_json::Value::Null
+        }
+        Stage::Merge => crate::executor::merge::merge(work, plan, walls)?,
+    };
+    let report = TaskReport {
+        stage: stage.name().to_string(),
+        task,
+        seconds: start.elapsed().as_secs_f64(),
+        peak_rss_mib: crate::executor::peak_rss_mib(),
+        stats,
+    };
+    crash_point(stage, task);
+    let bytes = serde_json::to_vec_pretty(&report).unwrap_or_default();
+    work.write_bytes(&marker_name(stage, task), bytes)?;
+    Ok(report)
+}
+
+fn to_json<T: Serialize>(v: T) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
+}
+
+/// Checks that every task of `stage` is complete (the inputs of the next stage exist).
+pub fn require_stage(work: &OutputDir, plan: &Plan, stage: Stage) -> Result<Vec<TaskReport>> {
+    (0..plan.tasks(stage))
+        .map(|t| {
+            read_marker(work, stage, t)?.ok_or_else(|| {
+                Error::Task(format!(
+                    "{} task {t} of {} is not complete (no {}): run that stage first",
+                    stage.name(),
+                    plan.tasks(stage),
+                    work.location(&marker_name(stage, t))
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Signatures task: the part's rows -> signatures, band rows per (band, bucket range), the
+/// document store, and per-document keep data.
+fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
+    let cfg = &plan.config;
+    let (first, count) = plan.parts[p];
+    let corpus = Corpus::load_slices(&plan.slices(p), cfg, |_| {})?;
+    if corpus.len() as u64 != count {
+        return Err(Error::Task(format!(
+            "part {p}: the plan counted {count} rows but the shards now hold {}: the input changed since the plan was made; plan again",
+            corpus.len()
+        )));
+    }
+    let perms = signature::permutations(cfg);
+    let mut sigs = Signatures {
+        k: perms.len(),
+        ..Signatures::default()
+    };
+    let tokenizer = cfg.effective_tokenizer();
+    for shard in &corpus.shards {
+        sigs.extend(signature::signature_column(
+            &shard.text,
+            &perms,
+            tokenizer,
+            cfg.ngram,
+            &|_| {},
+        ));
+    }
+    let mut stats = SignatureStats {
+        documents: count,
+        ..Default::default()
+    };
+    for d in 0..corpus.len() as u32 {
+        match corpus.text(d) {
+            None => stats.null_texts += 1,
+            Some(t) => {
+                stats.text_bytes += t.len() as u64;
+                stats.empty_texts += u64::from(sigs.shingles[d as usize] == 0);
+            }
+        }
+    }
+
+    // Band rows: bucket hashes of every document with shingles, split by band and bucket range.
+    let (bands, rows, ranges) = (cfg.bands, cfg.rows, plan.bucket_ranges);
+    let docs: Vec<u32> = (0..corpus.len() as u32)
+        .filter(|&d| sigs.shingles[d as usize] > 0)
+        .collect();
+    let mut keys = vec![0u64; docs.len() * bands];
+    keys.par_chunks_mut(bands.max(1))
+        .zip(docs.par_iter())
+        .for_each(|(out, &d)| {
+            let sig = sigs.get(d);
+            for (b, key) in out.iter_mut().enumerate() {
+                *key = band_key(b, &sig[b * rows..(b + 1) * rows]);
+            }
+        });
+    (0..bands * ranges).into_par_iter().try_for_each(|t| {
+        let (b, r) = (t / ranges, t % ranges);
+        let mut bucket = Vec::new();
+        let mut doc = Vec::new();
+        for (i, &d) in docs.iter().enumerate() {
+            let key = keys[i * bands + b];
+            if bucket_range(key, ranges) == r {
+                bucket.push(key);
+                doc.push(first as u32 + d);
+            }
+        }
+        let mut df = frame(
+            "signatures",
+            vec![
+                Column::new("bucket".into(), bucket),
+                Column::new("doc".into(), doc),
+            ],
+        )?;
+        work.write_parquet(&band_file(b, r, p), &mut df, Vec::new())
+    })?;
+    drop(keys);
+
+    // Keep data for the cluster task, and the id hashes for the duplicate-id check.
+    let text_len: Vec<u32> = (0..corpus.len() as u32)
+        .map(|d| corpus.text(d).map_or(0, |t| t.len() as u32))
+        .collect();
+    let ids: Vec<String> = (0..corpus.len() as u32)
+        .into_par_iter()
+        .map(|d| corpus.id(d))
+        .collect();
+    let id_hash: Vec<u64> = ids
+        .iter()
+        .map(|i| xxhash_rust::xxh3::xxh3_64(i.as_bytes()))
+        .collect();
+    let mut columns = vec![
+        Column::new("text_len".into(), text_len),
+        Column::new("id_hash".into(), id_hash),
+    ];
+    let priority: Vec<Option<f64>> = corpus
+        .shards
+        .iter()
+        .flat_map(|s| match &s.priority {
+            Some(pr) => pr.iter().collect::<Vec<_>>(),
+            None => vec![None; s.len()],
+        })
+        .collect();
+    columns.push(Column::new("priority".into(), priority));
+    let mut df = frame("signatures", columns)?;
+    work.write_parquet(&format!("docs/p{p:05}.parquet"), &mut df, Vec::new())?;
+
+    let bytes = store::encode(
+        first,
+        &sigs,
+        |i| corpus.text(i as u32).map(str::to_string),
+        |i| ids[i].clone(),
+    );
+    work.write_bytes(&store::store_name(p), bytes)?;
+    Ok(stats)
+}
+
+/// Candidates task: one band's bucket range from every part -> candidate pairs (a < b, sorted).
+fn candidates_task(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateStats> {
+    let (b, r) = (t / plan.bucket_ranges, t % plan.bucket_ranges);
+    let mut bucket = Vec::new();
+    let mut doc = Vec::new();
+    for p in 0..plan.parts.len() {
+        let df = work.read_parquet(&band_file(b, r, p))?;
+        let s = df
+            .column("bucket")
+            .map_err(pe("candidates"))?
+            .as_materialized_series()
+            .rechunk();
+        bucket.extend(s.u64().map_err(pe("candidates"))?.into_no_null_iter());
+        doc.extend(u32s(&df, "doc", "candidates")?);
+    }
+    let band = vec![b as u32; doc.len()];
+    let df = frame(
+        "candidates",
+        vec![
+            Column::new("band".into(), band),
+            Column::new("bucket".into(), bucket),
+            Column::new("doc".into(), doc),
+        ],
+    )?;
+    let (pairs, stats) = candidates::candidate_pairs(df, plan.config.max_bucket_pairs, None)?;
+    let mut out = pairs_frame("candidates", &pairs)?;
+    work.write_parquet(&format!("candidates/t{t:05}.parquet"), &mut out, Vec::new())?;
+    Ok(stats)
+}
+
+/// Verify task: the distinct candidate pairs whose first document is in the part -> edges.
+fn verify_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
+    let cfg = &plan.config;
+    let range = plan.part_range(p);
+    let mut pairs: Vec<(u32, u32)> = Vec::new();
+    for t in 0..plan.tasks(Stage::Candidates) {
+        let df = work.read_parquet(&format!("candidates/t{t:05}.parquet"))?;
+        let (a, b) = (u32s(&df, "a", "verify")?, u32s(&df, "b", "verify")?);
+        // Pairs are sorted by a: the part's pairs are one run.
+        let lo = a.partition_point(|&x| (x as u64) < range.start);
+        let hi = a.partition_point(|&x| (x as u64) < range.end);
+        pairs.extend(a[lo..hi].iter().copied().zip(b[lo..hi].iter().copied()));
+    }
+    pairs.par_sort_unstable();
+    pairs.dedup();
+    let k = cfg.num_perm;
+    let sigs = store::fetch(
+        work,
+        &plan.parts,
+        k,
+        verify::docs_of_pairs(&pairs, |_, _| true),
+        false,
+    )?;
+    let need =
+        verify::docs_needing_sets(&pairs, &sigs, cfg.verify, cfg.threshold, cfg.min_shingles);
+    let texts = store::fetch(work, &plan.parts, k, need.clone(), true)?;
+    let sets = ShingleSets::compute(
+        |d| texts.text(d),
+        need,
+        cfg.effective_tokenizer(),
+        cfg.ngram,
+    );
+    let edges = verify::verify_pairs(&pairs, &sets, &sigs, cfg.threshold);
+    let a: Vec<u32> = edges.iter().map(|e| e.a).collect();
+    let b: Vec<u32> = edges.iter().map(|e| e.b).collect();
+    let mut df = frame(
+        "verify",
+        vec![Column::new("a".into(), a), Column::new("b".into(), b)],
+    )?;
+    work.write_parquet(&format!("edges/p{p:05}.parquet"), &mut df, Vec::new())?;
+    Ok(VerifyStats {
+        candidate_pairs: pairs.len() as u64,
+        verified_pairs: edges.len() as u64,
+        documents_reshingled: sets.len() as u64,
+    })
+}
+
+/// Fails on the first id that occurs twice (unless allowed), naming both places. Ids are
+/// compared by 64-bit hash (12 bytes per document while checking); equal hashes are confirmed on
+/// the ids themselves.
+fn check_unique_ids(work: &OutputDir, plan: &Plan) -> Result<()> {
+    let mut hashes: Vec<(u64, u32)> = Vec::with_capacity(plan.documents as usize);
+    for p in 0..plan.parts.len() {
+        let df = work.read_parquet(&format!("docs/p{p:05}.parquet"))?;
+        let s = df
+            .column("id_hash")
+            .map_err(pe("cluster"))?
+            .as_materialized_series()
+            .rechunk();
+        let first = plan.parts[p].0 as u32;
+        hashes.extend(
+            s.u64()
+                .map_err(pe("cluster"))?
+                .into_no_null_iter()
+                .enumerate()
+                .map(|(i, h)| (h, first + i as u32)),
+        );
+    }
+    hashes.par_sort_unstable();
+    // Report the id that repeats first in input order (as a sequential scan would).
+    let mut first_repeat: Option<(u32, u32)> = None;
+    for w in hashes.windows(2) {
+        let ((h0, x), (h1, y)) = (w[0], w[1]);
+        if h0 != h1 || first_repeat.is_some_and(|(_, best)| best <= y) {
+            continue;
+        }
+        let f = store::fetch(work, &plan.parts, plan.config.num_perm, vec![x, y], false)?;
+        if f.id(x) == f.id(y) {
+            first_repeat = Some((x, y));
+        }
+    }
+    if let Some((x, y)) = first_repeat {
+        let f = store::fetch(work, &plan.parts, plan.config.num_perm, vec![x, y], false)?;
+        let place = |d: u32| {
+            let (file, row) = plan.locate(d as u64);
+            format!("{file} row {row}")
+        };
+        return Err(Error::DuplicateId {
+            id: f.id(x).to_string(),
+            first: place(x),
+            second: place(y),
+        });
+    }
+    Ok(())
+}
+
+/// Cluster task: union-find over all documents with the edges streamed part by part, then the
+/// keeper of each cluster, written per part.
+fn cluster_task(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
+    let cfg = &plan.config;
+    if !cfg.allow_duplicate_ids {
+        check_unique_ids(work, plan)?;
+    }
+    let n = plan.documents as usize;
+    let mut uf = UnionFind::new(n);
+    for p in 0..plan.parts.len() {
+        let df = work.read_parquet(&format!("edges/p{p:05}.parquet"))?;
+        let (a, b) = (u32s(&df, "a", "cluster")?, u32s(&df, "b", "cluster")?);
+        for (x, y) in a.into_iter().zip(b) {
+            uf.union(x, y);
+        }
+    }
+    // Keep data, read only when the rule needs it.
+    let keep_column = |name: &str| -> Result<Vec<Option<f64>>> {
+        let mut out = Vec::with_capacity(n);
+        for p in 0..plan.parts.len() {
+            let df = work.read_parquet(&format!("docs/p{p:05}.parquet"))?;
+            let c = df
+                .column(name)
+                .map_err(pe("cluster"))?
+                .cast(&DataType::Float64)
+                .map_err(pe("cluster"))?;
+            out.extend(c.f64().map_err(pe("cluster"))?.iter());
+        }
+        Ok(out)
+    };
+    let (text_len, priority) = match &cfg.keep {
+        crate::config::Keep::First => (Vec::new(), Vec::new()),
+        crate::config::Keep::Longest => (keep_column("text_len")?, Vec::new()),
+        crate::config::Keep::Column(_) => (Vec::new(), keep_column("priority")?),
+    };
+    let clusters = Clusters::build(
+        uf,
+        &cfg.keep,
+        |d| text_len[d as usize].unwrap_or(0.0) as usize,
+        |d| priority[d as usize],
+    );
+    drop((text_len, priority));
+    for p in 0..plan.parts.len() {
+        let r = plan.part_range(p);
+        let docs = r.start as u32..r.end as u32;
+        let keeper: Vec<u32> = docs.clone().map(|d| clusters.keeper_of(d)).collect();
+        let cluster_id: Vec<Option<u64>> = docs
+            .map(|d| clusters.cluster_id(d).map(u64::from))
+            .collect();
+        let mut df = frame(
+            "cluster",
+            vec![
+                Column::new("keeper".into(), keeper),
+                Column::new("cluster_id".into(), cluster_id),
+            ],
+        )?;
+        work.write_parquet(&format!("cluster/p{p:05}.parquet"), &mut df, Vec::new())?;
+    }
+    let hist = clusters.size_histogram();
+    Ok(ClusterStats {
+        documents_kept: (0..n as u32)
+            .filter(|&d| clusters.keeper_of(d) == d)
+            .count() as u64,
+        clusters: hist.iter().map(|&(_, c)| c).sum(),
+        cluster_size_histogram: hist.iter().map(|&(s, c)| (s.to_string(), c)).collect(),
+    })
+}
+
+/// Manifest task: the part's rows of the manifest (see [`crate::stages::manifest`]).
+fn manifest_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<()> {
+    let cfg = &plan.config;
+    let range = plan.part_range(p);
+    let cl = work.read_parquet(&format!("cluster/p{p:05}.parquet"))?;
+    let keeper = u32s(&cl, "keeper", "manifest")?;
+    let cluster_id = cl.column("cluster_id").map_err(pe("manifest"))?.clone();
+    let own = range.start as u32..range.end as u32;
+    // Own documents (ids) and the keepers of the dropped ones (ids, signatures).
+    let mut docs: Vec<u32> = own.clone().chain(keeper.iter().copied()).collect();
+    docs.par_sort_unstable();
+    docs.dedup();
+    let k = cfg.num_perm;
+    let fetched = store::fetch(work, &plan.parts, k, docs, false)?;
+    let dropped: Vec<(u32, u32)> = own
+        .clone()
+        .zip(keeper.iter().copied())
+        .filter(|&(d, kd)| d != kd)
+        .collect();
+    // Similarity to the keeper, computed the way verification would compute it for that pair.
+    let need = verify::docs_needing_sets(
+        &dropped,
+        &fetched,
+        cfg.verify,
+        cfg.threshold,
+        cfg.min_shingles,
+    );
+    let texts = store::fetch(work, &plan.parts, k, need.clone(), true)?;
+    let sets = ShingleSets::compute(
+        |d| texts.text(d),
+        need,
+        cfg.effective_tokenizer(),
+        cfg.ngram,
+    );
+    let rows = crate::stages::manifest::ManifestRows {
+        ids: own.clone().map(|d| fetched.id(d).to_string()).collect(),
+        files: own
+            .clone()
+            .map(|d| plan.locate(d as u64))
+            .map(|(f, r)| (f.to_string(), r))
+            .collect(),
+        keep: own.clone().zip(&keeper).map(|(d, &kd)| d == kd).collect(),
+        duplicate_of: own
+            .clone()
+            .zip(&keeper)
+            .map(|(d, &kd)| (d != kd).then(|| fetched.id(kd).to_string()))
+            .collect(),
+        similarity: own
+            .zip(&keeper)
+            .map(|(d, &kd)| (d != kd).then(|| verify::similarity(d, kd, &sets, &fetched) as f32))
+            .collect(),
+    };
+    let mut df = crate::stages::manifest::manifest_frame(rows, cluster_id)?;
+    work.write_parquet(&format!("manifest/p{p:05}.parquet"), &mut df, Vec::new())
+}

@@ -1,0 +1,296 @@
+//! The document store: what later tasks need to know about a document, written once by the
+//! signatures task of its part and read back by document index, without reading the shards again.
+//!
+//! One file per part (`store/pNNNNN.bin`), little-endian:
+//! ```text
+//! header   "CDSTORE1" | k: u32 | docs: u32 | first_doc: u64                       (24 bytes)
+//! record   signature [u32; k] | shingles: u32 | text_len: u32 | id_len: u32
+//!          | blob_offset: u64 | check_meta: u64 | check_text: u64                   (4k + 36 bytes)
+//!          ... one per document, in document order ...
+//! blob     id bytes then text bytes of each document, in document order
+//! ```
+//! `text_len = u32::MAX` marks a null text. `check_meta` is xxh3-64 of the signature, shingle
+//! count and id; `check_text` of the text; both are verified on every read of what they cover, so
+//! a damaged file is reported rather than silently used. Record `i` is at `24 + i * (4k + 36)`:
+//! a task reads exactly the documents it needs
+//! (two ranged reads per batch and part), so its memory follows its own pairs, not the corpus.
+//! The file is written whole under a temporary name (or as one object) and renamed: it is complete
+//! or absent.
+
+use std::ops::Range;
+
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::error::{Error, Result};
+use crate::io::output::OutputDir;
+use crate::stages::signature::Signatures;
+use crate::stages::verify::SigSource;
+
+const MAGIC: &[u8; 8] = b"CDSTORE1";
+const HEADER: u64 = 24;
+const NULL_TEXT: u32 = u32::MAX;
+
+/// Name of part `p`'s store file inside the work directory.
+pub fn store_name(part: usize) -> String {
+    format!("store/p{part:05}.bin")
+}
+
+fn record_size(k: usize) -> u64 {
+    4 * k as u64 + 36
+}
+
+fn check_meta(sig: &[u32], shingles: u32, id: &[u8]) -> u64 {
+    let mut h = Xxh3::new();
+    for v in sig {
+        h.update(&v.to_le_bytes());
+    }
+    h.update(&shingles.to_le_bytes());
+    h.update(id);
+    h.digest()
+}
+
+/// Encodes one part: signatures (local index i = document `first_doc + i`), texts and ids.
+pub fn encode(
+    first_doc: u64,
+    sigs: &Signatures,
+    text: impl Fn(usize) -> Option<String>,
+    id: impl Fn(usize) -> String,
+) -> Vec<u8> {
+    let n = sigs.len();
+    let k = sigs.k;
+    let mut head = Vec::with_capacity(HEADER as usize + n * record_size(k) as usize);
+    head.extend_from_slice(MAGIC);
+    head.extend_from_slice(&(k as u32).to_le_bytes());
+    head.extend_from_slice(&(n as u32).to_le_bytes());
+    head.extend_from_slice(&first_doc.to_le_bytes());
+    let blob_start = HEADER + n as u64 * record_size(k);
+    let mut blob = Vec::new();
+    for i in 0..n {
+        let sig = &sigs.values[i * k..(i + 1) * k];
+        let shingles = sigs.shingles[i];
+        let t = text(i);
+        let idv = id(i);
+        let tb = t.as_deref().unwrap_or("").as_bytes();
+        for v in sig {
+            head.extend_from_slice(&v.to_le_bytes());
+        }
+        head.extend_from_slice(&shingles.to_le_bytes());
+        let tlen = if t.is_some() {
+            tb.len() as u32
+        } else {
+            NULL_TEXT
+        };
+        head.extend_from_slice(&tlen.to_le_bytes());
+        head.extend_from_slice(&(idv.len() as u32).to_le_bytes());
+        head.extend_from_slice(&(blob_start + blob.len() as u64).to_le_bytes());
+        head.extend_from_slice(&check_meta(sig, shingles, idv.as_bytes()).to_le_bytes());
+        head.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(tb).to_le_bytes());
+        blob.extend_from_slice(idv.as_bytes());
+        blob.extend_from_slice(tb);
+    }
+    head.extend_from_slice(&blob);
+    head
+}
+
+/// Documents fetched from the store: sorted global indices and their data.
+#[derive(Debug, Default)]
+pub struct Fetched {
+    k: usize,
+    docs: Vec<u32>,
+    values: Vec<u32>,
+    shingles: Vec<u32>,
+    texts: Vec<Option<String>>,
+    ids: Vec<String>,
+}
+
+impl Fetched {
+    fn index(&self, doc: u32) -> usize {
+        match self.docs.binary_search(&doc) {
+            Ok(i) => i,
+            // Callers only ask for documents they fetched: a miss is a bug, not bad input.
+            Err(_) => panic!("document {doc} was not fetched from the store"),
+        }
+    }
+
+    /// The text of `doc` (None for a null text).
+    pub fn text(&self, doc: u32) -> Option<&str> {
+        self.texts[self.index(doc)].as_deref()
+    }
+
+    /// The id of `doc`.
+    pub fn id(&self, doc: u32) -> &str {
+        &self.ids[self.index(doc)]
+    }
+
+    /// Text length of `doc` in bytes (0 for a null text).
+    pub fn text_len(&self, doc: u32) -> usize {
+        self.text(doc).map_or(0, str::len)
+    }
+}
+
+impl SigSource for Fetched {
+    fn k(&self) -> usize {
+        self.k
+    }
+    fn sig(&self, doc: u32) -> &[u32] {
+        let i = self.index(doc) * self.k;
+        &self.values[i..i + self.k]
+    }
+    fn shingles(&self, doc: u32) -> u32 {
+        self.shingles[self.index(doc)]
+    }
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut x = [0u8; 8];
+    x.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(x)
+}
+
+/// Reads documents `docs` (sorted, unique global indices) from the stores of the parts that hold
+/// them: signatures, shingle counts and ids, and the texts when `texts` is set (otherwise every
+/// text reads as null). `parts[p]` is part p's (first_doc, docs); `k` the signature length.
+pub fn fetch(
+    work: &OutputDir,
+    parts: &[(u64, u64)],
+    k: usize,
+    docs: Vec<u32>,
+    texts: bool,
+) -> Result<Fetched> {
+    let rs = record_size(k);
+    let mut out = Fetched {
+        k,
+        docs,
+        ..Fetched::default()
+    };
+    out.values.reserve(out.docs.len() * k);
+    let mut i = 0;
+    while i < out.docs.len() {
+        let d = out.docs[i] as u64;
+        let p = parts.partition_point(|&(first, n)| first + n <= d);
+        let Some(&(first, count)) = parts.get(p) else {
+            return Err(Error::Task(format!(
+                "document {d} is outside the plan's parts"
+            )));
+        };
+        let end = out.docs[i..].partition_point(|&x| (x as u64) < first + count) + i;
+        let name = store_name(p);
+        let bad = |msg: String| Error::WorkFile {
+            path: work.location(&name),
+            msg,
+        };
+        let ranges: Vec<Range<u64>> = out.docs[i..end]
+            .iter()
+            .map(|&x| {
+                let at = HEADER + (x as u64 - first) * rs;
+                at..at + rs
+            })
+            .collect();
+        let records = work.read_ranges(&name, &ranges)?;
+        let mut blobs = Vec::with_capacity(records.len());
+        for r in &records {
+            if r.len() as u64 != rs {
+                return Err(bad("short record".into()));
+            }
+            let at = 4 * k;
+            let tlen = u32_at(r, at + 4);
+            let ilen = u32_at(r, at + 8) as u64;
+            let off = u64_at(r, at + 12);
+            let t = if tlen == NULL_TEXT || !texts {
+                0
+            } else {
+                tlen as u64
+            };
+            blobs.push(off..off + ilen + t);
+        }
+        let blob_bytes = work.read_ranges(&name, &blobs)?;
+        for (r, b) in records.iter().zip(blob_bytes) {
+            let at = 4 * k;
+            let sig: Vec<u32> = (0..k).map(|j| u32_at(r, 4 * j)).collect();
+            let shingles = u32_at(r, at);
+            let tlen = u32_at(r, at + 4);
+            let ilen = u32_at(r, at + 8) as usize;
+            let damaged = || bad("checksum mismatch (damaged file)".into());
+            if b.len() < ilen || check_meta(&sig, shingles, &b[..ilen]) != u64_at(r, at + 20) {
+                return Err(damaged());
+            }
+            let utf8 =
+                |x: &[u8]| String::from_utf8(x.to_vec()).map_err(|_| bad("invalid UTF-8".into()));
+            out.ids.push(utf8(&b[..ilen])?);
+            let text = &b[ilen..];
+            out.texts.push(if tlen == NULL_TEXT || !texts {
+                None
+            } else if xxhash_rust::xxh3::xxh3_64(text) != u64_at(r, at + 28) {
+                return Err(damaged());
+            } else {
+                Some(utf8(text)?)
+            });
+            out.values.extend_from_slice(&sig);
+            out.shingles.push(shingles);
+        }
+        i = end;
+    }
+    Ok(out)
+}
+
+/// Checks a store file's header against the plan (used when a task starts reading a part).
+pub fn check_header(bytes: &[u8], k: usize, docs: u64, first_doc: u64) -> bool {
+    bytes.len() >= HEADER as usize
+        && &bytes[..8] == MAGIC
+        && u32_at(bytes, 8) as usize == k
+        && u32_at(bytes, 12) as u64 == docs
+        && u64_at(bytes, 16) == first_doc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_damage() {
+        let dir = std::env::temp_dir().join(format!("cd-store-{}", std::process::id()));
+        let work = OutputDir::Local(dir.clone());
+        let sigs = Signatures {
+            k: 2,
+            values: vec![1, 2, 3, 4, 5, 6],
+            shingles: vec![7, 0, 9],
+        };
+        let texts = [Some("héllo"), None, Some("")];
+        let bytes = encode(
+            10,
+            &sigs,
+            |i| texts[i].map(str::to_string),
+            |i| format!("id{i}"),
+        );
+        assert!(check_header(&bytes, 2, 3, 10));
+        work.write_bytes(&store_name(1), bytes.clone()).unwrap();
+        let parts = [(0, 10), (10, 3)];
+        let f = fetch(&work, &parts, 2, vec![10, 11, 12], true).unwrap();
+        assert_eq!(f.sig(11), &[3, 4]);
+        assert_eq!(f.shingles(12), 9);
+        assert_eq!(f.text(10), Some("héllo"));
+        assert_eq!(f.text(11), None);
+        assert_eq!(f.text(12), Some(""));
+        assert_eq!(f.id(12), "id2");
+        // One flipped text byte is caught.
+        let mut bad = bytes;
+        let n = bad.len();
+        bad[n - 9] ^= 1; // inside "héllo"
+        work.write_bytes(&store_name(1), bad).unwrap();
+        let e = fetch(&work, &parts, 2, vec![10], true)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("checksum"), "{e}");
+        // Without texts the (intact) id and signature still read.
+        assert_eq!(
+            fetch(&work, &parts, 2, vec![10], false).unwrap().id(10),
+            "id0"
+        );
+        assert!(fetch(&work, &parts, 2, vec![13], true).is_err());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
