@@ -1,0 +1,155 @@
+//! The Ray driver (jobs/ray/driver.py) on a real local Ray cluster: a head and a second node on
+//! loopback, the sample job submitted with `ray job submit`, one task killed with SIGKILL on its
+//! first attempt (Ray retries it), and the manifest compared byte for byte with `corpus-dedup run`.
+//!
+//! Ray comes from PyPI: `.ci/run` installs it into a venv and sets CORPUS_DEDUP_RAY to its bin
+//! directory. Locally the test is skipped when Ray is missing (never in CI).
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+
+fn ray_bin() -> Option<PathBuf> {
+    let dir = std::env::var_os("CORPUS_DEDUP_RAY")
+        .map(PathBuf::from)
+        .or_else(|| Some(PathBuf::from("/tmp/ray-venv/bin")))?;
+    if dir.join("ray").exists() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must install Ray (see .ci/run)"
+    );
+    eprintln!("skipped: Ray not installed (set CORPUS_DEDUP_RAY to a venv bin with ray[default])");
+    None
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A Ray command with the venv first on PATH (the job's `python` is the venv's too).
+fn ray(bin: &Path, args: &[&str]) -> Output {
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    Command::new(bin.join("ray"))
+        .args(args)
+        .env("PATH", path)
+        .env_remove("RAY_ADDRESS")
+        .env("RAY_USAGE_STATS_ENABLED", "0")
+        .output()
+        .unwrap()
+}
+
+/// Stops the cluster when the test ends, whatever happened.
+struct Cluster(PathBuf);
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = ray(&self.0, &["stop", "--force"]);
+    }
+}
+
+fn ok(o: &Output, what: &str) {
+    assert!(
+        o.status.success(),
+        "{what} failed:\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn ray_driver_runs_the_sample_job_and_retries_a_killed_task() {
+    let Some(bin) = ray_bin() else { return };
+    let dir = temp_dir("ray");
+    let samples = format!("{}/data-samples/*.parquet", env!("CARGO_MANIFEST_DIR"));
+    let reference = dir.join("local");
+    run_ok(&samples, &reference, &[]);
+
+    let (port, dash) = (free_port(), free_port());
+    // Unix socket paths must stay short: a temp dir directly under /tmp.
+    let tmp = format!("/tmp/cd-ray-{}", std::process::id());
+    let _cluster = Cluster(bin.clone());
+    let head = ray(
+        &bin,
+        &[
+            "start",
+            "--head",
+            "--node-ip-address=127.0.0.1",
+            &format!("--port={port}"),
+            "--dashboard-host=127.0.0.1",
+            &format!("--dashboard-port={dash}"),
+            "--include-dashboard=true",
+            "--num-cpus=1",
+            &format!("--temp-dir={tmp}"),
+            "--disable-usage-stats",
+        ],
+    );
+    ok(&head, "ray start --head");
+    let worker = ray(
+        &bin,
+        &[
+            "start",
+            &format!("--address=127.0.0.1:{port}"),
+            "--node-ip-address=127.0.0.1",
+            "--num-cpus=1",
+            "--disable-usage-stats",
+        ],
+    );
+    ok(&worker, "ray start (second node)");
+
+    let work = dir.join("work");
+    let out = dir.join("out");
+    let once = dir.join("killed-once");
+    let env = serde_json::json!({
+        "env_vars": {"CORPUS_DEDUP_CRASH": format!("verify:1:{}", once.display())}
+    });
+    let driver = format!("{}/jobs/ray/driver.py", env!("CARGO_MANIFEST_DIR"));
+    let job = ray(
+        &bin,
+        &[
+            "job",
+            "submit",
+            "--address",
+            &format!("http://127.0.0.1:{dash}"),
+            "--runtime-env-json",
+            &env.to_string(),
+            "--",
+            "python",
+            &driver,
+            "--binary",
+            env!("CARGO_BIN_EXE_corpus-dedup"),
+            "--work",
+            work.to_str().unwrap(),
+            "--",
+            "--input",
+            &samples,
+            "--output",
+            out.to_str().unwrap(),
+            "--tasks",
+            "3",
+        ],
+    );
+    ok(&job, "ray job submit");
+    let log = String::from_utf8_lossy(&job.stdout);
+    // The verify task was killed once (the marker file says so) and retried by Ray.
+    assert!(once.exists(), "the fault was not injected:\n{log}");
+    assert!(log.contains("killed by signal 9"), "{log}");
+    assert!(log.contains("\"done\": true"), "{log}");
+    let want = std::fs::read(reference.join("manifest.parquet")).unwrap();
+    let got = std::fs::read(out.join("manifest.parquet")).unwrap();
+    assert!(got == want, "the Ray manifest differs from the local one");
+    assert_eq!(summary(&out)["documents_in"], 600);
+}
