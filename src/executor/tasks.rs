@@ -325,13 +325,14 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
     let mut df = frame("signatures", columns)?;
     work.write_parquet(&format!("docs/p{p:05}.parquet"), &mut df, Vec::new())?;
 
-    let bytes = store::encode(
-        first,
-        &sigs,
-        |i| corpus.text(i as u32).map(str::to_string),
-        |i| ids[i].clone(),
-    );
-    work.write_bytes(&store::store_name(p), bytes)?;
+    work.write_with(&store::store_name(p), |w| {
+        store::write(w, first, &sigs, |i| corpus.text(i as u32), |i| &ids[i]).map_err(|e| {
+            Error::Output {
+                path: work.location(&store::store_name(p)),
+                msg: e.to_string(),
+            }
+        })
+    })?;
     Ok(stats)
 }
 

@@ -49,47 +49,53 @@ fn check_meta(sig: &[u32], shingles: u32, id: &[u8]) -> u64 {
     h.digest()
 }
 
-/// Encodes one part: signatures (local index i = document `first_doc + i`), texts and ids.
-pub fn encode(
+/// Writes one part's store to `w`: signatures (local index i = document `first_doc + i`), texts
+/// and ids. Streams: the records are written first (offsets come from the lengths), then the
+/// blob, so nothing but one document's bytes is held besides the inputs.
+pub fn write<'a>(
+    w: &mut dyn std::io::Write,
     first_doc: u64,
     sigs: &Signatures,
-    text: impl Fn(usize) -> Option<String>,
-    id: impl Fn(usize) -> String,
-) -> Vec<u8> {
+    text: impl Fn(usize) -> Option<&'a str>,
+    id: impl Fn(usize) -> &'a str,
+) -> std::io::Result<()> {
     let n = sigs.len();
     let k = sigs.k;
-    let mut head = Vec::with_capacity(HEADER as usize + n * record_size(k) as usize);
-    head.extend_from_slice(MAGIC);
-    head.extend_from_slice(&(k as u32).to_le_bytes());
-    head.extend_from_slice(&(n as u32).to_le_bytes());
-    head.extend_from_slice(&first_doc.to_le_bytes());
-    let blob_start = HEADER + n as u64 * record_size(k);
-    let mut blob = Vec::new();
+    w.write_all(MAGIC)?;
+    w.write_all(&(k as u32).to_le_bytes())?;
+    w.write_all(&(n as u32).to_le_bytes())?;
+    w.write_all(&first_doc.to_le_bytes())?;
+    let mut offset = HEADER + n as u64 * record_size(k);
+    let mut rec = Vec::with_capacity(record_size(k) as usize);
     for i in 0..n {
         let sig = &sigs.values[i * k..(i + 1) * k];
         let shingles = sigs.shingles[i];
         let t = text(i);
-        let idv = id(i);
-        let tb = t.as_deref().unwrap_or("").as_bytes();
+        let tb = t.unwrap_or("").as_bytes();
+        let idb = id(i).as_bytes();
+        rec.clear();
         for v in sig {
-            head.extend_from_slice(&v.to_le_bytes());
+            rec.extend_from_slice(&v.to_le_bytes());
         }
-        head.extend_from_slice(&shingles.to_le_bytes());
+        rec.extend_from_slice(&shingles.to_le_bytes());
         let tlen = if t.is_some() {
             tb.len() as u32
         } else {
             NULL_TEXT
         };
-        head.extend_from_slice(&tlen.to_le_bytes());
-        head.extend_from_slice(&(idv.len() as u32).to_le_bytes());
-        head.extend_from_slice(&(blob_start + blob.len() as u64).to_le_bytes());
-        head.extend_from_slice(&check_meta(sig, shingles, idv.as_bytes()).to_le_bytes());
-        head.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(tb).to_le_bytes());
-        blob.extend_from_slice(idv.as_bytes());
-        blob.extend_from_slice(tb);
+        rec.extend_from_slice(&tlen.to_le_bytes());
+        rec.extend_from_slice(&(idb.len() as u32).to_le_bytes());
+        rec.extend_from_slice(&offset.to_le_bytes());
+        rec.extend_from_slice(&check_meta(sig, shingles, idb).to_le_bytes());
+        rec.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(tb).to_le_bytes());
+        w.write_all(&rec)?;
+        offset += (idb.len() + tb.len()) as u64;
     }
-    head.extend_from_slice(&blob);
-    head
+    for i in 0..n {
+        w.write_all(id(i).as_bytes())?;
+        w.write_all(text(i).unwrap_or("").as_bytes())?;
+    }
+    Ok(())
 }
 
 /// Documents fetched from the store: sorted global indices and their data.
@@ -237,15 +243,6 @@ pub fn fetch(
     Ok(out)
 }
 
-/// Checks a store file's header against the plan (used when a task starts reading a part).
-pub fn check_header(bytes: &[u8], k: usize, docs: u64, first_doc: u64) -> bool {
-    bytes.len() >= HEADER as usize
-        && &bytes[..8] == MAGIC
-        && u32_at(bytes, 8) as usize == k
-        && u32_at(bytes, 12) as u64 == docs
-        && u64_at(bytes, 16) == first_doc
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,13 +257,10 @@ mod tests {
             shingles: vec![7, 0, 9],
         };
         let texts = [Some("héllo"), None, Some("")];
-        let bytes = encode(
-            10,
-            &sigs,
-            |i| texts[i].map(str::to_string),
-            |i| format!("id{i}"),
-        );
-        assert!(check_header(&bytes, 2, 3, 10));
+        let ids = ["id0", "id1", "id2"];
+        let mut bytes = Vec::new();
+        write(&mut bytes, 10, &sigs, |i| texts[i], |i| ids[i]).unwrap();
+        assert_eq!(&bytes[..8], MAGIC);
         work.write_bytes(&store_name(1), bytes.clone()).unwrap();
         let parts = [(0, 10), (10, 3)];
         let f = fetch(&work, &parts, 2, vec![10, 11, 12], true).unwrap();

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Memory per stage at scale: plans a task run over INPUT, then runs every task as its own process
+# with one thread (two processes at a time on two cores), the way a cluster would, and reports per
+# stage the task count, the largest peak RSS of one task process, the summed task time, and the
+# stage's wall time. Appends a table to benches/results/scale.md.
+#
+#   bash benches/scale.sh 'DIR/*.parquet' NAME [extra plan flags, e.g. --tasks 8]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+INPUT=$1; NAME=$2; shift 2
+BIN=${CARGO_TARGET_DIR:-$HOME/.cache/corpus-dedup-target}/release/corpus-dedup
+W=${TMPDIR:-/tmp}/corpus-dedup-scale/$NAME
+rm -rf "$W"; mkdir -p "$W"
+counts=$("$BIN" plan --quiet --input "$INPUT" --output "$W/out" --work "$W/work" "$@")
+docs=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["documents"])' "$counts")
+out=benches/results/scale.md
+{
+  echo
+  echo "### $NAME: $docs documents ($(date -u +%Y-%m-%d), $(nproc) cores, one thread per task, 2 tasks at a time)"
+  echo
+  echo "Command: bash benches/scale.sh '$INPUT' $NAME $*"
+  echo
+  echo "| stage | tasks | max task peak RSS MiB | task seconds (sum) | stage wall s |"
+  echo "|---|---|---|---|---|"
+} >> "$out"
+for stage in $(python3 -c 'import json,sys; print(" ".join(json.loads(sys.argv[1])["stages"]))' "$counts"); do
+  n=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["tasks"][sys.argv[2]])' "$counts" "$stage")
+  t0=$(date +%s.%N)
+  seq 0 $((n - 1)) | xargs -P 2 -I{} "$BIN" task "$stage" --task {} --tasks "$n" --work "$W/work" --threads 1 > "$W/$stage.jsonl"
+  t1=$(date +%s.%N)
+  python3 - "$stage" "$n" "$t0" "$t1" "$W/$stage.jsonl" >> "$out" <<'PY'
+import json, sys
+stage, n, t0, t1, path = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+rows = [json.loads(l) for l in open(path) if l.strip()]
+print(f"| {stage} | {n} | {max(r['peak_rss_mib'] for r in rows):.0f} | {sum(r['seconds'] for r in rows):.1f} | {t1 - t0:.1f} |")
+PY
+done
+du -sb "$W/work" | awk -v d="$docs" '{printf "\nWork directory: %.2f GB (%.0f bytes per document).\n", $1/1e9, $1/d}' >> "$out"
+tail -n 14 "$out"
