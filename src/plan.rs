@@ -7,7 +7,7 @@
 //!
 //! | stage        | tasks                  | reads                              | writes                         |
 //! |--------------|------------------------|------------------------------------|--------------------------------|
-//! | `signatures` | one per part           | its rows of the shards             | `store/pP.bin`, `docs/pP.parquet`, `bands/bB-rR/pP.parquet` |
+//! | `signatures` | one per part           | its rows of the shards             | `store/pP.{sig,txt}`, `docs/pP.parquet`, `bands/bB-rR/pP.parquet` |
 //! | `candidates` | bands x bucket ranges  | `bands/bB-rR/*`                    | `candidates/tT.parquet` (pairs) |
 //! | `verify`     | one per part           | pairs whose first doc is in P, stores | `edges/pP.parquet`          |
 //! | `cluster`    | one                    | `edges/*` (streamed), `docs/*`     | `cluster/pP.parquet`           |
@@ -31,9 +31,13 @@ use crate::io::input;
 /// Plan file format version.
 pub const FORMAT: u32 = 1;
 
-/// Documents per part when `--tasks` is not given: bounds a part's text in memory (~1 GB of text
-/// at 4 KB per document).
+/// Documents per part when `--tasks` is not given. A part's tasks hold its signatures and band
+/// keys (~700 bytes per document: ~170 MB) but only one chunk of its text at a time.
 pub const DOCS_PER_PART: u64 = 250_000;
+
+/// Rows a signatures task reads and processes at a time: its text memory is one chunk's, not the
+/// part's.
+pub const DOCS_PER_CHUNK: u64 = 16_384;
 
 /// Band rows per candidates task when `--bucket-ranges` is not given (~16 bytes each in the sort).
 pub const ROWS_PER_CANDIDATES_TASK: u64 = 32_000_000;
@@ -181,6 +185,42 @@ impl Plan {
             .collect()
     }
 
+    /// Part `p`'s slices cut into chunks of at most `max_docs` rows each (local files only: an
+    /// object-store shard is fetched whole, so its slice stays one chunk rather than being
+    /// downloaded once per chunk). A signatures task reads and processes one chunk at a time.
+    pub fn chunks(&self, p: usize, max_docs: u64) -> Vec<Vec<(String, Option<Range<u64>>)>> {
+        let max_docs = max_docs.max(1);
+        let mut chunks = Vec::new();
+        let mut cur = Vec::new();
+        let mut room = max_docs;
+        for (file, rows) in self.slices(p) {
+            let Some(mut r) = rows else { continue };
+            let whole = crate::io::object::is_url(&file);
+            if whole && !cur.is_empty() {
+                chunks.push(std::mem::take(&mut cur));
+                room = max_docs;
+            }
+            while r.start < r.end {
+                let take = if whole {
+                    r.end - r.start
+                } else {
+                    room.min(r.end - r.start)
+                };
+                cur.push((file.clone(), Some(r.start..r.start + take)));
+                r.start += take;
+                room = room.saturating_sub(take);
+                if room == 0 || whole {
+                    chunks.push(std::mem::take(&mut cur));
+                    room = max_docs;
+                }
+            }
+        }
+        if !cur.is_empty() {
+            chunks.push(cur);
+        }
+        chunks
+    }
+
     /// (file, row) of global document `doc`.
     pub fn locate(&self, doc: u64) -> (&str, u64) {
         let i = self.files.partition_point(|f| f.first_doc + f.rows <= doc);
@@ -279,6 +319,18 @@ mod tests {
             ]
         );
         assert_eq!(p.locate(5), ("f2", 0));
+        // Chunks of at most 2 rows cover part 1 in order, crossing the file boundary.
+        let c = p.chunks(1, 2);
+        assert_eq!(
+            c,
+            vec![
+                vec![
+                    ("f0".to_string(), Some(4..5)),
+                    ("f2".to_string(), Some(0..1))
+                ],
+                vec![("f2".to_string(), Some(1..3))],
+            ]
+        );
         assert_eq!(p.locate(4), ("f0", 4));
     }
 }

@@ -246,7 +246,7 @@ fn a_damaged_work_file_is_reported_not_used() {
     assert_eq!(crashed.status.signal(), Some(9));
     // Flip one bit of the first document's signature in a document store (every document's
     // signature and id are read again by the manifest stage).
-    let store = out.join("_work/store/p00001.bin");
+    let store = out.join("_work/store/p00001.sig");
     let mut b = std::fs::read(&store).unwrap();
     b[25] ^= 0x01;
     std::fs::write(&store, b).unwrap();
@@ -254,7 +254,7 @@ fn a_damaged_work_file_is_reported_not_used() {
     assert!(!rerun.status.success());
     let err = String::from_utf8_lossy(&rerun.stderr);
     assert!(
-        err.contains("p00001.bin") && err.contains("checksum"),
+        err.contains("p00001.sig") && err.contains("checksum"),
         "{err}"
     );
 }

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
 use crate::io::store;
 use crate::lsh::band_key;
-use crate::plan::{Plan, Stage};
+use crate::plan::{Plan, Stage, DOCS_PER_CHUNK};
 use crate::stages::candidates::{self, CandidateStats};
 use crate::stages::cluster::{Clusters, UnionFind};
 use crate::stages::signature::{self, Signatures};
@@ -221,118 +221,133 @@ pub fn require_stage(work: &OutputDir, plan: &Plan, stage: Stage) -> Result<Vec<
 }
 
 /// Signatures task: the part's rows -> signatures, band rows per (band, bucket range), the
-/// document store, and per-document keep data.
+/// document store, and per-document keep data. Rows are read and processed one chunk
+/// ([`DOCS_PER_CHUNK`]) at a time and their texts streamed into the store, so the task holds one
+/// chunk of text plus ~700 bytes per document of the part (signature, band keys, keep data).
 fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
     let cfg = &plan.config;
     let (first, count) = plan.parts[p];
-    let corpus = Corpus::load_slices(&plan.slices(p), cfg, |_| {})?;
-    if corpus.len() as u64 != count {
-        return Err(Error::Task(format!(
-            "part {p}: the plan counted {count} rows but the shards now hold {}: the input changed since the plan was made; plan again",
-            corpus.len()
-        )));
-    }
     let perms = signature::permutations(cfg);
-    let mut sigs = Signatures {
-        k: perms.len(),
-        ..Signatures::default()
-    };
     let tokenizer = cfg.effective_tokenizer();
-    for shard in &corpus.shards {
-        sigs.extend(signature::signature_column(
-            &shard.text,
-            &perms,
-            tokenizer,
-            cfg.ngram,
-            &|_| {},
-        ));
-    }
+    let (bands, rows, ranges) = (cfg.bands, cfg.rows, plan.bucket_ranges);
     let mut stats = SignatureStats {
         documents: count,
         ..Default::default()
     };
-    for d in 0..corpus.len() as u32 {
-        match corpus.text(d) {
-            None => stats.null_texts += 1,
-            Some(t) => {
-                stats.text_bytes += t.len() as u64;
-                stats.empty_texts += u64::from(sigs.shingles[d as usize] == 0);
-            }
+    // Band rows per (band, range) task file: bucket hashes and global document indices.
+    let mut band_rows: Vec<(Vec<u64>, Vec<u32>)> = vec![Default::default(); bands * ranges];
+    let mut text_len: Vec<u32> = Vec::with_capacity(count as usize);
+    let mut id_hash: Vec<u64> = Vec::with_capacity(count as usize);
+    let mut priority: Vec<Option<f64>> = Vec::with_capacity(count as usize);
+    let mut read = 0u64;
+    let store_err = |name: String| {
+        move |e: std::io::Error| Error::Output {
+            path: work.location(&name),
+            msg: e.to_string(),
         }
-    }
-
-    // Band rows: bucket hashes of every document with shingles, split by band and bucket range.
-    let (bands, rows, ranges) = (cfg.bands, cfg.rows, plan.bucket_ranges);
-    let docs: Vec<u32> = (0..corpus.len() as u32)
-        .filter(|&d| sigs.shingles[d as usize] > 0)
-        .collect();
-    let mut keys = vec![0u64; docs.len() * bands];
-    keys.par_chunks_mut(bands.max(1))
-        .zip(docs.par_iter())
-        .for_each(|(out, &d)| {
-            let sig = sigs.get(d);
-            for (b, key) in out.iter_mut().enumerate() {
-                *key = band_key(b, &sig[b * rows..(b + 1) * rows]);
+    };
+    work.write_with(&store::text_name(p), |txt| {
+        work.write_with(&store::sig_name(p), |sig| {
+            let k = perms.len();
+            let mut store = store::Writer::new(sig, txt, k, first, count)
+                .map_err(store_err(store::sig_name(p)))?;
+            for chunk in plan.chunks(p, DOCS_PER_CHUNK) {
+                let corpus = Corpus::load_slices(&chunk, cfg, |_| {})?;
+                let n = corpus.len() as u32;
+                let base = first + read;
+                read += n as u64;
+                if read > count {
+                    break;
+                }
+                let mut sigs = Signatures {
+                    k,
+                    ..Signatures::default()
+                };
+                for shard in &corpus.shards {
+                    sigs.extend(signature::signature_column(
+                        &shard.text,
+                        &perms,
+                        tokenizer,
+                        cfg.ngram,
+                        &|_| {},
+                    ));
+                }
+                for d in 0..n {
+                    let t = corpus.text(d);
+                    text_len.push(t.map_or(0, |t| t.len() as u32));
+                    match t {
+                        None => stats.null_texts += 1,
+                        Some(t) => {
+                            stats.text_bytes += t.len() as u64;
+                            stats.empty_texts += u64::from(sigs.shingles[d as usize] == 0);
+                        }
+                    }
+                }
+                for shard in &corpus.shards {
+                    match &shard.priority {
+                        Some(pr) => priority.extend(pr.iter()),
+                        None => priority.extend(std::iter::repeat_n(None, shard.len())),
+                    }
+                }
+                // Bucket hashes of every document with shingles, by band and bucket range.
+                let keys: Vec<Vec<u64>> = (0..n)
+                    .into_par_iter()
+                    .map(|d| {
+                        if sigs.shingles[d as usize] == 0 {
+                            return Vec::new();
+                        }
+                        let sig = sigs.get(d);
+                        (0..bands)
+                            .map(|b| band_key(b, &sig[b * rows..(b + 1) * rows]))
+                            .collect()
+                    })
+                    .collect();
+                for (d, ks) in keys.iter().enumerate() {
+                    for (b, &key) in ks.iter().enumerate() {
+                        let (bucket, doc) = &mut band_rows[b * ranges + bucket_range(key, ranges)];
+                        bucket.push(key);
+                        doc.push((base + d as u64) as u32);
+                    }
+                }
+                let ids: Vec<String> = (0..n).into_par_iter().map(|d| corpus.id(d)).collect();
+                id_hash.extend(ids.iter().map(|i| xxhash_rust::xxh3::xxh3_64(i.as_bytes())));
+                store
+                    .append(&sigs, |i| corpus.text(i as u32), |i| &ids[i])
+                    .map_err(store_err(store::sig_name(p)))?;
             }
-        });
-    (0..bands * ranges).into_par_iter().try_for_each(|t| {
-        let (b, r) = (t / ranges, t % ranges);
-        let mut bucket = Vec::new();
-        let mut doc = Vec::new();
-        for (i, &d) in docs.iter().enumerate() {
-            let key = keys[i * bands + b];
-            if bucket_range(key, ranges) == r {
-                bucket.push(key);
-                doc.push(first as u32 + d);
+            if read != count {
+                return Err(Error::Task(format!(
+                    "part {p}: the plan counted {count} rows but the shards now hold {read}: the input changed since the plan was made; plan again"
+                )));
             }
-        }
-        let mut df = frame(
-            "signatures",
-            vec![
-                Column::new("bucket".into(), bucket),
-                Column::new("doc".into(), doc),
-            ],
-        )?;
-        work.write_parquet(&band_file(b, r, p), &mut df, Vec::new())
+            store.finish().map_err(store_err(store::sig_name(p)))
+        })
     })?;
-    drop(keys);
+
+    band_rows
+        .into_par_iter()
+        .enumerate()
+        .try_for_each(|(t, (bucket, doc))| {
+            let mut df = frame(
+                "signatures",
+                vec![
+                    Column::new("bucket".into(), bucket),
+                    Column::new("doc".into(), doc),
+                ],
+            )?;
+            work.write_parquet(&band_file(t / ranges, t % ranges, p), &mut df, Vec::new())
+        })?;
 
     // Keep data for the cluster task, and the id hashes for the duplicate-id check.
-    let text_len: Vec<u32> = (0..corpus.len() as u32)
-        .map(|d| corpus.text(d).map_or(0, |t| t.len() as u32))
-        .collect();
-    let ids: Vec<String> = (0..corpus.len() as u32)
-        .into_par_iter()
-        .map(|d| corpus.id(d))
-        .collect();
-    let id_hash: Vec<u64> = ids
-        .iter()
-        .map(|i| xxhash_rust::xxh3::xxh3_64(i.as_bytes()))
-        .collect();
-    let mut columns = vec![
-        Column::new("text_len".into(), text_len),
-        Column::new("id_hash".into(), id_hash),
-    ];
-    let priority: Vec<Option<f64>> = corpus
-        .shards
-        .iter()
-        .flat_map(|s| match &s.priority {
-            Some(pr) => pr.iter().collect::<Vec<_>>(),
-            None => vec![None; s.len()],
-        })
-        .collect();
-    columns.push(Column::new("priority".into(), priority));
-    let mut df = frame("signatures", columns)?;
+    let mut df = frame(
+        "signatures",
+        vec![
+            Column::new("text_len".into(), text_len),
+            Column::new("id_hash".into(), id_hash),
+            Column::new("priority".into(), priority),
+        ],
+    )?;
     work.write_parquet(&format!("docs/p{p:05}.parquet"), &mut df, Vec::new())?;
-
-    work.write_with(&store::store_name(p), |w| {
-        store::write(w, first, &sigs, |i| corpus.text(i as u32), |i| &ids[i]).map_err(|e| {
-            Error::Output {
-                path: work.location(&store::store_name(p)),
-                msg: e.to_string(),
-            }
-        })
-    })?;
     Ok(stats)
 }
 

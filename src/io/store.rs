@@ -1,21 +1,22 @@
 //! The document store: what later tasks need to know about a document, written once by the
 //! signatures task of its part and read back by document index, without reading the shards again.
 //!
-//! One file per part (`store/pNNNNN.bin`), little-endian:
+//! Two files per part, little-endian:
 //! ```text
-//! header   "CDSTORE1" | k: u32 | docs: u32 | first_doc: u64                       (24 bytes)
-//! record   signature [u32; k] | shingles: u32 | text_len: u32 | id_len: u32
-//!          | blob_offset: u64 | check_meta: u64 | check_text: u64                   (4k + 36 bytes)
-//!          ... one per document, in document order ...
-//! blob     id bytes then text bytes of each document, in document order
+//! store/pNNNNN.sig   header  "CDSTORE2" | k: u32 | docs: u32 | first_doc: u64        (24 bytes)
+//!                    record  signature [u32; k] | shingles: u32 | text_len: u32 | id_len: u32
+//!                            | blob_offset: u64 | check_meta: u64 | check_text: u64  (4k + 36 bytes)
+//!                            ... one per document, in document order ...
+//! store/pNNNNN.txt   id bytes then text bytes of each document, in document order
 //! ```
-//! `text_len = u32::MAX` marks a null text. `check_meta` is xxh3-64 of the signature, shingle
-//! count and id; `check_text` of the text; both are verified on every read of what they cover, so
-//! a damaged file is reported rather than silently used. Record `i` is at `24 + i * (4k + 36)`:
-//! a task reads exactly the documents it needs
-//! (two ranged reads per batch and part), so its memory follows its own pairs, not the corpus.
-//! The file is written whole under a temporary name (or as one object) and renamed: it is complete
-//! or absent.
+//! `text_len = u32::MAX` marks a null text; `blob_offset` is the id's position in the `.txt` file.
+//! `check_meta` is xxh3-64 of the signature, shingle count and id; `check_text` of the text; both
+//! are verified on every read of what they cover, so a damaged file is reported rather than
+//! silently used. Record `i` is at `24 + i * (4k + 36)`: a task reads exactly the documents it
+//! needs (two ranged reads per batch and part), so its memory follows its own pairs, not the
+//! corpus. Both files are appended to chunk by chunk as the signatures task reads its rows (so it
+//! never holds more than a chunk of text), each under a temporary name (or as one object) and
+//! renamed when complete: a file is complete or absent, and both exist before the task's marker.
 
 use std::ops::Range;
 
@@ -26,13 +27,18 @@ use crate::io::output::OutputDir;
 use crate::stages::signature::Signatures;
 use crate::stages::verify::SigSource;
 
-const MAGIC: &[u8; 8] = b"CDSTORE1";
+const MAGIC: &[u8; 8] = b"CDSTORE2";
 const HEADER: u64 = 24;
 const NULL_TEXT: u32 = u32::MAX;
 
-/// Name of part `p`'s store file inside the work directory.
-pub fn store_name(part: usize) -> String {
-    format!("store/p{part:05}.bin")
+/// Name of part `p`'s signature file (header and records) inside the work directory.
+pub fn sig_name(part: usize) -> String {
+    format!("store/p{part:05}.sig")
+}
+
+/// Name of part `p`'s text file (ids and texts) inside the work directory.
+pub fn text_name(part: usize) -> String {
+    format!("store/p{part:05}.txt")
 }
 
 fn record_size(k: usize) -> u64 {
@@ -49,53 +55,101 @@ fn check_meta(sig: &[u32], shingles: u32, id: &[u8]) -> u64 {
     h.digest()
 }
 
-/// Writes one part's store to `w`: signatures (local index i = document `first_doc + i`), texts
-/// and ids. Streams: the records are written first (offsets come from the lengths), then the
-/// blob, so nothing but one document's bytes is held besides the inputs.
-pub fn write<'a>(
-    w: &mut dyn std::io::Write,
-    first_doc: u64,
-    sigs: &Signatures,
-    text: impl Fn(usize) -> Option<&'a str>,
-    id: impl Fn(usize) -> &'a str,
-) -> std::io::Result<()> {
-    let n = sigs.len();
-    let k = sigs.k;
-    w.write_all(MAGIC)?;
-    w.write_all(&(k as u32).to_le_bytes())?;
-    w.write_all(&(n as u32).to_le_bytes())?;
-    w.write_all(&first_doc.to_le_bytes())?;
-    let mut offset = HEADER + n as u64 * record_size(k);
-    let mut rec = Vec::with_capacity(record_size(k) as usize);
-    for i in 0..n {
-        let sig = &sigs.values[i * k..(i + 1) * k];
-        let shingles = sigs.shingles[i];
-        let t = text(i);
-        let tb = t.unwrap_or("").as_bytes();
-        let idb = id(i).as_bytes();
-        rec.clear();
-        for v in sig {
-            rec.extend_from_slice(&v.to_le_bytes());
+/// Writes one part's store as a stream: [`Writer::append`] adds documents in order to the
+/// records (`sig`) and the blob (`txt`); offsets come from the running blob length, so only the
+/// caller's current chunk is held. [`Writer::finish`] checks that exactly the announced number of
+/// documents was written.
+pub struct Writer<'w> {
+    sig: &'w mut dyn std::io::Write,
+    txt: &'w mut dyn std::io::Write,
+    k: usize,
+    docs: u64,
+    written: u64,
+    offset: u64,
+    rec: Vec<u8>,
+}
+
+impl<'w> Writer<'w> {
+    /// Starts a store for `docs` documents from global index `first_doc`, signatures of `k` values.
+    pub fn new(
+        sig: &'w mut dyn std::io::Write,
+        txt: &'w mut dyn std::io::Write,
+        k: usize,
+        first_doc: u64,
+        docs: u64,
+    ) -> std::io::Result<Self> {
+        sig.write_all(MAGIC)?;
+        sig.write_all(&(k as u32).to_le_bytes())?;
+        sig.write_all(&(docs as u32).to_le_bytes())?;
+        sig.write_all(&first_doc.to_le_bytes())?;
+        Ok(Writer {
+            sig,
+            txt,
+            k,
+            docs,
+            written: 0,
+            offset: 0,
+            rec: Vec::with_capacity(record_size(k) as usize),
+        })
+    }
+
+    /// Appends the documents of `sigs` (local index i), with their texts and ids.
+    pub fn append<'a>(
+        &mut self,
+        sigs: &Signatures,
+        text: impl Fn(usize) -> Option<&'a str>,
+        id: impl Fn(usize) -> &'a str,
+    ) -> std::io::Result<()> {
+        let k = self.k;
+        if sigs.k != k || self.written + sigs.len() as u64 > self.docs {
+            return Err(std::io::Error::other(format!(
+                "store announced {} documents of {k} values; got {} more of {}",
+                self.docs,
+                sigs.len(),
+                sigs.k
+            )));
         }
-        rec.extend_from_slice(&shingles.to_le_bytes());
-        let tlen = if t.is_some() {
-            tb.len() as u32
-        } else {
-            NULL_TEXT
-        };
-        rec.extend_from_slice(&tlen.to_le_bytes());
-        rec.extend_from_slice(&(idb.len() as u32).to_le_bytes());
-        rec.extend_from_slice(&offset.to_le_bytes());
-        rec.extend_from_slice(&check_meta(sig, shingles, idb).to_le_bytes());
-        rec.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(tb).to_le_bytes());
-        w.write_all(&rec)?;
-        offset += (idb.len() + tb.len()) as u64;
+        for i in 0..sigs.len() {
+            let sig = &sigs.values[i * k..(i + 1) * k];
+            let shingles = sigs.shingles[i];
+            let t = text(i);
+            let tb = t.unwrap_or("").as_bytes();
+            let idb = id(i).as_bytes();
+            let rec = &mut self.rec;
+            rec.clear();
+            for v in sig {
+                rec.extend_from_slice(&v.to_le_bytes());
+            }
+            rec.extend_from_slice(&shingles.to_le_bytes());
+            let tlen = if t.is_some() {
+                tb.len() as u32
+            } else {
+                NULL_TEXT
+            };
+            rec.extend_from_slice(&tlen.to_le_bytes());
+            rec.extend_from_slice(&(idb.len() as u32).to_le_bytes());
+            rec.extend_from_slice(&self.offset.to_le_bytes());
+            rec.extend_from_slice(&check_meta(sig, shingles, idb).to_le_bytes());
+            rec.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(tb).to_le_bytes());
+            self.sig.write_all(rec)?;
+            self.txt.write_all(idb)?;
+            self.txt.write_all(tb)?;
+            self.offset += (idb.len() + tb.len()) as u64;
+        }
+        self.written += sigs.len() as u64;
+        Ok(())
     }
-    for i in 0..n {
-        w.write_all(id(i).as_bytes())?;
-        w.write_all(text(i).unwrap_or("").as_bytes())?;
+
+    /// Ends the store; fails unless every announced document was appended.
+    pub fn finish(self) -> std::io::Result<()> {
+        if self.written != self.docs {
+            return Err(std::io::Error::other(format!(
+                "store announced {} documents but {} were written",
+                self.docs, self.written
+            )));
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Documents fetched from the store: sorted global indices and their data.
@@ -184,7 +238,7 @@ pub fn fetch(
             )));
         };
         let end = out.docs[i..].partition_point(|&x| (x as u64) < first + count) + i;
-        let name = store_name(p);
+        let name = sig_name(p);
         let bad = |msg: String| Error::WorkFile {
             path: work.location(&name),
             msg,
@@ -213,7 +267,7 @@ pub fn fetch(
             };
             blobs.push(off..off + ilen + t);
         }
-        let blob_bytes = work.read_ranges(&name, &blobs)?;
+        let blob_bytes = work.read_ranges(&text_name(p), &blobs)?;
         for (r, b) in records.iter().zip(blob_bytes) {
             let at = 4 * k;
             let sig: Vec<u32> = (0..k).map(|j| u32_at(r, 4 * j)).collect();
@@ -258,10 +312,27 @@ mod tests {
         };
         let texts = [Some("héllo"), None, Some("")];
         let ids = ["id0", "id1", "id2"];
-        let mut bytes = Vec::new();
-        write(&mut bytes, 10, &sigs, |i| texts[i], |i| ids[i]).unwrap();
-        assert_eq!(&bytes[..8], MAGIC);
-        work.write_bytes(&store_name(1), bytes.clone()).unwrap();
+        let (mut sig, mut bytes) = (Vec::new(), Vec::new());
+        {
+            let mut w = Writer::new(&mut sig, &mut bytes, 2, 10, 3).unwrap();
+            // Two chunks: the second's blob offsets continue from the first's.
+            let head = Signatures {
+                k: 2,
+                values: sigs.values[..2].to_vec(),
+                shingles: sigs.shingles[..1].to_vec(),
+            };
+            let tail = Signatures {
+                k: 2,
+                values: sigs.values[2..].to_vec(),
+                shingles: sigs.shingles[1..].to_vec(),
+            };
+            w.append(&head, |i| texts[i], |i| ids[i]).unwrap();
+            w.append(&tail, |i| texts[i + 1], |i| ids[i + 1]).unwrap();
+            w.finish().unwrap();
+        }
+        assert_eq!(&sig[..8], MAGIC);
+        work.write_bytes(&sig_name(1), sig).unwrap();
+        work.write_bytes(&text_name(1), bytes.clone()).unwrap();
         let parts = [(0, 10), (10, 3)];
         let f = fetch(&work, &parts, 2, vec![10, 11, 12], true).unwrap();
         assert_eq!(f.sig(11), &[3, 4]);
@@ -274,7 +345,7 @@ mod tests {
         let mut bad = bytes;
         let n = bad.len();
         bad[n - 9] ^= 1; // inside "héllo"
-        work.write_bytes(&store_name(1), bad).unwrap();
+        work.write_bytes(&text_name(1), bad).unwrap();
         let e = fetch(&work, &parts, 2, vec![10], true)
             .unwrap_err()
             .to_string();
@@ -285,6 +356,10 @@ mod tests {
             "id0"
         );
         assert!(fetch(&work, &parts, 2, vec![13], true).is_err());
+        // A writer that gets fewer documents than announced fails at the end.
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        let w = Writer::new(&mut a, &mut b, 2, 0, 1).unwrap();
+        assert!(w.finish().is_err());
         let _ = std::fs::remove_dir_all(dir);
     }
 }
