@@ -11,7 +11,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-peers bench-kernels s3-demo clean-out
+.PHONY: build dedup test samples bench bench-peers bench-kernels bench-scale s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -42,6 +42,10 @@ bench-peers: build
 ## Throughput of each hot step (Parquet decode, normalise, tokenise, shingle, MinHash, ...), 1 thread.
 bench-kernels:
 	RAYON_NUM_THREADS=1 POLARS_MAX_THREADS=1 taskset -c 0 $(CARGO) run --release --locked --example kernels -- '$(or $(KERNEL_INPUT),../shared/corpus/dev-small/shard-*.parquet)'
+
+## Memory and time per stage with every task its own process: make bench-scale INPUT='dir/*.parquet' NAME=1M
+bench-scale: build
+	bash benches/scale.sh '$(INPUT)' $(or $(NAME),scale)
 
 ## s3:// input and output against a local S3-compatible server (s3s-fs) on loopback.
 s3-demo: build

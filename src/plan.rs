@@ -8,8 +8,8 @@
 //! | stage        | tasks                  | reads                              | writes                         |
 //! |--------------|------------------------|------------------------------------|--------------------------------|
 //! | `signatures` | one per part           | its rows of the shards             | `store/pP.{sig,txt}`, `docs/pP.parquet`, `bands/bB-rR/pP.parquet` |
-//! | `candidates` | bands x bucket ranges  | `bands/bB-rR/*`                    | `candidates/tT.parquet` (pairs) |
-//! | `verify`     | one per part           | pairs whose first doc is in P, stores | `edges/pP.parquet`          |
+//! | `candidates` | bands x bucket ranges  | `bands/bB-rR/*`                    | `candidates/tT.bin` (pairs by part, see `io::pairs`) |
+//! | `verify`     | one per part           | its part of each pair file, stores | `edges/pP.parquet`          |
 //! | `cluster`    | one                    | `edges/*` (streamed), `docs/*`     | `cluster/pP.parquet`           |
 //! | `manifest`   | one per part           | `cluster/pP.parquet`, stores       | `manifest/pP.parquet`          |
 //! | `merge`      | one                    | `manifest/*`, `done/*`             | OUTPUT/manifest.parquet, summary.json |

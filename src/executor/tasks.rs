@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
-use crate::io::store;
+use crate::io::{pairs, store};
 use crate::lsh::band_key;
 use crate::plan::{Plan, Stage, DOCS_PER_CHUNK};
 use crate::stages::candidates::{self, CandidateStats};
@@ -108,15 +108,6 @@ fn u32s(df: &DataFrame, name: &str, stage: &'static str) -> Result<Vec<u32>> {
         .as_materialized_series()
         .rechunk();
     Ok(s.u32().map_err(pe(stage))?.into_no_null_iter().collect())
-}
-
-fn pairs_frame(stage: &'static str, pairs: &[(u32, u32)]) -> Result<DataFrame> {
-    let a: Vec<u32> = pairs.iter().map(|p| p.0).collect();
-    let b: Vec<u32> = pairs.iter().map(|p| p.1).collect();
-    frame(
-        stage,
-        vec![Column::new("a".into(), a), Column::new("b".into(), b)],
-    )
 }
 
 fn band_file(band: usize, range: usize, part: usize) -> String {
@@ -376,36 +367,33 @@ fn candidates_task(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateS
         ],
     )?;
     let (pairs, stats) = candidates::candidate_pairs(df, plan.config.max_bucket_pairs, None)?;
-    let mut out = pairs_frame("candidates", &pairs)?;
-    work.write_parquet(&format!("candidates/t{t:05}.parquet"), &mut out, Vec::new())?;
+    let starts: Vec<u64> = plan.parts.iter().map(|&(first, _)| first).collect();
+    work.write_bytes(&pairs::pairs_name(t), pairs::encode(&pairs, &starts))?;
     Ok(stats)
 }
 
-/// Verify task: the distinct candidate pairs whose first document is in the part -> edges.
-fn verify_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
+/// Window of document `d` for batching: [`DOCS_PER_CHUNK`] consecutive documents.
+fn window(d: u32) -> u64 {
+    d as u64 / DOCS_PER_CHUNK
+}
+
+/// What comparing `pairs` needs from the stores: signatures and ids of their documents and of
+/// `also`, and the shingle sets of the documents of pairs that need exact Jaccard (per
+/// [`verify::docs_needing_sets`]).
+fn fetch_for_pairs(
+    work: &OutputDir,
+    plan: &Plan,
+    pairs: &[(u32, u32)],
+    also: Vec<u32>,
+) -> Result<(store::Fetched, ShingleSets)> {
     let cfg = &plan.config;
-    let range = plan.part_range(p);
-    let mut pairs: Vec<(u32, u32)> = Vec::new();
-    for t in 0..plan.tasks(Stage::Candidates) {
-        let df = work.read_parquet(&format!("candidates/t{t:05}.parquet"))?;
-        let (a, b) = (u32s(&df, "a", "verify")?, u32s(&df, "b", "verify")?);
-        // Pairs are sorted by a: the part's pairs are one run.
-        let lo = a.partition_point(|&x| (x as u64) < range.start);
-        let hi = a.partition_point(|&x| (x as u64) < range.end);
-        pairs.extend(a[lo..hi].iter().copied().zip(b[lo..hi].iter().copied()));
-    }
-    pairs.par_sort_unstable();
-    pairs.dedup();
     let k = cfg.num_perm;
-    let sigs = store::fetch(
-        work,
-        &plan.parts,
-        k,
-        verify::docs_of_pairs(&pairs, |_, _| true),
-        false,
-    )?;
-    let need =
-        verify::docs_needing_sets(&pairs, &sigs, cfg.verify, cfg.threshold, cfg.min_shingles);
+    let mut docs = verify::docs_of_pairs(pairs, |_, _| true);
+    docs.extend(also);
+    docs.par_sort_unstable();
+    docs.dedup();
+    let sigs = store::fetch(work, &plan.parts, k, docs, false)?;
+    let need = verify::docs_needing_sets(pairs, &sigs, cfg.verify, cfg.threshold, cfg.min_shingles);
     let texts = store::fetch(work, &plan.parts, k, need.clone(), true)?;
     let sets = ShingleSets::compute(
         |d| texts.text(d),
@@ -413,7 +401,32 @@ fn verify_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
         cfg.effective_tokenizer(),
         cfg.ngram,
     );
-    let edges = verify::verify_pairs(&pairs, &sets, &sigs, cfg.threshold);
+    Ok((sigs, sets))
+}
+
+/// Verify task: the distinct candidate pairs whose first document is in the part -> edges.
+fn verify_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
+    let cfg = &plan.config;
+    let mut pairs: Vec<(u32, u32)> = Vec::new();
+    for t in 0..plan.tasks(Stage::Candidates) {
+        pairs.extend(pairs::read_part(
+            work,
+            &pairs::pairs_name(t),
+            plan.parts.len(),
+            p,
+        )?);
+    }
+    pairs.par_sort_unstable();
+    pairs.dedup();
+    // A batch of pairs per window of first documents: one fetch of signatures and texts each, so
+    // memory follows a batch, not the part.
+    let mut edges = Vec::new();
+    let mut reshingled = 0u64;
+    for batch in pairs.chunk_by(|x, y| window(x.0) == window(y.0)) {
+        let (sigs, sets) = fetch_for_pairs(work, plan, batch, Vec::new())?;
+        edges.extend(verify::verify_pairs(batch, &sets, &sigs, cfg.threshold));
+        reshingled += sets.len() as u64;
+    }
     let a: Vec<u32> = edges.iter().map(|e| e.a).collect();
     let b: Vec<u32> = edges.iter().map(|e| e.b).collect();
     let mut df = frame(
@@ -424,7 +437,7 @@ fn verify_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
     Ok(VerifyStats {
         candidate_pairs: pairs.len() as u64,
         verified_pairs: edges.len() as u64,
-        documents_reshingled: sets.len() as u64,
+        documents_reshingled: reshingled,
     })
 }
 
@@ -547,56 +560,35 @@ fn cluster_task(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
 
 /// Manifest task: the part's rows of the manifest (see [`crate::stages::manifest`]).
 fn manifest_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<()> {
-    let cfg = &plan.config;
     let range = plan.part_range(p);
     let cl = work.read_parquet(&format!("cluster/p{p:05}.parquet"))?;
     let keeper = u32s(&cl, "keeper", "manifest")?;
     let cluster_id = cl.column("cluster_id").map_err(pe("manifest"))?.clone();
-    let own = range.start as u32..range.end as u32;
-    // Own documents (ids) and the keepers of the dropped ones (ids, signatures).
-    let mut docs: Vec<u32> = own.clone().chain(keeper.iter().copied()).collect();
-    docs.par_sort_unstable();
-    docs.dedup();
-    let k = cfg.num_perm;
-    let fetched = store::fetch(work, &plan.parts, k, docs, false)?;
-    let dropped: Vec<(u32, u32)> = own
-        .clone()
-        .zip(keeper.iter().copied())
-        .filter(|&(d, kd)| d != kd)
-        .collect();
-    // Similarity to the keeper, computed the way verification would compute it for that pair.
-    let need = verify::docs_needing_sets(
-        &dropped,
-        &fetched,
-        cfg.verify,
-        cfg.threshold,
-        cfg.min_shingles,
-    );
-    let texts = store::fetch(work, &plan.parts, k, need.clone(), true)?;
-    let sets = ShingleSets::compute(
-        |d| texts.text(d),
-        need,
-        cfg.effective_tokenizer(),
-        cfg.ngram,
-    );
-    let rows = crate::stages::manifest::ManifestRows {
-        ids: own.clone().map(|d| fetched.id(d).to_string()).collect(),
-        files: own
+    let mut rows = crate::stages::manifest::ManifestRows::default();
+    // One window of own documents at a time: their ids, and the dropped ones' keepers (ids,
+    // signatures, texts where the similarity is computed exactly).
+    let start = range.start as u32;
+    for (w, keepers) in keeper.chunks(DOCS_PER_CHUNK as usize).enumerate() {
+        let first = start + (w as u64 * DOCS_PER_CHUNK) as u32;
+        let own = first..first + keepers.len() as u32;
+        // Similarity to the keeper, computed the way verification would compute it for that pair.
+        let dropped: Vec<(u32, u32)> = own
             .clone()
-            .map(|d| plan.locate(d as u64))
-            .map(|(f, r)| (f.to_string(), r))
-            .collect(),
-        keep: own.clone().zip(&keeper).map(|(d, &kd)| d == kd).collect(),
-        duplicate_of: own
-            .clone()
-            .zip(&keeper)
-            .map(|(d, &kd)| (d != kd).then(|| fetched.id(kd).to_string()))
-            .collect(),
-        similarity: own
-            .zip(&keeper)
-            .map(|(d, &kd)| (d != kd).then(|| verify::similarity(d, kd, &sets, &fetched) as f32))
-            .collect(),
-    };
+            .zip(keepers.iter().copied())
+            .filter(|&(d, kd)| d != kd)
+            .collect();
+        let (fetched, sets) = fetch_for_pairs(work, plan, &dropped, own.clone().collect())?;
+        for (d, &kd) in own.zip(keepers) {
+            rows.ids.push(fetched.id(d).to_string());
+            let (f, r) = plan.locate(d as u64);
+            rows.files.push((f.to_string(), r));
+            rows.keep.push(d == kd);
+            rows.duplicate_of
+                .push((d != kd).then(|| fetched.id(kd).to_string()));
+            rows.similarity
+                .push((d != kd).then(|| verify::similarity(d, kd, &sets, &fetched) as f32));
+        }
+    }
     let mut df = crate::stages::manifest::manifest_frame(rows, cluster_id)?;
     work.write_parquet(&format!("manifest/p{p:05}.parquet"), &mut df, Vec::new())
 }

@@ -3,4 +3,5 @@
 pub mod input;
 pub mod object;
 pub mod output;
+pub mod pairs;
 pub mod store;

@@ -15,7 +15,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path;
-use object_store::{BackoffConfig, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig};
+use object_store::{
+    BackoffConfig, MultipartUpload, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig,
+};
 
 use crate::error::{Error, Result};
 
@@ -187,6 +189,92 @@ pub fn put(url: &str, bytes: Vec<u8>) -> Result<()> {
         .block_on(store.put(&Path::from(key), PutPayload::from(bytes)))
         .map(|_| ())
         .map_err(|e| store_err("write", url, e))
+}
+
+/// Size of one part of a streamed upload (S3 needs at least 5 MiB for every part but the last).
+pub const PART_SIZE: usize = 8 << 20;
+
+/// A streamed write of one object: bytes are buffered up to [`PART_SIZE`] and sent as the parts of
+/// a multipart upload, so a writer of any size holds one part in memory. The object appears only
+/// when [`Upload::finish`] completes the upload (a dropped, unfinished upload is aborted), so like
+/// a single PUT it is complete or absent. An object smaller than one part is sent with one PUT.
+pub struct Upload {
+    url: String,
+    store: Arc<AmazonS3>,
+    key: Path,
+    upload: Option<Box<dyn MultipartUpload>>,
+    buf: Vec<u8>,
+}
+
+impl Upload {
+    /// Starts writing the object `url` (nothing is sent until a part is full or at the end).
+    pub fn new(url: &str) -> Result<Upload> {
+        let (bucket, key) = split_url(url)?;
+        Ok(Upload {
+            url: url.to_string(),
+            store: store(bucket)?,
+            key: Path::from(key),
+            upload: None,
+            buf: Vec::new(),
+        })
+    }
+
+    fn send_part(&mut self) -> Result<()> {
+        let rt = runtime()?;
+        let url = &self.url;
+        if self.upload.is_none() {
+            let up = rt
+                .block_on(self.store.put_multipart(&self.key))
+                .map_err(|e| store_err("write", url, e))?;
+            self.upload = Some(up);
+        }
+        let part = PutPayload::from(std::mem::take(&mut self.buf));
+        if let Some(up) = self.upload.as_mut() {
+            rt.block_on(up.put_part(part))
+                .map_err(|e| store_err("write", url, e))?;
+        }
+        Ok(())
+    }
+
+    /// Sends what is left and completes the object.
+    pub fn finish(mut self) -> Result<()> {
+        match self.upload.take() {
+            None => put(&self.url, std::mem::take(&mut self.buf)),
+            Some(up) => {
+                self.upload = Some(up);
+                if !self.buf.is_empty() {
+                    self.send_part()?;
+                }
+                let mut up = self.upload.take().expect("set above");
+                runtime()?
+                    .block_on(up.complete())
+                    .map(|_| ())
+                    .map_err(|e| store_err("write", &self.url, e))
+            }
+        }
+    }
+}
+
+impl std::io::Write for Upload {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= PART_SIZE {
+            self.send_part().map_err(std::io::Error::other)?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for Upload {
+    fn drop(&mut self) {
+        if let (Some(mut up), Ok(rt)) = (self.upload.take(), runtime()) {
+            let _ = rt.block_on(up.abort());
+        }
+    }
 }
 
 /// Fetches one whole object; `None` when it does not exist.

@@ -122,7 +122,8 @@ impl OutputDir {
     }
 
     /// Writes `name` through `write` as one stream: a local file under a temporary name, synced and
-    /// renamed when `write` succeeds; an object buffered and PUT whole.
+    /// renamed when `write` succeeds; an object as a multipart upload of 8 MiB parts, completed
+    /// when `write` succeeds (see [`object::Upload`]): memory stays at one part whatever the size.
     pub fn write_with(
         &self,
         name: &str,
@@ -149,9 +150,9 @@ impl OutputDir {
                 result
             }
             OutputDir::Remote(url) => {
-                let mut buf = Vec::new();
-                write(&mut buf)?;
-                object::put(&format!("{url}/{name}"), buf)
+                let mut up = object::Upload::new(&format!("{url}/{name}"))?;
+                write(&mut up)?;
+                up.finish()
             }
         }
     }
