@@ -121,10 +121,9 @@ fn failure(o: &Output) -> String {
     err
 }
 
-/// Manifest rows without the `file` column's directory part (local path vs s3 URL).
-fn comparable(
-    rows: &[Row],
-) -> Vec<(
+/// One manifest row as compared: id, file name, row, keep, cluster id, duplicate of,
+/// similarity bits.
+type Comparable = (
     String,
     String,
     u64,
@@ -132,7 +131,10 @@ fn comparable(
     Option<u64>,
     Option<String>,
     Option<u32>,
-)> {
+);
+
+/// Manifest rows without the `file` column's directory part (local path vs s3 URL).
+fn comparable(rows: &[Row]) -> Vec<Comparable> {
     rows.iter()
         .map(|r| {
             let base = r.file.rsplit('/').next().unwrap().to_string();

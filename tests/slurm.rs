@@ -88,17 +88,7 @@ fn slurm_recipe_submits_stage_arrays_in_order_and_retries_a_killed_task() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let stages: Vec<&str> = subs.iter().map(|s| s["stage"].as_str().unwrap()).collect();
-    assert_eq!(
-        stages,
-        [
-            "signatures",
-            "candidates",
-            "verify",
-            "cluster",
-            "manifest",
-            "merge"
-        ]
-    );
+    assert_eq!(stages, STAGES);
     let calls = std::fs::read_to_string(&log).unwrap();
     let calls: Vec<&str> = calls.lines().collect();
     assert_eq!(calls.len(), 6);

@@ -93,17 +93,7 @@ fn plan_and_tasks_by_hand_give_the_run_manifest() {
         .iter()
         .map(|s| s.as_str().unwrap().to_string())
         .collect();
-    assert_eq!(
-        stages,
-        [
-            "signatures",
-            "candidates",
-            "verify",
-            "cluster",
-            "manifest",
-            "merge"
-        ]
-    );
+    assert_eq!(stages, STAGES);
     assert_eq!(counts["tasks"]["signatures"], 3);
     assert_eq!(counts["tasks"]["candidates"], 18 * 2);
 

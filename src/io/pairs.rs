@@ -67,7 +67,7 @@ pub fn read_part(work: &OutputDir, name: &str, parts: usize, p: usize) -> Result
         msg: msg.to_string(),
     };
     let head = work
-        .read_ranges(name, &[0..index_len(parts)])?
+        .read_ranges(name, std::slice::from_ref(&(0..index_len(parts))))?
         .pop()
         .unwrap_or_default();
     if head.len() as u64 != index_len(parts) || &head[..8] != MAGIC {
@@ -91,7 +91,7 @@ pub fn read_part(work: &OutputDir, name: &str, parts: usize, p: usize) -> Result
     }
     let base = index_len(parts);
     let bytes = work
-        .read_ranges(name, &[base + 8 * lo..base + 8 * hi])?
+        .read_ranges(name, std::slice::from_ref(&(base + 8 * lo..base + 8 * hi)))?
         .pop()
         .unwrap_or_default();
     if bytes.len() as u64 != 8 * (hi - lo) || xxh3_64(&bytes) != check {

@@ -45,6 +45,16 @@ pub fn write_docs(path: &Path, docs: &[Doc]) {
     );
 }
 
+/// The task stages of a MinHash run, in order.
+pub const STAGES: [&str; 6] = [
+    "signatures",
+    "candidates",
+    "verify",
+    "cluster",
+    "manifest",
+    "merge",
+];
+
 /// Runs `corpus-dedup` with the given arguments.
 pub fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_corpus-dedup"))
