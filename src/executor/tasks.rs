@@ -377,6 +377,12 @@ fn window(d: u32) -> u64 {
     d as u64 / DOCS_PER_CHUNK
 }
 
+/// Whether pair (a, b) gets the exact Jaccard check under the plan's settings.
+fn exact_check(plan: &Plan, a: u32, b: u32, sigs: &store::Fetched) -> bool {
+    let cfg = &plan.config;
+    verify::needs_exact(a, b, sigs, cfg.verify, cfg.threshold, cfg.min_shingles)
+}
+
 /// What comparing `pairs` needs from the stores: signatures and ids of their documents and of
 /// `also`, and the shingle sets of the documents of pairs that need exact Jaccard (per
 /// [`verify::docs_needing_sets`]).
@@ -424,14 +430,26 @@ fn verify_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
     let mut reshingled = 0u64;
     for batch in pairs.chunk_by(|x, y| window(x.0) == window(y.0)) {
         let (sigs, sets) = fetch_for_pairs(work, plan, batch, Vec::new())?;
-        edges.extend(verify::verify_pairs(batch, &sets, &sigs, cfg.threshold));
+        let exact = |a, b| exact_check(plan, a, b, &sigs);
+        edges.extend(verify::verify_pairs(
+            batch,
+            exact,
+            &sets,
+            &sigs,
+            cfg.threshold,
+        ));
         reshingled += sets.len() as u64;
     }
     let a: Vec<u32> = edges.iter().map(|e| e.a).collect();
     let b: Vec<u32> = edges.iter().map(|e| e.b).collect();
+    let similarity: Vec<f32> = edges.iter().map(|e| e.similarity).collect();
     let mut df = frame(
         "verify",
-        vec![Column::new("a".into(), a), Column::new("b".into(), b)],
+        vec![
+            Column::new("a".into(), a),
+            Column::new("b".into(), b),
+            Column::new("similarity".into(), similarity),
+        ],
     )?;
     work.write_parquet(&format!("edges/p{p:05}.parquet"), &mut df, Vec::new())?;
     Ok(VerifyStats {
@@ -532,10 +550,34 @@ fn cluster_task(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
         |d| priority[d as usize],
     );
     drop((text_len, priority));
+    // Similarity to the keeper where a verified edge joins them (a second pass over the edges,
+    // 4 bytes per document); the manifest computes the rest.
+    let mut to_keeper = vec![f32::NAN; n];
+    for p in 0..plan.parts.len() {
+        let df = work.read_parquet(&format!("edges/p{p:05}.parquet"))?;
+        let (a, b) = (u32s(&df, "a", "cluster")?, u32s(&df, "b", "cluster")?);
+        let sim = df
+            .column("similarity")
+            .map_err(pe("cluster"))?
+            .as_materialized_series()
+            .rechunk();
+        let sim = sim.f32().map_err(pe("cluster"))?;
+        for ((x, y), s) in a.into_iter().zip(b).zip(sim.into_no_null_iter()) {
+            if clusters.keeper_of(y) == x {
+                to_keeper[y as usize] = s;
+            } else if clusters.keeper_of(x) == y {
+                to_keeper[x as usize] = s;
+            }
+        }
+    }
     for p in 0..plan.parts.len() {
         let r = plan.part_range(p);
         let docs = r.start as u32..r.end as u32;
         let keeper: Vec<u32> = docs.clone().map(|d| clusters.keeper_of(d)).collect();
+        let similarity: Vec<Option<f32>> = docs
+            .clone()
+            .map(|d| Some(to_keeper[d as usize]).filter(|s| !s.is_nan()))
+            .collect();
         let cluster_id: Vec<Option<u64>> = docs
             .map(|d| clusters.cluster_id(d).map(u64::from))
             .collect();
@@ -544,6 +586,7 @@ fn cluster_task(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
             vec![
                 Column::new("keeper".into(), keeper),
                 Column::new("cluster_id".into(), cluster_id),
+                Column::new("similarity".into(), similarity),
             ],
         )?;
         work.write_parquet(&format!("cluster/p{p:05}.parquet"), &mut df, Vec::new())?;
@@ -564,29 +607,52 @@ fn manifest_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<()> {
     let cl = work.read_parquet(&format!("cluster/p{p:05}.parquet"))?;
     let keeper = u32s(&cl, "keeper", "manifest")?;
     let cluster_id = cl.column("cluster_id").map_err(pe("manifest"))?.clone();
+    let known: Vec<Option<f32>> = cl
+        .column("similarity")
+        .map_err(pe("manifest"))?
+        .as_materialized_series()
+        .rechunk()
+        .f32()
+        .map_err(pe("manifest"))?
+        .iter()
+        .collect();
     let mut rows = crate::stages::manifest::ManifestRows::default();
     // One window of own documents at a time: their ids, and the dropped ones' keepers (ids,
-    // signatures, texts where the similarity is computed exactly).
+    // signatures, and texts where a similarity not known from a verified edge is computed
+    // exactly).
     let start = range.start as u32;
-    for (w, keepers) in keeper.chunks(DOCS_PER_CHUNK as usize).enumerate() {
+    let windows = keeper
+        .chunks(DOCS_PER_CHUNK as usize)
+        .zip(known.chunks(DOCS_PER_CHUNK as usize));
+    for (w, (keepers, known)) in windows.enumerate() {
         let first = start + (w as u64 * DOCS_PER_CHUNK) as u32;
         let own = first..first + keepers.len() as u32;
-        // Similarity to the keeper, computed the way verification would compute it for that pair.
-        let dropped: Vec<(u32, u32)> = own
+        let mut also: Vec<u32> = own.clone().chain(keepers.iter().copied()).collect();
+        also.par_sort_unstable();
+        also.dedup();
+        // Dropped documents with no verified edge to their keeper: similarity computed the way
+        // verification would compute it for that pair.
+        let unknown: Vec<(u32, u32)> = own
             .clone()
             .zip(keepers.iter().copied())
-            .filter(|&(d, kd)| d != kd)
+            .zip(known)
+            .filter(|&((d, kd), s)| d != kd && s.is_none())
+            .map(|(pair, _)| pair)
             .collect();
-        let (fetched, sets) = fetch_for_pairs(work, plan, &dropped, own.clone().collect())?;
-        for (d, &kd) in own.zip(keepers) {
+        let (fetched, sets) = fetch_for_pairs(work, plan, &unknown, also)?;
+        for ((d, &kd), &s) in own.zip(keepers).zip(known) {
             rows.ids.push(fetched.id(d).to_string());
             let (f, r) = plan.locate(d as u64);
             rows.files.push((f.to_string(), r));
             rows.keep.push(d == kd);
             rows.duplicate_of
                 .push((d != kd).then(|| fetched.id(kd).to_string()));
-            rows.similarity
-                .push((d != kd).then(|| verify::similarity(d, kd, &sets, &fetched) as f32));
+            rows.similarity.push((d != kd).then(|| {
+                s.unwrap_or_else(|| {
+                    let exact = exact_check(plan, d, kd, &fetched);
+                    verify::similarity(d, kd, exact, &sets, &fetched) as f32
+                })
+            }));
         }
     }
     let mut df = crate::stages::manifest::manifest_frame(rows, cluster_id)?;

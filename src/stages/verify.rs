@@ -153,17 +153,26 @@ pub fn docs_of_pairs(pairs: &[(u32, u32)], select: impl Fn(u32, u32) -> bool + S
     docs
 }
 
-/// Similarity of two documents: exact when both sets are held, estimated otherwise.
-pub fn similarity(a: u32, b: u32, sets: &ShingleSets, sigs: &impl SigSource) -> f64 {
-    match (sets.get(a), sets.get(b)) {
-        (Some(x), Some(y)) => jaccard(x, y),
-        _ => estimate_jaccard(sigs.sig(a), sigs.sig(b)),
+/// Similarity of a pair: exact Jaccard of the shingle sets when `exact` (the pair needs the exact
+/// check, per [`needs_exact`]; both sets must then be held), the signature estimate otherwise.
+/// Which method applies depends on the pair alone, never on what other sets happen to be held,
+/// so the result does not depend on how pairs are batched into tasks.
+pub fn similarity(a: u32, b: u32, exact: bool, sets: &ShingleSets, sigs: &impl SigSource) -> f64 {
+    match (exact, sets.get(a), sets.get(b)) {
+        (true, Some(x), Some(y)) => jaccard(x, y),
+        (true, _, _) => {
+            debug_assert!(false, "exact check of ({a}, {b}) without both shingle sets");
+            estimate_jaccard(sigs.sig(a), sigs.sig(b))
+        }
+        (false, _, _) => estimate_jaccard(sigs.sig(a), sigs.sig(b)),
     }
 }
 
-/// Keeps the pairs whose similarity is at least `threshold`, in input order.
+/// Keeps the pairs whose similarity is at least `threshold`, in input order; `exact(a, b)` says
+/// which pairs get the exact check (their sets must be in `sets`).
 pub fn verify_pairs(
     pairs: &[(u32, u32)],
+    exact: impl Fn(u32, u32) -> bool + Sync,
     sets: &ShingleSets,
     sigs: &impl SigSource,
     threshold: f64,
@@ -172,7 +181,7 @@ pub fn verify_pairs(
         .par_iter()
         .with_min_len(64)
         .filter_map(|&(a, b)| {
-            let s = similarity(a, b, sets, sigs);
+            let s = similarity(a, b, exact(a, b), sets, sigs);
             (s >= threshold).then_some(Edge {
                 a,
                 b,
@@ -261,20 +270,22 @@ mod tests {
     }
 
     #[test]
-    fn exact_beats_estimate_when_sets_are_held() {
+    fn the_pair_decides_exact_or_estimate() {
         let sigs = Signatures {
             k: 2,
             values: vec![1, 2, 1, 3],
             shingles: vec![4, 4],
         };
         let none = ShingleSets::default();
-        assert_eq!(similarity(0, 1, &none, &sigs), 0.5);
+        assert_eq!(similarity(0, 1, false, &none, &sigs), 0.5);
         let sets = ShingleSets {
             docs: vec![0, 1],
             sets: vec![vec![1, 2, 3, 4], vec![1, 2, 3, 4]],
         };
-        assert_eq!(similarity(0, 1, &sets, &sigs), 1.0);
-        let edges = verify_pairs(&[(0, 1)], &sets, &sigs, 0.8);
+        assert_eq!(similarity(0, 1, true, &sets, &sigs), 1.0);
+        // Held sets are not used for a pair that does not need them.
+        assert_eq!(similarity(0, 1, false, &sets, &sigs), 0.5);
+        let edges = verify_pairs(&[(0, 1)], |_, _| true, &sets, &sigs, 0.8);
         assert_eq!(
             edges,
             vec![Edge {
@@ -283,7 +294,7 @@ mod tests {
                 similarity: 1.0
             }]
         );
-        assert!(verify_pairs(&[(0, 1)], &none, &sigs, 0.8).is_empty());
+        assert!(verify_pairs(&[(0, 1)], |_, _| false, &sets, &sigs, 0.8).is_empty());
     }
 
     #[test]
