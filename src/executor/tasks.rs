@@ -231,6 +231,11 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
     let mut id_hash: Vec<u64> = Vec::with_capacity(count as usize);
     let mut priority: Vec<Option<f64>> = Vec::with_capacity(count as usize);
     let mut read = 0u64;
+    let changed = |read: u64| {
+        Error::Task(format!(
+            "part {p}: the plan counted {count} rows but the shards' row ranges now give {read}: the input changed since the plan was made; plan again"
+        ))
+    };
     let store_err = |name: String| {
         move |e: std::io::Error| Error::Output {
             path: work.location(&name),
@@ -248,7 +253,7 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
                 let base = first + read;
                 read += n as u64;
                 if read > count {
-                    break;
+                    return Err(changed(read));
                 }
                 let mut sigs = Signatures {
                     k,
@@ -307,9 +312,7 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
                     .map_err(store_err(store::sig_name(p)))?;
             }
             if read != count {
-                return Err(Error::Task(format!(
-                    "part {p}: the plan counted {count} rows but the shards now hold {read}: the input changed since the plan was made; plan again"
-                )));
+                return Err(changed(read));
             }
             store.finish().map_err(store_err(store::sig_name(p)))
         })
