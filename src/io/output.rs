@@ -138,9 +138,9 @@ impl OutputDir {
                         fs::create_dir_all(parent).map_err(|e| out_err(&path, e))?;
                     }
                     let f = fs::File::create(&tmp).map_err(|e| out_err(&path, e))?;
-                    let mut w = std::io::BufWriter::new(f);
+                    let mut w = std::io::BufWriter::new(Writeback::new(f));
                     write(&mut w)?;
-                    let f = w.into_inner().map_err(|e| out_err(&path, e.error()))?;
+                    let f = w.into_inner().map_err(|e| out_err(&path, e.error()))?.file;
                     f.sync_all().map_err(|e| out_err(&path, e))?;
                     fs::rename(&tmp, &path).map_err(|e| out_err(&path, e))
                 })();
@@ -241,6 +241,53 @@ fn sweep_stale_tmp(dir: &Path) {
         if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
             let _ = fs::remove_file(&path);
         }
+    }
+}
+
+/// A file writer that starts the kernel's writeback of every [`Writeback::STEP`] bytes as soon as
+/// they are written (`sync_file_range`, without waiting), so the final `fsync` of a large file
+/// finds little left to write instead of stalling the task for the whole file.
+struct Writeback {
+    file: fs::File,
+    written: u64,
+    flushed: u64,
+}
+
+impl Writeback {
+    const STEP: u64 = 16 << 20;
+
+    fn new(file: fs::File) -> Self {
+        Writeback {
+            file,
+            written: 0,
+            flushed: 0,
+        }
+    }
+}
+
+impl Write for Writeback {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.written += n as u64;
+        if self.written - self.flushed >= Self::STEP {
+            use std::os::fd::AsRawFd;
+            // Advisory: an error here only means the final fsync does the work.
+            // SAFETY: the descriptor is open for the life of `self.file`; the call only reads it.
+            unsafe {
+                libc::sync_file_range(
+                    self.file.as_raw_fd(),
+                    self.flushed as libc::off64_t,
+                    (self.written - self.flushed) as libc::off64_t,
+                    libc::SYNC_FILE_RANGE_WRITE,
+                );
+            }
+            self.flushed = self.written;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
     }
 }
 
