@@ -73,8 +73,11 @@ impl OutputDir {
                 use std::os::unix::fs::FileExt;
                 let f = fs::File::open(dir.join(name))
                     .map_err(|e| read_err(&self.location(name), e))?;
+                // Positioned reads share the descriptor, so they run on the worker threads.
+                use rayon::prelude::*;
                 ranges
-                    .iter()
+                    .par_iter()
+                    .with_min_len(64)
                     .map(|r| {
                         let mut buf = vec![0u8; (r.end - r.start) as usize];
                         f.read_exact_at(&mut buf, r.start)

@@ -20,6 +20,7 @@
 
 use std::ops::Range;
 
+use rayon::prelude::*;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::error::{Error, Result};
@@ -268,27 +269,40 @@ pub fn fetch(
             blobs.push(off..off + ilen + t);
         }
         let blob_bytes = work.read_ranges(&text_name(p), &blobs)?;
-        for (r, b) in records.iter().zip(blob_bytes) {
-            let at = 4 * k;
-            let sig: Vec<u32> = (0..k).map(|j| u32_at(r, 4 * j)).collect();
-            let shingles = u32_at(r, at);
-            let tlen = u32_at(r, at + 4);
-            let ilen = u32_at(r, at + 8) as usize;
-            let damaged = || bad("checksum mismatch (damaged file)".into());
-            if b.len() < ilen || check_meta(&sig, shingles, &b[..ilen]) != u64_at(r, at + 20) {
-                return Err(damaged());
-            }
-            let utf8 =
-                |x: &[u8]| String::from_utf8(x.to_vec()).map_err(|_| bad("invalid UTF-8".into()));
-            out.ids.push(utf8(&b[..ilen])?);
-            let text = &b[ilen..];
-            out.texts.push(if tlen == NULL_TEXT || !texts {
-                None
-            } else if xxhash_rust::xxh3::xxh3_64(text) != u64_at(r, at + 28) {
-                return Err(damaged());
-            } else {
-                Some(utf8(text)?)
-            });
+        // Checksums and UTF-8 checks on the worker threads; results kept in document order.
+        let decoded: Vec<Result<(Vec<u32>, u32, String, Option<String>)>> = records
+            .par_iter()
+            .zip(blob_bytes.par_iter())
+            .with_min_len(64)
+            .map(|(r, b)| {
+                let at = 4 * k;
+                let sig: Vec<u32> = (0..k).map(|j| u32_at(r, 4 * j)).collect();
+                let shingles = u32_at(r, at);
+                let tlen = u32_at(r, at + 4);
+                let ilen = u32_at(r, at + 8) as usize;
+                let damaged = || bad("checksum mismatch (damaged file)".into());
+                if b.len() < ilen || check_meta(&sig, shingles, &b[..ilen]) != u64_at(r, at + 20) {
+                    return Err(damaged());
+                }
+                let utf8 = |x: &[u8]| {
+                    String::from_utf8(x.to_vec()).map_err(|_| bad("invalid UTF-8".into()))
+                };
+                let id = utf8(&b[..ilen])?;
+                let text = &b[ilen..];
+                let text = if tlen == NULL_TEXT || !texts {
+                    None
+                } else if xxhash_rust::xxh3::xxh3_64(text) != u64_at(r, at + 28) {
+                    return Err(damaged());
+                } else {
+                    Some(utf8(text)?)
+                };
+                Ok((sig, shingles, id, text))
+            })
+            .collect();
+        for d in decoded {
+            let (sig, shingles, id, text) = d?;
+            out.ids.push(id);
+            out.texts.push(text);
             out.values.extend_from_slice(&sig);
             out.shingles.push(shingles);
         }
