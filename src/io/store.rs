@@ -202,6 +202,9 @@ impl SigSource for Fetched {
     }
 }
 
+/// One document as read back: signature, shingle count, id, text (None if null or not asked for).
+type Record = (Vec<u32>, u32, String, Option<String>);
+
 fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
@@ -270,7 +273,7 @@ pub fn fetch(
         }
         let blob_bytes = work.read_ranges(&text_name(p), &blobs)?;
         // Checksums and UTF-8 checks on the worker threads; results kept in document order.
-        let decoded: Vec<Result<(Vec<u32>, u32, String, Option<String>)>> = records
+        let decoded: Vec<Result<Record>> = records
             .par_iter()
             .zip(blob_bytes.par_iter())
             .with_min_len(64)
