@@ -100,13 +100,18 @@ fn frame(stage: &'static str, columns: Vec<Column>) -> Result<DataFrame> {
     DataFrame::new(h, columns).map_err(pe(stage))
 }
 
-/// A column as a contiguous u32 vector.
-fn u32s(df: &DataFrame, name: &str, stage: &'static str) -> Result<Vec<u32>> {
-    let s = df
+/// A column of a work file as one contiguous series.
+fn series(df: &DataFrame, name: &str, stage: &'static str) -> Result<Series> {
+    Ok(df
         .column(name)
         .map_err(pe(stage))?
         .as_materialized_series()
-        .rechunk();
+        .rechunk())
+}
+
+/// A column as a contiguous u32 vector.
+fn u32s(df: &DataFrame, name: &str, stage: &'static str) -> Result<Vec<u32>> {
+    let s = series(df, name, stage)?;
     Ok(s.u32().map_err(pe(stage))?.into_no_null_iter().collect())
 }
 
@@ -352,11 +357,7 @@ fn candidates_task(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateS
     let mut doc = Vec::new();
     for p in 0..plan.parts.len() {
         let df = work.read_parquet(&band_file(b, r, p))?;
-        let s = df
-            .column("bucket")
-            .map_err(pe("candidates"))?
-            .as_materialized_series()
-            .rechunk();
+        let s = series(&df, "bucket", "candidates")?;
         bucket.extend(s.u64().map_err(pe("candidates"))?.into_no_null_iter());
         doc.extend(u32s(&df, "doc", "candidates")?);
     }
@@ -469,11 +470,7 @@ fn check_unique_ids(work: &OutputDir, plan: &Plan) -> Result<()> {
     let mut hashes: Vec<(u64, u32)> = Vec::with_capacity(plan.documents as usize);
     for p in 0..plan.parts.len() {
         let df = work.read_parquet(&format!("docs/p{p:05}.parquet"))?;
-        let s = df
-            .column("id_hash")
-            .map_err(pe("cluster"))?
-            .as_materialized_series()
-            .rechunk();
+        let s = series(&df, "id_hash", "cluster")?;
         let first = plan.parts[p].0 as u32;
         hashes.extend(
             s.u64()
@@ -559,11 +556,7 @@ fn cluster_task(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
     for p in 0..plan.parts.len() {
         let df = work.read_parquet(&format!("edges/p{p:05}.parquet"))?;
         let (a, b) = (u32s(&df, "a", "cluster")?, u32s(&df, "b", "cluster")?);
-        let sim = df
-            .column("similarity")
-            .map_err(pe("cluster"))?
-            .as_materialized_series()
-            .rechunk();
+        let sim = series(&df, "similarity", "cluster")?;
         let sim = sim.f32().map_err(pe("cluster"))?;
         for ((x, y), s) in a.into_iter().zip(b).zip(sim.into_no_null_iter()) {
             if clusters.keeper_of(y) == x {
@@ -610,11 +603,7 @@ fn manifest_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<()> {
     let cl = work.read_parquet(&format!("cluster/p{p:05}.parquet"))?;
     let keeper = u32s(&cl, "keeper", "manifest")?;
     let cluster_id = cl.column("cluster_id").map_err(pe("manifest"))?.clone();
-    let known: Vec<Option<f32>> = cl
-        .column("similarity")
-        .map_err(pe("manifest"))?
-        .as_materialized_series()
-        .rechunk()
+    let known: Vec<Option<f32>> = series(&cl, "similarity", "manifest")?
         .f32()
         .map_err(pe("manifest"))?
         .iter()
