@@ -35,9 +35,9 @@ pub const FORMAT: u32 = 1;
 /// keys (~700 bytes per document: ~170 MB) but only one chunk of its text at a time.
 pub const DOCS_PER_PART: u64 = 250_000;
 
-/// Rows a signatures task reads and processes at a time: its text memory is one chunk's, not the
-/// part's.
-pub const DOCS_PER_CHUNK: u64 = 16_384;
+/// Rows a signatures task reads and processes at a time: its text memory is three chunks' (one
+/// being read, one computed, one written to the store), not the part's.
+pub const DOCS_PER_CHUNK: u64 = 8_192;
 
 /// Band rows per candidates task when `--bucket-ranges` is not given (~16 bytes each in the sort).
 pub const ROWS_PER_CANDIDATES_TASK: u64 = 32_000_000;

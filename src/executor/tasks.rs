@@ -218,8 +218,9 @@ pub fn require_stage(work: &OutputDir, plan: &Plan, stage: Stage) -> Result<Vec<
 
 /// Signatures task: the part's rows -> signatures, band rows per (band, bucket range), the
 /// document store, and per-document keep data. Rows are read and processed one chunk
-/// ([`DOCS_PER_CHUNK`]) at a time and their texts streamed into the store, so the task holds one
-/// chunk of text plus ~700 bytes per document of the part (signature, band keys, keep data).
+/// ([`DOCS_PER_CHUNK`]) at a time and their texts streamed into the store, so the task holds three
+/// chunks of text (reading, computing, writing) plus ~700 bytes per document of the part
+/// (signature, band keys, keep data).
 fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
     let cfg = &plan.config;
     let (first, count) = plan.parts[p];
@@ -247,79 +248,109 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
             msg: e.to_string(),
         }
     };
+    let chunks = plan.chunks(p, DOCS_PER_CHUNK);
+    let load = |i: usize| chunks.get(i).map(|c| Corpus::load_slices(c, cfg, |_| {}));
     work.write_with(&store::text_name(p), |txt| {
         work.write_with(&store::sig_name(p), |sig| {
             let k = perms.len();
-            let mut store = store::Writer::new(sig, txt, k, first, count)
+            let store = store::Writer::new(sig, txt, k, first, count)
                 .map_err(store_err(store::sig_name(p)))?;
-            for chunk in plan.chunks(p, DOCS_PER_CHUNK) {
-                let corpus = Corpus::load_slices(&chunk, cfg, |_| {})?;
-                let n = corpus.len() as u32;
-                let base = first + read;
-                read += n as u64;
-                if read > count {
+            // Three chunks in flight: the next one is read while this one is computed, and the
+            // previous one is appended to the store by its own thread.
+            std::thread::scope(|scope| {
+                let (tx, rx) =
+                    std::sync::mpsc::sync_channel::<(Signatures, Corpus, Vec<String>)>(0);
+                let writer = scope.spawn(move || {
+                    let mut store = store;
+                    for (sigs, corpus, ids) in rx {
+                        store.append(&sigs, |i| corpus.text(i as u32), |i| &ids[i])?;
+                    }
+                    store.finish()
+                });
+                let mut next = load(0);
+                let mut i = 0;
+                while let Some(corpus) = next.take() {
+                    let corpus = corpus?;
+                    let n = corpus.len() as u32;
+                    let base = first + read;
+                    read += n as u64;
+                    if read > count {
+                        return Err(changed(read));
+                    }
+                    let (sigs, following) = rayon::join(
+                        || {
+                            let mut sigs = Signatures {
+                                k,
+                                ..Signatures::default()
+                            };
+                            for shard in &corpus.shards {
+                                sigs.extend(signature::signature_column(
+                                    &shard.text,
+                                    &perms,
+                                    tokenizer,
+                                    cfg.ngram,
+                                    &|_| {},
+                                ));
+                            }
+                            sigs
+                        },
+                        || load(i + 1),
+                    );
+                    next = following;
+                    i += 1;
+                    for d in 0..n {
+                        let t = corpus.text(d);
+                        text_len.push(t.map_or(0, |t| t.len() as u32));
+                        match t {
+                            None => stats.null_texts += 1,
+                            Some(t) => {
+                                stats.text_bytes += t.len() as u64;
+                                stats.empty_texts += u64::from(sigs.shingles[d as usize] == 0);
+                            }
+                        }
+                    }
+                    for shard in &corpus.shards {
+                        match &shard.priority {
+                            Some(pr) => priority.extend(pr.iter()),
+                            None => priority.extend(std::iter::repeat_n(None, shard.len())),
+                        }
+                    }
+                    // Bucket hashes of every document with shingles, by band and bucket range.
+                    let keys: Vec<Vec<u64>> = (0..n)
+                        .into_par_iter()
+                        .map(|d| {
+                            if sigs.shingles[d as usize] == 0 {
+                                return Vec::new();
+                            }
+                            let sig = sigs.get(d);
+                            (0..bands)
+                                .map(|b| band_key(b, &sig[b * rows..(b + 1) * rows]))
+                                .collect()
+                        })
+                        .collect();
+                    for (d, ks) in keys.iter().enumerate() {
+                        for (b, &key) in ks.iter().enumerate() {
+                            let (bucket, doc) =
+                                &mut band_rows[b * ranges + bucket_range(key, ranges)];
+                            bucket.push(key);
+                            doc.push((base + d as u64) as u32);
+                        }
+                    }
+                    let ids: Vec<String> = (0..n).into_par_iter().map(|d| corpus.id(d)).collect();
+                    id_hash.extend(ids.iter().map(|i| xxhash_rust::xxh3::xxh3_64(i.as_bytes())));
+                    if tx.send((sigs, corpus, ids)).is_err() {
+                        break; // the writer stopped on an error, reported below
+                    }
+                }
+                if read != count {
                     return Err(changed(read));
                 }
-                let mut sigs = Signatures {
-                    k,
-                    ..Signatures::default()
-                };
-                for shard in &corpus.shards {
-                    sigs.extend(signature::signature_column(
-                        &shard.text,
-                        &perms,
-                        tokenizer,
-                        cfg.ngram,
-                        &|_| {},
-                    ));
-                }
-                for d in 0..n {
-                    let t = corpus.text(d);
-                    text_len.push(t.map_or(0, |t| t.len() as u32));
-                    match t {
-                        None => stats.null_texts += 1,
-                        Some(t) => {
-                            stats.text_bytes += t.len() as u64;
-                            stats.empty_texts += u64::from(sigs.shingles[d as usize] == 0);
-                        }
-                    }
-                }
-                for shard in &corpus.shards {
-                    match &shard.priority {
-                        Some(pr) => priority.extend(pr.iter()),
-                        None => priority.extend(std::iter::repeat_n(None, shard.len())),
-                    }
-                }
-                // Bucket hashes of every document with shingles, by band and bucket range.
-                let keys: Vec<Vec<u64>> = (0..n)
-                    .into_par_iter()
-                    .map(|d| {
-                        if sigs.shingles[d as usize] == 0 {
-                            return Vec::new();
-                        }
-                        let sig = sigs.get(d);
-                        (0..bands)
-                            .map(|b| band_key(b, &sig[b * rows..(b + 1) * rows]))
-                            .collect()
-                    })
-                    .collect();
-                for (d, ks) in keys.iter().enumerate() {
-                    for (b, &key) in ks.iter().enumerate() {
-                        let (bucket, doc) = &mut band_rows[b * ranges + bucket_range(key, ranges)];
-                        bucket.push(key);
-                        doc.push((base + d as u64) as u32);
-                    }
-                }
-                let ids: Vec<String> = (0..n).into_par_iter().map(|d| corpus.id(d)).collect();
-                id_hash.extend(ids.iter().map(|i| xxhash_rust::xxh3::xxh3_64(i.as_bytes())));
-                store
-                    .append(&sigs, |i| corpus.text(i as u32), |i| &ids[i])
-                    .map_err(store_err(store::sig_name(p)))?;
-            }
-            if read != count {
-                return Err(changed(read));
-            }
-            store.finish().map_err(store_err(store::sig_name(p)))
+                drop(tx);
+                let written = writer
+                    .join()
+                    .map_err(|_| Error::Task(format!("part {p}: the store writer panicked")))?;
+                written.map_err(store_err(store::sig_name(p)))
+            })
         })
     })?;
 
@@ -376,9 +407,13 @@ fn candidates_task(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateS
     Ok(stats)
 }
 
-/// Window of document `d` for batching: [`DOCS_PER_CHUNK`] consecutive documents.
+/// Documents per window of the verify and manifest tasks: the pairs of one window share one
+/// fetch from the stores and one set of re-shingled documents.
+const WINDOW: u64 = 16_384;
+
+/// Window of document `d` for batching: [`WINDOW`] consecutive documents.
 fn window(d: u32) -> u64 {
-    d as u64 / DOCS_PER_CHUNK
+    d as u64 / WINDOW
 }
 
 /// Whether pair (a, b) gets the exact Jaccard check under the plan's settings.
@@ -614,10 +649,10 @@ fn manifest_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<()> {
     // exactly).
     let start = range.start as u32;
     let windows = keeper
-        .chunks(DOCS_PER_CHUNK as usize)
-        .zip(known.chunks(DOCS_PER_CHUNK as usize));
+        .chunks(WINDOW as usize)
+        .zip(known.chunks(WINDOW as usize));
     for (w, (keepers, known)) in windows.enumerate() {
-        let first = start + (w as u64 * DOCS_PER_CHUNK) as u32;
+        let first = start + (w as u64 * WINDOW) as u32;
         let own = first..first + keepers.len() as u32;
         let mut also: Vec<u32> = own.clone().chain(keepers.iter().copied()).collect();
         also.par_sort_unstable();

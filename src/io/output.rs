@@ -130,7 +130,7 @@ impl OutputDir {
     pub fn write_with(
         &self,
         name: &str,
-        write: impl FnOnce(&mut dyn Write) -> Result<()>,
+        write: impl FnOnce(&mut (dyn Write + Send)) -> Result<()>,
     ) -> Result<()> {
         match self {
             OutputDir::Local(dir) => {
@@ -141,7 +141,7 @@ impl OutputDir {
                         fs::create_dir_all(parent).map_err(|e| out_err(&path, e))?;
                     }
                     let f = fs::File::create(&tmp).map_err(|e| out_err(&path, e))?;
-                    let mut w = std::io::BufWriter::new(Writeback::new(f));
+                    let mut w = std::io::BufWriter::with_capacity(1 << 20, Writeback::new(f));
                     write(&mut w)?;
                     let f = w.into_inner().map_err(|e| out_err(&path, e.error()))?.file;
                     f.sync_all().map_err(|e| out_err(&path, e))?;

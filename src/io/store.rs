@@ -61,8 +61,8 @@ fn check_meta(sig: &[u32], shingles: u32, id: &[u8]) -> u64 {
 /// caller's current chunk is held. [`Writer::finish`] checks that exactly the announced number of
 /// documents was written.
 pub struct Writer<'w> {
-    sig: &'w mut dyn std::io::Write,
-    txt: &'w mut dyn std::io::Write,
+    sig: &'w mut (dyn std::io::Write + Send),
+    txt: &'w mut (dyn std::io::Write + Send),
     k: usize,
     docs: u64,
     written: u64,
@@ -73,8 +73,8 @@ pub struct Writer<'w> {
 impl<'w> Writer<'w> {
     /// Starts a store for `docs` documents from global index `first_doc`, signatures of `k` values.
     pub fn new(
-        sig: &'w mut dyn std::io::Write,
-        txt: &'w mut dyn std::io::Write,
+        sig: &'w mut (dyn std::io::Write + Send),
+        txt: &'w mut (dyn std::io::Write + Send),
         k: usize,
         first_doc: u64,
         docs: u64,
@@ -272,12 +272,13 @@ pub fn fetch(
             blobs.push(off..off + ilen + t);
         }
         let blob_bytes = work.read_ranges(&text_name(p), &blobs)?;
-        // Checksums and UTF-8 checks on the worker threads; results kept in document order.
+        // Checksums and UTF-8 checks on the worker threads; results kept in document order. Each
+        // blob becomes its text without a copy, so the texts are held once.
         let decoded: Vec<Result<Record>> = records
             .par_iter()
-            .zip(blob_bytes.par_iter())
+            .zip(blob_bytes.into_par_iter())
             .with_min_len(64)
-            .map(|(r, b)| {
+            .map(|(r, mut b)| {
                 let at = 4 * k;
                 let sig: Vec<u32> = (0..k).map(|j| u32_at(r, 4 * j)).collect();
                 let shingles = u32_at(r, at);
@@ -287,17 +288,15 @@ pub fn fetch(
                 if b.len() < ilen || check_meta(&sig, shingles, &b[..ilen]) != u64_at(r, at + 20) {
                     return Err(damaged());
                 }
-                let utf8 = |x: &[u8]| {
-                    String::from_utf8(x.to_vec()).map_err(|_| bad("invalid UTF-8".into()))
-                };
-                let id = utf8(&b[..ilen])?;
-                let text = &b[ilen..];
+                let utf8 =
+                    |x: Vec<u8>| String::from_utf8(x).map_err(|_| bad("invalid UTF-8".into()));
+                let id = utf8(b.drain(..ilen).collect())?;
                 let text = if tlen == NULL_TEXT || !texts {
                     None
-                } else if xxhash_rust::xxh3::xxh3_64(text) != u64_at(r, at + 28) {
+                } else if xxhash_rust::xxh3::xxh3_64(&b) != u64_at(r, at + 28) {
                     return Err(damaged());
                 } else {
-                    Some(utf8(text)?)
+                    Some(utf8(b)?)
                 };
                 Ok((sig, shingles, id, text))
             })
