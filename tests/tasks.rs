@@ -52,6 +52,28 @@ fn manifest_is_identical_for_any_threads_and_tasks() {
 }
 
 #[test]
+fn tiny_signature_chunks_give_the_same_manifest() {
+    // Chunks of 7 rows: the pipelined reader/computer/store writer crosses ~60 chunk and 3 shard
+    // boundaries per run.
+    let dir = temp_dir("tasks-chunks");
+    let (glob, _) = three_shards(&dir);
+    let reference = dir.join("ref");
+    run_ok(&glob, &reference, &["--tasks", "2"]);
+    for threads in ["1", "2"] {
+        let out = dir.join(format!("chunks-t{threads}"));
+        let o = bin()
+            .args(["run", "--quiet", "--input", &glob, "--output"])
+            .arg(&out)
+            .args(["--tasks", "2", "--threads", threads])
+            .env("CORPUS_DEDUP_CHUNK_ROWS", "7")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(bytes(&out) == bytes(&reference), "--threads {threads}");
+    }
+}
+
+#[test]
 fn plan_and_tasks_by_hand_give_the_run_manifest() {
     let dir = temp_dir("tasks-by-hand");
     let (glob, _) = three_shards(&dir);

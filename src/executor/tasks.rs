@@ -248,7 +248,13 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
             msg: e.to_string(),
         }
     };
-    let chunks = plan.chunks(p, DOCS_PER_CHUNK);
+    // CORPUS_DEDUP_CHUNK_ROWS overrides the chunk size (tests use tiny chunks to cross many
+    // chunk and shard boundaries); it never changes a result.
+    let chunk_rows = std::env::var("CORPUS_DEDUP_CHUNK_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DOCS_PER_CHUNK);
+    let chunks = plan.chunks(p, chunk_rows);
     let load = |i: usize| chunks.get(i).map(|c| Corpus::load_slices(c, cfg, |_| {}));
     work.write_with(&store::text_name(p), |txt| {
         work.write_with(&store::sig_name(p), |sig| {
