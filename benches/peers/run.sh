@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench-peers: corpus-dedup beside peer tools (PyPI: datasketch, rensa, gaoya) on the same
+# make bench-peers: corpus-dedup beside peer tools (PyPI: datasketch, rensa, gaoya, datatrove) on the same
 # Parquet shards, each pinned to one core, scored by the corpus' own scorer. Writes
 # benches/results/peers.md and prints it. CORPUS defaults to ../shared/corpus/dev-small (it needs
 # the corpus' ground truth files for the quality columns).
@@ -12,7 +12,9 @@ BIN=${CARGO_TARGET_DIR:-$HOME/.cache/corpus-dedup-target}/release/corpus-dedup
 VENV=${PEERS_VENV:-${TMPDIR:-/tmp}/corpus-dedup-peers-venv}
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 # Pinned versions; xxhash<4 because the corpus scorer hashes str tokens.
-"$VENV/bin/pip" install -q datasketch==2.0.0 rensa==0.5.0 gaoya==0.2.2 pyarrow numpy pandas "xxhash<4"
+# datatrove 0.10.1 imports regex and tokenizers without declaring them.
+"$VENV/bin/pip" install -q datasketch==2.0.0 rensa==0.5.0 gaoya==0.2.2 datatrove==0.10.1 regex tokenizers \
+  pyarrow numpy pandas "xxhash<4"
 PY="$VENV/bin/python"
 work=${TMPDIR:-/tmp}/corpus-dedup-peers
 rm -rf "$work"; mkdir -p "$work" benches/results
@@ -25,7 +27,7 @@ out=benches/results/peers.md
   echo "# Peer benchmark ($(date -u +%Y-%m-%d), one pinned core each, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))"
   echo
   echo "Corpus: $CORPUS ($docs docs, $text_bytes bytes of text in $bytes bytes of Parquet). Command: make bench-peers."
-  echo "All tools: 128 permutations, threshold 0.8, word 5-grams, LSH 16x8 (corpus-dedup: 18x7 + exact check)."
+  echo "All tools: 128 permutations, threshold 0.8, word 5-grams, LSH 16x8 (corpus-dedup: 18x7 + exact check; datatrove: bucket matches, no check)."
   echo
   echo "| tool | version | settings | wall s | CPU s | docs/s | MB/s | peak RSS MiB | doc recall | doc precision | recall en | recall zh |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
@@ -51,6 +53,7 @@ row gaoya-words "$(ver gaoya)" "native word 5-grams (CJK runs = 1 word)" "$PY" b
 row rensa "$(ver rensa)" "canonical shingles, RMinHashLSH + est. J" "$PY" benches/peers/run_peer.py rensa "$CORPUS" "$work/rensa"
 row datasketch "$(ver datasketch)" "canonical shingles, MinHashLSH + est. J" "$PY" benches/peers/run_peer.py datasketch "$CORPUS" "$work/datasketch"
 row gaoya-canon "$(ver gaoya)" "canonical shingles (Python analyzer)" "$PY" benches/peers/run_peer.py gaoya-canon "$CORPUS" "$work/gaoya-canon"
+row datatrove "$(ver datatrove)" "own MinHash stages 16x8, canonical tokens, no Jaccard check" "$PY" benches/peers/run_peer.py datatrove "$CORPUS" "$work/datatrove"
 python3 - "$out" <<'PY' >> "$out"
 import re, sys
 rows = [l for l in open(sys.argv[1]) if l.startswith("| ") and not l.startswith("| tool")]

@@ -3,7 +3,7 @@
 (id, keep, cluster_id) that the corpus scorer reads.
 
 usage: run_peer.py TOOL CORPUS_DIR OUT_DIR
-TOOL: datasketch | rensa | gaoya-words | gaoya-canon
+TOOL: datasketch | rensa | gaoya-words | gaoya-canon | datatrove
 
 Settings, as close to corpus-dedup's defaults as each tool allows: 128 permutations, threshold 0.8,
 word 5-gram shingles. All but gaoya-words use the corpus' canonical tokens (NFKC, lowercase,
@@ -11,6 +11,10 @@ punctuation removed, every CJK character a token: ../shared/corpus/tools/canon.p
 same shingles as corpus-dedup; gaoya-words uses gaoya's own native whitespace word 5-grams (fast,
 but a Chinese run without spaces is one word). LSH 16 bands x 8 rows, then each candidate pair is
 checked with the tool's own estimated Jaccard >= 0.8; clusters by union-find, first document kept.
+datatrove runs its own four MinHash stages (signatures, buckets, cluster; 16 buckets x 8 hashes,
+64-bit hashes, one task each) through its LocalPipelineExecutor on the same shards, with the
+canonical tokens as its word tokenizer (after its own text normalisation); it keeps what its
+cluster stage does not list for removal and has no Jaccard check (bucket matches are duplicates).
 """
 import glob, json, os, sys, time
 
@@ -97,6 +101,61 @@ elif tool in ("gaoya-words", "gaoya-canon"):
         for j in hits:
             if j != i:
                 union(i, j)
+elif tool == "datatrove":
+    from loguru import logger
+    logger.remove()  # datatrove logs every step to stderr
+    from datatrove.executor import LocalPipelineExecutor
+    from datatrove.pipeline.dedup.minhash import (MinhashConfig, MinhashDedupBuckets,
+                                                  MinhashDedupCluster, MinhashDedupSignature)
+    from datatrove.pipeline.readers import ParquetReader
+    from datatrove.utils.hashing import HashConfig
+    from datatrove.utils.word_tokenizers import WordTokenizer
+
+    class CanonTokens(WordTokenizer):
+        def word_tokenize(self, text):
+            return canon.tokens(text)
+
+        def sent_tokenize(self, text):
+            return [text]
+
+        def span_tokenize(self, text):
+            return [(0, len(text))]
+
+    cfg = MinhashConfig(hash_config=HashConfig(precision=64), n_grams=5, num_buckets=B,
+                        hashes_per_bucket=R)
+    work = os.path.join(out, "datatrove")
+    reader = ParquetReader(corpus, glob_pattern="shard-*.parquet", text_key="text", id_key="id")
+
+    def stage(name, step, tasks=1):
+        LocalPipelineExecutor(pipeline=step, tasks=tasks, workers=1,
+                              logging_dir=os.path.join(work, "logs", name)).run()
+    stage("signatures", [reader, MinhashDedupSignature(os.path.join(work, "sigs"), config=cfg,
+                                                       language=CanonTokens())])
+    stage("buckets", [MinhashDedupBuckets(os.path.join(work, "sigs"), os.path.join(work, "buckets"),
+                                          config=cfg)], tasks=B)
+    stage("cluster", [MinhashDedupCluster(os.path.join(work, "buckets"), os.path.join(work, "remove"),
+                                          config=cfg, save_cluster_id=True)])
+    # Document indices are positions in the reader's order (documents with empty text skipped).
+    order = [d.id for d in ParquetReader(corpus, glob_pattern="shard-*.parquet", text_key="text",
+                                         id_key="id").run()]
+    pos = {doc_id: i for i, doc_id in enumerate(ids)}
+
+    def u32s(name):
+        path = os.path.join(work, "remove", name)
+        if not os.path.exists(path):
+            return []
+        import array
+        a = array.array("I")
+        a.frombytes(open(path, "rb").read())
+        return list(a)
+    removed = {pos[order[d]] for d in u32s("000000.remove")}
+    c = u32s("000000.clusters")
+    first = {}
+    for d, cid in zip(c[0::2], c[1::2]):
+        i = pos[order[d]]
+        first[cid] = min(first.get(cid, i), i)
+    for d, cid in zip(c[0::2], c[1::2]):
+        union(pos[order[d]], first[cid])
 else:
     sys.exit(f"unknown tool {tool}")
 
