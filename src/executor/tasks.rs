@@ -100,6 +100,16 @@ fn frame(stage: &'static str, columns: Vec<Column>) -> Result<DataFrame> {
     DataFrame::new(h, columns).map_err(pe(stage))
 }
 
+/// Writes `columns` as the work file `name` (Parquet).
+fn write_frame(
+    work: &OutputDir,
+    name: &str,
+    stage: &'static str,
+    columns: Vec<Column>,
+) -> Result<()> {
+    work.write_parquet(name, &mut frame(stage, columns)?, Vec::new())
+}
+
 /// A column of a work file as one contiguous series.
 fn series(df: &DataFrame, name: &str, stage: &'static str) -> Result<Series> {
     Ok(df
@@ -364,18 +374,21 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
         .into_par_iter()
         .enumerate()
         .try_for_each(|(t, (bucket, doc))| {
-            let mut df = frame(
+            write_frame(
+                work,
+                &band_file(t / ranges, t % ranges, p),
                 "signatures",
                 vec![
                     Column::new("bucket".into(), bucket),
                     Column::new("doc".into(), doc),
                 ],
-            )?;
-            work.write_parquet(&band_file(t / ranges, t % ranges, p), &mut df, Vec::new())
+            )
         })?;
 
     // Keep data for the cluster task, and the id hashes for the duplicate-id check.
-    let mut df = frame(
+    write_frame(
+        work,
+        &format!("docs/p{p:05}.parquet"),
         "signatures",
         vec![
             Column::new("text_len".into(), text_len),
@@ -383,7 +396,6 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
             Column::new("priority".into(), priority),
         ],
     )?;
-    work.write_parquet(&format!("docs/p{p:05}.parquet"), &mut df, Vec::new())?;
     Ok(stats)
 }
 
@@ -488,7 +500,9 @@ fn verify_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
     let a: Vec<u32> = edges.iter().map(|e| e.a).collect();
     let b: Vec<u32> = edges.iter().map(|e| e.b).collect();
     let similarity: Vec<f32> = edges.iter().map(|e| e.similarity).collect();
-    let mut df = frame(
+    write_frame(
+        work,
+        &format!("edges/p{p:05}.parquet"),
         "verify",
         vec![
             Column::new("a".into(), a),
@@ -496,7 +510,6 @@ fn verify_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
             Column::new("similarity".into(), similarity),
         ],
     )?;
-    work.write_parquet(&format!("edges/p{p:05}.parquet"), &mut df, Vec::new())?;
     Ok(VerifyStats {
         candidate_pairs: pairs.len() as u64,
         verified_pairs: edges.len() as u64,
@@ -618,7 +631,9 @@ fn cluster_task(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
         let cluster_id: Vec<Option<u64>> = docs
             .map(|d| clusters.cluster_id(d).map(u64::from))
             .collect();
-        let mut df = frame(
+        write_frame(
+            work,
+            &format!("cluster/p{p:05}.parquet"),
             "cluster",
             vec![
                 Column::new("keeper".into(), keeper),
@@ -626,7 +641,6 @@ fn cluster_task(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
                 Column::new("similarity".into(), similarity),
             ],
         )?;
-        work.write_parquet(&format!("cluster/p{p:05}.parquet"), &mut df, Vec::new())?;
     }
     let hist = clusters.size_histogram();
     Ok(ClusterStats {

@@ -182,11 +182,6 @@ impl Fetched {
     pub fn id(&self, doc: u32) -> &str {
         &self.ids[self.index(doc)]
     }
-
-    /// Text length of `doc` in bytes (0 for a null text).
-    pub fn text_len(&self, doc: u32) -> usize {
-        self.text(doc).map_or(0, str::len)
-    }
 }
 
 impl SigSource for Fetched {
