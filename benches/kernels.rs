@@ -14,7 +14,9 @@ use corpus_dedup::lsh::band_key;
 use corpus_dedup::minhash::Permutations;
 use corpus_dedup::stages::{bands, candidates, cluster, signature::Signatures};
 use corpus_dedup::text::normalize::normalize_into;
-use corpus_dedup::text::shingle::{jaccard, ngrams, shingle_hashes, token_hash, Scratch};
+use corpus_dedup::text::shingle::{
+    jaccard, ngrams, shingle_hashes, shingle_key, token_hash, Scratch,
+};
 use corpus_dedup::text::tokenize::tokenize;
 
 fn best<T>(mut f: impl FnMut() -> T) -> (f64, T) {
@@ -139,12 +141,12 @@ fn main() -> anyhow::Result<()> {
     );
 
     let mut scratch = Scratch::default();
-    let shingles: Vec<Vec<u64>> = texts
+    let shingles: Vec<Vec<u32>> = texts
         .iter()
         .map(|t| {
             let mut v = Vec::new();
             shingle_hashes(t, Tokenizer::Chars, 5, &mut scratch, &mut v);
-            v
+            v.iter().map(|&h| shingle_key(h)).collect()
         })
         .collect();
     let total_shingles: usize = shingles.iter().map(Vec::len).sum();
@@ -156,7 +158,7 @@ fn main() -> anyhow::Result<()> {
         }
     });
     row(
-        "MinHash K=128 over shingle hashes",
+        "MinHash K=128 over shingle keys",
         t,
         format!(
             "{:.1} M shingles/s, {:.2} G hash-min/s",
@@ -203,7 +205,7 @@ fn main() -> anyhow::Result<()> {
         format!("{:.1} M rows/s", frame.height() as f64 / t / 1e6),
     );
 
-    let mut sets: Vec<Vec<u64>> = shingles.clone();
+    let mut sets: Vec<Vec<u32>> = shingles.clone();
     for s in &mut sets {
         s.sort_unstable();
         s.dedup();

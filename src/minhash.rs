@@ -1,14 +1,17 @@
 //! MinHash signatures.
 //!
-//! For a set S of 64-bit shingle hashes and K hash functions h_i, the signature is
+//! For a set S of 32-bit shingle keys and K hash functions h_i, the signature is
 //! `sig[i] = min_{x in S} h_i(x)`. For two sets A and B, `P(sig_A[i] = sig_B[i]) = J(A, B)` (the
 //! minimum of the union falls in the intersection), so the fraction of agreeing positions is an
 //! unbiased estimate of the Jaccard similarity with standard error `sqrt(J (1 - J) / K)`
 //! (0.035 at J = 0.8, K = 128).
 //!
 //! The h_i are multiply-add-shift hashes `h_i(x) = (a_i x + b_i mod 2^64) >> 32` with odd random
-//! a_i and random b_i drawn from the seed: a 32-bit value per permutation, two integer operations,
-//! and a loop over i that the compiler vectorises. The input x is already an avalanche-mixed hash.
+//! 64-bit a_i and random 64-bit b_i drawn from the seed: Dietzfelbinger's scheme for 32-bit keys
+//! (strongly universal: any two distinct keys get independent, uniform 32-bit values over the
+//! draw of (a_i, b_i)). The keys are the same 32-bit shingle keys exact verification compares
+//! ([`crate::text::shingle::shingle_key`]). With a 32-bit x the 64-bit product needs two 32 x 32
+//! multiplies (x has no high half), which AVX2 has; the loop over i vectorises.
 //! Invariant: the same seed and K give the same permutations on every platform.
 
 use crate::lsh::mix64;
@@ -47,13 +50,13 @@ impl Permutations {
         self.a.is_empty()
     }
 
-    /// Writes the signature of the shingle set `shingles` into `out` (length K). An empty set
-    /// gives all `u32::MAX`; callers keep empty documents out of LSH.
+    /// Writes the signature of the shingle keys `shingles` (any order, repeats allowed) into `out`
+    /// (length K). An empty set gives all `u32::MAX`; callers keep empty documents out of LSH.
     ///
     /// On x86-64 CPUs with AVX-512 (DQ: 64-bit lane multiplies) or AVX2 the same loop is compiled
     /// for those instructions and chosen at run time; the arithmetic is identical, so the result
     /// does not depend on the CPU.
-    pub fn signature(&self, shingles: &[u64], out: &mut [u32]) {
+    pub fn signature(&self, shingles: &[u32], out: &mut [u32]) {
         assert_eq!(
             out.len(),
             self.a.len(),
@@ -76,10 +79,11 @@ impl Permutations {
 
 /// The MinHash loop: for each shingle, K multiply-add-shift hashes folded into the running minima.
 #[inline(always)]
-fn signature_kernel(a: &[u64], b: &[u64], shingles: &[u64], out: &mut [u32]) {
+fn signature_kernel(a: &[u64], b: &[u64], shingles: &[u32], out: &mut [u32]) {
     out.fill(u32::MAX);
     let (a, b) = (&a[..out.len()], &b[..out.len()]);
     for &x in shingles {
+        let x = u64::from(x);
         for ((o, &ai), &bi) in out.iter_mut().zip(a).zip(b) {
             let v = (ai.wrapping_mul(x).wrapping_add(bi) >> 32) as u32;
             *o = (*o).min(v);
@@ -89,13 +93,13 @@ fn signature_kernel(a: &[u64], b: &[u64], shingles: &[u64], out: &mut [u32]) {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl")]
-unsafe fn signature_avx512(a: &[u64], b: &[u64], shingles: &[u64], out: &mut [u32]) {
+unsafe fn signature_avx512(a: &[u64], b: &[u64], shingles: &[u32], out: &mut [u32]) {
     signature_kernel(a, b, shingles, out)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn signature_avx2(a: &[u64], b: &[u64], shingles: &[u64], out: &mut [u32]) {
+unsafe fn signature_avx2(a: &[u64], b: &[u64], shingles: &[u32], out: &mut [u32]) {
     signature_kernel(a, b, shingles, out)
 }
 
@@ -114,7 +118,7 @@ mod tests {
     use crate::text::shingle::jaccard;
     use proptest::prelude::*;
 
-    fn sig(p: &Permutations, s: &[u64]) -> Vec<u32> {
+    fn sig(p: &Permutations, s: &[u32]) -> Vec<u32> {
         let mut out = vec![0; p.len()];
         p.signature(s, &mut out);
         out
@@ -122,7 +126,7 @@ mod tests {
 
     #[test]
     fn deterministic_and_seeded() {
-        let s: Vec<u64> = (0..100).map(mix64).collect();
+        let s: Vec<u32> = (0..100).map(|i| mix64(i) as u32).collect();
         assert_eq!(
             sig(&Permutations::new(64, 1), &s),
             sig(&Permutations::new(64, 1), &s)
@@ -136,7 +140,7 @@ mod tests {
     #[test]
     fn every_code_path_gives_the_same_signature() {
         let p = Permutations::new(128, 3);
-        let s: Vec<u64> = (0..300).map(mix64).collect();
+        let s: Vec<u32> = (0..300).map(|i| mix64(i) as u32).collect();
         let mut plain = vec![0; 128];
         signature_kernel(&p.a, &p.b, &s, &mut plain);
         assert_eq!(sig(&p, &s), plain);
@@ -145,7 +149,7 @@ mod tests {
     #[test]
     fn identical_sets_agree_everywhere() {
         let p = Permutations::new(128, 7);
-        let s: Vec<u64> = (0..50).map(mix64).collect();
+        let s: Vec<u32> = (0..50).map(|i| mix64(i) as u32).collect();
         assert_eq!(estimate_jaccard(&sig(&p, &s), &sig(&p, &s)), 1.0);
         assert!(sig(&p, &[]).iter().all(|&v| v == u32::MAX));
     }
@@ -166,9 +170,9 @@ mod tests {
             prop_assume!(common + only_a + only_b > 0);
             let k = 256;
             let p = Permutations::new(k, seed);
-            let gen = |off: u64, n: usize| (0..n as u64).map(move |i| mix64(base ^ (off << 40) ^ i));
-            let mut a: Vec<u64> = gen(1, common).chain(gen(2, only_a)).collect();
-            let mut b: Vec<u64> = gen(1, common).chain(gen(3, only_b)).collect();
+            let gen = |off: u64, n: usize| (0..n as u64).map(move |i| mix64(base ^ (off << 40) ^ i) as u32);
+            let mut a: Vec<u32> = gen(1, common).chain(gen(2, only_a)).collect();
+            let mut b: Vec<u32> = gen(1, common).chain(gen(3, only_b)).collect();
             a.sort_unstable(); a.dedup(); b.sort_unstable(); b.dedup();
             let j = jaccard(&a, &b);
             let est = estimate_jaccard(&sig(&p, &a), &sig(&p, &b));

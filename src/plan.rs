@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 use crate::io::input;
 
 /// Plan file format version.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// Documents per part when `--tasks` is not given. A part's tasks hold its signatures and band
 /// keys (~700 bytes per document: ~170 MB) but only one chunk of its text at a time.

@@ -77,7 +77,7 @@ pub fn merge(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_j
         let s: VerifyStats = stats(r);
         ver.candidate_pairs += s.candidate_pairs;
         ver.verified_pairs += s.verified_pairs;
-        ver.documents_reshingled += s.documents_reshingled;
+        ver.documents_exact_sets += s.documents_exact_sets;
     }
     // Distinct pairs: each is counted by the verify task of its first document's part.
     cand.candidate_pairs = ver.candidate_pairs;
@@ -114,7 +114,7 @@ pub fn merge(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_j
         cluster_size_histogram: cl.cluster_size_histogram,
         candidates: cand,
         verified_pairs: ver.verified_pairs,
-        documents_reshingled: ver.documents_reshingled,
+        documents_exact_sets: ver.documents_exact_sets,
         method: Method::Minhash,
         lsh_bands: Some(cfg.bands),
         lsh_rows: Some(cfg.rows),

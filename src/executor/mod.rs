@@ -44,8 +44,9 @@ pub struct Summary {
     pub cluster_size_histogram: std::collections::BTreeMap<String, u64>,
     pub candidates: CandidateStats,
     pub verified_pairs: u64,
-    /// Documents whose exact shingle sets were computed for verification.
-    pub documents_reshingled: u64,
+    /// Documents whose exact shingle sets were used in verification (read from the document
+    /// store; for SimHash, computed from the text).
+    pub documents_exact_sets: u64,
     pub method: Method,
     /// MinHash: LSH bands and rows (null for SimHash).
     pub lsh_bands: Option<usize>,

@@ -53,7 +53,7 @@ pub struct VerifyStats {
     /// Distinct candidate pairs whose first document is in the part.
     pub candidate_pairs: u64,
     pub verified_pairs: u64,
-    pub documents_reshingled: u64,
+    pub documents_exact_sets: u64,
 }
 
 /// Counters of the cluster task.
@@ -227,10 +227,10 @@ pub fn require_stage(work: &OutputDir, plan: &Plan, stage: Stage) -> Result<Vec<
 }
 
 /// Signatures task: the part's rows -> signatures, band rows per (band, bucket range), the
-/// document store, and per-document keep data. Rows are read and processed one chunk
-/// ([`DOCS_PER_CHUNK`]) at a time and their texts streamed into the store, so the task holds three
-/// chunks of text (reading, computing, writing) plus ~700 bytes per document of the part
-/// (signature, band keys, keep data).
+/// document store (signatures, ids, shingle keys), and per-document keep data. Rows are read and
+/// processed one chunk ([`DOCS_PER_CHUNK`]) at a time and their shingle keys streamed into the
+/// store, so the task holds three chunks (one being read, one computed, one written) plus ~700
+/// bytes per document of the part (signature, band keys, keep data).
 fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
     let cfg = &plan.config;
     let (first, count) = plan.parts[p];
@@ -266,20 +266,20 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
         .unwrap_or(DOCS_PER_CHUNK);
     let chunks = plan.chunks(p, chunk_rows);
     let load = |i: usize| chunks.get(i).map(|c| Corpus::load_slices(c, cfg, |_| {}));
-    work.write_with(&store::text_name(p), |txt| {
+    work.write_with(&store::blob_name(p), |blob| {
         work.write_with(&store::sig_name(p), |sig| {
             let k = perms.len();
-            let store = store::Writer::new(sig, txt, k, first, count)
+            let store = store::Writer::new(sig, blob, k, first, count)
                 .map_err(store_err(store::sig_name(p)))?;
             // Three chunks in flight: the next one is read while this one is computed, and the
             // previous one is appended to the store by its own thread.
             std::thread::scope(|scope| {
-                let (tx, rx) =
-                    std::sync::mpsc::sync_channel::<(Signatures, Corpus, Vec<String>)>(0);
+                type Chunk = (Signatures, Vec<Vec<u32>>, Vec<String>);
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(0);
                 let writer = scope.spawn(move || {
                     let mut store = store;
-                    for (sigs, corpus, ids) in rx {
-                        store.append(&sigs, |i| corpus.text(i as u32), |i| &ids[i])?;
+                    for (sigs, keys, ids) in rx {
+                        store.append(&sigs, |i| &keys[i], |i| &ids[i])?;
                     }
                     store.finish()
                 });
@@ -293,22 +293,25 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
                     if read > count {
                         return Err(changed(read));
                     }
-                    let (sigs, following) = rayon::join(
+                    let ((sigs, shingle_keys), following) = rayon::join(
                         || {
                             let mut sigs = Signatures {
                                 k,
                                 ..Signatures::default()
                             };
+                            let mut keys = Vec::with_capacity(n as usize);
                             for shard in &corpus.shards {
-                                sigs.extend(signature::signature_column(
+                                let (s, kk) = signature::signature_column(
                                     &shard.text,
                                     &perms,
                                     tokenizer,
                                     cfg.ngram,
                                     &|_| {},
-                                ));
+                                );
+                                sigs.extend(s);
+                                keys.extend(kk);
                             }
-                            sigs
+                            (sigs, keys)
                         },
                         || load(i + 1),
                     );
@@ -354,7 +357,8 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
                     }
                     let ids: Vec<String> = (0..n).into_par_iter().map(|d| corpus.id(d)).collect();
                     id_hash.extend(ids.iter().map(|i| xxhash_rust::xxh3::xxh3_64(i.as_bytes())));
-                    if tx.send((sigs, corpus, ids)).is_err() {
+                    drop(corpus);
+                    if tx.send((sigs, shingle_keys, ids)).is_err() {
                         break; // the writer stopped on an error, reported below
                     }
                 }
@@ -426,7 +430,7 @@ fn candidates_task(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateS
 }
 
 /// Documents per window of the verify and manifest tasks: the pairs of one window share one
-/// fetch from the stores and one set of re-shingled documents.
+/// fetch of signatures and exact sets from the stores.
 const WINDOW: u64 = 16_384;
 
 /// Window of document `d` for batching: [`WINDOW`] consecutive documents.
@@ -457,13 +461,7 @@ fn fetch_for_pairs(
     docs.dedup();
     let sigs = store::fetch(work, &plan.parts, k, docs, false)?;
     let need = verify::docs_needing_sets(pairs, &sigs, cfg.verify, cfg.threshold, cfg.min_shingles);
-    let texts = store::fetch(work, &plan.parts, k, need.clone(), true)?;
-    let sets = ShingleSets::compute(
-        |d| texts.text(d),
-        need,
-        cfg.effective_tokenizer(),
-        cfg.ngram,
-    );
+    let sets = store::fetch(work, &plan.parts, k, need, true)?.into_sets();
     Ok((sigs, sets))
 }
 
@@ -481,10 +479,10 @@ fn verify_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
     }
     pairs.par_sort_unstable();
     pairs.dedup();
-    // A batch of pairs per window of first documents: one fetch of signatures and texts each, so
+    // A batch of pairs per window of first documents: one fetch of signatures and sets each, so
     // memory follows a batch, not the part.
     let mut edges = Vec::new();
-    let mut reshingled = 0u64;
+    let mut exact_sets = 0u64;
     for batch in pairs.chunk_by(|x, y| window(x.0) == window(y.0)) {
         let (sigs, sets) = fetch_for_pairs(work, plan, batch, Vec::new())?;
         let exact = |a, b| exact_check(plan, a, b, &sigs);
@@ -495,7 +493,7 @@ fn verify_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
             &sigs,
             cfg.threshold,
         ));
-        reshingled += sets.len() as u64;
+        exact_sets += sets.len() as u64;
     }
     let a: Vec<u32> = edges.iter().map(|e| e.a).collect();
     let b: Vec<u32> = edges.iter().map(|e| e.b).collect();
@@ -513,7 +511,7 @@ fn verify_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
     Ok(VerifyStats {
         candidate_pairs: pairs.len() as u64,
         verified_pairs: edges.len() as u64,
-        documents_reshingled: reshingled,
+        documents_exact_sets: exact_sets,
     })
 }
 
@@ -665,7 +663,7 @@ fn manifest_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<()> {
         .collect();
     let mut rows = crate::stages::manifest::ManifestRows::default();
     // One window of own documents at a time: their ids, and the dropped ones' keepers (ids,
-    // signatures, and texts where a similarity not known from a verified edge is computed
+    // signatures, and exact sets where a similarity not known from a verified edge is computed
     // exactly).
     let start = range.start as u32;
     let windows = keeper

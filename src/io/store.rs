@@ -3,20 +3,23 @@
 //!
 //! Two files per part, little-endian:
 //! ```text
-//! store/pNNNNN.sig   header  "CDSTORE2" | k: u32 | docs: u32 | first_doc: u64        (24 bytes)
-//!                    record  signature [u32; k] | shingles: u32 | text_len: u32 | id_len: u32
-//!                            | blob_offset: u64 | check_meta: u64 | check_text: u64  (4k + 36 bytes)
+//! store/pNNNNN.sig   header  "CDSTORE3" | k: u32 | docs: u32 | first_doc: u64        (24 bytes)
+//!                    record  signature [u32; k] | shingles: u32 | id_len: u32
+//!                            | blob_offset: u64 | check_meta: u64 | check_keys: u64  (4k + 32 bytes)
 //!                            ... one per document, in document order ...
-//! store/pNNNNN.txt   id bytes then text bytes of each document, in document order
+//! store/pNNNNN.blob  id bytes then shingle keys ([u32; shingles]) of each document, in order
 //! ```
-//! `text_len = u32::MAX` marks a null text; `blob_offset` is the id's position in the `.txt` file.
-//! `check_meta` is xxh3-64 of the signature, shingle count and id; `check_text` of the text; both
-//! are verified on every read of what they cover, so a damaged file is reported rather than
-//! silently used. Record `i` is at `24 + i * (4k + 36)`: a task reads exactly the documents it
-//! needs (two ranged reads per batch and part), so its memory follows its own pairs, not the
-//! corpus. Both files are appended to chunk by chunk as the signatures task reads its rows (so it
-//! never holds more than a chunk of text), each under a temporary name (or as one object) and
-//! renamed when complete: a file is complete or absent, and both exist before the task's marker.
+//! The keys are the document's shingle keys in text order, repeats kept (see
+//! [`crate::text::shingle::exact_set`]): exact verification sorts the ones it needs instead of
+//! normalising, tokenising and hashing the text again. `blob_offset` is the id's position in the
+//! `.blob` file. `check_meta` is xxh3-64 of the record's first 4k + 4 bytes and the id; `check_keys` of
+//! the key bytes; both are verified on every read of what they cover, so a damaged file is
+//! reported rather than silently used. Record `i` is at `24 + i * (4k + 32)`: a task reads
+//! exactly the documents it needs (two ranged reads per batch and part), so its memory follows
+//! its own pairs, not the corpus. Both files are appended to chunk by chunk as the signatures task
+//! reads its rows (so it never holds more than a chunk of them), each under a temporary name (or
+//! as one object) and renamed when complete: a file is complete or absent, and both exist before
+//! the task's marker.
 
 use std::ops::Range;
 
@@ -26,55 +29,53 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
 use crate::stages::signature::Signatures;
-use crate::stages::verify::SigSource;
+use crate::stages::verify::{ShingleSets, SigSource};
 
-const MAGIC: &[u8; 8] = b"CDSTORE2";
+const MAGIC: &[u8; 8] = b"CDSTORE3";
 const HEADER: u64 = 24;
-const NULL_TEXT: u32 = u32::MAX;
 
 /// Name of part `p`'s signature file (header and records) inside the work directory.
 pub fn sig_name(part: usize) -> String {
     format!("store/p{part:05}.sig")
 }
 
-/// Name of part `p`'s text file (ids and texts) inside the work directory.
-pub fn text_name(part: usize) -> String {
-    format!("store/p{part:05}.txt")
+/// Name of part `p`'s blob file (ids and shingle keys) inside the work directory.
+pub fn blob_name(part: usize) -> String {
+    format!("store/p{part:05}.blob")
 }
 
 fn record_size(k: usize) -> u64 {
-    4 * k as u64 + 36
+    4 * k as u64 + 32
 }
 
-fn check_meta(sig: &[u32], shingles: u32, id: &[u8]) -> u64 {
+/// Checksum of a record's signature and shingle count (`head`: its first 4k + 4 bytes) and id.
+fn check_meta(head: &[u8], id: &[u8]) -> u64 {
     let mut h = Xxh3::new();
-    for v in sig {
-        h.update(&v.to_le_bytes());
-    }
-    h.update(&shingles.to_le_bytes());
+    h.update(head);
     h.update(id);
     h.digest()
 }
 
 /// Writes one part's store as a stream: [`Writer::append`] adds documents in order to the
-/// records (`sig`) and the blob (`txt`); offsets come from the running blob length, so only the
+/// records (`sig`) and the blob (`blob`: ids and keys); offsets come from the running blob length, so only the
 /// caller's current chunk is held. [`Writer::finish`] checks that exactly the announced number of
 /// documents was written.
 pub struct Writer<'w> {
     sig: &'w mut (dyn std::io::Write + Send),
-    txt: &'w mut (dyn std::io::Write + Send),
+    blob: &'w mut (dyn std::io::Write + Send),
     k: usize,
     docs: u64,
     written: u64,
     offset: u64,
     rec: Vec<u8>,
+    keys: Vec<u8>,
 }
 
 impl<'w> Writer<'w> {
     /// Starts a store for `docs` documents from global index `first_doc`, signatures of `k` values.
     pub fn new(
         sig: &'w mut (dyn std::io::Write + Send),
-        txt: &'w mut (dyn std::io::Write + Send),
+        blob: &'w mut (dyn std::io::Write + Send),
         k: usize,
         first_doc: u64,
         docs: u64,
@@ -85,20 +86,21 @@ impl<'w> Writer<'w> {
         sig.write_all(&first_doc.to_le_bytes())?;
         Ok(Writer {
             sig,
-            txt,
+            blob,
             k,
             docs,
             written: 0,
             offset: 0,
             rec: Vec::with_capacity(record_size(k) as usize),
+            keys: Vec::new(),
         })
     }
 
-    /// Appends the documents of `sigs` (local index i), with their texts and ids.
+    /// Appends the documents of `sigs` (local index i), with their shingle keys and ids.
     pub fn append<'a>(
         &mut self,
         sigs: &Signatures,
-        text: impl Fn(usize) -> Option<&'a str>,
+        keys: impl Fn(usize) -> &'a [u32],
         id: impl Fn(usize) -> &'a str,
     ) -> std::io::Result<()> {
         let k = self.k;
@@ -113,8 +115,18 @@ impl<'w> Writer<'w> {
         for i in 0..sigs.len() {
             let sig = &sigs.values[i * k..(i + 1) * k];
             let shingles = sigs.shingles[i];
-            let t = text(i);
-            let tb = t.unwrap_or("").as_bytes();
+            let keys = keys(i);
+            if keys.len() != shingles as usize {
+                return Err(std::io::Error::other(format!(
+                    "document {i} of the chunk has {shingles} shingles but {} keys",
+                    keys.len()
+                )));
+            }
+            let kb = &mut self.keys;
+            kb.clear();
+            for v in keys {
+                kb.extend_from_slice(&v.to_le_bytes());
+            }
             let idb = id(i).as_bytes();
             let rec = &mut self.rec;
             rec.clear();
@@ -122,20 +134,15 @@ impl<'w> Writer<'w> {
                 rec.extend_from_slice(&v.to_le_bytes());
             }
             rec.extend_from_slice(&shingles.to_le_bytes());
-            let tlen = if t.is_some() {
-                tb.len() as u32
-            } else {
-                NULL_TEXT
-            };
-            rec.extend_from_slice(&tlen.to_le_bytes());
+            let meta = check_meta(rec, idb);
             rec.extend_from_slice(&(idb.len() as u32).to_le_bytes());
             rec.extend_from_slice(&self.offset.to_le_bytes());
-            rec.extend_from_slice(&check_meta(sig, shingles, idb).to_le_bytes());
-            rec.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(tb).to_le_bytes());
+            rec.extend_from_slice(&meta.to_le_bytes());
+            rec.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(kb).to_le_bytes());
             self.sig.write_all(rec)?;
-            self.txt.write_all(idb)?;
-            self.txt.write_all(tb)?;
-            self.offset += (idb.len() + tb.len()) as u64;
+            self.blob.write_all(idb)?;
+            self.blob.write_all(kb)?;
+            self.offset += (idb.len() + kb.len()) as u64;
         }
         self.written += sigs.len() as u64;
         Ok(())
@@ -160,7 +167,7 @@ pub struct Fetched {
     docs: Vec<u32>,
     values: Vec<u32>,
     shingles: Vec<u32>,
-    texts: Vec<Option<String>>,
+    sets: Vec<Vec<u32>>,
     ids: Vec<String>,
 }
 
@@ -173,14 +180,14 @@ impl Fetched {
         }
     }
 
-    /// The text of `doc` (None for a null text).
-    pub fn text(&self, doc: u32) -> Option<&str> {
-        self.texts[self.index(doc)].as_deref()
-    }
-
     /// The id of `doc`.
     pub fn id(&self, doc: u32) -> &str {
         &self.ids[self.index(doc)]
+    }
+
+    /// The exact shingle sets of the fetched documents (empty sets unless fetched with sets).
+    pub fn into_sets(self) -> ShingleSets {
+        ShingleSets::new(self.docs, self.sets)
     }
 }
 
@@ -197,8 +204,8 @@ impl SigSource for Fetched {
     }
 }
 
-/// One document as read back: signature, shingle count, id, text (None if null or not asked for).
-type Record = (Vec<u32>, u32, String, Option<String>);
+/// One document as read back: signature, shingle count, id, exact set (empty if not asked for).
+type Record = (Vec<u32>, u32, String, Vec<u32>);
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
@@ -211,14 +218,15 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 }
 
 /// Reads documents `docs` (sorted, unique global indices) from the stores of the parts that hold
-/// them: signatures, shingle counts and ids, and the texts when `texts` is set (otherwise every
-/// text reads as null). `parts[p]` is part p's (first_doc, docs); `k` the signature length.
+/// them: signatures, shingle counts and ids, and, when `sets` is set, their exact shingle sets
+/// (the stored keys sorted and deduplicated). `parts[p]` is part p's (first_doc, docs); `k` the
+/// signature length.
 pub fn fetch(
     work: &OutputDir,
     parts: &[(u64, u64)],
     k: usize,
     docs: Vec<u32>,
-    texts: bool,
+    sets: bool,
 ) -> Result<Fetched> {
     let rs = record_size(k);
     let mut out = Fetched {
@@ -256,19 +264,14 @@ pub fn fetch(
                 return Err(bad("short record".into()));
             }
             let at = 4 * k;
-            let tlen = u32_at(r, at + 4);
-            let ilen = u32_at(r, at + 8) as u64;
-            let off = u64_at(r, at + 12);
-            let t = if tlen == NULL_TEXT || !texts {
-                0
-            } else {
-                tlen as u64
-            };
-            blobs.push(off..off + ilen + t);
+            let keys = if sets { 4 * u32_at(r, at) as u64 } else { 0 };
+            let ilen = u32_at(r, at + 4) as u64;
+            let off = u64_at(r, at + 8);
+            blobs.push(off..off + ilen + keys);
         }
-        let blob_bytes = work.read_ranges(&text_name(p), &blobs)?;
-        // Checksums and UTF-8 checks on the worker threads; results kept in document order. Each
-        // blob becomes its text without a copy, so the texts are held once.
+        let blob_bytes = work.read_ranges(&blob_name(p), &blobs)?;
+        // Checksums, UTF-8 checks and set sorting on the worker threads; results kept in document
+        // order.
         let decoded: Vec<Result<Record>> = records
             .par_iter()
             .zip(blob_bytes.into_par_iter())
@@ -277,29 +280,32 @@ pub fn fetch(
                 let at = 4 * k;
                 let sig: Vec<u32> = (0..k).map(|j| u32_at(r, 4 * j)).collect();
                 let shingles = u32_at(r, at);
-                let tlen = u32_at(r, at + 4);
-                let ilen = u32_at(r, at + 8) as usize;
+                let ilen = u32_at(r, at + 4) as usize;
                 let damaged = || bad("checksum mismatch (damaged file)".into());
-                if b.len() < ilen || check_meta(&sig, shingles, &b[..ilen]) != u64_at(r, at + 20) {
+                if b.len() < ilen || check_meta(&r[..at + 4], &b[..ilen]) != u64_at(r, at + 16) {
                     return Err(damaged());
                 }
-                let utf8 =
-                    |x: Vec<u8>| String::from_utf8(x).map_err(|_| bad("invalid UTF-8".into()));
-                let id = utf8(b.drain(..ilen).collect())?;
-                let text = if tlen == NULL_TEXT || !texts {
-                    None
-                } else if xxhash_rust::xxh3::xxh3_64(&b) != u64_at(r, at + 28) {
-                    return Err(damaged());
-                } else {
-                    Some(utf8(b)?)
-                };
-                Ok((sig, shingles, id, text))
+                let keys = b.split_off(ilen);
+                let id = String::from_utf8(b).map_err(|_| bad("invalid UTF-8 id".into()))?;
+                let mut set = Vec::new();
+                if sets {
+                    if keys.len() != 4 * shingles as usize
+                        || xxhash_rust::xxh3::xxh3_64(&keys) != u64_at(r, at + 24)
+                    {
+                        return Err(damaged());
+                    }
+                    let keys = keys.chunks_exact(4).map(|c| u32_at(c, 0));
+                    set = keys.collect();
+                    set.sort_unstable();
+                    set.dedup();
+                }
+                Ok((sig, shingles, id, set))
             })
             .collect();
         for d in decoded {
-            let (sig, shingles, id, text) = d?;
+            let (sig, shingles, id, set) = d?;
             out.ids.push(id);
-            out.texts.push(text);
+            out.sets.push(set);
             out.values.extend_from_slice(&sig);
             out.shingles.push(shingles);
         }
@@ -319,9 +325,9 @@ mod tests {
         let sigs = Signatures {
             k: 2,
             values: vec![1, 2, 3, 4, 5, 6],
-            shingles: vec![7, 0, 9],
+            shingles: vec![4, 0, 1],
         };
-        let texts = [Some("héllo"), None, Some("")];
+        let keys: [&[u32]; 3] = [&[9, 3, 9, 1], &[], &[7]];
         let ids = ["id0", "id1", "id2"];
         let (mut sig, mut bytes) = (Vec::new(), Vec::new());
         {
@@ -337,40 +343,56 @@ mod tests {
                 values: sigs.values[2..].to_vec(),
                 shingles: sigs.shingles[1..].to_vec(),
             };
-            w.append(&head, |i| texts[i], |i| ids[i]).unwrap();
-            w.append(&tail, |i| texts[i + 1], |i| ids[i + 1]).unwrap();
+            w.append(&head, |i| keys[i], |i| ids[i]).unwrap();
+            w.append(&tail, |i| keys[i + 1], |i| ids[i + 1]).unwrap();
             w.finish().unwrap();
         }
         assert_eq!(&sig[..8], MAGIC);
+        assert_eq!(sig.len() as u64, HEADER + 3 * record_size(2));
+        assert_eq!(bytes.len(), 3 * 3 + 4 * 5);
         work.write_bytes(&sig_name(1), sig).unwrap();
-        work.write_bytes(&text_name(1), bytes.clone()).unwrap();
+        work.write_bytes(&blob_name(1), bytes.clone()).unwrap();
         let parts = [(0, 10), (10, 3)];
         let f = fetch(&work, &parts, 2, vec![10, 11, 12], true).unwrap();
         assert_eq!(f.sig(11), &[3, 4]);
-        assert_eq!(f.shingles(12), 9);
-        assert_eq!(f.text(10), Some("héllo"));
-        assert_eq!(f.text(11), None);
-        assert_eq!(f.text(12), Some(""));
+        assert_eq!(f.shingles(10), 4);
+        assert_eq!(f.shingles(12), 1);
         assert_eq!(f.id(12), "id2");
-        // One flipped text byte is caught.
+        // Sets come back sorted and deduplicated.
+        let sets = f.into_sets();
+        assert_eq!(sets.get(10), Some(&[1, 3, 9][..]));
+        assert_eq!(sets.get(11), Some(&[][..]));
+        assert_eq!(sets.get(12), Some(&[7][..]));
+        // One flipped key byte is caught.
         let mut bad = bytes;
-        let n = bad.len();
-        bad[n - 9] ^= 1; // inside "héllo"
-        work.write_bytes(&text_name(1), bad).unwrap();
+        bad[3 + 5] ^= 1; // inside document 10's keys
+        work.write_bytes(&blob_name(1), bad).unwrap();
         let e = fetch(&work, &parts, 2, vec![10], true)
             .unwrap_err()
             .to_string();
         assert!(e.contains("checksum"), "{e}");
-        // Without texts the (intact) id and signature still read.
+        // Without sets the (intact) id and signature still read.
         assert_eq!(
             fetch(&work, &parts, 2, vec![10], false).unwrap().id(10),
             "id0"
         );
         assert!(fetch(&work, &parts, 2, vec![13], true).is_err());
-        // A writer that gets fewer documents than announced fails at the end.
+        // A writer that gets fewer documents than announced fails at the end, and one whose keys
+        // disagree with the shingle count at once.
         let (mut a, mut b) = (Vec::new(), Vec::new());
         let w = Writer::new(&mut a, &mut b, 2, 0, 1).unwrap();
         assert!(w.finish().is_err());
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        let mut w = Writer::new(&mut a, &mut b, 2, 0, 1).unwrap();
+        assert!(w.append(&head_of(&sigs), |_| &[1, 2], |_| "x").is_err());
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    fn head_of(s: &Signatures) -> Signatures {
+        Signatures {
+            k: s.k,
+            values: s.values[..s.k].to_vec(),
+            shingles: s.shingles[..1].to_vec(),
+        }
     }
 }

@@ -3,15 +3,15 @@
 //! MinHash:
 //! LSH candidates include false positives (pairs below the threshold that collided in one band), so
 //! each pair is checked:
-//! - `Verify::Exact`: exact Jaccard of the two shingle sets. The sets are recomputed for the
-//!   candidate documents only (typically a small share of the corpus), so nothing but the
-//!   signatures is held for the whole corpus. Precision against an exact ground truth is then 1 by
-//!   construction, and recall is only lost in LSH.
+//! - `Verify::Exact`: exact Jaccard of the two shingle sets (of 32-bit shingle keys, see
+//!   [`crate::text::shingle::exact_set`]). The sets are read for the candidate documents only, from
+//!   the keys the signatures stage stored, so nothing but the signatures is held for the whole
+//!   corpus. Precision against an exact ground truth is then 1 (up to a 2^-32 key collision), and
+//!   recall is only lost in LSH.
 //! - `Verify::Auto` (default): the estimate decides a pair when it is more than 3 standard errors
 //!   (`3 sqrt(t (1 - t) / K)`, 0.106 at t = 0.8, K = 128) from the threshold t, where a wrong call
 //!   has probability ~0.1%; pairs inside that band, and pairs with a short document, are checked
-//!   exactly. Most candidates are clear (copies, or chance collisions), so few documents are
-//!   re-shingled.
+//!   exactly. Most candidates are clear (copies, or chance collisions), so few sets are read.
 //! - `Verify::Estimate`: signature agreement (standard error ~0.035 at J = 0.8, K = 128), except for
 //!   pairs where either document has fewer than `min_shingles` shingles: there one differing token
 //!   moves J by a large step, the estimate means little, and the exact check is used.
@@ -23,7 +23,7 @@ use crate::minhash::estimate_jaccard;
 use crate::simhash;
 use crate::stages::fingerprint::Fingerprints;
 use crate::stages::signature::Signatures;
-use crate::text::shingle::{jaccard, shingle_set, Scratch};
+use crate::text::shingle::{exact_set, jaccard, shingle_hashes, Scratch};
 
 /// A verified duplicate pair (a < b) and its similarity.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -56,14 +56,20 @@ impl SigSource for Signatures {
     }
 }
 
-/// Shingle sets of a subset of documents, looked up by document index.
+/// Exact shingle sets (sorted, unique 32-bit keys) of a subset of documents, by document index.
 #[derive(Debug, Default)]
 pub struct ShingleSets {
     docs: Vec<u32>,
-    sets: Vec<Vec<u64>>,
+    sets: Vec<Vec<u32>>,
 }
 
 impl ShingleSets {
+    /// Sets `sets[i]` (each sorted and unique) of documents `docs[i]` (sorted, unique).
+    pub fn new(docs: Vec<u32>, sets: Vec<Vec<u32>>) -> Self {
+        debug_assert_eq!(docs.len(), sets.len());
+        ShingleSets { docs, sets }
+    }
+
     /// Shingles the given documents (sorted, unique) in parallel; `text(doc)` gives their texts.
     pub fn compute<'t>(
         text: impl Fn(u32) -> Option<&'t str> + Sync,
@@ -74,19 +80,23 @@ impl ShingleSets {
         let sets = docs
             .par_iter()
             .with_min_len(8)
-            .map_init(Scratch::default, |scratch, &d| {
-                let mut set = Vec::new();
-                if let Some(t) = text(d) {
-                    shingle_set(t, tokenizer, ngram, scratch, &mut set);
-                }
-                set
-            })
+            .map_init(
+                || (Scratch::default(), Vec::new()),
+                |(scratch, hashes), &d| {
+                    let mut set = Vec::new();
+                    if let Some(t) = text(d) {
+                        shingle_hashes(t, tokenizer, ngram, scratch, hashes);
+                        exact_set(hashes.iter().copied(), &mut set);
+                    }
+                    set
+                },
+            )
             .collect();
         ShingleSets { docs, sets }
     }
 
-    /// The set of `doc`, if it was computed.
-    pub fn get(&self, doc: u32) -> Option<&[u64]> {
+    /// The set of `doc`, if it is held.
+    pub fn get(&self, doc: u32) -> Option<&[u32]> {
         self.docs
             .binary_search(&doc)
             .ok()
