@@ -77,16 +77,42 @@ impl Permutations {
     }
 }
 
-/// The MinHash loop: for each shingle, K multiply-add-shift hashes folded into the running minima.
+/// Permutations per block of the MinHash loop: the block's multipliers, offsets and minima stay in
+/// vector registers while every shingle passes through (16 x u64 a and b are 8 AVX2 registers, the
+/// 16 minima 2), instead of loading and storing all K minima once per shingle.
+const BLOCK: usize = 16;
+
+/// The MinHash loop: for each block of permutations, every shingle's multiply-add-shift hashes
+/// folded into the block's running minima.
 #[inline(always)]
 fn signature_kernel(a: &[u64], b: &[u64], shingles: &[u32], out: &mut [u32]) {
     out.fill(u32::MAX);
     let (a, b) = (&a[..out.len()], &b[..out.len()]);
-    for &x in shingles {
-        let x = u64::from(x);
-        for ((o, &ai), &bi) in out.iter_mut().zip(a).zip(b) {
-            let v = (ai.wrapping_mul(x).wrapping_add(bi) >> 32) as u32;
-            *o = (*o).min(v);
+    let blocks = out
+        .chunks_mut(BLOCK)
+        .zip(a.chunks(BLOCK))
+        .zip(b.chunks(BLOCK));
+    for ((o, a), b) in blocks {
+        match (<&[u64; BLOCK]>::try_from(a), <&[u64; BLOCK]>::try_from(b)) {
+            (Ok(a), Ok(b)) => {
+                let mut m = [u32::MAX; BLOCK];
+                for &x in shingles {
+                    let x = u64::from(x);
+                    for j in 0..BLOCK {
+                        m[j] = m[j].min((a[j].wrapping_mul(x).wrapping_add(b[j]) >> 32) as u32);
+                    }
+                }
+                o.copy_from_slice(&m);
+            }
+            // The last, partial block (K not a multiple of BLOCK).
+            _ => {
+                for &x in shingles {
+                    let x = u64::from(x);
+                    for ((o, &ai), &bi) in o.iter_mut().zip(a).zip(b) {
+                        *o = (*o).min((ai.wrapping_mul(x).wrapping_add(bi) >> 32) as u32);
+                    }
+                }
+            }
         }
     }
 }
@@ -139,11 +165,25 @@ mod tests {
 
     #[test]
     fn every_code_path_gives_the_same_signature() {
-        let p = Permutations::new(128, 3);
         let s: Vec<u32> = (0..300).map(|i| mix64(i) as u32).collect();
-        let mut plain = vec![0; 128];
-        signature_kernel(&p.a, &p.b, &s, &mut plain);
-        assert_eq!(sig(&p, &s), plain);
+        for k in [128, 100, 7] {
+            let p = Permutations::new(k, 3);
+            let mut plain = vec![0; k];
+            signature_kernel(&p.a, &p.b, &s, &mut plain);
+            assert_eq!(sig(&p, &s), plain);
+            // The definition, one permutation at a time.
+            let direct: Vec<u32> = (0..k)
+                .map(|i| {
+                    s.iter()
+                        .map(|&x| {
+                            (p.a[i].wrapping_mul(u64::from(x)).wrapping_add(p.b[i]) >> 32) as u32
+                        })
+                        .min()
+                        .unwrap_or(u32::MAX)
+                })
+                .collect();
+            assert_eq!(plain, direct, "k = {k}");
+        }
     }
 
     #[test]
