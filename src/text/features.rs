@@ -133,8 +133,14 @@ pub fn weighted_features(
 
 /// Drops the features for which `keep(hash)` is false (over-frequent in the corpus), then keeps
 /// the heaviest `top_k` (ties by hash; 0 keeps all). The result stays sorted by hash.
+///
+/// A document whose features are *all* over-frequent (a licence text or a template repeated across
+/// the corpus) keeps them all: with none left it would have no fingerprint and could never be
+/// matched, not even with an exact copy of itself.
 pub fn select_features(feats: &mut Vec<(u64, f32)>, keep: impl Fn(u64) -> bool, top_k: usize) {
-    feats.retain(|&(h, _)| keep(h));
+    if feats.iter().any(|&(h, _)| keep(h)) {
+        feats.retain(|&(h, _)| keep(h));
+    }
     if top_k > 0 && feats.len() > top_k {
         feats.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         feats.truncate(top_k);
@@ -196,6 +202,18 @@ mod tests {
         assert_eq!(top.len(), 2);
         let max = f.iter().map(|x| x.1).fold(0.0, f32::max);
         assert!(top.iter().any(|x| x.1 == max));
+    }
+
+    #[test]
+    fn over_frequent_features_are_dropped_unless_nothing_is_left() {
+        let mut f = vec![(1, 1.0), (2, 2.0), (3, 3.0)];
+        select_features(&mut f, |h| h != 2, 0);
+        assert_eq!(f, vec![(1, 1.0), (3, 3.0)]);
+        // Every feature over-frequent: all are kept.
+        select_features(&mut f, |_| false, 0);
+        assert_eq!(f, vec![(1, 1.0), (3, 3.0)]);
+        select_features(&mut f, |_| false, 1);
+        assert_eq!(f, vec![(3, 3.0)]);
     }
 
     #[test]
