@@ -87,6 +87,12 @@ impl Permutations {
 /// 16 minima 2), instead of loading and storing all K minima once per shingle.
 const BLOCK: usize = 16;
 
+/// Permutation `(a, b)` of key `x`: the top half of `a x + b mod 2^64`.
+#[inline(always)]
+fn permute(a: u64, b: u64, x: u32) -> u32 {
+    (a.wrapping_mul(u64::from(x)).wrapping_add(b) >> 32) as u32
+}
+
 /// The MinHash loop: for each block of permutations, every shingle's multiply-add-shift hashes
 /// folded into the block's running minima.
 #[inline(always)]
@@ -102,9 +108,8 @@ fn signature_kernel(a: &[u64], b: &[u64], shingles: &[u32], out: &mut [u32]) {
             (Ok(a), Ok(b)) => {
                 let mut m = [u32::MAX; BLOCK];
                 for &x in shingles {
-                    let x = u64::from(x);
                     for j in 0..BLOCK {
-                        m[j] = m[j].min((a[j].wrapping_mul(x).wrapping_add(b[j]) >> 32) as u32);
+                        m[j] = m[j].min(permute(a[j], b[j], x));
                     }
                 }
                 o.copy_from_slice(&m);
@@ -112,9 +117,8 @@ fn signature_kernel(a: &[u64], b: &[u64], shingles: &[u32], out: &mut [u32]) {
             // The last, partial block (K not a multiple of BLOCK).
             _ => {
                 for &x in shingles {
-                    let x = u64::from(x);
                     for ((o, &ai), &bi) in o.iter_mut().zip(a).zip(b) {
-                        *o = (*o).min((ai.wrapping_mul(x).wrapping_add(bi) >> 32) as u32);
+                        *o = (*o).min(permute(ai, bi, x));
                     }
                 }
             }

@@ -12,9 +12,9 @@
 //! The keys are the document's shingle keys in text order, repeats kept (see
 //! [`crate::text::shingle::exact_set`]): exact verification sorts the ones it needs instead of
 //! normalising, tokenising and hashing the text again. `blob_offset` is the id's position in the
-//! `.blob` file. `check_meta` is xxh3-64 of the record's first 4k + 4 bytes and the id; `check_keys` of
-//! the key bytes; both are verified on every read of what they cover, so a damaged file is
-//! reported rather than silently used. Record `i` is at `24 + i * (4k + 32)`: a task reads
+//! `.blob` file. `check_meta` is xxh3-64 of the record's first 4k + 4 bytes and the id;
+//! `check_keys` of the key bytes; both are verified on every read of what they cover, so a
+//! damaged file is reported rather than silently used. Record `i` is at `24 + i * (4k + 32)`: a task reads
 //! exactly the documents it needs (two ranged reads per batch and part), so its memory follows
 //! its own pairs, not the corpus. Both files are appended to chunk by chunk as the signatures task
 //! reads its rows (so it never holds more than a chunk of them), each under a temporary name (or
@@ -30,6 +30,7 @@ use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
 use crate::stages::signature::Signatures;
 use crate::stages::verify::{ShingleSets, SigSource};
+use crate::text::shingle::exact_set;
 
 const MAGIC: &[u8; 8] = b"CDSTORE3";
 const HEADER: u64 = 24;
@@ -57,8 +58,8 @@ fn check_meta(head: &[u8], id: &[u8]) -> u64 {
 }
 
 /// Writes one part's store as a stream: [`Writer::append`] adds documents in order to the
-/// records (`sig`) and the blob (`blob`: ids and keys); offsets come from the running blob length, so only the
-/// caller's current chunk is held. [`Writer::finish`] checks that exactly the announced number of
+/// records (`sig`) and the blob (`blob`: ids and keys); offsets come from the running blob
+/// length, so only the caller's current chunk is held. [`Writer::finish`] checks that exactly the announced number of
 /// documents was written.
 pub struct Writer<'w> {
     sig: &'w mut (dyn std::io::Write + Send),
@@ -294,10 +295,8 @@ pub fn fetch(
                     {
                         return Err(damaged());
                     }
-                    let keys = keys.chunks_exact(4).map(|c| u32_at(c, 0));
-                    set = keys.collect();
-                    set.sort_unstable();
-                    set.dedup();
+                    let keys = keys.chunks_exact(4).map(|c| u64::from(u32_at(c, 0)));
+                    exact_set(keys, &mut set);
                 }
                 Ok((sig, shingles, id, set))
             })
