@@ -66,25 +66,35 @@ impl OutputDir {
         }
     }
 
-    /// Reads byte ranges of the file `name`.
+    /// Reads byte ranges of the file `name`. Locally, ranges that lie close together in the
+    /// given order are read with one positioned read per span (see [`spans`]): a task that
+    /// fetches most records of a part makes a few large reads instead of one system call per record.
     pub fn read_ranges(&self, name: &str, ranges: &[std::ops::Range<u64>]) -> Result<Vec<Vec<u8>>> {
         match self {
             OutputDir::Local(dir) => {
                 use std::os::unix::fs::FileExt;
                 let f = fs::File::open(dir.join(name))
                     .map_err(|e| read_err(&self.location(name), e))?;
-                // Positioned reads share the descriptor, so they run on the worker threads.
+                // Positioned reads share the descriptor, so the spans are read on the worker
+                // threads, and each span is cut into its ranges there.
                 use rayon::prelude::*;
-                ranges
-                    .par_iter()
-                    .with_min_len(64)
-                    .map(|r| {
-                        let mut buf = vec![0u8; (r.end - r.start) as usize];
-                        f.read_exact_at(&mut buf, r.start)
-                            .map(|_| buf)
-                            .map_err(|e| read_err(&self.location(name), e))
+                let per_span: Vec<Vec<Vec<u8>>> = spans(ranges)
+                    .into_par_iter()
+                    .map(|span| {
+                        let (lo, hi) = (ranges[span.start].start, ranges[span.end - 1].end);
+                        let mut buf = vec![0u8; (hi - lo) as usize];
+                        f.read_exact_at(&mut buf, lo)
+                            .map_err(|e| read_err(&self.location(name), e))?;
+                        let cut = |r: &std::ops::Range<u64>| {
+                            buf[(r.start - lo) as usize..(r.end - lo) as usize].to_vec()
+                        };
+                        Ok(match span.len() {
+                            1 => vec![buf],
+                            _ => ranges[span].iter().map(cut).collect(),
+                        })
                     })
-                    .collect()
+                    .collect::<Result<_>>()?;
+                Ok(per_span.into_iter().flatten().collect())
             }
             OutputDir::Remote(url) => object::get_ranges(&format!("{url}/{name}"), ranges),
         }
@@ -188,6 +198,32 @@ impl OutputDir {
 /// manifests are byte-identical).
 pub fn parquet_writer<W: Write>(w: W, metadata: Vec<(String, String)>) -> ParquetWriter<W> {
     ParquetWriter::new(w).with_key_value_metadata(Some(KeyValueMetadata::from_static(metadata)))
+}
+
+/// Largest gap between two ranges read with one positioned read, and largest such read.
+const SPAN_GAP: u64 = 4 << 10;
+const SPAN_MAX: u64 = 8 << 20;
+
+/// Splits `ranges` (in the given order) into runs of consecutive indices that are read as one
+/// span: each range starts at or after the previous one's end, at most [`SPAN_GAP`] bytes
+/// later, and the span stays within [`SPAN_MAX`] bytes (a longer single range is its own span).
+/// At most `SPAN_GAP` unwanted bytes are read per range: less than one read call costs.
+fn spans(ranges: &[std::ops::Range<u64>]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..=ranges.len() {
+        let joins = i < ranges.len() && {
+            let (prev, r) = (&ranges[i - 1], &ranges[i]);
+            r.start >= prev.end
+                && r.start - prev.end <= SPAN_GAP
+                && r.end - ranges[start].start <= SPAN_MAX
+        };
+        if !joins {
+            out.push(start..i);
+            start = i;
+        }
+    }
+    out
 }
 
 fn read_err(path: &str, e: impl std::fmt::Display) -> Error {
@@ -336,4 +372,39 @@ pub fn write_parquet_atomic(
         return Err(out_err(path, e));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn close_ranges_share_a_read() {
+        let r = |a: u64, b: u64| a..b;
+        // Adjacent, a small gap, a big gap, overlapping (out of order) and an empty range.
+        let ranges = [
+            r(0, 10),
+            r(10, 20),
+            r(30, 40),
+            r(40 + SPAN_GAP + 1, 50 + SPAN_GAP),
+            r(0, 5),
+            r(5, 5),
+        ];
+        assert_eq!(spans(&ranges), vec![0..3, 3..4, 4..6]);
+        assert!(spans(&[]).is_empty());
+        // A span stops growing at SPAN_MAX.
+        let big = [r(0, SPAN_MAX - 1), r(SPAN_MAX - 1, SPAN_MAX + 1)];
+        assert_eq!(spans(&big), vec![0..1, 1..2]);
+
+        let dir = std::env::temp_dir().join(format!("cd-ranges-{}", std::process::id()));
+        let out = OutputDir::Local(dir.clone());
+        let bytes: Vec<u8> = (0..=255u8).cycle().take(3 * SPAN_GAP as usize).collect();
+        out.write_bytes("f", bytes.clone()).unwrap();
+        let got = out.read_ranges("f", &ranges).unwrap();
+        for (g, r) in got.iter().zip(&ranges) {
+            assert_eq!(g[..], bytes[r.start as usize..r.end as usize]);
+        }
+        assert!(out.read_ranges("f", &[r(0, 4 * SPAN_GAP)]).is_err());
+        let _ = fs::remove_dir_all(dir);
+    }
 }
