@@ -37,49 +37,114 @@ pub fn jieba() -> &'static Jieba {
 
 /// Calls `emit` for each token of normalised `text` (whose only whitespace is ' '), in order.
 pub fn tokenize<'a>(text: &'a str, tokenizer: Tokenizer, mut emit: impl FnMut(&'a str)) {
-    let mut word = |w: &'a str| {
-        if tokenizer == Tokenizer::Words || w.is_ascii() {
+    for_each_word(text.as_bytes(), |start, end, ascii| {
+        // A space is one byte, so both ends are char boundaries.
+        let w = &text[start..end];
+        if ascii || tokenizer == Tokenizer::Words {
             emit(w);
         } else {
             split_cjk(w, tokenizer, &mut emit);
         }
-    };
-    let mut start = 0;
-    for_each_space(text.as_bytes(), |i| {
-        if start < i {
-            word(&text[start..i]); // a space is one byte, so both ends are char boundaries
-        }
-        start = i + 1;
     });
-    if start < text.len() {
-        word(&text[start..]);
+}
+
+/// Calls `f(start, end, ascii)` for every maximal run `bytes[start..end]` of non-space bytes, in
+/// order; `ascii` says whether the run is all ASCII (so the caller need not scan it again).
+///
+/// Both searches look at a chunk of bytes at once and turn it into two bit masks, one bit per
+/// byte: spaces, and bytes with the high bit set (non-ASCII). Words are the gaps between space
+/// bits; a word is ASCII when no high bit falls inside it. With AVX2 a chunk is 32 bytes
+/// (`vpcmpeqb` + `vpmovmskb`); otherwise 8 bytes in a u64 (SWAR: a byte equal to 0x20 becomes 0
+/// after XOR, and `((x & 0x7f..) + 0x7f..) | x` has its high bit clear exactly in the zero bytes,
+/// no carry crossing bytes), with the mask bit of byte j at bit 8j + 7.
+#[inline]
+pub fn for_each_word(bytes: &[u8], mut f: impl FnMut(usize, usize, bool)) {
+    let mut st = WordState::default();
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is available (checked above).
+        done = unsafe { avx2::chunks(bytes, &mut st, &mut f) };
+    }
+    let chunks = bytes[done..].chunks_exact(8);
+    for (c, chunk) in chunks.enumerate() {
+        const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let x = w ^ 0x2020_2020_2020_2020;
+        let spaces = !(((x & LO7) + LO7) | x | LO7);
+        st.chunk(done + c * 8, spaces, w & !LO7, 3, &mut f);
+    }
+    let tail = done + (bytes.len() - done) / 8 * 8;
+    for (i, &b) in bytes[tail..].iter().enumerate() {
+        st.chunk(tail + i, u64::from(b == b' '), u64::from(b >> 7), 0, &mut f);
+    }
+    if st.start < bytes.len() {
+        f(st.start, bytes.len(), !st.non_ascii);
     }
 }
 
-/// Calls `f` with the index of every b' ' in `bytes`, in order. Eight bytes at a time (SWAR): a
-/// byte equal to 0x20 becomes 0 after XOR, and `((x & 0x7f..) + 0x7f..) | x` has its high bit
-/// clear exactly in the zero bytes (no carry crosses bytes), so the set bits of the inverted mask
-/// are the spaces.
-#[inline]
-fn for_each_space(bytes: &[u8], mut f: impl FnMut(usize)) {
-    const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    let chunks = bytes.chunks_exact(8);
-    let tail = chunks.remainder();
-    for (c, chunk) in chunks.enumerate() {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let x = u64::from_le_bytes(word) ^ 0x2020_2020_2020_2020;
-        let mut zero = !(((x & LO7) + LO7) | x | LO7);
-        while zero != 0 {
-            f(c * 8 + (zero.trailing_zeros() / 8) as usize);
-            zero &= zero - 1;
+/// The word being scanned: where it starts, and whether a non-ASCII byte was seen in it.
+#[derive(Default)]
+struct WordState {
+    start: usize,
+    non_ascii: bool,
+}
+
+impl WordState {
+    /// Takes one chunk starting at byte `base`: `spaces` and `high` have the bit of byte j at
+    /// position `(j << shift) + (1 << shift) - 1` (shift 3 for SWAR, 0 for one bit per byte).
+    #[inline(always)]
+    fn chunk(
+        &mut self,
+        base: usize,
+        mut spaces: u64,
+        mut high: u64,
+        shift: u32,
+        f: &mut impl FnMut(usize, usize, bool),
+    ) {
+        while spaces != 0 {
+            let b = spaces.trailing_zeros();
+            let pos = base + (b >> shift) as usize;
+            let below = (1u64 << b) - 1;
+            let ascii = !self.non_ascii && high & below == 0;
+            if self.start < pos {
+                f(self.start, pos, ascii);
+            }
+            self.start = pos + 1;
+            self.non_ascii = false;
+            high &= !(below | (1u64 << b));
+            spaces &= spaces - 1;
         }
+        self.non_ascii |= high != 0;
     }
-    let base = bytes.len() - tail.len();
-    for (i, &b) in tail.iter().enumerate() {
-        if b == b' ' {
-            f(base + i);
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::WordState;
+    use std::arch::x86_64::*;
+
+    /// Scans the whole 32-byte chunks of `bytes`; returns how many bytes were scanned.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn chunks(
+        bytes: &[u8],
+        st: &mut WordState,
+        f: &mut impl FnMut(usize, usize, bool),
+    ) -> usize {
+        let space = _mm256_set1_epi8(b' ' as i8);
+        let n = bytes.len() / 32 * 32;
+        let mut i = 0;
+        while i < n {
+            // SAFETY: i + 32 <= bytes.len(); unaligned load.
+            let v = unsafe { _mm256_loadu_si256(bytes.as_ptr().add(i) as *const __m256i) };
+            let spaces = _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, space)) as u32;
+            let high = _mm256_movemask_epi8(v) as u32;
+            st.chunk(i, u64::from(spaces), u64::from(high), 0, f);
+            i += 32;
         }
+        n
     }
 }
 
@@ -187,8 +252,28 @@ mod tests {
         assert_eq!(toks("カナ한국", Tokenizer::Jieba), ["カ", "ナ", "한", "국"]);
     }
 
+    fn words(bytes: &[u8]) -> Vec<(usize, usize, bool)> {
+        let mut found = Vec::new();
+        for_each_word(bytes, |a, b, ascii| found.push((a, b, ascii)));
+        found
+    }
+
+    fn naive_words(bytes: &[u8]) -> Vec<(usize, usize, bool)> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        for i in 0..=bytes.len() {
+            if i == bytes.len() || bytes[i] == b' ' {
+                if start < i {
+                    out.push((start, i, bytes[start..i].is_ascii()));
+                }
+                start = i + 1;
+            }
+        }
+        out
+    }
+
     #[test]
-    fn space_search_finds_every_space() {
+    fn word_search_finds_every_word() {
         for text in [
             "",
             " ",
@@ -198,32 +283,37 @@ mod tests {
             "x\u{a0}y z",
             "éé é 中文 a",
         ] {
-            let mut found = Vec::new();
-            for_each_space(text.as_bytes(), |i| found.push(i));
-            let want: Vec<usize> = text
-                .bytes()
-                .enumerate()
-                .filter(|&(_, b)| b == b' ')
-                .map(|(i, _)| i)
-                .collect();
-            assert_eq!(found, want, "{text:?}");
+            assert_eq!(
+                words(text.as_bytes()),
+                naive_words(text.as_bytes()),
+                "{text:?}"
+            );
         }
-        // Every byte value next to spaces, at every offset in a chunk.
-        for off in 0..16 {
+        // Every byte value next to spaces, at every offset of a 32-byte chunk, on both sides of
+        // chunk ends (and in the scalar tail).
+        for off in 0..70 {
             for b in 0..=255u8 {
-                let mut bytes = vec![b'x'; 24];
+                let mut bytes = vec![b'x'; 75];
                 bytes[off] = b;
                 bytes[off + 1] = b' ';
-                let mut found = Vec::new();
-                for_each_space(&bytes, |i| found.push(i));
-                let want: Vec<usize> = bytes
-                    .iter()
-                    .enumerate()
-                    .filter(|&(_, &c)| c == b' ')
-                    .map(|(i, _)| i)
-                    .collect();
-                assert_eq!(found, want);
+                assert_eq!(words(&bytes), naive_words(&bytes));
             }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 512,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(7),
+            failure_persistence: None,
+            ..Default::default()
+        })]
+        /// The chunked word search agrees with a byte-by-byte one on any mix of spaces, ASCII
+        /// and high bytes, at any length.
+        #[test]
+        fn word_search_agrees(bytes in proptest::collection::vec(
+            proptest::sample::select(vec![b' ', b' ', b'a', b'z', 0x80, 0xe4, 0xff]), 0..200)) {
+            proptest::prop_assert_eq!(words(&bytes), naive_words(&bytes));
         }
     }
 
