@@ -1,7 +1,7 @@
 //! Stage 3, candidates: (band, bucket, doc) rows -> candidate document pairs.
 //!
-//! Documents sharing a (band, bucket) are candidates. Grouping the rows by (band, bucket) (a polars
-//! sort, then one pass over the runs) collects each bucket's members;
+//! Documents sharing a (band, bucket) are candidates. Grouping the rows by (band, bucket) (a
+//! sort of (band, bucket, doc) rows, then one pass over the runs) collects each bucket's members;
 //! a bucket of m <= `max_bucket_pairs` members yields all m(m-1)/2 pairs, a larger one (templated
 //! pages, boilerplate) links every member to its first member only: m - 1 pairs. Star links give
 //! the same connected components as all pairs *when the links verify*; members that only resemble
@@ -49,37 +49,38 @@ pub fn candidate_pairs(
         source,
     };
     // Group by sorting: rows ordered by (band, bucket, doc), so each bucket is a run of rows with
-    // its members ascending. Measured at 1M documents (18M rows, 2 threads): 5.6 s and 3.4 GB
-    // process peak, against 3.8 s and 4.7 GB for a hash group-by with list aggregation, which
-    // allocates per group although nearly every group is a singleton.
-    let sorted = bands
-        .lazy()
-        .sort_by_exprs(
-            [col("band"), col("bucket"), col("doc")],
-            SortMultipleOptions::default(),
-        )
-        .collect()
-        .map_err(pe)?;
-    let column = |name: &str| {
-        sorted
-            .column(name)
-            .map_err(pe)
-            .map(|c| c.as_materialized_series().rechunk())
+    // its members ascending. The three columns are zipped into (band, bucket, doc) tuples and
+    // sorted in place (rayon's unstable sort): 16 bytes per row and no per-group allocation.
+    // Measured on dev-small (360k rows): 0.023 s against 0.11-0.12 s for polars' multi-column `sort_by_exprs`,
+    // which compares rows column by column through dynamic dispatch; a hash group-by with list
+    // aggregation was slower still and took 40% more memory at 1M documents.
+    let mut rows: Vec<(u32, u64, u32)> = {
+        let column = |name: &str| {
+            bands
+                .column(name)
+                .map_err(pe)
+                .map(|c| c.as_materialized_series().rechunk())
+        };
+        let (band_s, bucket_s, doc_s) = (column("band")?, column("bucket")?, column("doc")?);
+        let band = band_s.u32().map_err(pe)?.cont_slice().map_err(pe)?;
+        let bucket = bucket_s.u64().map_err(pe)?.cont_slice().map_err(pe)?;
+        let doc = doc_s.u32().map_err(pe)?.cont_slice().map_err(pe)?;
+        (0..doc.len())
+            .map(|i| (band[i], bucket[i], doc[i]))
+            .collect()
     };
-    let (band_s, bucket_s, doc_s) = (column("band")?, column("bucket")?, column("doc")?);
-    let band = band_s.u32().map_err(pe)?.cont_slice().map_err(pe)?;
-    let bucket = bucket_s.u64().map_err(pe)?.cont_slice().map_err(pe)?;
-    let doc = doc_s.u32().map_err(pe)?.cont_slice().map_err(pe)?;
+    drop(bands);
+    rows.par_sort_unstable();
+    let doc: Vec<u32> = rows.iter().map(|r| r.2).collect();
     let mut members: Vec<&[u32]> = Vec::new();
     let mut start = 0;
-    for i in 1..=doc.len() {
-        if i == doc.len() || band[i] != band[start] || bucket[i] != bucket[start] {
-            if i - start > 1 {
-                members.push(&doc[start..i]);
-            }
-            start = i;
+    for run in rows.chunk_by(|x, y| (x.0, x.1) == (y.0, y.1)) {
+        if run.len() > 1 {
+            members.push(&doc[start..start + run.len()]);
         }
+        start += run.len();
     }
+    drop(rows);
     let mut stats = CandidateStats {
         shared_buckets: members.len() as u64,
         largest_bucket: members.iter().map(|m| m.len() as u64).max().unwrap_or(0),
