@@ -22,7 +22,7 @@ use crate::config::Tokenizer;
 use crate::lsh::mix64;
 use crate::text::normalize::normalize_into;
 use crate::text::shingle::token_hash;
-use crate::text::tokenize::{is_han, jieba, tokenize};
+use crate::text::tokenize::{is_han, jieba, tokenize_marked};
 
 fn tfidf() -> &'static TfIdf {
     static T: OnceLock<TfIdf> = OnceLock::new();
@@ -52,29 +52,35 @@ fn stop_hashes() -> &'static ahash::AHashSet<u64> {
 
 /// IDF of one token whose hash is `h` (0 for stop words and single Han characters).
 pub fn idf(token: &str, h: u64) -> f32 {
-    if token.is_ascii() || !token.chars().all(is_han) {
+    let han = !token.is_ascii() && token.chars().all(is_han);
+    IDF_CACHE.with(|c| token_idf(token, h, han, &mut c.borrow_mut()))
+}
+
+/// [`idf`] for a token already known to be (`han`) or not to be a word of Han characters only,
+/// with the calling thread's cache at hand.
+fn token_idf(token: &str, h: u64, han: bool, cache: &mut AHashMap<u64, f32>) -> f32 {
+    if !han {
         return if stop_hashes().contains(&h) {
             0.0
         } else {
             median_idf()
         };
     }
-    if token.chars().nth(1).is_none() {
+    // Han characters are all in the Basic Multilingual Plane: one character is 3 UTF-8 bytes.
+    if token.len() <= 3 {
         return 0.0;
     }
-    IDF_CACHE.with(|c| {
-        if let Some(&v) = c.borrow().get(&h) {
-            return v;
-        }
-        let kw = tfidf().extract_keywords(jieba(), token, 1, vec![]);
-        let v = match kw.first() {
-            Some(k) if k.keyword == token => k.weight as f32,
-            Some(_) => median_idf(), // jieba segments it differently on its own: treat as unknown
-            None => 0.0,             // a stop word
-        };
-        c.borrow_mut().insert(h, v);
-        v
-    })
+    if let Some(&v) = cache.get(&h) {
+        return v;
+    }
+    let kw = tfidf().extract_keywords(jieba(), token, 1, vec![]);
+    let v = match kw.first() {
+        Some(k) if k.keyword == token => k.weight as f32,
+        Some(_) => median_idf(), // jieba segments it differently on its own: treat as unknown
+        None => 0.0,             // a stop word
+    };
+    cache.insert(h, v);
+    v
 }
 
 /// Reusable buffers.
@@ -99,9 +105,12 @@ pub fn weighted_features(
     normalize_into(text, &mut scratch.norm);
     let toks = &mut scratch.tokens;
     toks.clear();
-    tokenize(&scratch.norm, Tokenizer::Jieba, |t| {
-        let h = token_hash(t);
-        toks.push((h, idf(t, h)));
+    IDF_CACHE.with(|c| {
+        let cache = &mut *c.borrow_mut();
+        tokenize_marked(&scratch.norm, Tokenizer::Jieba, |t, han| {
+            let h = token_hash(t);
+            toks.push((h, token_idf(t, h, han, cache)));
+        });
     });
     let n = ngram.max(1);
     if n > 1 {

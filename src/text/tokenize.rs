@@ -37,11 +37,22 @@ pub fn jieba() -> &'static Jieba {
 
 /// Calls `emit` for each token of normalised `text` (whose only whitespace is ' '), in order.
 pub fn tokenize<'a>(text: &'a str, tokenizer: Tokenizer, mut emit: impl FnMut(&'a str)) {
+    tokenize_marked(text, tokenizer, |t, _| emit(t));
+}
+
+/// [`tokenize`], also telling for each token whether it is a word jieba segmented from a run of
+/// Han characters (true only with the `Jieba` tokenizer): exactly the tokens made of Han
+/// characters only.
+pub fn tokenize_marked<'a>(
+    text: &'a str,
+    tokenizer: Tokenizer,
+    mut emit: impl FnMut(&'a str, bool),
+) {
     for_each_word(text.as_bytes(), |start, end, ascii| {
         // A space is one byte, so both ends are char boundaries.
         let w = &text[start..end];
         if ascii || tokenizer == Tokenizer::Words {
-            emit(w);
+            emit(w, false);
         } else {
             split_cjk(w, tokenizer, &mut emit);
         }
@@ -149,7 +160,7 @@ mod avx2 {
 }
 
 /// Splits one whitespace-free word into non-CJK runs and CJK tokens.
-fn split_cjk<'a>(word: &'a str, tokenizer: Tokenizer, emit: &mut impl FnMut(&'a str)) {
+fn split_cjk<'a>(word: &'a str, tokenizer: Tokenizer, emit: &mut impl FnMut(&'a str, bool)) {
     let use_jieba = tokenizer == Tokenizer::Jieba;
     let mut start = 0; // start of the pending non-CJK run
     let mut iter = word.char_indices().peekable();
@@ -158,7 +169,7 @@ fn split_cjk<'a>(word: &'a str, tokenizer: Tokenizer, emit: &mut impl FnMut(&'a 
             continue;
         }
         if start < i {
-            emit(&word[start..i]);
+            emit(&word[start..i], false);
         }
         if use_jieba && is_han(c) {
             let mut end = i + c.len_utf8();
@@ -170,17 +181,17 @@ fn split_cjk<'a>(word: &'a str, tokenizer: Tokenizer, emit: &mut impl FnMut(&'a 
                 iter.next();
             }
             for w in jieba().cut(&word[i..end], false) {
-                emit(w.word);
+                emit(w.word, true);
             }
             start = end;
         } else {
             let end = i + c.len_utf8();
-            emit(&word[i..end]);
+            emit(&word[i..end], false);
             start = end;
         }
     }
     if start < word.len() {
-        emit(&word[start..]);
+        emit(&word[start..], false);
     }
 }
 
