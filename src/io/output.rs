@@ -196,8 +196,15 @@ impl OutputDir {
 
 /// The one Parquet writer configuration used for every output (so local and object-store
 /// manifests are byte-identical).
+///
+/// Columns are encoded on the calling thread (`set_parallel(false)`): tasks write several files
+/// at once from rayon's workers, and handing each file's columns to polars' own thread pool made
+/// the writes queue behind one another (18 band files of 100k rows: 45-105 ms each, against
+/// ~10 ms each when encoded in place).
 pub fn parquet_writer<W: Write>(w: W, metadata: Vec<(String, String)>) -> ParquetWriter<W> {
-    ParquetWriter::new(w).with_key_value_metadata(Some(KeyValueMetadata::from_static(metadata)))
+    ParquetWriter::new(w)
+        .set_parallel(false)
+        .with_key_value_metadata(Some(KeyValueMetadata::from_static(metadata)))
 }
 
 /// Largest gap between two ranges read with one positioned read, and largest such read.
