@@ -68,7 +68,8 @@ impl OutputDir {
 
     /// Reads byte ranges of the file `name`. Locally, ranges that lie close together in the
     /// given order are read with one positioned read per span (see [`spans`]): a task that
-    /// fetches most records of a part makes a few large reads instead of one system call per record.
+    /// fetches most records of a part makes a few large reads instead of one system call per
+    /// record.
     pub fn read_ranges(&self, name: &str, ranges: &[std::ops::Range<u64>]) -> Result<Vec<Vec<u8>>> {
         match self {
             OutputDir::Local(dir) => {
