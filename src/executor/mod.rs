@@ -44,8 +44,9 @@ pub struct Summary {
     pub cluster_size_histogram: std::collections::BTreeMap<String, u64>,
     pub candidates: CandidateStats,
     pub verified_pairs: u64,
-    /// Documents whose exact shingle sets were used in verification (read from the document
-    /// store; for SimHash, computed from the text).
+    /// Exact shingle sets read from the document store by verification (a verify task keeps
+    /// sets for its later windows within a budget, so a document is usually read once); for
+    /// SimHash, the sets computed from the text.
     pub documents_exact_sets: u64,
     pub method: Method,
     /// MinHash: LSH bands and rows (null for SimHash).

@@ -446,13 +446,15 @@ fn exact_check(plan: &Plan, a: u32, b: u32, sigs: &store::Fetched) -> bool {
 
 /// What comparing `pairs` needs from the stores: signatures and ids of their documents and of
 /// `also`, and the shingle sets of the documents of pairs that need exact Jaccard (per
-/// [`verify::docs_needing_sets`]).
+/// [`verify::docs_needing_sets`]). Sets found in `held` are moved out of it instead of being
+/// read again; the third value counts the sets read from the stores.
 fn fetch_for_pairs(
     work: &OutputDir,
     plan: &Plan,
     pairs: &[(u32, u32)],
     also: Vec<u32>,
-) -> Result<(store::Fetched, ShingleSets)> {
+    held: &mut ShingleSets,
+) -> Result<(store::Fetched, ShingleSets, u64)> {
     let cfg = &plan.config;
     let k = cfg.num_perm;
     let mut docs = verify::docs_of_pairs(pairs, |_, _| true);
@@ -461,9 +463,17 @@ fn fetch_for_pairs(
     docs.dedup();
     let sigs = store::fetch(work, &plan.parts, k, docs, false)?;
     let need = verify::docs_needing_sets(pairs, &sigs, cfg.verify, cfg.threshold, cfg.min_shingles);
-    let sets = store::fetch(work, &plan.parts, k, need, true)?.into_sets();
-    Ok((sigs, sets))
+    let (reused, missing) = held.take(&need);
+    let read = missing.len() as u64;
+    let sets = store::fetch(work, &plan.parts, k, missing, true)?.into_sets();
+    Ok((sigs, reused.merge(sets), read))
 }
+
+/// Shingle keys a verify task keeps between windows: the sets of documents in later windows,
+/// lowest first (their pairs come next), up to this many keys (64 MiB). Measured at 100k
+/// documents: 51,905 set reads instead of 80,269 (each document that needs a set read once),
+/// verify 1.53-1.73 -> 1.40-1.73 s, same peak RSS.
+const CARRY_KEYS: usize = 16 << 20;
 
 /// Verify task: the distinct candidate pairs whose first document is in the part -> edges.
 fn verify_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
@@ -483,8 +493,9 @@ fn verify_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
     // memory follows a batch, not the part.
     let mut edges = Vec::new();
     let mut exact_sets = 0u64;
+    let mut carry = ShingleSets::default();
     for batch in pairs.chunk_by(|x, y| window(x.0) == window(y.0)) {
-        let (sigs, sets) = fetch_for_pairs(work, plan, batch, Vec::new())?;
+        let (sigs, sets, read) = fetch_for_pairs(work, plan, batch, Vec::new(), &mut carry)?;
         let exact = |a, b| exact_check(plan, a, b, &sigs);
         edges.extend(verify::verify_pairs(
             batch,
@@ -493,7 +504,11 @@ fn verify_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
             &sigs,
             cfg.threshold,
         ));
-        exact_sets += sets.len() as u64;
+        exact_sets += read;
+        // Pairs are sorted by first document: what later windows can use lies beyond this one.
+        let next = ((window(batch[0].0) + 1) * WINDOW).min(u32::MAX as u64) as u32;
+        carry = std::mem::take(&mut carry).merge(sets);
+        carry.keep_from(next, CARRY_KEYS);
     }
     let a: Vec<u32> = edges.iter().map(|e| e.a).collect();
     let b: Vec<u32> = edges.iter().map(|e| e.b).collect();
@@ -684,7 +699,8 @@ fn manifest_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<()> {
             .filter(|&((d, kd), s)| d != kd && s.is_none())
             .map(|(pair, _)| pair)
             .collect();
-        let (fetched, sets) = fetch_for_pairs(work, plan, &unknown, also)?;
+        let (fetched, sets, _) =
+            fetch_for_pairs(work, plan, &unknown, also, &mut ShingleSets::default())?;
         for ((d, &kd), &s) in own.zip(keepers).zip(known) {
             rows.ids.push(fetched.id(d).to_string());
             let (f, r) = plan.locate(d as u64);
