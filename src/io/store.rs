@@ -14,12 +14,12 @@
 //! normalising, tokenising and hashing the text again. `blob_offset` is the id's position in the
 //! `.blob` file. `check_meta` is xxh3-64 of the record's first 4k + 4 bytes and the id;
 //! `check_keys` of the key bytes; both are verified on every read of what they cover, so a
-//! damaged file is reported rather than silently used. Record `i` is at `24 + i * (4k + 32)`: a task reads
-//! exactly the documents it needs (two ranged reads per batch and part), so its memory follows
-//! its own pairs, not the corpus. Both files are appended to chunk by chunk as the signatures task
-//! reads its rows (so it never holds more than a chunk of them), each under a temporary name (or
-//! as one object) and renamed when complete: a file is complete or absent, and both exist before
-//! the task's marker.
+//! damaged file is reported rather than silently used. Record `i` is at `24 + i * (4k + 32)`: a
+//! task reads exactly the documents it needs (two ranged reads per batch and part), so its memory
+//! follows its own pairs, not the corpus. Both files are appended to chunk by chunk as the
+//! signatures task reads its rows (so it never holds more than a chunk of them), each under a
+//! temporary name (or as one object) and renamed when complete: a file is complete or absent, and
+//! both exist before the task's marker.
 
 use std::ops::Range;
 
@@ -59,8 +59,8 @@ fn check_meta(head: &[u8], id: &[u8]) -> u64 {
 
 /// Writes one part's store as a stream: [`Writer::append`] adds documents in order to the
 /// records (`sig`) and the blob (`blob`: ids and keys); offsets come from the running blob
-/// length, so only the caller's current chunk is held. [`Writer::finish`] checks that exactly the announced number of
-/// documents was written.
+/// length, so only the caller's current chunk is held. [`Writer::finish`] checks that exactly the
+/// announced number of documents was written.
 pub struct Writer<'w> {
     sig: &'w mut (dyn std::io::Write + Send),
     blob: &'w mut (dyn std::io::Write + Send),
