@@ -23,7 +23,7 @@ use crate::lsh::band_key;
 use crate::plan::{Plan, Stage, DOCS_PER_CHUNK};
 use crate::stages::candidates::{self, CandidateStats};
 use crate::stages::cluster::{Clusters, UnionFind};
-use crate::stages::signature::{self, Signatures};
+use crate::stages::signature::{self, ShingleKeys, Signatures};
 use crate::stages::verify::{self, ShingleSets};
 
 /// What a task reports in its completion marker.
@@ -274,12 +274,12 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
             // Three chunks in flight: the next one is read while this one is computed, and the
             // previous one is appended to the store by its own thread.
             std::thread::scope(|scope| {
-                type Chunk = (Signatures, Vec<Vec<u32>>, Vec<String>);
+                type Chunk = (Signatures, ShingleKeys, Vec<String>);
                 let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(0);
                 let writer = scope.spawn(move || {
                     let mut store = store;
                     for (sigs, keys, ids) in rx {
-                        store.append(&sigs, |i| &keys[i], |i| &ids[i])?;
+                        store.append(&sigs, |i| keys.get(i), |i| &ids[i])?;
                     }
                     store.finish()
                 });
@@ -299,7 +299,7 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
                                 k,
                                 ..Signatures::default()
                             };
-                            let mut keys = Vec::with_capacity(n as usize);
+                            let mut keys = ShingleKeys::default();
                             for shard in &corpus.shards {
                                 let (s, kk) = signature::signature_column(
                                     &shard.text,
