@@ -62,100 +62,130 @@ pub fn tokenize_marked<'a>(
 /// Calls `f(start, end, ascii)` for every maximal run `bytes[start..end]` of non-space bytes, in
 /// order; `ascii` says whether the run is all ASCII (so the caller need not scan it again).
 ///
-/// Both searches look at a chunk of bytes at once and turn it into two bit masks, one bit per
-/// byte: spaces, and bytes with the high bit set (non-ASCII). Words are the gaps between space
-/// bits; a word is ASCII when no high bit falls inside it. With AVX2 a chunk is 32 bytes
-/// (`vpcmpeqb` + `vpmovmskb`); otherwise 8 bytes in a u64 (SWAR: a byte equal to 0x20 becomes 0
-/// after XOR, and `((x & 0x7f..) + 0x7f..) | x` has its high bit clear exactly in the zero bytes,
-/// no carry crossing bytes), with the mask bit of byte j at bit 8j + 7.
+/// The bytes are read 64 at a time and turned into two bit masks, one bit per byte: spaces, and
+/// bytes with the high bit set (non-ASCII); with AVX2 each half is one `vpcmpeqb` + `vpmovmskb`.
+/// From the space mask come the word starts (a non-space byte after a space) and the word ends
+/// (a space after a non-space byte), so the loop runs once per word, not once per space; a word
+/// is ASCII when no high bit falls between its start and end. A word still open at the end of a
+/// block carries into the next one. The last, partial block is copied into a block of spaces,
+/// which also ends the last word.
 #[inline]
-pub fn for_each_word(bytes: &[u8], mut f: impl FnMut(usize, usize, bool)) {
-    let mut st = WordState::default();
-    let mut done = 0;
+pub fn for_each_word(bytes: &[u8], f: impl FnMut(usize, usize, bool)) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: AVX2 is available (checked above).
-        done = unsafe { avx2::chunks(bytes, &mut st, &mut f) };
+        return unsafe { avx2::for_each_word(bytes, f) };
     }
-    let chunks = bytes[done..].chunks_exact(8);
-    for (c, chunk) in chunks.enumerate() {
-        const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let w = u64::from_le_bytes(word);
-        let x = w ^ 0x2020_2020_2020_2020;
-        let spaces = !(((x & LO7) + LO7) | x | LO7);
-        st.chunk(done + c * 8, spaces, w & !LO7, 3, &mut f);
-    }
-    let tail = done + (bytes.len() - done) / 8 * 8;
-    for (i, &b) in bytes[tail..].iter().enumerate() {
-        st.chunk(tail + i, u64::from(b == b' '), u64::from(b >> 7), 0, &mut f);
-    }
-    if st.start < bytes.len() {
-        f(st.start, bytes.len(), !st.non_ascii);
-    }
+    words_with(bytes, f, masks)
 }
 
-/// The word being scanned: where it starts, and whether a non-ASCII byte was seen in it.
+/// The word loop of [`for_each_word`], with `masks` computing a block's masks.
+#[inline(always)]
+fn words_with(
+    bytes: &[u8],
+    mut f: impl FnMut(usize, usize, bool),
+    masks: impl Fn(&[u8; 64]) -> (u64, u64),
+) {
+    let mut st = WordState::default();
+    let blocks = bytes.chunks_exact(64);
+    let tail = blocks.remainder();
+    for (i, block) in blocks.enumerate() {
+        if let Ok(block) = <&[u8; 64]>::try_from(block) {
+            let (spaces, high) = masks(block);
+            st.block(i * 64, spaces, high, &mut f);
+        }
+    }
+    let mut last = [b' '; 64];
+    last[..tail.len()].copy_from_slice(tail);
+    let (spaces, high) = masks(&last);
+    st.block(bytes.len() - tail.len(), spaces, high, &mut f);
+}
+
+/// The space and high-bit masks of a block of 64 bytes (bit j for byte j).
+#[inline(always)]
+fn masks(block: &[u8; 64]) -> (u64, u64) {
+    let (mut spaces, mut high) = (0u64, 0u64);
+    for (j, &b) in block.iter().enumerate() {
+        spaces |= u64::from(b == b' ') << j;
+        high |= u64::from(b >> 7) << j;
+    }
+    (spaces, high)
+}
+
+/// A word left open at the end of the previous block: where it starts, and whether a non-ASCII
+/// byte was seen in it.
 #[derive(Default)]
 struct WordState {
-    start: usize,
+    open: Option<usize>,
     non_ascii: bool,
 }
 
 impl WordState {
-    /// Takes one chunk starting at byte `base`: `spaces` and `high` have the bit of byte j at
-    /// position `(j << shift) + (1 << shift) - 1` (shift 3 for SWAR, 0 for one bit per byte).
+    /// Takes the block of 64 bytes at `base` with masks `spaces` and `high`.
     #[inline(always)]
-    fn chunk(
+    fn block(
         &mut self,
         base: usize,
-        mut spaces: u64,
-        mut high: u64,
-        shift: u32,
+        spaces: u64,
+        high: u64,
         f: &mut impl FnMut(usize, usize, bool),
     ) {
-        while spaces != 0 {
-            let b = spaces.trailing_zeros();
-            let pos = base + (b >> shift) as usize;
-            let below = (1u64 << b) - 1;
-            let ascii = !self.non_ascii && high & below == 0;
-            if self.start < pos {
-                f(self.start, pos, ascii);
+        let words = !spaces;
+        // Bit j of `before`: byte j - 1 is a word byte (for j = 0, the open word's last byte).
+        let before = words << 1 | u64::from(self.open.is_some());
+        let mut starts = words & !before;
+        let mut ends = spaces & before;
+        if let Some(start) = self.open {
+            if ends == 0 {
+                self.non_ascii |= high != 0; // the whole block is inside the open word
+                return;
             }
-            self.start = pos + 1;
-            self.non_ascii = false;
-            high &= !(below | (1u64 << b));
-            spaces &= spaces - 1;
+            let e = ends.trailing_zeros();
+            let ascii = !self.non_ascii && high & ((1u64 << e) - 1) == 0;
+            f(start, base + e as usize, ascii);
+            ends &= ends - 1;
+            self.open = None;
         }
-        self.non_ascii |= high != 0;
+        while starts != 0 {
+            let s = starts.trailing_zeros();
+            starts &= starts - 1;
+            if ends == 0 {
+                // The word runs to the end of the block.
+                self.open = Some(base + s as usize);
+                self.non_ascii = high >> s != 0;
+                return;
+            }
+            let e = ends.trailing_zeros();
+            ends &= ends - 1;
+            let inside = ((1u64 << e) - 1) & !((1u64 << s) - 1);
+            f(base + s as usize, base + e as usize, high & inside == 0);
+        }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::WordState;
     use std::arch::x86_64::*;
 
-    /// Scans the whole 32-byte chunks of `bytes`; returns how many bytes were scanned.
+    /// [`super::for_each_word`] compiled for AVX2, masks from two 32-byte halves.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn chunks(
-        bytes: &[u8],
-        st: &mut WordState,
-        f: &mut impl FnMut(usize, usize, bool),
-    ) -> usize {
-        let space = _mm256_set1_epi8(b' ' as i8);
-        let n = bytes.len() / 32 * 32;
-        let mut i = 0;
-        while i < n {
-            // SAFETY: i + 32 <= bytes.len(); unaligned load.
-            let v = unsafe { _mm256_loadu_si256(bytes.as_ptr().add(i) as *const __m256i) };
-            let spaces = _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, space)) as u32;
-            let high = _mm256_movemask_epi8(v) as u32;
-            st.chunk(i, u64::from(spaces), u64::from(high), 0, f);
-            i += 32;
-        }
-        n
+    pub(super) unsafe fn for_each_word(bytes: &[u8], f: impl FnMut(usize, usize, bool)) {
+        super::words_with(bytes, f, |block| {
+            // SAFETY: AVX2 is available (this function's contract); a block has 64 bytes, read
+            // with unaligned loads.
+            unsafe {
+                let space = _mm256_set1_epi8(b' ' as i8);
+                let lo = _mm256_loadu_si256(block.as_ptr() as *const __m256i);
+                let hi = _mm256_loadu_si256(block.as_ptr().add(32) as *const __m256i);
+                let mask = |v: __m256i| _mm256_movemask_epi8(v) as u32 as u64;
+                let spaces =
+                    mask(_mm256_cmpeq_epi8(lo, space)) | mask(_mm256_cmpeq_epi8(hi, space)) << 32;
+                (spaces, mask(lo) | mask(hi) << 32)
+            }
+        })
     }
 }
 
@@ -281,6 +311,18 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn portable_word_search_agrees() {
+        // The portable masks (used without AVX2) against the naive search.
+        let text = "  ab c  éé 中文 x  ".repeat(9);
+        for n in 0..text.len() {
+            let bytes = &text.as_bytes()[..n];
+            let mut found = Vec::new();
+            words_with(bytes, |a, b, ascii| found.push((a, b, ascii)), masks);
+            assert_eq!(found, naive_words(bytes), "{n}");
+        }
     }
 
     #[test]
