@@ -191,6 +191,7 @@ pub fn run_simhash(cfg: &Config) -> Result<Summary> {
         cluster_size_histogram: hist.iter().map(|&(s, c)| (s.to_string(), c)).collect(),
         candidates: cand_stats,
         verified_pairs: edges.len() as u64,
+        exact_checks_skipped: 0,
         documents_exact_sets: sets.len() as u64,
         method: Method::Simhash,
         lsh_bands: None,

@@ -78,6 +78,7 @@ pub fn merge(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_j
         ver.candidate_pairs += s.candidate_pairs;
         ver.verified_pairs += s.verified_pairs;
         ver.documents_exact_sets += s.documents_exact_sets;
+        ver.exact_checks_skipped += s.exact_checks_skipped;
     }
     // Distinct pairs: each is counted by the verify task of its first document's part.
     cand.candidate_pairs = ver.candidate_pairs;
@@ -114,6 +115,7 @@ pub fn merge(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_j
         cluster_size_histogram: cl.cluster_size_histogram,
         candidates: cand,
         verified_pairs: ver.verified_pairs,
+        exact_checks_skipped: ver.exact_checks_skipped,
         documents_exact_sets: ver.documents_exact_sets,
         method: Method::Minhash,
         lsh_bands: Some(cfg.bands),

@@ -43,7 +43,12 @@ pub struct Summary {
     /// Cluster size -> number of clusters of that size (sizes >= 2).
     pub cluster_size_histogram: std::collections::BTreeMap<String, u64>,
     pub candidates: CandidateStats,
+    /// Candidate pairs kept as edges (similarity >= threshold). MinHash counts only the pairs
+    /// checked: see `exact_checks_skipped`.
     pub verified_pairs: u64,
+    /// MinHash: candidate pairs that needed the exact check but whose documents were already
+    /// joined by the verify task's edges, so no check could change a cluster (0 for SimHash).
+    pub exact_checks_skipped: u64,
     /// Exact shingle sets read from the document store by verification (a verify task keeps
     /// sets for its later windows within a budget, so a document is usually read once); for
     /// SimHash, the sets computed from the text.

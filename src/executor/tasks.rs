@@ -22,7 +22,7 @@ use crate::io::{pairs, store};
 use crate::lsh::band_key;
 use crate::plan::{Plan, Stage, DOCS_PER_CHUNK};
 use crate::stages::candidates::{self, CandidateStats};
-use crate::stages::cluster::{Clusters, UnionFind};
+use crate::stages::cluster::{Clusters, SparseUnionFind, UnionFind};
 use crate::stages::signature::{self, ShingleKeys, Signatures};
 use crate::stages::verify::{self, ShingleSets};
 
@@ -54,6 +54,9 @@ pub struct VerifyStats {
     pub candidate_pairs: u64,
     pub verified_pairs: u64,
     pub documents_exact_sets: u64,
+    /// Pairs that needed the exact check but were skipped: their documents were already joined
+    /// by this task's edges.
+    pub exact_checks_skipped: u64,
 }
 
 /// Counters of the cluster task.
@@ -444,29 +447,48 @@ fn exact_check(plan: &Plan, a: u32, b: u32, sigs: &store::Fetched) -> bool {
     verify::needs_exact(a, b, sigs, cfg.verify, cfg.threshold, cfg.min_shingles)
 }
 
+/// Signatures and ids of the documents of `pairs` and of `also`.
+fn fetch_sigs(
+    work: &OutputDir,
+    plan: &Plan,
+    pairs: &[(u32, u32)],
+    also: Vec<u32>,
+) -> Result<store::Fetched> {
+    let mut docs = verify::docs_of_pairs(pairs, |_, _| true);
+    docs.extend(also);
+    docs.par_sort_unstable();
+    docs.dedup();
+    store::fetch(work, &plan.parts, plan.config.num_perm, docs, false)
+}
+
+/// The shingle sets of `need` (sorted, unique): those found in `held` are moved out of it
+/// instead of being read again; the second value counts the sets read from the stores.
+fn fetch_sets(
+    work: &OutputDir,
+    plan: &Plan,
+    need: Vec<u32>,
+    held: &mut ShingleSets,
+) -> Result<(ShingleSets, u64)> {
+    let (reused, missing) = held.take(&need);
+    let read = missing.len() as u64;
+    let sets = store::fetch(work, &plan.parts, plan.config.num_perm, missing, true)?.into_sets();
+    Ok((reused.merge(sets), read))
+}
+
 /// What comparing `pairs` needs from the stores: signatures and ids of their documents and of
-/// `also`, and the shingle sets of the documents of pairs that need exact Jaccard (per
-/// [`verify::docs_needing_sets`]). Sets found in `held` are moved out of it instead of being
-/// read again; the third value counts the sets read from the stores.
+/// `also` ([`fetch_sigs`]), and the shingle sets of the documents of pairs that need exact
+/// Jaccard (per [`verify::docs_needing_sets`], through [`fetch_sets`]).
 fn fetch_for_pairs(
     work: &OutputDir,
     plan: &Plan,
     pairs: &[(u32, u32)],
     also: Vec<u32>,
-    held: &mut ShingleSets,
-) -> Result<(store::Fetched, ShingleSets, u64)> {
+) -> Result<(store::Fetched, ShingleSets)> {
     let cfg = &plan.config;
-    let k = cfg.num_perm;
-    let mut docs = verify::docs_of_pairs(pairs, |_, _| true);
-    docs.extend(also);
-    docs.par_sort_unstable();
-    docs.dedup();
-    let sigs = store::fetch(work, &plan.parts, k, docs, false)?;
+    let sigs = fetch_sigs(work, plan, pairs, also)?;
     let need = verify::docs_needing_sets(pairs, &sigs, cfg.verify, cfg.threshold, cfg.min_shingles);
-    let (reused, missing) = held.take(&need);
-    let read = missing.len() as u64;
-    let sets = store::fetch(work, &plan.parts, k, missing, true)?.into_sets();
-    Ok((sigs, reused.merge(sets), read))
+    let (sets, _) = fetch_sets(work, plan, need, &mut ShingleSets::default())?;
+    Ok((sigs, sets))
 }
 
 /// Shingle keys a verify task keeps between windows: the sets of documents in later windows,
@@ -489,27 +511,41 @@ fn verify_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
     }
     pairs.par_sort_unstable();
     pairs.dedup();
-    // A batch of pairs per window of first documents: one fetch of signatures and sets each, so
-    // memory follows a batch, not the part.
+    // Two passes over windows of first documents, so memory follows a window, not the part.
+    // 1: one fetch of signatures per window; the estimate decides most pairs, and their edges
+    //    link documents in `joined`.
+    // 2: one or two fetches of sets per window for the pairs that need the exact check, skipping
+    //    the pairs whose documents are already linked (see verify::exact_batch).
     let mut edges = Vec::new();
-    let mut exact_sets = 0u64;
-    let mut carry = ShingleSets::default();
+    let mut checks = Vec::new();
     for batch in pairs.chunk_by(|x, y| window(x.0) == window(y.0)) {
-        let (sigs, sets, read) = fetch_for_pairs(work, plan, batch, Vec::new(), &mut carry)?;
-        let exact = |a, b| exact_check(plan, a, b, &sigs);
-        edges.extend(verify::verify_pairs(
-            batch,
-            exact,
-            &sets,
-            &sigs,
-            cfg.threshold,
-        ));
-        exact_sets += read;
-        // Pairs are sorted by first document: what later windows can use lies beyond this one.
-        let next = ((window(batch[0].0) + 1) * WINDOW).min(u32::MAX as u64) as u32;
+        let sigs = fetch_sigs(work, plan, batch, Vec::new())?;
+        let (found, exact) = verify::estimate_batch(batch, &sigs, cfg.threshold, |a, b| {
+            exact_check(plan, a, b, &sigs)
+        });
+        edges.extend(found);
+        checks.extend(exact);
+    }
+    let mut joined = SparseUnionFind::default();
+    for e in &edges {
+        joined.union(e.a, e.b);
+    }
+    let (mut exact_sets, mut skipped) = (0u64, 0u64);
+    let mut carry = ShingleSets::default();
+    for batch in checks.chunk_by(|x, y| window(x.a) == window(y.a)) {
+        let (found, sets, skip) = verify::exact_batch(batch, cfg.threshold, &mut joined, |need| {
+            let (sets, read) = fetch_sets(work, plan, need, &mut carry)?;
+            exact_sets += read;
+            Ok(sets)
+        })?;
+        edges.extend(found);
+        skipped += skip;
+        // Checks are sorted by first document: what later windows can use lies beyond this one.
+        let next = ((window(batch[0].a) + 1) * WINDOW).min(u32::MAX as u64) as u32;
         carry = std::mem::take(&mut carry).merge(sets);
         carry.keep_from(next, CARRY_KEYS);
     }
+    edges.sort_unstable_by_key(|e| (e.a, e.b));
     let a: Vec<u32> = edges.iter().map(|e| e.a).collect();
     let b: Vec<u32> = edges.iter().map(|e| e.b).collect();
     let similarity: Vec<f32> = edges.iter().map(|e| e.similarity).collect();
@@ -527,6 +563,7 @@ fn verify_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
         candidate_pairs: pairs.len() as u64,
         verified_pairs: edges.len() as u64,
         documents_exact_sets: exact_sets,
+        exact_checks_skipped: skipped,
     })
 }
 
@@ -699,8 +736,7 @@ fn manifest_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<()> {
             .filter(|&((d, kd), s)| d != kd && s.is_none())
             .map(|(pair, _)| pair)
             .collect();
-        let (fetched, sets, _) =
-            fetch_for_pairs(work, plan, &unknown, also, &mut ShingleSets::default())?;
+        let (fetched, sets) = fetch_for_pairs(work, plan, &unknown, also)?;
         for ((d, &kd), &s) in own.zip(keepers).zip(known) {
             rows.ids.push(fetched.id(d).to_string());
             let (f, r) = plan.locate(d as u64);

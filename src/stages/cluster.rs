@@ -60,6 +60,44 @@ impl UnionFind {
     }
 }
 
+/// Disjoint sets over any document indices, held only for the documents joined so far (a hash
+/// map of parents): what one verify task has learned about connectivity. Same rules as
+/// [`UnionFind`] (path halving, the smaller root wins).
+#[derive(Debug, Clone, Default)]
+pub struct SparseUnionFind {
+    parent: ahash::AHashMap<u32, u32>,
+}
+
+impl SparseUnionFind {
+    /// The root of `x`'s set (`x` itself when it was never joined).
+    pub fn find(&mut self, mut x: u32) -> u32 {
+        while let Some(&p) = self.parent.get(&x) {
+            if p == x {
+                break;
+            }
+            let grand = self.parent.get(&p).copied().unwrap_or(p);
+            self.parent.insert(x, grand);
+            x = grand;
+        }
+        x
+    }
+
+    /// Merges the sets of `a` and `b`.
+    pub fn union(&mut self, a: u32, b: u32) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra != rb {
+            let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
+            self.parent.insert(hi, lo);
+            self.parent.entry(lo).or_insert(lo);
+        }
+    }
+
+    /// True when `a` and `b` are in the same set.
+    pub fn connected(&mut self, a: u32, b: u32) -> bool {
+        self.find(a) == self.find(b)
+    }
+}
+
 /// Cluster assignment of every document.
 #[derive(Debug, Clone)]
 pub struct Clusters {
@@ -157,6 +195,24 @@ impl Clusters {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sparse_union_find_agrees_with_dense() {
+        let mut dense = UnionFind::new(1000);
+        let mut sparse = SparseUnionFind::default();
+        let mut x = 7u64;
+        for _ in 0..600 {
+            x = crate::lsh::mix64(x);
+            let (a, b) = ((x % 1000) as u32, ((x >> 20) % 1000) as u32);
+            dense.union(a, b);
+            sparse.union(a, b);
+        }
+        for d in 0..1000 {
+            assert_eq!(sparse.find(d), dense.find(d), "{d}");
+        }
+        assert!(sparse.connected(5, 5));
+        assert_eq!(sparse.find(5000), 5000);
+    }
 
     fn e(a: u32, b: u32) -> Edge {
         Edge {
