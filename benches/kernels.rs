@@ -141,6 +141,21 @@ fn main() -> anyhow::Result<()> {
     );
 
     let mut scratch = Scratch::default();
+    let mut hashes = Vec::new();
+    let (t, count) = best(|| {
+        texts
+            .iter()
+            .map(|t| {
+                shingle_hashes(t, Tokenizer::Chars, 5, &mut scratch, &mut hashes);
+                hashes.len()
+            })
+            .sum::<usize>()
+    });
+    row(
+        "shingle hashes of a text (normalise + tokenise chars + hash + 5-grams)",
+        t,
+        format!("{:.0} M shingles/s", count as f64 / t / 1e6),
+    );
     let shingles: Vec<Vec<u32>> = texts
         .iter()
         .map(|t| {

@@ -70,34 +70,40 @@ impl OutputDir {
     /// given order are read with one positioned read per span (see [`spans`]): a task that
     /// fetches most records of a part makes a few large reads instead of one system call per
     /// record.
-    pub fn read_ranges(&self, name: &str, ranges: &[std::ops::Range<u64>]) -> Result<Vec<Vec<u8>>> {
+    pub fn read_ranges(&self, name: &str, ranges: &[std::ops::Range<u64>]) -> Result<RangeBytes> {
         match self {
             OutputDir::Local(dir) => {
                 use std::os::unix::fs::FileExt;
                 let f = fs::File::open(dir.join(name))
                     .map_err(|e| read_err(&self.location(name), e))?;
                 // Positioned reads share the descriptor, so the spans are read on the worker
-                // threads, and each span is cut into its ranges there.
+                // threads; each range is then a slice of its span's buffer (no copy).
                 use rayon::prelude::*;
-                let per_span: Vec<Vec<Vec<u8>>> = spans(ranges)
+                let per_span: Vec<(Vec<u8>, std::ops::Range<usize>)> = spans(ranges)
                     .into_par_iter()
                     .map(|span| {
                         let (lo, hi) = (ranges[span.start].start, ranges[span.end - 1].end);
                         let mut buf = vec![0u8; (hi - lo) as usize];
                         f.read_exact_at(&mut buf, lo)
                             .map_err(|e| read_err(&self.location(name), e))?;
-                        let cut = |r: &std::ops::Range<u64>| {
-                            buf[(r.start - lo) as usize..(r.end - lo) as usize].to_vec()
-                        };
-                        Ok(match span.len() {
-                            1 => vec![buf],
-                            _ => ranges[span].iter().map(cut).collect(),
-                        })
+                        Ok((buf, span))
                     })
                     .collect::<Result<_>>()?;
-                Ok(per_span.into_iter().flatten().collect())
+                let mut out = RangeBytes::default();
+                for (b, (buf, span)) in per_span.into_iter().enumerate() {
+                    let lo = ranges[span.start].start;
+                    for r in &ranges[span] {
+                        out.at
+                            .push((b, (r.start - lo) as usize, (r.end - lo) as usize));
+                    }
+                    out.bufs.push(buf);
+                }
+                Ok(out)
             }
-            OutputDir::Remote(url) => object::get_ranges(&format!("{url}/{name}"), ranges),
+            OutputDir::Remote(url) => Ok(RangeBytes::from_each(object::get_ranges(
+                &format!("{url}/{name}"),
+                ranges,
+            )?)),
         }
     }
 
@@ -191,6 +197,52 @@ impl OutputDir {
                     })?;
                 object::put(&target, buf)
             }
+        }
+    }
+}
+
+/// Byte ranges read from one file ([`OutputDir::read_ranges`]): the buffers read, and where each
+/// range lies in them, so a range is a slice of a larger read rather than a copy.
+#[derive(Debug, Default)]
+pub struct RangeBytes {
+    bufs: Vec<Vec<u8>>,
+    /// Per range: its buffer, start and end in that buffer.
+    at: Vec<(usize, usize, usize)>,
+}
+
+impl RangeBytes {
+    /// One buffer per range.
+    fn from_each(bufs: Vec<Vec<u8>>) -> Self {
+        let at = bufs
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (i, 0, b.len()))
+            .collect();
+        RangeBytes { bufs, at }
+    }
+
+    /// Number of ranges.
+    pub fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    /// True when no range was read.
+    pub fn is_empty(&self) -> bool {
+        self.at.is_empty()
+    }
+
+    /// The bytes of range `i`.
+    pub fn get(&self, i: usize) -> &[u8] {
+        let (b, lo, hi) = self.at[i];
+        &self.bufs[b][lo..hi]
+    }
+
+    /// The bytes of the first range (empty when there is none).
+    pub fn into_first(mut self) -> Vec<u8> {
+        match self.at.first() {
+            Some(&(b, 0, hi)) if hi == self.bufs[b].len() => std::mem::take(&mut self.bufs[b]),
+            Some(_) => self.get(0).to_vec(),
+            None => Vec::new(),
         }
     }
 }
@@ -409,9 +461,11 @@ mod tests {
         let bytes: Vec<u8> = (0..=255u8).cycle().take(3 * SPAN_GAP as usize).collect();
         out.write_bytes("f", bytes.clone()).unwrap();
         let got = out.read_ranges("f", &ranges).unwrap();
-        for (g, r) in got.iter().zip(&ranges) {
-            assert_eq!(g[..], bytes[r.start as usize..r.end as usize]);
+        assert_eq!(got.len(), ranges.len());
+        for (i, r) in ranges.iter().enumerate() {
+            assert_eq!(got.get(i), &bytes[r.start as usize..r.end as usize]);
         }
+        assert_eq!(got.into_first(), bytes[..ranges[0].end as usize]);
         assert!(out.read_ranges("f", &[r(0, 4 * SPAN_GAP)]).is_err());
         let _ = fs::remove_dir_all(dir);
     }

@@ -68,8 +68,7 @@ pub fn read_part(work: &OutputDir, name: &str, parts: usize, p: usize) -> Result
     };
     let head = work
         .read_ranges(name, std::slice::from_ref(&(0..index_len(parts))))?
-        .pop()
-        .unwrap_or_default();
+        .into_first();
     if head.len() as u64 != index_len(parts) || &head[..8] != MAGIC {
         return Err(bad("not a candidate pair file (bad header)"));
     }
@@ -92,8 +91,7 @@ pub fn read_part(work: &OutputDir, name: &str, parts: usize, p: usize) -> Result
     let base = index_len(parts);
     let bytes = work
         .read_ranges(name, std::slice::from_ref(&(base + 8 * lo..base + 8 * hi)))?
-        .pop()
-        .unwrap_or_default();
+        .into_first();
     if bytes.len() as u64 != 8 * (hi - lo) || xxh3_64(&bytes) != check {
         return Err(bad("checksum mismatch (damaged file)"));
     }

@@ -205,8 +205,8 @@ impl SigSource for Fetched {
     }
 }
 
-/// One document as read back: signature, shingle count, id, exact set (empty if not asked for).
-type Record = (Vec<u32>, u32, String, Vec<u32>);
+/// One document as read back: shingle count, id, exact set (empty if not asked for).
+type Record = (u32, String, Vec<u32>);
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
@@ -260,7 +260,8 @@ pub fn fetch(
             .collect();
         let records = work.read_ranges(&name, &ranges)?;
         let mut blobs = Vec::with_capacity(records.len());
-        for r in &records {
+        for j in 0..records.len() {
+            let r = records.get(j);
             if r.len() as u64 != rs {
                 return Err(bad("short record".into()));
             }
@@ -271,41 +272,52 @@ pub fn fetch(
             blobs.push(off..off + ilen + keys);
         }
         let blob_bytes = work.read_ranges(&blob_name(p), &blobs)?;
-        // Checksums, UTF-8 checks and set sorting on the worker threads; results kept in document
-        // order.
-        let decoded: Vec<Result<Record>> = records
-            .par_iter()
-            .zip(blob_bytes.into_par_iter())
+        // Signatures straight into the flat buffer; checksums, UTF-8 checks and set sorting on
+        // the worker threads, results kept in document order.
+        let base = out.values.len();
+        out.values.resize(base + records.len() * k, 0);
+        out.values[base..]
+            .par_chunks_mut(k.max(1))
+            .enumerate()
             .with_min_len(64)
-            .map(|(r, mut b)| {
+            .for_each(|(j, sig)| {
+                for (v, c) in sig.iter_mut().zip(records.get(j).chunks_exact(4)) {
+                    *v = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                }
+            });
+        let decoded: Vec<Result<Record>> = (0..records.len())
+            .into_par_iter()
+            .with_min_len(64)
+            .map(|j| {
+                let (r, b) = (records.get(j), blob_bytes.get(j));
                 let at = 4 * k;
-                let sig: Vec<u32> = (0..k).map(|j| u32_at(r, 4 * j)).collect();
                 let shingles = u32_at(r, at);
                 let ilen = u32_at(r, at + 4) as usize;
                 let damaged = || bad("checksum mismatch (damaged file)".into());
                 if b.len() < ilen || check_meta(&r[..at + 4], &b[..ilen]) != u64_at(r, at + 16) {
                     return Err(damaged());
                 }
-                let keys = b.split_off(ilen);
-                let id = String::from_utf8(b).map_err(|_| bad("invalid UTF-8 id".into()))?;
+                let (id, keys) = b.split_at(ilen);
+                let id = std::str::from_utf8(id)
+                    .map_err(|_| bad("invalid UTF-8 id".into()))?
+                    .to_string();
                 let mut set = Vec::new();
                 if sets {
                     if keys.len() != 4 * shingles as usize
-                        || xxhash_rust::xxh3::xxh3_64(&keys) != u64_at(r, at + 24)
+                        || xxhash_rust::xxh3::xxh3_64(keys) != u64_at(r, at + 24)
                     {
                         return Err(damaged());
                     }
                     let keys = keys.chunks_exact(4).map(|c| u64::from(u32_at(c, 0)));
                     exact_set(keys, &mut set);
                 }
-                Ok((sig, shingles, id, set))
+                Ok((shingles, id, set))
             })
             .collect();
         for d in decoded {
-            let (sig, shingles, id, set) = d?;
+            let (shingles, id, set) = d?;
             out.ids.push(id);
             out.sets.push(set);
-            out.values.extend_from_slice(&sig);
             out.shingles.push(shingles);
         }
         i = end;
