@@ -11,6 +11,16 @@ use common::*;
 
 #[test]
 fn dev_small_recall_and_precision_per_language() {
+    scores_on_dev_small("default", &[]);
+}
+
+/// The one-permutation sketch is held to the same targets.
+#[test]
+fn dev_small_recall_and_precision_with_the_oph_sketch() {
+    scores_on_dev_small("oph", &["--sketch", "oph"]);
+}
+
+fn scores_on_dev_small(name: &str, args: &[&str]) {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/dev-small");
     if !corpus.join("gt_components.parquet").exists() {
         assert!(
@@ -20,8 +30,8 @@ fn dev_small_recall_and_precision_per_language() {
         eprintln!("skipped: {} not found", corpus.display());
         return;
     }
-    let out = temp_dir("dev-small").join("out");
-    run_ok(&format!("{}/shard-*.parquet", corpus.display()), &out, &[]);
+    let out = temp_dir(&format!("dev-small-{name}")).join("out");
+    run_ok(&format!("{}/shard-*.parquet", corpus.display()), &out, args);
     let rows = manifest(&out);
 
     let comp = read_df(&corpus.join("gt_components.parquet"));
@@ -51,7 +61,9 @@ fn dev_small_recall_and_precision_per_language() {
 
     let dropped: Vec<bool> = rows.iter().map(|r| !r.keep).collect();
     let (recall, precision) = doc_scores(&cid, &dropped);
-    let mut report = vec![format!("all: recall {recall:.4} precision {precision:.4}")];
+    let mut report = vec![format!(
+        "{name}: recall {recall:.4} precision {precision:.4}"
+    )];
     for lang in ["en", "zh"] {
         let keep_d: Vec<bool> = (0..rows.len()).map(|d| comp_lang[d] == lang).collect();
         let sub_truth: Vec<u32> = (0..rows.len())

@@ -156,7 +156,7 @@ pub fn signature_column(
 
 /// The permutations a configuration asks for.
 pub fn permutations(cfg: &Config) -> Permutations {
-    Permutations::new(cfg.num_perm, cfg.seed)
+    Permutations::with_sketch(cfg.num_perm, cfg.seed, cfg.sketch)
 }
 
 #[cfg(test)]
