@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::{Parser, ValueEnum};
 use polars::prelude::*;
 
-use corpus_dedup::io::output::write_parquet_atomic;
+use corpus_dedup::io::output::{write_parquet_atomic, ParquetUse};
 use corpus_dedup::synth::{generate, Lang};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -81,6 +81,7 @@ fn main() -> anyhow::Result<()> {
                 "generator".into(),
                 format!("gen-corpus seed={} lang={:?}", a.seed, lang),
             )],
+            ParquetUse::Output,
         )?;
         eprintln!("wrote {} ({} docs)", path.display(), chunk.len());
     }

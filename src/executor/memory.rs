@@ -169,7 +169,12 @@ pub fn run_simhash(cfg: &Config) -> Result<Summary> {
             cfg.result_json().to_string(),
         ),
     ];
-    out_dir.write_parquet("manifest.parquet", &mut df, metadata)?;
+    out_dir.write_parquet(
+        "manifest.parquet",
+        &mut df,
+        metadata,
+        output::ParquetUse::Output,
+    )?;
     st.done("manifest");
 
     let kept = (0..n as u32)

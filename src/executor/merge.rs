@@ -12,7 +12,7 @@ use crate::executor::tasks::{
     require_stage, ClusterStats, SignatureStats, TaskReport, VerifyStats,
 };
 use crate::executor::{s_curve, write_summary, StageReport, Summary};
-use crate::io::output::{parquet_writer, OutputDir};
+use crate::io::output::{parquet_writer, OutputDir, ParquetUse};
 use crate::plan::{Plan, Stage, STAGES};
 use crate::stages::candidates::CandidateStats;
 
@@ -147,7 +147,7 @@ fn write_manifest(
     };
     let part = |p: usize| work.read_parquet(&format!("manifest/p{p:05}.parquet"));
     let mut pending = part(0)?;
-    let mut writer = parquet_writer(w, metadata)
+    let mut writer = parquet_writer(w, metadata, ParquetUse::Output)
         .batched(pending.schema())
         .map_err(err)?;
     // One batch of one chunk is one row group.

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
-use crate::io::output::OutputDir;
+use crate::io::output::{OutputDir, ParquetUse};
 use crate::io::{pairs, store};
 use crate::lsh::band_key;
 use crate::plan::{Plan, Stage, DOCS_PER_CHUNK};
@@ -110,7 +110,12 @@ fn write_frame(
     stage: &'static str,
     columns: Vec<Column>,
 ) -> Result<()> {
-    work.write_parquet(name, &mut frame(stage, columns)?, Vec::new())
+    work.write_parquet(
+        name,
+        &mut frame(stage, columns)?,
+        Vec::new(),
+        ParquetUse::Work,
+    )
 }
 
 /// A column of a work file as one contiguous series.
@@ -753,5 +758,10 @@ fn manifest_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<()> {
         }
     }
     let mut df = crate::stages::manifest::manifest_frame(rows, cluster_id)?;
-    work.write_parquet(&format!("manifest/p{p:05}.parquet"), &mut df, Vec::new())
+    work.write_parquet(
+        &format!("manifest/p{p:05}.parquet"),
+        &mut df,
+        Vec::new(),
+        ParquetUse::Work,
+    )
 }

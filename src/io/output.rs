@@ -183,13 +183,14 @@ impl OutputDir {
         name: &str,
         df: &mut DataFrame,
         metadata: Vec<(String, String)>,
+        usage: ParquetUse,
     ) -> Result<()> {
         match self {
-            OutputDir::Local(dir) => write_parquet_atomic(&dir.join(name), df, metadata),
+            OutputDir::Local(dir) => write_parquet_atomic(&dir.join(name), df, metadata, usage),
             OutputDir::Remote(url) => {
                 let target = format!("{url}/{name}");
                 let mut buf = Vec::new();
-                parquet_writer(&mut buf, metadata)
+                parquet_writer(&mut buf, metadata, usage)
                     .finish(df)
                     .map_err(|e| Error::Output {
                         path: target.clone(),
@@ -247,17 +248,38 @@ impl RangeBytes {
     }
 }
 
-/// The one Parquet writer configuration used for every output (so local and object-store
-/// manifests are byte-identical).
+/// What a Parquet file is for, which decides how it is encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParquetUse {
+    /// A file users read (the manifest): polars' default compression (zstd) and statistics.
+    Output,
+    /// A work file, read once by a later stage and then deleted: neither compressed nor given
+    /// column statistics (band rows are random hashes, and manifest parts are compressed when
+    /// they are merged into the manifest, so compressing them is time spent twice).
+    Work,
+}
+
+/// The Parquet writer configuration of every file of one [`ParquetUse`] (the same for local and
+/// object-store outputs, so their manifests are byte-identical).
 ///
 /// Columns are encoded on the calling thread (`set_parallel(false)`): tasks write several files
 /// at once from rayon's workers, and handing each file's columns to polars' own thread pool made
 /// the writes queue behind one another (18 band files of 100k rows: 45-105 ms each, against
 /// ~10 ms each when encoded in place).
-pub fn parquet_writer<W: Write>(w: W, metadata: Vec<(String, String)>) -> ParquetWriter<W> {
-    ParquetWriter::new(w)
+pub fn parquet_writer<W: Write>(
+    w: W,
+    metadata: Vec<(String, String)>,
+    usage: ParquetUse,
+) -> ParquetWriter<W> {
+    let writer = ParquetWriter::new(w)
         .set_parallel(false)
-        .with_key_value_metadata(Some(KeyValueMetadata::from_static(metadata)))
+        .with_key_value_metadata(Some(KeyValueMetadata::from_static(metadata)));
+    match usage {
+        ParquetUse::Output => writer,
+        ParquetUse::Work => writer
+            .with_compression(ParquetCompression::Uncompressed)
+            .with_statistics(StatisticsOptions::empty()),
+    }
 }
 
 /// Largest gap between two ranges read with one positioned read, and largest such read.
@@ -414,6 +436,7 @@ pub fn write_parquet_atomic(
     path: &Path,
     df: &mut DataFrame,
     metadata: Vec<(String, String)>,
+    usage: ParquetUse,
 ) -> Result<()> {
     let tmp = tmp_name(path);
     let result = (|| -> std::result::Result<(), String> {
@@ -421,7 +444,7 @@ pub fn write_parquet_atomic(
             fs::create_dir_all(parent).map_err(|e| e.to_string())?;
         }
         let f = fs::File::create(&tmp).map_err(|e| e.to_string())?;
-        parquet_writer(&f, metadata)
+        parquet_writer(&f, metadata, usage)
             .finish(df)
             .map_err(|e| e.to_string())?;
         f.sync_all().map_err(|e| e.to_string())?;

@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use polars::prelude::*;
 
 use corpus_dedup::config::Tokenizer;
-use corpus_dedup::io::output::write_parquet_atomic;
+use corpus_dedup::io::output::{write_parquet_atomic, ParquetUse};
 use corpus_dedup::stages::cluster::UnionFind;
 use corpus_dedup::synth::Doc;
 use corpus_dedup::text::shingle::{jaccard, shingle_set, Scratch};
@@ -25,7 +25,7 @@ pub fn temp_dir(name: &str) -> PathBuf {
 
 /// Writes a DataFrame as a Parquet file.
 pub fn write_df(path: &Path, mut df: DataFrame) {
-    write_parquet_atomic(path, &mut df, vec![]).unwrap();
+    write_parquet_atomic(path, &mut df, vec![], ParquetUse::Output).unwrap();
 }
 
 /// Writes generated documents as a shard with id and text columns.
