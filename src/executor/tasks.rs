@@ -516,7 +516,9 @@ fn verify_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
     }
     pairs.par_sort_unstable();
     pairs.dedup();
-    // Two passes over windows of first documents, so memory follows a window, not the part.
+    // Two passes over windows of first documents: signatures and sets are held for one window
+    // at a time (plus the carried sets), the part's pairs, exact checks and edges (8-12 bytes
+    // each) for the whole task.
     // 1: one fetch of signatures per window; the estimate decides most pairs, and their edges
     //    link documents in `joined`.
     // 2: one or two fetches of sets per window for the pairs that need the exact check, skipping

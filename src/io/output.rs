@@ -77,25 +77,37 @@ impl OutputDir {
                 let f = fs::File::open(dir.join(name))
                     .map_err(|e| read_err(&self.location(name), e))?;
                 // Positioned reads share the descriptor, so the spans are read on the worker
-                // threads; each range is then a slice of its span's buffer (no copy).
+                // threads. Each range is then a slice of its span's buffer (no copy), unless
+                // gaps are most of the span: then the ranges are copied out into a compact
+                // buffer, so memory stays within twice the bytes asked for.
                 use rayon::prelude::*;
-                let per_span: Vec<(Vec<u8>, std::ops::Range<usize>)> = spans(ranges)
+                type Span = (Vec<u8>, Vec<(usize, usize)>);
+                let per_span: Vec<Span> = spans(ranges)
                     .into_par_iter()
                     .map(|span| {
                         let (lo, hi) = (ranges[span.start].start, ranges[span.end - 1].end);
                         let mut buf = vec![0u8; (hi - lo) as usize];
                         f.read_exact_at(&mut buf, lo)
                             .map_err(|e| read_err(&self.location(name), e))?;
-                        Ok((buf, span))
+                        let at = ranges[span.clone()]
+                            .iter()
+                            .map(|r| ((r.start - lo) as usize, (r.end - lo) as usize));
+                        let wanted: usize = at.clone().map(|(a, b)| b - a).sum();
+                        if 2 * wanted >= buf.len() {
+                            return Ok((buf, at.collect()));
+                        }
+                        let mut compact = Vec::with_capacity(wanted);
+                        let mut cut = Vec::with_capacity(span.len());
+                        for (a, b) in at {
+                            cut.push((compact.len(), compact.len() + b - a));
+                            compact.extend_from_slice(&buf[a..b]);
+                        }
+                        Ok((compact, cut))
                     })
                     .collect::<Result<_>>()?;
                 let mut out = RangeBytes::default();
-                for (b, (buf, span)) in per_span.into_iter().enumerate() {
-                    let lo = ranges[span.start].start;
-                    for r in &ranges[span] {
-                        out.at
-                            .push((b, (r.start - lo) as usize, (r.end - lo) as usize));
-                    }
+                for (b, (buf, at)) in per_span.into_iter().enumerate() {
+                    out.at.extend(at.into_iter().map(|(lo, hi)| (b, lo, hi)));
                     out.bufs.push(buf);
                 }
                 Ok(out)
@@ -489,6 +501,14 @@ mod tests {
             assert_eq!(got.get(i), &bytes[r.start as usize..r.end as usize]);
         }
         assert_eq!(got.into_first(), bytes[..ranges[0].end as usize]);
+        // Ranges that are a small part of their span are copied out of it.
+        let sparse = [r(0, 10), r(2000, 2010), r(4000, 4004)];
+        assert_eq!(spans(&sparse), vec![0..3]);
+        let got = out.read_ranges("f", &sparse).unwrap();
+        assert_eq!(got.bufs[0].len(), 24);
+        for (i, r) in sparse.iter().enumerate() {
+            assert_eq!(got.get(i), &bytes[r.start as usize..r.end as usize]);
+        }
         assert!(out.read_ranges("f", &[r(0, 4 * SPAN_GAP)]).is_err());
         let _ = fs::remove_dir_all(dir);
     }

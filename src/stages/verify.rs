@@ -494,9 +494,9 @@ mod tests {
     #[test]
     fn exact_checks_of_linked_documents_are_skipped() {
         // K = 10. Docs 0-1 and 1-2 agree on all values (estimate 1.0); 0-2 is flagged for the
-        // exact check but 0 and 2 are already linked through 1. Docs 3-4 and 3-5 need the
-        // check; 3-4 is a likely edge (estimate 0.8), 3-5 not (0.7), and 4-5 is checked after
-        // 3-4, unless 3-4 joined them.
+        // exact check but 0 and 2 are already linked through 1. 3-4 is a likely edge (estimate
+        // 0.8), checked first; 3-5 and 4-5 (0.7) come after it and are checked, since 5 is
+        // joined to neither.
         let mut values = vec![0u32; 60];
         for i in 0..10 {
             values[30 + i] = 100 + i as u32;
