@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use corpus_dedup::config::{Keep, Settings, Tokenizer};
+use corpus_dedup::config::{Keep, Settings, Sketch, Tokenizer};
 use corpus_dedup::corpus::Corpus;
 use corpus_dedup::io::input::expand_inputs;
 use corpus_dedup::lsh::band_key;
@@ -180,6 +180,17 @@ fn main() -> anyhow::Result<()> {
             total_shingles as f64 / t / 1e6,
             total_shingles as f64 * 128.0 / t / 1e9
         ),
+    );
+    let oph = Permutations::with_sketch(128, 42, Sketch::Oph);
+    let (t, _) = best(|| {
+        for s in &shingles {
+            oph.signature(s, &mut sig);
+        }
+    });
+    row(
+        "MinHash K=128, one-permutation (--sketch oph)",
+        t,
+        format!("{:.1} M shingles/s", total_shingles as f64 / t / 1e6),
     );
 
     let mut values = vec![0u32; n * 128];

@@ -301,7 +301,10 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
                     if read > count {
                         return Err(changed(read));
                     }
-                    let ((sigs, shingle_keys), following) = rayon::join(
+                    // Everything per document runs on the workers while the next chunk is
+                    // read: signatures, band keys (bands per document, flat; none for a
+                    // document without shingles) and ids.
+                    let ((sigs, shingle_keys, band_keys, ids), following) = rayon::join(
                         || {
                             let mut sigs = Signatures {
                                 k,
@@ -319,7 +322,20 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
                                 sigs.extend(s);
                                 keys.extend(kk);
                             }
-                            (sigs, keys)
+                            let mut band_keys = vec![0u64; n as usize * bands];
+                            band_keys
+                                .par_chunks_mut(bands.max(1))
+                                .enumerate()
+                                .with_min_len(64)
+                                .for_each(|(d, out)| {
+                                    let sig = sigs.get(d as u32);
+                                    for (b, key) in out.iter_mut().enumerate() {
+                                        *key = band_key(b, &sig[b * rows..(b + 1) * rows]);
+                                    }
+                                });
+                            let ids: Vec<String> =
+                                (0..n).into_par_iter().map(|d| corpus.id(d)).collect();
+                            (sigs, keys, band_keys, ids)
                         },
                         || load(i + 1),
                     );
@@ -342,20 +358,11 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
                             None => priority.extend(std::iter::repeat_n(None, shard.len())),
                         }
                     }
-                    // Bucket hashes of every document with shingles, by band and bucket range.
-                    let keys: Vec<Vec<u64>> = (0..n)
-                        .into_par_iter()
-                        .map(|d| {
-                            if sigs.shingles[d as usize] == 0 {
-                                return Vec::new();
-                            }
-                            let sig = sigs.get(d);
-                            (0..bands)
-                                .map(|b| band_key(b, &sig[b * rows..(b + 1) * rows]))
-                                .collect()
-                        })
-                        .collect();
-                    for (d, ks) in keys.iter().enumerate() {
+                    // Band rows of every document with shingles, by band and bucket range.
+                    for (d, ks) in band_keys.chunks(bands.max(1)).enumerate() {
+                        if sigs.shingles[d] == 0 {
+                            continue;
+                        }
                         for (b, &key) in ks.iter().enumerate() {
                             let (bucket, doc) =
                                 &mut band_rows[b * ranges + bucket_range(key, ranges)];
@@ -363,7 +370,6 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
                             doc.push((base + d as u64) as u32);
                         }
                     }
-                    let ids: Vec<String> = (0..n).into_par_iter().map(|d| corpus.id(d)).collect();
                     id_hash.extend(ids.iter().map(|i| xxhash_rust::xxh3::xxh3_64(i.as_bytes())));
                     drop(corpus);
                     if tx.send((sigs, shingle_keys, ids)).is_err() {
