@@ -48,6 +48,7 @@ run "threads=2" 0,1 --threads 2
 run "threads=1 --tokenizer jieba" 0 --threads 1 --tokenizer jieba
 run "threads=1 --verify exact" 0 --threads 1 --verify exact
 run "threads=1 --verify estimate" 0 --threads 1 --verify estimate
+run "threads=1 --sketch oph" 0 --threads 1 --sketch oph
 for k in 3 4 5 6 7 8; do
   run "threads=1 --method simhash --hamming $k" 0 --threads 1 --method simhash --hamming "$k"
 done
