@@ -387,6 +387,34 @@ mod tests {
         );
     }
 
+    /// Two random key sets sharing `common` keys, with `only_a` and `only_b` of their own: the
+    /// estimate from `p`'s signatures is within 4.5 standard errors of their Jaccard.
+    fn estimate_within_bounds(
+        p: &Permutations,
+        common: usize,
+        only_a: usize,
+        only_b: usize,
+        base: u64,
+    ) -> Result<(), TestCaseError> {
+        let k = p.len();
+        let gen =
+            |off: u64, n: usize| (0..n as u64).map(move |i| mix64(base ^ (off << 40) ^ i) as u32);
+        let mut a: Vec<u32> = gen(1, common).chain(gen(2, only_a)).collect();
+        let mut b: Vec<u32> = gen(1, common).chain(gen(3, only_b)).collect();
+        a.sort_unstable();
+        a.dedup();
+        b.sort_unstable();
+        b.dedup();
+        let j = jaccard(&a, &b);
+        let est = estimate_jaccard(&sig(p, &a), &sig(p, &b));
+        let se = (j * (1.0 - j) / k as f64).sqrt();
+        prop_assert!(
+            (est - j).abs() <= 4.5 * se + 1.0 / k as f64,
+            "J = {j}, estimate = {est}, se = {se}"
+        );
+        Ok(())
+    }
+
     proptest! {
         // A fixed seed keeps the test deterministic; 200 cases at 4.5 sigma each.
         #![proptest_config(ProptestConfig {
@@ -401,17 +429,7 @@ mod tests {
         fn agreement_estimates_jaccard(common in 0usize..400, only_a in 0usize..400, only_b in 0usize..400,
                                        base in any::<u64>(), seed in any::<u64>()) {
             prop_assume!(common + only_a + only_b > 0);
-            let k = 256;
-            let p = Permutations::new(k, seed);
-            let gen = |off: u64, n: usize| (0..n as u64).map(move |i| mix64(base ^ (off << 40) ^ i) as u32);
-            let mut a: Vec<u32> = gen(1, common).chain(gen(2, only_a)).collect();
-            let mut b: Vec<u32> = gen(1, common).chain(gen(3, only_b)).collect();
-            a.sort_unstable(); a.dedup(); b.sort_unstable(); b.dedup();
-            let j = jaccard(&a, &b);
-            let est = estimate_jaccard(&sig(&p, &a), &sig(&p, &b));
-            let se = (j * (1.0 - j) / k as f64).sqrt();
-            prop_assert!((est - j).abs() <= 4.5 * se + 1.0 / k as f64,
-                "J = {j}, estimate = {est}, se = {se}");
+            estimate_within_bounds(&Permutations::new(256, seed), common, only_a, only_b, base)?;
         }
 
         /// The same for one-permutation hashing, on sets of at least K keys (fewer leave most
@@ -419,18 +437,9 @@ mod tests {
         #[test]
         fn oph_agreement_estimates_jaccard(common in 0usize..800, only_a in 0usize..800, only_b in 0usize..800,
                                            base in any::<u64>(), seed in any::<u64>()) {
-            let k = 256;
-            prop_assume!(common + only_a.min(only_b) >= k);
-            let p = Permutations::with_sketch(k, seed, Sketch::Oph);
-            let gen = |off: u64, n: usize| (0..n as u64).map(move |i| mix64(base ^ (off << 40) ^ i) as u32);
-            let mut a: Vec<u32> = gen(1, common).chain(gen(2, only_a)).collect();
-            let mut b: Vec<u32> = gen(1, common).chain(gen(3, only_b)).collect();
-            a.sort_unstable(); a.dedup(); b.sort_unstable(); b.dedup();
-            let j = jaccard(&a, &b);
-            let est = estimate_jaccard(&sig(&p, &a), &sig(&p, &b));
-            let se = (j * (1.0 - j) / k as f64).sqrt();
-            prop_assert!((est - j).abs() <= 4.5 * se + 1.0 / k as f64,
-                "J = {j}, estimate = {est}, se = {se}");
+            prop_assume!(common + only_a.min(only_b) >= 256);
+            let p = Permutations::with_sketch(256, seed, Sketch::Oph);
+            estimate_within_bounds(&p, common, only_a, only_b, base)?;
         }
     }
 }
