@@ -20,11 +20,12 @@ use crate::error::{Error, Result};
 use crate::io::output::{OutputDir, ParquetUse};
 use crate::io::{pairs, store};
 use crate::lsh::band_key;
+use crate::minhash::estimate_jaccard;
 use crate::plan::{Plan, Stage, DOCS_PER_CHUNK};
 use crate::stages::candidates::{self, CandidateStats};
 use crate::stages::cluster::{Clusters, SparseUnionFind, UnionFind};
 use crate::stages::signature::{self, ShingleKeys, Signatures};
-use crate::stages::verify::{self, ShingleSets};
+use crate::stages::verify::{self, ShingleSets, SigSource};
 
 /// What a task reports in its completion marker.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -455,7 +456,9 @@ fn window(d: u32) -> u64 {
 /// Whether pair (a, b) gets the exact Jaccard check under the plan's settings.
 fn exact_check(plan: &Plan, a: u32, b: u32, sigs: &store::Fetched) -> bool {
     let cfg = &plan.config;
-    verify::needs_exact(a, b, sigs, cfg.verify, cfg.threshold, cfg.min_shingles)
+    let estimate = || estimate_jaccard(sigs.sig(a), sigs.sig(b));
+    let (mode, threshold, min_shingles) = (cfg.verify, cfg.threshold, cfg.min_shingles);
+    verify::needs_exact(a, b, sigs, mode, threshold, min_shingles, estimate)
 }
 
 /// Signatures and ids of the documents of `pairs` and of `also`.
@@ -533,9 +536,8 @@ fn verify_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
     let mut checks = Vec::new();
     for batch in pairs.chunk_by(|x, y| window(x.0) == window(y.0)) {
         let sigs = fetch_sigs(work, plan, batch, Vec::new())?;
-        let (found, exact) = verify::estimate_batch(batch, &sigs, cfg.threshold, |a, b| {
-            exact_check(plan, a, b, &sigs)
-        });
+        let (found, exact) =
+            verify::estimate_batch(batch, &sigs, cfg.verify, cfg.threshold, cfg.min_shingles);
         edges.extend(found);
         checks.extend(exact);
     }

@@ -61,21 +61,21 @@ impl UnionFind {
 }
 
 /// Disjoint sets over any document indices, held only for the documents joined so far (a hash
-/// map of parents): what one verify task has learned about connectivity. Same rules as
-/// [`UnionFind`] (path halving, the smaller root wins).
+/// map from each non-root document to its parent): what one verify task has learned about
+/// connectivity. Same rules as [`UnionFind`] (path halving, the smaller root wins).
 #[derive(Debug, Clone, Default)]
 pub struct SparseUnionFind {
     parent: ahash::AHashMap<u32, u32>,
 }
 
 impl SparseUnionFind {
-    /// The root of `x`'s set (`x` itself when it was never joined).
+    /// The root of `x`'s set: the first document along parents with no parent of its own (`x`
+    /// itself when it was never joined below another root).
     pub fn find(&mut self, mut x: u32) -> u32 {
         while let Some(&p) = self.parent.get(&x) {
-            if p == x {
-                break;
-            }
-            let grand = self.parent.get(&p).copied().unwrap_or(p);
+            let Some(&grand) = self.parent.get(&p) else {
+                return p;
+            };
             self.parent.insert(x, grand);
             x = grand;
         }
@@ -88,7 +88,6 @@ impl SparseUnionFind {
         if ra != rb {
             let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
             self.parent.insert(hi, lo);
-            self.parent.entry(lo).or_insert(lo);
         }
     }
 

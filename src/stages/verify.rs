@@ -179,7 +179,9 @@ impl ShingleSets {
     }
 }
 
-/// Whether a pair must be verified on exact shingle sets under `mode`.
+/// Whether a pair must be verified on exact shingle sets under `mode`. `estimate` gives the
+/// pair's signature estimate, and is called only when the mode needs it (a caller that has the
+/// estimate already passes it in rather than computing it twice).
 pub fn needs_exact(
     a: u32,
     b: u32,
@@ -187,6 +189,7 @@ pub fn needs_exact(
     mode: Verify,
     threshold: f64,
     min_shingles: usize,
+    estimate: impl FnOnce() -> f64,
 ) -> bool {
     let short = |d: u32| (sigs.shingles(d) as usize) < min_shingles;
     let k = sigs.k() as f64;
@@ -195,9 +198,7 @@ pub fn needs_exact(
         Verify::Estimate => short(a) || short(b),
         Verify::Auto => {
             let margin = 3.0 * (threshold * (1.0 - threshold) / k).sqrt() + 1.0 / k;
-            short(a)
-                || short(b)
-                || (estimate_jaccard(sigs.sig(a), sigs.sig(b)) - threshold).abs() <= margin
+            short(a) || short(b) || (estimate() - threshold).abs() <= margin
         }
     }
 }
@@ -212,7 +213,8 @@ pub fn docs_needing_sets(
     min_shingles: usize,
 ) -> Vec<u32> {
     docs_of_pairs(pairs, |a, b| {
-        needs_exact(a, b, sigs, mode, threshold, min_shingles)
+        let estimate = || estimate_jaccard(sigs.sig(a), sigs.sig(b));
+        needs_exact(a, b, sigs, mode, threshold, min_shingles, estimate)
     })
 }
 
@@ -233,30 +235,30 @@ pub fn docs_of_pairs(pairs: &[(u32, u32)], select: impl Fn(u32, u32) -> bool + S
 /// Which method applies depends on the pair alone, never on what other sets happen to be held,
 /// so the result does not depend on how pairs are batched into tasks.
 pub fn similarity(a: u32, b: u32, exact: bool, sets: &ShingleSets, sigs: &impl SigSource) -> f64 {
-    match (exact, sets.get(a), sets.get(b)) {
-        (true, Some(x), Some(y)) => jaccard(x, y),
-        (true, _, _) => {
-            debug_assert!(false, "exact check of ({a}, {b}) without both shingle sets");
-            estimate_jaccard(sigs.sig(a), sigs.sig(b))
-        }
-        (false, _, _) => estimate_jaccard(sigs.sig(a), sigs.sig(b)),
+    match exact.then(|| held_jaccard(a, b, sets)).flatten() {
+        Some(j) => j,
+        None => estimate_jaccard(sigs.sig(a), sigs.sig(b)),
     }
 }
 
-/// Keeps the pairs whose similarity is at least `threshold`, in input order; `exact(a, b)` says
-/// which pairs get the exact check (their sets must be in `sets`).
-pub fn verify_pairs(
-    pairs: &[(u32, u32)],
-    exact: impl Fn(u32, u32) -> bool + Sync,
-    sets: &ShingleSets,
-    sigs: &impl SigSource,
-    threshold: f64,
-) -> Vec<Edge> {
+/// Exact Jaccard of a pair whose two shingle sets are held (None, and a debug assertion, when one
+/// is not: callers fetch the sets of the pairs they check exactly).
+fn held_jaccard(a: u32, b: u32, sets: &ShingleSets) -> Option<f64> {
+    let j = sets.get(a).zip(sets.get(b)).map(|(x, y)| jaccard(x, y));
+    debug_assert!(
+        j.is_some(),
+        "exact check of ({a}, {b}) without both shingle sets"
+    );
+    j
+}
+
+/// The pairs whose exact Jaccard (on the held `sets`) is at least `threshold`, in input order.
+pub fn exact_edges(pairs: &[(u32, u32)], sets: &ShingleSets, threshold: f64) -> Vec<Edge> {
     pairs
         .par_iter()
         .with_min_len(64)
         .filter_map(|&(a, b)| {
-            let s = similarity(a, b, exact(a, b), sets, sigs);
+            let s = held_jaccard(a, b, sets).unwrap_or(0.0);
             (s >= threshold).then_some(Edge {
                 a,
                 b,
@@ -275,17 +277,23 @@ pub struct ExactPair {
 }
 
 /// First pass of MinHash verification over a batch of pairs: the edges of the pairs the estimate
-/// decides, and the pairs that need the exact check (`exact(a, b)`), both in input order.
+/// decides, and the pairs that need the exact check (per [`needs_exact`] under `mode`), both in
+/// input order. Each pair's estimate is computed once, for both.
 pub fn estimate_batch(
     pairs: &[(u32, u32)],
     sigs: &impl SigSource,
+    mode: Verify,
     threshold: f64,
-    exact: impl Fn(u32, u32) -> bool + Sync,
+    min_shingles: usize,
 ) -> (Vec<Edge>, Vec<ExactPair>) {
     let decided: Vec<(f64, bool)> = pairs
         .par_iter()
         .with_min_len(64)
-        .map(|&(a, b)| (estimate_jaccard(sigs.sig(a), sigs.sig(b)), exact(a, b)))
+        .map(|&(a, b)| {
+            let s = estimate_jaccard(sigs.sig(a), sigs.sig(b));
+            let exact = needs_exact(a, b, sigs, mode, threshold, min_shingles, || s);
+            (s, exact)
+        })
         .collect();
     let mut edges = Vec::new();
     let mut checks = Vec::new();
@@ -342,28 +350,13 @@ pub fn exact_batch(
         let mut need = docs_of_pairs(&todo, |_, _| true);
         need.retain(|&d| sets.get(d).is_none());
         sets = sets.merge(fetch_sets(need)?);
-        let found = verify_pairs(&todo, |_, _| true, &sets, &NoSigs, threshold);
+        let found = exact_edges(&todo, &sets, threshold);
         for e in &found {
             joined.union(e.a, e.b);
         }
         edges.extend(found);
     }
     Ok((edges, sets, skipped))
-}
-
-/// No signatures: for pairs that are all checked exactly.
-struct NoSigs;
-
-impl SigSource for NoSigs {
-    fn k(&self) -> usize {
-        0
-    }
-    fn sig(&self, _: u32) -> &[u32] {
-        &[]
-    }
-    fn shingles(&self, _: u32) -> u32 {
-        0
-    }
 }
 
 /// SimHash verification: keeps pairs within Hamming distance `k`; when either document has fewer
@@ -385,14 +378,8 @@ pub fn verify_hamming(
             }
             if let Some((sets, threshold, min_features)) = short {
                 let few = |x: u32| (fps.features[x as usize] as usize) < min_features;
-                if few(a) || few(b) {
-                    let j = match (sets.get(a), sets.get(b)) {
-                        (Some(x), Some(y)) => jaccard(x, y),
-                        _ => 0.0,
-                    };
-                    if j < threshold {
-                        return None;
-                    }
+                if (few(a) || few(b)) && held_jaccard(a, b, sets).unwrap_or(0.0) < threshold {
+                    return None;
                 }
             }
             Some(Edge {
@@ -479,7 +466,7 @@ mod tests {
         assert_eq!(similarity(0, 1, true, &sets, &sigs), 1.0);
         // Held sets are not used for a pair that does not need them.
         assert_eq!(similarity(0, 1, false, &sets, &sigs), 0.5);
-        let edges = verify_pairs(&[(0, 1)], |_, _| true, &sets, &sigs, 0.8);
+        let edges = exact_edges(&[(0, 1)], &sets, 0.8);
         assert_eq!(
             edges,
             vec![Edge {
@@ -488,29 +475,36 @@ mod tests {
                 similarity: 1.0
             }]
         );
-        assert!(verify_pairs(&[(0, 1)], |_, _| false, &sets, &sigs, 0.8).is_empty());
+        // Decided by the estimate (0.5): no edge, no exact check.
+        let (edges, checks) = estimate_batch(&[(0, 1)], &sigs, Verify::Estimate, 0.8, 0);
+        assert!(edges.is_empty() && checks.is_empty());
     }
 
     #[test]
     fn exact_checks_of_linked_documents_are_skipped() {
-        // K = 10. Docs 0-1 and 1-2 agree on all values (estimate 1.0); 0-2 is flagged for the
-        // exact check but 0 and 2 are already linked through 1. 3-4 is a likely edge (estimate
-        // 0.8), checked first; 3-5 and 4-5 (0.7) come after it and are checked, since 5 is
-        // joined to neither.
-        let mut values = vec![0u32; 60];
-        for i in 0..10 {
-            values[30 + i] = 100 + i as u32;
-            values[40 + i] = if i < 8 { 100 + i as u32 } else { 7 };
-            values[50 + i] = if i < 7 { 100 + i as u32 } else { 9 };
-        }
+        // K = 100, `auto`: the estimate decides pairs outside 0.8 +- 0.13. Docs 0-1 and 1-2
+        // agree on 95 values (decided edges); 0-2 on 90, so it needs the exact check, but 0 and
+        // 2 are already linked through 1. 3-4 agree on 80 (a likely edge, checked first); 3-5
+        // and 4-5 on 70 are checked after it, since 5 is joined to neither.
+        let values: Vec<u32> = (0..6u32)
+            .flat_map(|d| {
+                (0..100u32).map(move |i| match d {
+                    0 if i < 5 => 1000 + i,
+                    2 if (5..10).contains(&i) => 2000 + i,
+                    0..=2 => 100 + i,
+                    4 if i >= 80 => 3000 + i,
+                    5 if i >= 70 => 4000 + i,
+                    _ => 500 + i,
+                })
+            })
+            .collect();
         let sigs = Signatures {
-            k: 10,
+            k: 100,
             values,
             shingles: vec![20; 6],
         };
         let pairs = [(0, 1), (0, 2), (1, 2), (3, 4), (3, 5), (4, 5)];
-        let flagged = |a: u32, b: u32| (a, b) != (0, 1) && (a, b) != (1, 2);
-        let (edges, checks) = estimate_batch(&pairs, &sigs, 0.8, flagged);
+        let (edges, checks) = estimate_batch(&pairs, &sigs, Verify::Auto, 0.8, 10);
         assert_eq!(
             edges.iter().map(|e| (e.a, e.b)).collect::<Vec<_>>(),
             vec![(0, 1), (1, 2)]
