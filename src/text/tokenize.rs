@@ -342,8 +342,8 @@ mod tests {
                 "{text:?}"
             );
         }
-        // Every byte value next to spaces, at every offset of a 32-byte chunk, on both sides of
-        // chunk ends (and in the scalar tail).
+        // Every byte value next to spaces, at every offset of a 64-byte block, on both sides of
+        // the block end (and in the space-padded last block).
         for off in 0..70 {
             for b in 0..=255u8 {
                 let mut bytes = vec![b'x'; 75];
