@@ -28,8 +28,10 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::io::input;
 
-/// Plan file format version.
-pub const FORMAT: u32 = 2;
+/// Plan file format version: raised whenever the work files' meaning changes, so that a work
+/// directory left by an older build is discarded instead of resumed (3: MinHash over the affine
+/// permutations of [`crate::minhash`]; stores of format 2 hold signatures of another family).
+pub const FORMAT: u32 = 3;
 
 /// Documents per part when `--tasks` is not given. A part's tasks hold its signatures and band
 /// keys (~700 bytes per document: ~170 MB) but only one chunk of its text at a time.
