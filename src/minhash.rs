@@ -421,7 +421,10 @@ mod tests {
                 (var / model - 1.0).abs() <= 0.15,
                 "J = {j}: variance {var}, binomial {model}"
             );
-            eprintln!("J = {j}: mean error {mean:.5}, variance ratio {:.3}", var / model);
+            eprintln!(
+                "J = {j}: mean error {mean:.5}, variance ratio {:.3}",
+                var / model
+            );
         }
     }
 

@@ -10,8 +10,9 @@
 //! store/pNNNNN.blob  id bytes then shingle keys ([u32; shingles]) of each document, in order
 //! ```
 //! The keys are the document's shingle keys in text order, repeats kept (see
-//! [`crate::text::shingle::exact_set`]): exact verification sorts the ones it needs instead of
-//! normalising, tokenising and hashing the text again. `blob_offset` is the id's position in the
+//! [`crate::text::shingle::shingle_key`]): exact verification compares the ones it needs
+//! ([`crate::text::shingle::KeyTable`]) instead of normalising, tokenising and hashing the text
+//! again. `blob_offset` is the id's position in the
 //! `.blob` file. `check_meta` is xxh3-64 of the record's first 4k + 4 bytes and the id;
 //! `check_keys` of the key bytes; both are verified on every read of what they cover, so a
 //! damaged file is reported rather than silently used. Record `i` is at `24 + i * (4k + 32)`: a
@@ -30,7 +31,6 @@ use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
 use crate::stages::signature::Signatures;
 use crate::stages::verify::{ShingleSets, SigSource};
-use crate::text::shingle::exact_set;
 
 const MAGIC: &[u8; 8] = b"CDSTORE3";
 const HEADER: u64 = 24;
@@ -219,8 +219,8 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 }
 
 /// Reads documents `docs` (sorted, unique global indices) from the stores of the parts that hold
-/// them: signatures, shingle counts and ids, and, when `sets` is set, their exact shingle sets
-/// (the stored keys sorted and deduplicated). `parts[p]` is part p's (first_doc, docs); `k` the
+/// them: signatures, shingle counts and ids, and, when `sets` is set, their shingle keys (as
+/// stored: text order, repeats kept). `parts[p]` is part p's (first_doc, docs); `k` the
 /// signature length.
 pub fn fetch(
     work: &OutputDir,
@@ -308,8 +308,7 @@ pub fn fetch(
                     {
                         return Err(damaged());
                     }
-                    let keys = keys.chunks_exact(4).map(|c| u64::from(u32_at(c, 0)));
-                    exact_set(keys, &mut set);
+                    set = keys.chunks_exact(4).map(|c| u32_at(c, 0)).collect();
                 }
                 Ok((shingles, id, set))
             })
@@ -369,9 +368,9 @@ mod tests {
         assert_eq!(f.shingles(10), 4);
         assert_eq!(f.shingles(12), 1);
         assert_eq!(f.id(12), "id2");
-        // Sets come back sorted and deduplicated.
+        // Keys come back as stored: text order, repeats kept.
         let sets = f.into_sets();
-        assert_eq!(sets.get(10), Some(&[1, 3, 9][..]));
+        assert_eq!(sets.get(10), Some(&[9, 3, 9, 1][..]));
         assert_eq!(sets.get(11), Some(&[][..]));
         assert_eq!(sets.get(12), Some(&[7][..]));
         // One flipped key byte is caught.

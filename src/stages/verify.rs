@@ -4,9 +4,10 @@
 //! LSH candidates include false positives (pairs below the threshold that collided in one band), so
 //! each pair is checked:
 //! - `Verify::Exact`: exact Jaccard of the two shingle sets (of 32-bit shingle keys, see
-//!   [`crate::text::shingle::exact_set`]). The sets are read for the candidate documents only, from
-//!   the keys the signatures stage stored, so nothing but the signatures is held for the whole
-//!   corpus. Precision against an exact ground truth is then 1 (up to a 2^-32 key collision), and
+//!   [`crate::text::shingle::shingle_key`]), counted in a hash table from the keys as stored
+//!   ([`KeyTable`]), without sorting them. The keys are read for the candidate documents only,
+//!   from the store the signatures stage wrote, so nothing but the signatures is held for the
+//!   whole corpus. Precision against an exact ground truth is then 1 (up to a 2^-32 key collision), and
 //!   recall is only lost in LSH.
 //! - `Verify::Auto` (default): the estimate decides a pair when it is more than 3 standard errors
 //!   (`3 sqrt(t (1 - t) / K)`, 0.106 at t = 0.8, K = 128) from the threshold t, where a wrong call
@@ -29,7 +30,7 @@ use crate::simhash;
 use crate::stages::cluster::SparseUnionFind;
 use crate::stages::fingerprint::Fingerprints;
 use crate::stages::signature::Signatures;
-use crate::text::shingle::{exact_set, jaccard, shingle_hashes, Scratch};
+use crate::text::shingle::{shingle_hashes, shingle_key, KeyTable, Scratch};
 
 /// A verified duplicate pair (a < b) and its similarity.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -62,7 +63,8 @@ impl SigSource for Signatures {
     }
 }
 
-/// Exact shingle sets (sorted, unique 32-bit keys) of a subset of documents, by document index.
+/// The shingle keys of a subset of documents, by document index: each document's 32-bit keys in
+/// text order, repeats kept (as stored), which [`KeyTable`] compares as sets.
 #[derive(Debug, Default)]
 pub struct ShingleSets {
     docs: Vec<u32>,
@@ -70,7 +72,7 @@ pub struct ShingleSets {
 }
 
 impl ShingleSets {
-    /// Sets `sets[i]` (each sorted and unique) of documents `docs[i]` (sorted, unique).
+    /// Keys `sets[i]` (any order, repeats allowed) of documents `docs[i]` (sorted, unique).
     pub fn new(docs: Vec<u32>, sets: Vec<Vec<u32>>) -> Self {
         debug_assert_eq!(docs.len(), sets.len());
         ShingleSets { docs, sets }
@@ -89,12 +91,12 @@ impl ShingleSets {
             .map_init(
                 || (Scratch::default(), Vec::new()),
                 |(scratch, hashes), &d| {
-                    let mut set = Vec::new();
                     if let Some(t) = text(d) {
                         shingle_hashes(t, tokenizer, ngram, scratch, hashes);
-                        exact_set(hashes.iter().copied(), &mut set);
+                        hashes.iter().map(|&h| shingle_key(h)).collect()
+                    } else {
+                        Vec::new()
                     }
-                    set
                 },
             )
             .collect();
@@ -241,10 +243,18 @@ pub fn similarity(a: u32, b: u32, exact: bool, sets: &ShingleSets, sigs: &impl S
     }
 }
 
+thread_local! {
+    /// Each thread's table for [`held_jaccard`] (reused across pairs, never cleared).
+    static TABLE: std::cell::RefCell<KeyTable> = std::cell::RefCell::default();
+}
+
 /// Exact Jaccard of a pair whose two shingle sets are held (None, and a debug assertion, when one
 /// is not: callers fetch the sets of the pairs they check exactly).
 fn held_jaccard(a: u32, b: u32, sets: &ShingleSets) -> Option<f64> {
-    let j = sets.get(a).zip(sets.get(b)).map(|(x, y)| jaccard(x, y));
+    let j = sets
+        .get(a)
+        .zip(sets.get(b))
+        .map(|(x, y)| TABLE.with_borrow_mut(|t| t.jaccard(x, y)));
     debug_assert!(
         j.is_some(),
         "exact check of ({a}, {b}) without both shingle sets"

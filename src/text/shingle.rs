@@ -6,8 +6,8 @@
 //! shingle made of all its tokens (so short texts still compare), and an empty document none.
 //! The output set is sorted and deduplicated, so set operations are linear merges.
 //!
-//! Exact verification compares *keys*: the low 32 bits of each shingle hash ([`exact_set`]), half
-//! the bytes to store and sort. Two distinct shingles share a key with probability 2^-32, so two
+//! Exact verification compares *keys*: the low 32 bits of each shingle hash ([`shingle_key`]),
+//! half the bytes to store, counted as sets by [`KeyTable`]. Two distinct shingles share a key with probability 2^-32, so two
 //! documents of m shingles each have ~m^2 / 2^32 spurious common keys on average (2.3e-4 for
 //! m = 1000): a Jaccard value is off by one shingle in fewer than one pair in 4,000.
 
@@ -56,15 +56,6 @@ pub fn shingle_set(
     out: &mut Vec<u64>,
 ) {
     shingle_hashes(text, tokenizer, ngram, scratch, out);
-    out.sort_unstable();
-    out.dedup();
-}
-
-/// Writes the sorted, deduplicated 32-bit keys of shingle hashes `hashes` (any order, repeats
-/// allowed) into `out` (cleared first): the set that exact Jaccard compares.
-pub fn exact_set(hashes: impl IntoIterator<Item = u64>, out: &mut Vec<u32>) {
-    out.clear();
-    out.extend(hashes.into_iter().map(shingle_key));
     out.sort_unstable();
     out.dedup();
 }
@@ -124,6 +115,78 @@ pub fn jaccard<T: Ord>(a: &[T], b: &[T]) -> f64 {
         return 0.0;
     }
     inter as f64 / union as f64
+}
+
+/// Exact Jaccard of two documents' shingle keys as they are stored (any order, repeats allowed):
+/// |A ∩ B| / |A ∪ B| of their distinct keys, with no sorting.
+///
+/// The keys of A go into an open-addressing table marked "A"; each key of B then either marks
+/// its A entry "both" (one more common key), finds itself already counted, or goes in marked "B".
+/// So `|A ∩ B|` = entries marked both and `|A ∪ B|` = entries. The table has at least twice as
+/// many slots as keys (load <= 1/2: ~1.5 probes per key) and is reused across pairs: a slot
+/// belongs to the current pair only when its stamp is the pair's, so nothing is cleared between
+/// pairs. One pass over both documents' keys, against a sort of each (n log n) and a merge.
+#[derive(Debug, Default)]
+pub struct KeyTable {
+    /// Per slot: key in the low 32 bits, stamp (pair number x 4 + mark) in the high 32.
+    slots: Vec<u64>,
+    /// Number of the current pair (stamps of older pairs are stale).
+    pair: u32,
+}
+
+const MARK_A: u64 = 1;
+const MARK_B: u64 = 2;
+const MARK_BOTH: u64 = 3;
+
+impl KeyTable {
+    /// Exact Jaccard of the key multisets `a` and `b` (0 when both are empty).
+    pub fn jaccard(&mut self, a: &[u32], b: &[u32]) -> f64 {
+        let need = (2 * (a.len() + b.len())).next_power_of_two().max(64);
+        // Stamps hold the pair number in 30 bits; on wrap (or growth) start from a clear table.
+        if self.slots.len() < need || self.pair == (1 << 30) - 1 {
+            self.slots = vec![0; need.max(self.slots.len())];
+            self.pair = 0;
+        }
+        self.pair += 1;
+        let stamp = u64::from(self.pair) << 2;
+        let bits = need.trailing_zeros();
+        let slots = &mut self.slots[..need];
+        let mask = need - 1;
+        // Finds `key`'s slot of this pair, or the empty slot where it goes.
+        let find = |slots: &[u64], key: u32| -> usize {
+            let mut i = (key.wrapping_mul(0x9E37_79B1) >> (32 - bits)) as usize;
+            loop {
+                let s = slots[i];
+                if s >> 34 != stamp >> 2 || s as u32 == key {
+                    return i;
+                }
+                i = (i + 1) & mask;
+            }
+        };
+        let (mut distinct, mut common) = (0usize, 0usize);
+        for &key in a {
+            let i = find(slots, key);
+            if slots[i] >> 34 != stamp >> 2 {
+                slots[i] = (stamp | MARK_A) << 32 | u64::from(key);
+                distinct += 1;
+            }
+        }
+        for &key in b {
+            let i = find(slots, key);
+            let s = slots[i];
+            if s >> 34 != stamp >> 2 {
+                slots[i] = (stamp | MARK_B) << 32 | u64::from(key);
+                distinct += 1;
+            } else if (s >> 32) & 3 == MARK_A {
+                slots[i] = (stamp | MARK_BOTH) << 32 | u64::from(key);
+                common += 1;
+            }
+        }
+        if distinct == 0 {
+            return 0.0;
+        }
+        common as f64 / distinct as f64
+    }
 }
 
 #[cfg(test)]
@@ -197,12 +260,49 @@ mod tests {
         );
         // 10 trigrams each, 3 differ on each side: 7 / 13.
         assert!((jaccard(&a, &b) - 7.0 / 13.0).abs() < 1e-12);
-        // The 32-bit keys give the same value (no key collision here).
-        let (mut ka, mut kb) = (Vec::new(), Vec::new());
-        exact_set(a.iter().copied(), &mut ka);
-        exact_set(b.iter().copied(), &mut kb);
-        assert_eq!(jaccard(&ka, &kb), jaccard(&a, &b));
-        exact_set([3u64 << 32 | 7, 7, 1 << 40 | 2], &mut ka);
-        assert_eq!(ka, vec![2, 7]);
+        // The 32-bit keys, unsorted and repeated, give the same value (no key collision here).
+        let keys =
+            |s: &[u64]| -> Vec<u32> { s.iter().rev().chain(s).map(|&h| shingle_key(h)).collect() };
+        let mut table = KeyTable::default();
+        assert_eq!(table.jaccard(&keys(&a), &keys(&b)), jaccard(&a, &b));
+        assert_eq!(table.jaccard(&[], &[]), 0.0);
+        assert_eq!(table.jaccard(&[5, 5], &[]), 0.0);
+        assert_eq!(table.jaccard(&[0, 0, 9], &[9, 0]), 1.0);
+        // Across the wrap of the pair stamps, entries of earlier pairs never count.
+        table.pair = (1 << 30) - 3;
+        for _ in 0..4 {
+            assert_eq!(table.jaccard(&[1, 2, 3], &[3, 4]), 0.25);
+            assert_eq!(table.jaccard(&[4, 5], &[1, 5]), 1.0 / 3.0);
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 300,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x7ab1e),
+            failure_persistence: None,
+            ..Default::default()
+        })]
+        /// The hash-table Jaccard of two key lists (repeats, any order, keys from a small range
+        /// so that lists overlap and repeat, and sizes that make the table grow) equals the
+        /// sorted-set merge, pair after pair on one reused table.
+        #[test]
+        fn table_jaccard_equals_sorted_merge(
+            pairs in proptest::collection::vec(
+                (proptest::collection::vec(0u32..600, 0..400), proptest::collection::vec(0u32..600, 0..900)),
+                1..6,
+            ),
+        ) {
+            let mut table = KeyTable::default();
+            for (a, b) in pairs {
+                let set = |v: &[u32]| {
+                    let mut s = v.to_vec();
+                    s.sort_unstable();
+                    s.dedup();
+                    s
+                };
+                proptest::prop_assert_eq!(table.jaccard(&a, &b), jaccard(&set(&a), &set(&b)));
+            }
+        }
     }
 }
