@@ -291,7 +291,7 @@ fn s3_errors_are_clear() {
     );
 }
 
-/// A work directory on S3 whose files exceed one upload part (8 MiB): the document store's blob
+/// A work directory on S3 whose files exceed one upload part (8 MiB): the document store's key
 /// file goes up as a multipart upload, is read back by ranged requests, and the manifest matches
 /// a local run's.
 #[test]
@@ -322,10 +322,10 @@ fn s3_work_files_larger_than_a_part_are_streamed() {
         ],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    // The store's blob (ids and 4-byte shingle keys) went up in several parts.
-    let store = server.root.join("crawl/runs/big/_work/store/p00000.blob");
-    let blob = std::fs::metadata(&store).unwrap().len() as usize;
-    assert!(blob > corpus_dedup::io::object::PART_SIZE, "{blob}");
+    // The store's key file (4-byte shingle keys) went up in several parts.
+    let store = server.root.join("crawl/runs/big/_work/store/p00000.keys");
+    let keys = std::fs::metadata(&store).unwrap().len() as usize;
+    assert!(keys > corpus_dedup::io::object::PART_SIZE, "{keys}");
     let local = temp_dir("s3-big-local");
     run_ok(&format!("{}/*.parquet", local_in.display()), &local, &[]);
     let remote = server.root.join("crawl/runs/big");

@@ -275,116 +275,120 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
         .unwrap_or(DOCS_PER_CHUNK);
     let chunks = plan.chunks(p, chunk_rows);
     let load = |i: usize| chunks.get(i).map(|c| Corpus::load_slices(c, cfg, |_| {}));
-    work.write_with(&store::blob_name(p), |blob| {
-        work.write_with(&store::sig_name(p), |sig| {
-            let k = perms.len();
-            let store = store::Writer::new(sig, blob, k, first, count)
-                .map_err(store_err(store::sig_name(p)))?;
-            // Three chunks in flight: the next one is read while this one is computed, and the
-            // previous one is appended to the store by its own thread.
-            std::thread::scope(|scope| {
-                type Chunk = (Signatures, ShingleKeys, Vec<String>);
-                let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(0);
-                let writer = scope.spawn(move || {
-                    let mut store = store;
-                    for (sigs, keys, ids) in rx {
-                        store.append(&sigs, |i| keys.get(i), |i| &ids[i])?;
+    work.write_with(&store::keys_name(p), |keys| {
+        work.write_with(&store::ids_name(p), |ids| {
+            work.write_with(&store::sig_name(p), |sig| {
+                let k = perms.len();
+                let files = store::Files { sig, ids, keys };
+                let store = store::Writer::new(files, k, first, count)
+                    .map_err(store_err(store::sig_name(p)))?;
+                // Three chunks in flight: the next one is read while this one is computed, and the
+                // previous one is appended to the store by its own thread.
+                std::thread::scope(|scope| {
+                    type Chunk = (Signatures, ShingleKeys, Vec<String>);
+                    let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(0);
+                    let writer = scope.spawn(move || {
+                        let mut store = store;
+                        for (sigs, keys, ids) in rx {
+                            store.append(&sigs, |i| keys.get(i), |i| &ids[i])?;
+                        }
+                        store.finish()
+                    });
+                    let mut next = load(0);
+                    let mut i = 0;
+                    while let Some(corpus) = next.take() {
+                        let corpus = corpus?;
+                        let n = corpus.len() as u32;
+                        let base = first + read;
+                        read += n as u64;
+                        if read > count {
+                            return Err(changed(read));
+                        }
+                        // Everything per document runs on the workers while the next chunk is
+                        // read: signatures, band keys (bands per document, flat; none for a
+                        // document without shingles) and ids.
+                        let ((sigs, shingle_keys, band_keys, ids), following) = rayon::join(
+                            || {
+                                let mut sigs = Signatures {
+                                    k,
+                                    ..Signatures::default()
+                                };
+                                let mut keys = ShingleKeys::default();
+                                for shard in &corpus.shards {
+                                    let (s, kk) = signature::signature_column(
+                                        &shard.text,
+                                        &perms,
+                                        tokenizer,
+                                        cfg.ngram,
+                                        &|_| {},
+                                    );
+                                    sigs.extend(s);
+                                    keys.extend(kk);
+                                }
+                                let mut band_keys = vec![0u64; n as usize * bands];
+                                band_keys
+                                    .par_chunks_mut(bands.max(1))
+                                    .enumerate()
+                                    .with_min_len(64)
+                                    .for_each(|(d, out)| {
+                                        let sig = sigs.get(d as u32);
+                                        for (b, key) in out.iter_mut().enumerate() {
+                                            *key = band_key(b, &sig[b * rows..(b + 1) * rows]);
+                                        }
+                                    });
+                                let ids: Vec<String> =
+                                    (0..n).into_par_iter().map(|d| corpus.id(d)).collect();
+                                (sigs, keys, band_keys, ids)
+                            },
+                            || load(i + 1),
+                        );
+                        next = following;
+                        i += 1;
+                        for d in 0..n {
+                            let t = corpus.text(d);
+                            text_len.push(t.map_or(0, |t| t.len() as u32));
+                            match t {
+                                None => stats.null_texts += 1,
+                                Some(t) => {
+                                    stats.text_bytes += t.len() as u64;
+                                    stats.empty_texts += u64::from(sigs.shingles[d as usize] == 0);
+                                }
+                            }
+                        }
+                        for shard in &corpus.shards {
+                            match &shard.priority {
+                                Some(pr) => priority.extend(pr.iter()),
+                                None => priority.extend(std::iter::repeat_n(None, shard.len())),
+                            }
+                        }
+                        // Band rows of every document with shingles, by band and bucket range.
+                        for (d, ks) in band_keys.chunks(bands.max(1)).enumerate() {
+                            if sigs.shingles[d] == 0 {
+                                continue;
+                            }
+                            for (b, &key) in ks.iter().enumerate() {
+                                let (bucket, doc) =
+                                    &mut band_rows[b * ranges + bucket_range(key, ranges)];
+                                bucket.push(key);
+                                doc.push((base + d as u64) as u32);
+                            }
+                        }
+                        id_hash
+                            .extend(ids.iter().map(|i| xxhash_rust::xxh3::xxh3_64(i.as_bytes())));
+                        drop(corpus);
+                        if tx.send((sigs, shingle_keys, ids)).is_err() {
+                            break; // the writer stopped on an error, reported below
+                        }
                     }
-                    store.finish()
-                });
-                let mut next = load(0);
-                let mut i = 0;
-                while let Some(corpus) = next.take() {
-                    let corpus = corpus?;
-                    let n = corpus.len() as u32;
-                    let base = first + read;
-                    read += n as u64;
-                    if read > count {
+                    if read != count {
                         return Err(changed(read));
                     }
-                    // Everything per document runs on the workers while the next chunk is
-                    // read: signatures, band keys (bands per document, flat; none for a
-                    // document without shingles) and ids.
-                    let ((sigs, shingle_keys, band_keys, ids), following) = rayon::join(
-                        || {
-                            let mut sigs = Signatures {
-                                k,
-                                ..Signatures::default()
-                            };
-                            let mut keys = ShingleKeys::default();
-                            for shard in &corpus.shards {
-                                let (s, kk) = signature::signature_column(
-                                    &shard.text,
-                                    &perms,
-                                    tokenizer,
-                                    cfg.ngram,
-                                    &|_| {},
-                                );
-                                sigs.extend(s);
-                                keys.extend(kk);
-                            }
-                            let mut band_keys = vec![0u64; n as usize * bands];
-                            band_keys
-                                .par_chunks_mut(bands.max(1))
-                                .enumerate()
-                                .with_min_len(64)
-                                .for_each(|(d, out)| {
-                                    let sig = sigs.get(d as u32);
-                                    for (b, key) in out.iter_mut().enumerate() {
-                                        *key = band_key(b, &sig[b * rows..(b + 1) * rows]);
-                                    }
-                                });
-                            let ids: Vec<String> =
-                                (0..n).into_par_iter().map(|d| corpus.id(d)).collect();
-                            (sigs, keys, band_keys, ids)
-                        },
-                        || load(i + 1),
-                    );
-                    next = following;
-                    i += 1;
-                    for d in 0..n {
-                        let t = corpus.text(d);
-                        text_len.push(t.map_or(0, |t| t.len() as u32));
-                        match t {
-                            None => stats.null_texts += 1,
-                            Some(t) => {
-                                stats.text_bytes += t.len() as u64;
-                                stats.empty_texts += u64::from(sigs.shingles[d as usize] == 0);
-                            }
-                        }
-                    }
-                    for shard in &corpus.shards {
-                        match &shard.priority {
-                            Some(pr) => priority.extend(pr.iter()),
-                            None => priority.extend(std::iter::repeat_n(None, shard.len())),
-                        }
-                    }
-                    // Band rows of every document with shingles, by band and bucket range.
-                    for (d, ks) in band_keys.chunks(bands.max(1)).enumerate() {
-                        if sigs.shingles[d] == 0 {
-                            continue;
-                        }
-                        for (b, &key) in ks.iter().enumerate() {
-                            let (bucket, doc) =
-                                &mut band_rows[b * ranges + bucket_range(key, ranges)];
-                            bucket.push(key);
-                            doc.push((base + d as u64) as u32);
-                        }
-                    }
-                    id_hash.extend(ids.iter().map(|i| xxhash_rust::xxh3::xxh3_64(i.as_bytes())));
-                    drop(corpus);
-                    if tx.send((sigs, shingle_keys, ids)).is_err() {
-                        break; // the writer stopped on an error, reported below
-                    }
-                }
-                if read != count {
-                    return Err(changed(read));
-                }
-                drop(tx);
-                let written = writer
-                    .join()
-                    .map_err(|_| Error::Task(format!("part {p}: the store writer panicked")))?;
-                written.map_err(store_err(store::sig_name(p)))
+                    drop(tx);
+                    let written = writer
+                        .join()
+                        .map_err(|_| Error::Task(format!("part {p}: the store writer panicked")))?;
+                    written.map_err(store_err(store::sig_name(p)))
+                })
             })
         })
     })?;
@@ -461,18 +465,20 @@ fn exact_check(plan: &Plan, a: u32, b: u32, sigs: &store::Fetched) -> bool {
     verify::needs_exact(a, b, sigs, mode, threshold, min_shingles, estimate)
 }
 
-/// Signatures and ids of the documents of `pairs` and of `also`.
+/// Signatures (and ids, when `ids`) of the documents of `pairs` and of `also`.
 fn fetch_sigs(
     work: &OutputDir,
     plan: &Plan,
     pairs: &[(u32, u32)],
     also: Vec<u32>,
+    ids: bool,
 ) -> Result<store::Fetched> {
     let mut docs = verify::docs_of_pairs(pairs, |_, _| true);
     docs.extend(also);
     docs.par_sort_unstable();
     docs.dedup();
-    store::fetch(work, &plan.parts, plan.config.num_perm, docs, false)
+    let wanted = store::Wanted { ids, keys: false };
+    store::fetch(work, &plan.parts, plan.config.num_perm, docs, wanted)
 }
 
 /// The shingle sets of `need` (sorted, unique): those found in `held` are moved out of it
@@ -485,7 +491,11 @@ fn fetch_sets(
 ) -> Result<(ShingleSets, u64)> {
     let (reused, missing) = held.take(&need);
     let read = missing.len() as u64;
-    let sets = store::fetch(work, &plan.parts, plan.config.num_perm, missing, true)?.into_sets();
+    let wanted = store::Wanted {
+        ids: false,
+        keys: true,
+    };
+    let sets = store::fetch(work, &plan.parts, plan.config.num_perm, missing, wanted)?.into_sets();
     Ok((reused.merge(sets), read))
 }
 
@@ -499,7 +509,7 @@ fn fetch_for_pairs(
     also: Vec<u32>,
 ) -> Result<(store::Fetched, ShingleSets)> {
     let cfg = &plan.config;
-    let sigs = fetch_sigs(work, plan, pairs, also)?;
+    let sigs = fetch_sigs(work, plan, pairs, also, true)?;
     let need = verify::docs_needing_sets(pairs, &sigs, cfg.verify, cfg.threshold, cfg.min_shingles);
     let (sets, _) = fetch_sets(work, plan, need, &mut ShingleSets::default())?;
     Ok((sigs, sets))
@@ -535,7 +545,7 @@ fn verify_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
     let mut edges = Vec::new();
     let mut checks = Vec::new();
     for batch in pairs.chunk_by(|x, y| window(x.0) == window(y.0)) {
-        let sigs = fetch_sigs(work, plan, batch, Vec::new())?;
+        let sigs = fetch_sigs(work, plan, batch, Vec::new(), false)?;
         let (found, exact) =
             verify::estimate_batch(batch, &sigs, cfg.verify, cfg.threshold, cfg.min_shingles);
         edges.extend(found);
@@ -600,6 +610,10 @@ fn check_unique_ids(work: &OutputDir, plan: &Plan) -> Result<()> {
         );
     }
     hashes.par_sort_unstable();
+    let ids = store::Wanted {
+        ids: true,
+        keys: false,
+    };
     // Report the id that repeats first in input order (as a sequential scan would).
     let mut first_repeat: Option<(u32, u32)> = None;
     for w in hashes.windows(2) {
@@ -607,13 +621,13 @@ fn check_unique_ids(work: &OutputDir, plan: &Plan) -> Result<()> {
         if h0 != h1 || first_repeat.is_some_and(|(_, best)| best <= y) {
             continue;
         }
-        let f = store::fetch(work, &plan.parts, plan.config.num_perm, vec![x, y], false)?;
+        let f = store::fetch(work, &plan.parts, plan.config.num_perm, vec![x, y], ids)?;
         if f.id(x) == f.id(y) {
             first_repeat = Some((x, y));
         }
     }
     if let Some((x, y)) = first_repeat {
-        let f = store::fetch(work, &plan.parts, plan.config.num_perm, vec![x, y], false)?;
+        let f = store::fetch(work, &plan.parts, plan.config.num_perm, vec![x, y], ids)?;
         let place = |d: u32| {
             let (file, row) = plan.locate(d as u64);
             format!("{file} row {row}")

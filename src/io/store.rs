@@ -1,38 +1,42 @@
 //! The document store: what later tasks need to know about a document, written once by the
 //! signatures task of its part and read back by document index, without reading the shards again.
 //!
-//! Two files per part, little-endian:
+//! Three files per part, little-endian:
 //! ```text
-//! store/pNNNNN.sig   header  "CDSTORE3" | k: u32 | docs: u32 | first_doc: u64        (24 bytes)
+//! store/pNNNNN.sig   header  "CDSTORE4" | k: u32 | docs: u32 | first_doc: u64        (24 bytes)
 //!                    record  signature [u32; k] | shingles: u32 | id_len: u32
-//!                            | blob_offset: u64 | check_meta: u64 | check_keys: u64  (4k + 32 bytes)
+//!                            | id_offset: u64 | keys_offset: u64
+//!                            | check_record: u64 | check_id: u64 | check_keys: u64  (4k + 48 bytes)
 //!                            ... one per document, in document order ...
-//! store/pNNNNN.blob  id bytes then shingle keys ([u32; shingles]) of each document, in order
+//! store/pNNNNN.ids   the id bytes of each document, in order
+//! store/pNNNNN.keys  the shingle keys ([u32; shingles]) of each document, in order
 //! ```
 //! The keys are the document's shingle keys in text order, repeats kept (see
 //! [`crate::text::shingle::shingle_key`]): exact verification compares the ones it needs
 //! ([`crate::text::shingle::KeyTable`]) instead of normalising, tokenising and hashing the text
-//! again. `blob_offset` is the id's position in the
-//! `.blob` file. `check_meta` is xxh3-64 of the record's first 4k + 4 bytes and the id;
-//! `check_keys` of the key bytes; both are verified on every read of what they cover, so a
-//! damaged file is reported rather than silently used. Record `i` is at `24 + i * (4k + 32)`: a
-//! task reads exactly the documents it needs (two ranged reads per batch and part), so its memory
-//! follows its own pairs, not the corpus. Both files are appended to chunk by chunk as the
-//! signatures task reads its rows (so it never holds more than a chunk of them), each under a
-//! temporary name (or as one object) and renamed when complete: a file is complete or absent, and
-//! both exist before the task's marker.
+//! again. The offsets are the id's and the keys' positions in their files. The checksums are
+//! xxh3-64 of the record's first 4k + 24 bytes, of the id bytes and of the key bytes; each is
+//! verified on every read of what it covers, so a damaged file is reported rather than silently
+//! used. Record `i` is at `24 + i * (4k + 48)`: a task reads exactly the documents it needs, and
+//! of them only what it asks for ([`Wanted`]: verify's estimate pass reads records alone, its
+//! exact checks the keys, the manifest the ids), so its memory and reads follow its own pairs,
+//! not the corpus. The files are appended to chunk by chunk as the signatures task reads its rows
+//! (so it never holds more than a chunk of them), each under a temporary name (or as one object)
+//! and renamed when complete: a file is complete or absent, and all exist before the task's
+//! marker.
 
+use std::io::Write;
 use std::ops::Range;
 
 use rayon::prelude::*;
-use xxhash_rust::xxh3::Xxh3;
+use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
 use crate::stages::signature::Signatures;
 use crate::stages::verify::{ShingleSets, SigSource};
 
-const MAGIC: &[u8; 8] = b"CDSTORE3";
+const MAGIC: &[u8; 8] = b"CDSTORE4";
 const HEADER: u64 = 24;
 
 /// Name of part `p`'s signature file (header and records) inside the work directory.
@@ -40,58 +44,59 @@ pub fn sig_name(part: usize) -> String {
     format!("store/p{part:05}.sig")
 }
 
-/// Name of part `p`'s blob file (ids and shingle keys) inside the work directory.
-pub fn blob_name(part: usize) -> String {
-    format!("store/p{part:05}.blob")
+/// Name of part `p`'s id file inside the work directory.
+pub fn ids_name(part: usize) -> String {
+    format!("store/p{part:05}.ids")
+}
+
+/// Name of part `p`'s shingle key file inside the work directory.
+pub fn keys_name(part: usize) -> String {
+    format!("store/p{part:05}.keys")
 }
 
 fn record_size(k: usize) -> u64 {
-    4 * k as u64 + 32
+    4 * k as u64 + 48
 }
 
-/// Checksum of a record's signature and shingle count (`head`: its first 4k + 4 bytes) and id.
-fn check_meta(head: &[u8], id: &[u8]) -> u64 {
-    let mut h = Xxh3::new();
-    h.update(head);
-    h.update(id);
-    h.digest()
+/// The three output streams of one part's store.
+pub struct Files<'w> {
+    /// Header and records.
+    pub sig: &'w mut (dyn Write + Send),
+    /// Id bytes.
+    pub ids: &'w mut (dyn Write + Send),
+    /// Shingle keys.
+    pub keys: &'w mut (dyn Write + Send),
 }
 
 /// Writes one part's store as a stream: [`Writer::append`] adds documents in order to the
-/// records (`sig`) and the blob (`blob`: ids and keys); offsets come from the running blob
-/// length, so only the caller's current chunk is held. [`Writer::finish`] checks that exactly the
-/// announced number of documents was written.
+/// records, the ids and the keys; offsets come from the running file lengths, so only the
+/// caller's current chunk is held. [`Writer::finish`] checks that exactly the announced number of
+/// documents was written.
 pub struct Writer<'w> {
-    sig: &'w mut (dyn std::io::Write + Send),
-    blob: &'w mut (dyn std::io::Write + Send),
+    files: Files<'w>,
     k: usize,
     docs: u64,
     written: u64,
-    offset: u64,
+    id_offset: u64,
+    keys_offset: u64,
     rec: Vec<u8>,
     keys: Vec<u8>,
 }
 
 impl<'w> Writer<'w> {
     /// Starts a store for `docs` documents from global index `first_doc`, signatures of `k` values.
-    pub fn new(
-        sig: &'w mut (dyn std::io::Write + Send),
-        blob: &'w mut (dyn std::io::Write + Send),
-        k: usize,
-        first_doc: u64,
-        docs: u64,
-    ) -> std::io::Result<Self> {
-        sig.write_all(MAGIC)?;
-        sig.write_all(&(k as u32).to_le_bytes())?;
-        sig.write_all(&(docs as u32).to_le_bytes())?;
-        sig.write_all(&first_doc.to_le_bytes())?;
+    pub fn new(files: Files<'w>, k: usize, first_doc: u64, docs: u64) -> std::io::Result<Self> {
+        files.sig.write_all(MAGIC)?;
+        files.sig.write_all(&(k as u32).to_le_bytes())?;
+        files.sig.write_all(&(docs as u32).to_le_bytes())?;
+        files.sig.write_all(&first_doc.to_le_bytes())?;
         Ok(Writer {
-            sig,
-            blob,
+            files,
             k,
             docs,
             written: 0,
-            offset: 0,
+            id_offset: 0,
+            keys_offset: 0,
             rec: Vec::with_capacity(record_size(k) as usize),
             keys: Vec::new(),
         })
@@ -135,15 +140,18 @@ impl<'w> Writer<'w> {
                 rec.extend_from_slice(&v.to_le_bytes());
             }
             rec.extend_from_slice(&shingles.to_le_bytes());
-            let meta = check_meta(rec, idb);
             rec.extend_from_slice(&(idb.len() as u32).to_le_bytes());
-            rec.extend_from_slice(&self.offset.to_le_bytes());
-            rec.extend_from_slice(&meta.to_le_bytes());
-            rec.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(kb).to_le_bytes());
-            self.sig.write_all(rec)?;
-            self.blob.write_all(idb)?;
-            self.blob.write_all(kb)?;
-            self.offset += (idb.len() + kb.len()) as u64;
+            rec.extend_from_slice(&self.id_offset.to_le_bytes());
+            rec.extend_from_slice(&self.keys_offset.to_le_bytes());
+            let check = xxh3_64(rec);
+            rec.extend_from_slice(&check.to_le_bytes());
+            rec.extend_from_slice(&xxh3_64(idb).to_le_bytes());
+            rec.extend_from_slice(&xxh3_64(kb).to_le_bytes());
+            self.files.sig.write_all(rec)?;
+            self.files.ids.write_all(idb)?;
+            self.files.keys.write_all(kb)?;
+            self.id_offset += idb.len() as u64;
+            self.keys_offset += kb.len() as u64;
         }
         self.written += sigs.len() as u64;
         Ok(())
@@ -159,6 +167,15 @@ impl<'w> Writer<'w> {
         }
         Ok(())
     }
+}
+
+/// What [`fetch`] reads besides each document's record (signature and shingle count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Wanted {
+    /// The ids.
+    pub ids: bool,
+    /// The shingle keys.
+    pub keys: bool,
 }
 
 /// Documents fetched from the store: sorted global indices and their data.
@@ -181,12 +198,16 @@ impl Fetched {
         }
     }
 
-    /// The id of `doc`.
+    /// The id of `doc` (fetched with [`Wanted::ids`]).
     pub fn id(&self, doc: u32) -> &str {
-        &self.ids[self.index(doc)]
+        match self.ids.get(self.index(doc)) {
+            Some(id) => id,
+            // Callers fetch ids where they use them: a miss is a bug, not bad input.
+            None => panic!("the id of document {doc} was not fetched"),
+        }
     }
 
-    /// The exact shingle sets of the fetched documents (empty sets unless fetched with sets).
+    /// The shingle keys of the fetched documents (empty unless fetched with [`Wanted::keys`]).
     pub fn into_sets(self) -> ShingleSets {
         ShingleSets::new(self.docs, self.sets)
     }
@@ -205,8 +226,8 @@ impl SigSource for Fetched {
     }
 }
 
-/// One document as read back: shingle count, id, exact set (empty if not asked for).
-type Record = (u32, String, Vec<u32>);
+/// One document as read back: id and keys (each empty if not asked for).
+type Record = (String, Vec<u32>);
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
@@ -219,7 +240,7 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 }
 
 /// Reads documents `docs` (sorted, unique global indices) from the stores of the parts that hold
-/// them: signatures, shingle counts and ids, and, when `sets` is set, their shingle keys (as
+/// them: signatures and shingle counts, and what `wanted` asks for: ids, shingle keys (as
 /// stored: text order, repeats kept). `parts[p]` is part p's (first_doc, docs); `k` the
 /// signature length.
 pub fn fetch(
@@ -227,7 +248,7 @@ pub fn fetch(
     parts: &[(u64, u64)],
     k: usize,
     docs: Vec<u32>,
-    sets: bool,
+    wanted: Wanted,
 ) -> Result<Fetched> {
     let rs = record_size(k);
     let mut out = Fetched {
@@ -246,11 +267,13 @@ pub fn fetch(
             )));
         };
         let end = out.docs[i..].partition_point(|&x| (x as u64) < first + count) + i;
-        let name = sig_name(p);
-        let bad = |msg: String| Error::WorkFile {
-            path: work.location(&name),
-            msg,
+        let bad = |name: String| {
+            move |msg: &str| Error::WorkFile {
+                path: work.location(&name),
+                msg: msg.to_string(),
+            }
         };
+        let bad_sig = bad(sig_name(p));
         let ranges: Vec<Range<u64>> = out.docs[i..end]
             .iter()
             .map(|&x| {
@@ -258,21 +281,35 @@ pub fn fetch(
                 at..at + rs
             })
             .collect();
-        let records = work.read_ranges(&name, &ranges)?;
-        let mut blobs = Vec::with_capacity(records.len());
+        let records = work.read_ranges(&sig_name(p), &ranges)?;
+        let at = 4 * k;
         for j in 0..records.len() {
             let r = records.get(j);
             if r.len() as u64 != rs {
-                return Err(bad("short record".into()));
+                return Err(bad_sig("short record"));
             }
-            let at = 4 * k;
-            let keys = if sets { 4 * u32_at(r, at) as u64 } else { 0 };
-            let ilen = u32_at(r, at + 4) as u64;
-            let off = u64_at(r, at + 8);
-            blobs.push(off..off + ilen + keys);
+            if xxh3_64(&r[..at + 24]) != u64_at(r, at + 24) {
+                return Err(bad_sig("checksum mismatch (damaged file)"));
+            }
         }
-        let blob_bytes = work.read_ranges(&blob_name(p), &blobs)?;
-        // Signatures straight into the flat buffer; checksums, UTF-8 checks and set sorting on
+        // The ids' and keys' ranges, read only when wanted.
+        let extra = |wanted: bool, name: String, range: &dyn Fn(&[u8]) -> Range<u64>| {
+            if !wanted {
+                return Ok(None);
+            }
+            let ranges: Vec<Range<u64>> =
+                (0..records.len()).map(|j| range(records.get(j))).collect();
+            work.read_ranges(&name, &ranges).map(Some)
+        };
+        let ids = extra(wanted.ids, ids_name(p), &|r| {
+            let off = u64_at(r, at + 8);
+            off..off + u64::from(u32_at(r, at + 4))
+        })?;
+        let keys = extra(wanted.keys, keys_name(p), &|r| {
+            let off = u64_at(r, at + 16);
+            off..off + 4 * u64::from(u32_at(r, at))
+        })?;
+        // Signatures straight into the flat buffer; checksums, UTF-8 checks and key decoding on
         // the worker threads, results kept in document order.
         let base = out.values.len();
         out.values.resize(base + records.len() * k, 0);
@@ -285,39 +322,46 @@ pub fn fetch(
                     *v = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
                 }
             });
+        out.shingles
+            .extend((0..records.len()).map(|j| u32_at(records.get(j), at)));
+        if ids.is_none() && keys.is_none() {
+            i = end;
+            continue;
+        }
         let decoded: Vec<Result<Record>> = (0..records.len())
             .into_par_iter()
             .with_min_len(64)
             .map(|j| {
-                let (r, b) = (records.get(j), blob_bytes.get(j));
-                let at = 4 * k;
-                let shingles = u32_at(r, at);
-                let ilen = u32_at(r, at + 4) as usize;
-                let damaged = || bad("checksum mismatch (damaged file)".into());
-                if b.len() < ilen || check_meta(&r[..at + 4], &b[..ilen]) != u64_at(r, at + 16) {
-                    return Err(damaged());
-                }
-                let (id, keys) = b.split_at(ilen);
-                let id = std::str::from_utf8(id)
-                    .map_err(|_| bad("invalid UTF-8 id".into()))?
-                    .to_string();
-                let mut set = Vec::new();
-                if sets {
-                    if keys.len() != 4 * shingles as usize
-                        || xxhash_rust::xxh3::xxh3_64(keys) != u64_at(r, at + 24)
-                    {
-                        return Err(damaged());
+                let r = records.get(j);
+                let mut id = String::new();
+                if let Some(ids) = &ids {
+                    let b = ids.get(j);
+                    if xxh3_64(b) != u64_at(r, at + 32) {
+                        return Err(bad(ids_name(p))("checksum mismatch (damaged file)"));
                     }
-                    set = keys.chunks_exact(4).map(|c| u32_at(c, 0)).collect();
+                    id = std::str::from_utf8(b)
+                        .map_err(|_| bad(ids_name(p))("invalid UTF-8 id"))?
+                        .to_string();
                 }
-                Ok((shingles, id, set))
+                let mut set = Vec::new();
+                if let Some(keys) = &keys {
+                    let b = keys.get(j);
+                    if xxh3_64(b) != u64_at(r, at + 40) {
+                        return Err(bad(keys_name(p))("checksum mismatch (damaged file)"));
+                    }
+                    set = b.chunks_exact(4).map(|c| u32_at(c, 0)).collect();
+                }
+                Ok((id, set))
             })
             .collect();
         for d in decoded {
-            let (shingles, id, set) = d?;
-            out.ids.push(id);
-            out.sets.push(set);
-            out.shingles.push(shingles);
+            let (id, set) = d?;
+            if ids.is_some() {
+                out.ids.push(id);
+            }
+            if keys.is_some() {
+                out.sets.push(set);
+            }
         }
         i = end;
     }
@@ -328,6 +372,27 @@ pub fn fetch(
 mod tests {
     use super::*;
 
+    /// The store of `sigs` (3 documents, k = 2) as its three files' bytes, written in two
+    /// chunks (the second's offsets continue from the first's).
+    fn three_docs(sigs: &Signatures, keys: [&[u32]; 3], ids: [&str; 3]) -> [Vec<u8>; 3] {
+        let (mut sig, mut idb, mut kb) = (Vec::new(), Vec::new(), Vec::new());
+        let files = Files {
+            sig: &mut sig,
+            ids: &mut idb,
+            keys: &mut kb,
+        };
+        let mut w = Writer::new(files, 2, 10, 3).unwrap();
+        let tail = Signatures {
+            k: 2,
+            values: sigs.values[2..].to_vec(),
+            shingles: sigs.shingles[1..].to_vec(),
+        };
+        w.append(&head_of(sigs), |i| keys[i], |i| ids[i]).unwrap();
+        w.append(&tail, |i| keys[i + 1], |i| ids[i + 1]).unwrap();
+        w.finish().unwrap();
+        [sig, idb, kb]
+    }
+
     #[test]
     fn round_trip_and_damage() {
         let dir = std::env::temp_dir().join(format!("cd-store-{}", std::process::id()));
@@ -337,33 +402,19 @@ mod tests {
             values: vec![1, 2, 3, 4, 5, 6],
             shingles: vec![4, 0, 1],
         };
-        let keys: [&[u32]; 3] = [&[9, 3, 9, 1], &[], &[7]];
-        let ids = ["id0", "id1", "id2"];
-        let (mut sig, mut bytes) = (Vec::new(), Vec::new());
-        {
-            let mut w = Writer::new(&mut sig, &mut bytes, 2, 10, 3).unwrap();
-            // Two chunks: the second's blob offsets continue from the first's.
-            let head = Signatures {
-                k: 2,
-                values: sigs.values[..2].to_vec(),
-                shingles: sigs.shingles[..1].to_vec(),
-            };
-            let tail = Signatures {
-                k: 2,
-                values: sigs.values[2..].to_vec(),
-                shingles: sigs.shingles[1..].to_vec(),
-            };
-            w.append(&head, |i| keys[i], |i| ids[i]).unwrap();
-            w.append(&tail, |i| keys[i + 1], |i| ids[i + 1]).unwrap();
-            w.finish().unwrap();
-        }
+        let [sig, idb, kb] = three_docs(&sigs, [&[9, 3, 9, 1], &[], &[7]], ["id0", "id1", "id2"]);
         assert_eq!(&sig[..8], MAGIC);
         assert_eq!(sig.len() as u64, HEADER + 3 * record_size(2));
-        assert_eq!(bytes.len(), 3 * 3 + 4 * 5);
-        work.write_bytes(&sig_name(1), sig).unwrap();
-        work.write_bytes(&blob_name(1), bytes.clone()).unwrap();
+        assert_eq!((idb.len(), kb.len()), (3 * 3, 4 * 5));
+        work.write_bytes(&sig_name(1), sig.clone()).unwrap();
+        work.write_bytes(&ids_name(1), idb.clone()).unwrap();
+        work.write_bytes(&keys_name(1), kb.clone()).unwrap();
         let parts = [(0, 10), (10, 3)];
-        let f = fetch(&work, &parts, 2, vec![10, 11, 12], true).unwrap();
+        let all = Wanted {
+            ids: true,
+            keys: true,
+        };
+        let f = fetch(&work, &parts, 2, vec![10, 11, 12], all).unwrap();
         assert_eq!(f.sig(11), &[3, 4]);
         assert_eq!(f.shingles(10), 4);
         assert_eq!(f.shingles(12), 1);
@@ -373,27 +424,63 @@ mod tests {
         assert_eq!(sets.get(10), Some(&[9, 3, 9, 1][..]));
         assert_eq!(sets.get(11), Some(&[][..]));
         assert_eq!(sets.get(12), Some(&[7][..]));
-        // One flipped key byte is caught.
-        let mut bad = bytes;
-        bad[3 + 5] ^= 1; // inside document 10's keys
-        work.write_bytes(&blob_name(1), bad).unwrap();
-        let e = fetch(&work, &parts, 2, vec![10], true)
+        // Records alone need neither of the other files.
+        std::fs::remove_file(dir.join(ids_name(1))).unwrap();
+        std::fs::remove_file(dir.join(keys_name(1))).unwrap();
+        let f = fetch(&work, &parts, 2, vec![10, 12], Wanted::default()).unwrap();
+        assert_eq!((f.sig(12), f.shingles(12)), (&[5, 6][..], 1));
+        assert!(fetch(&work, &parts, 2, vec![10], all).is_err());
+        // A flipped byte is caught in each file, when what it covers is read.
+        let flip = |mut b: Vec<u8>, at: usize| {
+            b[at] ^= 1;
+            b
+        };
+        work.write_bytes(&ids_name(1), flip(idb.clone(), 1))
+            .unwrap();
+        work.write_bytes(&keys_name(1), flip(kb.clone(), 5))
+            .unwrap();
+        for wanted in [
+            Wanted {
+                ids: true,
+                keys: false,
+            },
+            Wanted {
+                ids: false,
+                keys: true,
+            },
+        ] {
+            let e = fetch(&work, &parts, 2, vec![10], wanted)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("checksum"), "{e}");
+        }
+        assert_eq!(
+            fetch(&work, &parts, 2, vec![11], all).unwrap().id(11),
+            "id1"
+        );
+        work.write_bytes(&sig_name(1), flip(sig, HEADER as usize + 2))
+            .unwrap();
+        let e = fetch(&work, &parts, 2, vec![10], Wanted::default())
             .unwrap_err()
             .to_string();
-        assert!(e.contains("checksum"), "{e}");
-        // Without sets the (intact) id and signature still read.
-        assert_eq!(
-            fetch(&work, &parts, 2, vec![10], false).unwrap().id(10),
-            "id0"
-        );
-        assert!(fetch(&work, &parts, 2, vec![13], true).is_err());
+        assert!(e.contains("p00001.sig") && e.contains("checksum"), "{e}");
+        assert!(fetch(&work, &parts, 2, vec![13], all).is_err());
         // A writer that gets fewer documents than announced fails at the end, and one whose keys
         // disagree with the shingle count at once.
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        let w = Writer::new(&mut a, &mut b, 2, 0, 1).unwrap();
+        let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+        let files = Files {
+            sig: &mut a,
+            ids: &mut b,
+            keys: &mut c,
+        };
+        let w = Writer::new(files, 2, 0, 1).unwrap();
         assert!(w.finish().is_err());
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        let mut w = Writer::new(&mut a, &mut b, 2, 0, 1).unwrap();
+        let files = Files {
+            sig: &mut a,
+            ids: &mut b,
+            keys: &mut c,
+        };
+        let mut w = Writer::new(files, 2, 0, 1).unwrap();
         assert!(w.append(&head_of(&sigs), |_| &[1, 2], |_| "x").is_err());
         let _ = std::fs::remove_dir_all(dir);
     }
