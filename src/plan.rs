@@ -7,7 +7,7 @@
 //!
 //! | stage        | tasks                  | reads                              | writes                         |
 //! |--------------|------------------------|------------------------------------|--------------------------------|
-//! | `signatures` | one per part           | its rows of the shards             | `store/pP.{sig,ids,keys}`, `docs/pP.parquet`, `bands/bB-rR/pP.parquet` |
+//! | `signatures` | one per part           | its rows of the shards             | `store/pP.{sig,ids,keys}`, `docs/pP.parquet`, `bands/bB-rR/pP.bin` (see `io::band_rows`) |
 //! | `candidates` | bands x bucket ranges  | `bands/bB-rR/*`                    | `candidates/tT.bin` (pairs by part, see `io::pairs`) |
 //! | `verify`     | one per part           | its part of each pair file, stores | `edges/pP.parquet`          |
 //! | `cluster`    | one                    | `edges/*` (streamed), `docs/*`     | `cluster/pP.parquet`           |
@@ -31,7 +31,7 @@ use crate::io::input;
 /// Plan file format version: raised whenever the work files' meaning changes, so that a work
 /// directory left by an older build is discarded instead of resumed (3: MinHash over the affine
 /// permutations of [`crate::minhash`], and the three-file document store of
-/// [`crate::io::store`]).
+/// [`crate::io::store`], and band rows as [`crate::io::band_rows`] files).
 pub const FORMAT: u32 = 3;
 
 /// Documents per part when `--tasks` is not given. A part's tasks hold its signatures and band

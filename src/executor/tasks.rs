@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::io::output::{OutputDir, ParquetUse};
-use crate::io::{pairs, store};
+use crate::io::{band_rows, pairs, store};
 use crate::lsh::band_key;
 use crate::minhash::estimate_jaccard;
 use crate::plan::{Plan, Stage, DOCS_PER_CHUNK};
@@ -132,10 +132,6 @@ fn series(df: &DataFrame, name: &str, stage: &'static str) -> Result<Series> {
 fn u32s(df: &DataFrame, name: &str, stage: &'static str) -> Result<Vec<u32>> {
     let s = series(df, name, stage)?;
     Ok(s.u32().map_err(pe(stage))?.into_no_null_iter().collect())
-}
-
-fn band_file(band: usize, range: usize, part: usize) -> String {
-    format!("bands/b{band:03}-r{range:03}/p{part:05}.parquet")
 }
 
 /// Which bucket range of `ranges` a bucket hash falls in (its high bits, scaled).
@@ -397,15 +393,8 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
         .into_par_iter()
         .enumerate()
         .try_for_each(|(t, (bucket, doc))| {
-            write_frame(
-                work,
-                &band_file(t / ranges, t % ranges, p),
-                "signatures",
-                vec![
-                    Column::new("bucket".into(), bucket),
-                    Column::new("doc".into(), doc),
-                ],
-            )
+            let name = band_rows::band_rows_name(t / ranges, t % ranges, p);
+            work.write_bytes(&name, band_rows::encode(&bucket, &doc))
         })?;
 
     // Keep data for the cluster task, and the id hashes for the duplicate-id check.
@@ -425,24 +414,14 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
 /// Candidates task: one band's bucket range from every part -> candidate pairs (a < b, sorted).
 fn candidates_task(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateStats> {
     let (b, r) = (t / plan.bucket_ranges, t % plan.bucket_ranges);
-    let mut bucket = Vec::new();
-    let mut doc = Vec::new();
+    let mut rows = Vec::new();
     for p in 0..plan.parts.len() {
-        let df = work.read_parquet(&band_file(b, r, p))?;
-        let s = series(&df, "bucket", "candidates")?;
-        bucket.extend(s.u64().map_err(pe("candidates"))?.into_no_null_iter());
-        doc.extend(u32s(&df, "doc", "candidates")?);
+        let name = band_rows::band_rows_name(b, r, p);
+        band_rows::read(work, &name, |bucket, doc| {
+            rows.push((b as u32, bucket, doc))
+        })?;
     }
-    let band = vec![b as u32; doc.len()];
-    let df = frame(
-        "candidates",
-        vec![
-            Column::new("band".into(), band),
-            Column::new("bucket".into(), bucket),
-            Column::new("doc".into(), doc),
-        ],
-    )?;
-    let (pairs, stats) = candidates::candidate_pairs(df, plan.config.max_bucket_pairs, None)?;
+    let (pairs, stats) = candidates::pairs_of_rows(rows, plan.config.max_bucket_pairs, None);
     let starts: Vec<u64> = plan.parts.iter().map(|&(first, _)| first).collect();
     work.write_bytes(&pairs::pairs_name(t), pairs::encode(&pairs, &starts))?;
     Ok(stats)

@@ -1,5 +1,6 @@
 //! Reading shards and writing outputs.
 
+pub mod band_rows;
 pub mod input;
 pub mod object;
 pub mod output;
