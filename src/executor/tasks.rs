@@ -745,19 +745,37 @@ fn manifest_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<()> {
             .map(|(pair, _)| pair)
             .collect();
         let (fetched, sets) = fetch_for_pairs(work, plan, &unknown, also)?;
-        for ((d, &kd), &s) in own.zip(keepers).zip(known) {
-            rows.ids.push(fetched.id(d).to_string());
-            let (f, r) = plan.locate(d as u64);
-            rows.files.push((f.to_string(), r));
+        // Each document's row on the workers (in order), then moved into the columns.
+        type Row = (String, (String, u64), Option<String>, Option<f32>);
+        let built: Vec<Row> = (0..keepers.len())
+            .into_par_iter()
+            .with_min_len(256)
+            .map(|j| {
+                let (d, kd) = (first + j as u32, keepers[j]);
+                let (f, r) = plan.locate(d as u64);
+                let similarity = (d != kd).then(|| {
+                    known[j].unwrap_or_else(|| {
+                        let exact = exact_check(plan, d, kd, &fetched);
+                        verify::similarity(d, kd, exact, &sets, &fetched) as f32
+                    })
+                });
+                let duplicate_of = (d != kd).then(|| fetched.id(kd).to_string());
+                (
+                    fetched.id(d).to_string(),
+                    (f.to_string(), r),
+                    duplicate_of,
+                    similarity,
+                )
+            })
+            .collect();
+        for ((id, file, duplicate_of, similarity), (d, &kd)) in
+            built.into_iter().zip(own.zip(keepers))
+        {
+            rows.ids.push(id);
+            rows.files.push(file);
             rows.keep.push(d == kd);
-            rows.duplicate_of
-                .push((d != kd).then(|| fetched.id(kd).to_string()));
-            rows.similarity.push((d != kd).then(|| {
-                s.unwrap_or_else(|| {
-                    let exact = exact_check(plan, d, kd, &fetched);
-                    verify::similarity(d, kd, exact, &sets, &fetched) as f32
-                })
-            }));
+            rows.duplicate_of.push(duplicate_of);
+            rows.similarity.push(similarity);
         }
     }
     let mut df = crate::stages::manifest::manifest_frame(rows, cluster_id)?;
