@@ -27,13 +27,23 @@ pub fn normalize_into(text: &str, out: &mut String) {
     while i < bytes.len() {
         // In a run of ASCII bytes every character but the last is followed by an ASCII (fast)
         // character: the run, less its last byte, is copied at once.
-        let run = bytes[i..].iter().take_while(|b| b.is_ascii()).count();
+        let run = ascii_len(&bytes[i..]);
         if run >= 2 {
             if let Some(start) = slow_start.take() {
                 push_nfkc(&text[start..i], out);
             }
             push_ascii(&bytes[i..i + run - 1], out);
             i += run - 1;
+        }
+        // Likewise a run of three-byte fast characters (ideographs U+4E00..U+9FFF and the
+        // table characters, which is how Chinese text spells), less its last character.
+        let run = fast3_run(&bytes[i..]);
+        if run >= 2 {
+            if let Some(start) = slow_start.take() {
+                push_nfkc(&text[start..i], out);
+            }
+            push_fast3(&bytes[i..i + 3 * (run - 1)], out);
+            i += 3 * (run - 1);
         }
         let Some(c) = text[i..].chars().next() else {
             break;
@@ -55,12 +65,157 @@ pub fn normalize_into(text: &str, out: &mut String) {
     }
 }
 
-/// Appends ASCII bytes mapped through [`ASCII_MAP`].
+/// Appends ASCII bytes mapped through [`ASCII_MAP`]: with AVX2 32 at a time ([`avx2`]), the
+/// rest (and everything on other CPUs) through the table.
 #[inline]
 fn push_ascii(ascii: &[u8], out: &mut String) {
     debug_assert!(ascii.is_ascii());
     // SAFETY: ASCII_MAP maps every ASCII byte to an ASCII byte, so `out` stays valid UTF-8.
-    unsafe { out.as_mut_vec() }.extend(ascii.iter().map(|&b| ASCII_MAP[(b & 0x7f) as usize]));
+    let v = unsafe { out.as_mut_vec() };
+    #[allow(unused_mut)]
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if ascii.len() >= 32 && std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is available (checked above).
+        done = unsafe { avx2::map_ascii(ascii, v) };
+    }
+    v.extend(
+        ascii[done..]
+            .iter()
+            .map(|&b| ASCII_MAP[(b & 0x7f) as usize]),
+    );
+}
+
+/// Length of the ASCII prefix of `b`, eight bytes at a time.
+#[inline]
+fn ascii_len(b: &[u8]) -> usize {
+    let mut n = 0;
+    for c in b.chunks_exact(8) {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        let high = u64::from_le_bytes(w) & 0x8080_8080_8080_8080;
+        if high != 0 {
+            return n + (high.trailing_zeros() / 8) as usize;
+        }
+        n += 8;
+    }
+    n + b[n..].iter().take_while(|x| x.is_ascii()).count()
+}
+
+/// Bit h of entry l is set when the ASCII character `h * 16 + l` normalises to a space: the
+/// characters [`ASCII_MAP`] sends to ' ', as a nibble table for `vpshufb`.
+const SPACE_BY_LOW_NIBBLE: [u8; 16] = {
+    let mut t = [0u8; 16];
+    let mut c = 0;
+    while c < 128 {
+        if ASCII_MAP[c] == b' ' {
+            t[c & 15] |= 1 << (c >> 4);
+        }
+        c += 1;
+    }
+    t
+};
+
+/// [`push_ascii`] for AVX2. Every ASCII character maps to a space (punctuation, whitespace), to
+/// its lowercase form (A-Z), or to itself, so 32 bytes map with two nibble lookups (is it a
+/// space-mapped character: bit `b >> 4` of `SPACE_BY_LOW_NIBBLE[b & 15]`), a range test for A-Z
+/// and a blend: ~12 instructions per 32 bytes instead of a table load and store per byte.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    /// Appends the mapped form of the whole 32-byte blocks of `ascii` (all ASCII) to `out`;
+    /// returns the number of bytes done.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn map_ascii(ascii: &[u8], out: &mut Vec<u8>) -> usize {
+        let blocks = ascii.len() / 32;
+        out.reserve(blocks * 32);
+        let lo_table = _mm256_broadcastsi128_si256(_mm_loadu_si128(
+            super::SPACE_BY_LOW_NIBBLE.as_ptr().cast(),
+        ));
+        let bits: [u8; 16] = [1, 2, 4, 8, 16, 32, 64, 128, 0, 0, 0, 0, 0, 0, 0, 0];
+        let hi_table = _mm256_broadcastsi128_si256(_mm_loadu_si128(bits.as_ptr().cast()));
+        let nibble = _mm256_set1_epi8(0x0F);
+        let space = _mm256_set1_epi8(b' ' as i8);
+        // SAFETY (pointer arithmetic): `reserve` made room for blocks * 32 bytes after the
+        // current length, and block k reads ascii[32k..32k + 32], within `ascii`.
+        let dst = out.as_mut_ptr().add(out.len());
+        for k in 0..blocks {
+            let b = _mm256_loadu_si256(ascii.as_ptr().add(32 * k).cast());
+            let lo = _mm256_and_si256(b, nibble);
+            let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(b), nibble);
+            let hits = _mm256_and_si256(
+                _mm256_shuffle_epi8(lo_table, lo),
+                _mm256_shuffle_epi8(hi_table, hi),
+            );
+            let keep = _mm256_cmpeq_epi8(hits, _mm256_setzero_si256());
+            let t = _mm256_sub_epi8(b, _mm256_set1_epi8(b'A' as i8));
+            let upper = _mm256_cmpeq_epi8(_mm256_min_epu8(t, _mm256_set1_epi8(25)), t);
+            let lowered = _mm256_or_si256(b, _mm256_and_si256(upper, _mm256_set1_epi8(0x20)));
+            let mapped = _mm256_blendv_epi8(space, lowered, keep);
+            _mm256_storeu_si256(dst.add(32 * k).cast(), mapped);
+        }
+        out.set_len(out.len() + blocks * 32);
+        blocks * 32
+    }
+}
+
+/// The code point of the three-byte UTF-8 sequence at the start of `b`, if it starts with one.
+#[inline(always)]
+fn char3(b: &[u8]) -> Option<u32> {
+    match b {
+        [b0 @ 0xE0..=0xEF, b1, b2, ..] => {
+            Some(u32::from(b0 & 0x0F) << 12 | u32::from(b1 & 0x3F) << 6 | u32::from(b2 & 0x3F))
+        }
+        _ => None,
+    }
+}
+
+/// What a fast three-byte character becomes: `Some(0)` for an ideograph (itself),
+/// `Some(ascii)` for a table character, `None` for any other character.
+#[inline(always)]
+fn fast3(c: u32) -> Option<u8> {
+    if (0x4E00..=0x9FFF).contains(&c) {
+        return Some(0);
+    }
+    char::from_u32(c).and_then(table_ascii)
+}
+
+/// Number of fast three-byte characters at the start of `b` (valid UTF-8).
+#[inline]
+fn fast3_run(b: &[u8]) -> usize {
+    let mut n = 0;
+    while let Some(c) = char3(&b[3 * n..]) {
+        if fast3(c).is_none() {
+            break;
+        }
+        n += 1;
+    }
+    n
+}
+
+/// Appends the normalised form of a run of fast three-byte characters (see [`fast3_run`]).
+#[inline]
+fn push_fast3(run: &[u8], out: &mut String) {
+    // SAFETY: only whole UTF-8 sequences of ideographs and ASCII bytes are appended.
+    let v = unsafe { out.as_mut_vec() };
+    // Ideographs are copied a stretch at a time, up to each table character.
+    let mut copied = 0;
+    for (k, ch) in run.chunks_exact(3).enumerate() {
+        match char3(ch).and_then(fast3) {
+            Some(0) => {}
+            Some(a) => {
+                v.extend_from_slice(&run[copied..3 * k]);
+                v.push(a);
+                copied = 3 * k + 3;
+            }
+            None => unreachable!("push_fast3 is given fast characters only"),
+        }
+    }
+    v.extend_from_slice(&run[copied..]);
 }
 
 /// Characters with a known normalised form that never combine with a preceding character:
@@ -217,6 +372,20 @@ mod tests {
             proptest::prop_assert_eq!(normalize(&s), normalize_reference(&s));
         }
 
+        /// Chinese-like text: runs of ideographs (including the edges of the fast range) and
+        /// table punctuation, with kana and their voicing marks, combining marks, compatibility
+        /// ideographs and ASCII between them: exercises the three-byte run copy.
+        #[test]
+        fn ideograph_runs_agree(s in "([\u{4e00}-\u{4e08}\u{9ff8}-\u{a002}\u{4dfe}-\u{4dff}\u{3000}-\u{3003}\u{ff0c}\u{ff01}\u{2014}\u{2026}]{0,9}[a-z \u{301}\u{3099}\u{304b}\u{f900}\u{3131}\u{ff21}]?){0,8}") {
+            proptest::prop_assert_eq!(normalize(&s), normalize_reference(&s));
+        }
+
+        /// Long ASCII runs (several 32-byte blocks) with the odd non-ASCII character.
+        #[test]
+        fn long_ascii_runs_agree(s in "([ -~\t\n]{0,90}[\u{e9}\u{2019}\u{4e2d}\u{301}]?){0,4}") {
+            proptest::prop_assert_eq!(normalize(&s), normalize_reference(&s));
+        }
+
         /// Mostly ASCII with scattered marks, ideographs and full-width letters: exercises the
         /// run-at-a-time ASCII copy next to NFKC segments.
         #[test]
@@ -250,6 +419,23 @@ mod tests {
             }
         }
         assert_eq!(fast, 150);
+    }
+
+    #[test]
+    fn every_ascii_byte_maps_as_the_table_says_in_every_block_position() {
+        for shift in 0..32 {
+            let text: Vec<u8> = (0..128u8).cycle().skip(shift).take(128 + 31).collect();
+            let mut out = String::new();
+            push_ascii(&text, &mut out);
+            let want: Vec<u8> = text.iter().map(|&b| ASCII_MAP[b as usize]).collect();
+            assert_eq!(out.as_bytes(), &want[..], "shift {shift}");
+        }
+        for n in 0..40 {
+            let mut t = vec![b'a'; 40];
+            assert_eq!(ascii_len(&t[..n]), n);
+            t[n] = 0xC3;
+            assert_eq!(ascii_len(&t), n);
+        }
     }
 
     #[test]
