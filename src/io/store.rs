@@ -128,11 +128,7 @@ impl<'w> Writer<'w> {
                     keys.len()
                 )));
             }
-            let kb = &mut self.keys;
-            kb.clear();
-            for v in keys {
-                kb.extend_from_slice(&v.to_le_bytes());
-            }
+            let kb = le_bytes(keys, &mut self.keys);
             let idb = id(i).as_bytes();
             let rec = &mut self.rec;
             rec.clear();
@@ -167,6 +163,21 @@ impl<'w> Writer<'w> {
         }
         Ok(())
     }
+}
+
+/// The little-endian bytes of `keys`: the keys' own memory on a little-endian CPU (no copy),
+/// else converted into `buf`.
+fn le_bytes<'a>(keys: &'a [u32], buf: &'a mut Vec<u8>) -> &'a [u8] {
+    if cfg!(target_endian = "little") {
+        // SAFETY: any u32 is four initialised bytes, u8 has alignment 1, and the length covers
+        // exactly the keys' memory, borrowed for as long as `keys` is.
+        return unsafe { std::slice::from_raw_parts(keys.as_ptr().cast::<u8>(), 4 * keys.len()) };
+    }
+    buf.clear();
+    for v in keys {
+        buf.extend_from_slice(&v.to_le_bytes());
+    }
+    buf
 }
 
 /// What [`fetch`] reads besides each document's record (signature and shingle count).
