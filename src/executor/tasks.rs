@@ -271,121 +271,114 @@ fn signatures_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureS
         .unwrap_or(DOCS_PER_CHUNK);
     let chunks = plan.chunks(p, chunk_rows);
     let load = |i: usize| chunks.get(i).map(|c| Corpus::load_slices(c, cfg, |_| {}));
-    work.write_with(&store::keys_name(p), |keys| {
-        work.write_with(&store::ids_name(p), |ids| {
-            work.write_with(&store::sig_name(p), |sig| {
-                let k = perms.len();
-                let files = store::Files { sig, ids, keys };
-                let store = store::Writer::new(files, k, first, count)
-                    .map_err(store_err(store::sig_name(p)))?;
-                // Three chunks in flight: the next one is read while this one is computed, and the
-                // previous one is appended to the store by its own thread.
-                std::thread::scope(|scope| {
-                    type Chunk = (Signatures, ShingleKeys, Vec<String>);
-                    let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(0);
-                    let writer = scope.spawn(move || {
-                        let mut store = store;
-                        for (sigs, keys, ids) in rx {
-                            store.append(&sigs, |i| keys.get(i), |i| &ids[i])?;
-                        }
-                        store.finish()
-                    });
-                    let mut next = load(0);
-                    let mut i = 0;
-                    while let Some(corpus) = next.take() {
-                        let corpus = corpus?;
-                        let n = corpus.len() as u32;
-                        let base = first + read;
-                        read += n as u64;
-                        if read > count {
-                            return Err(changed(read));
-                        }
-                        // Everything per document runs on the workers while the next chunk is
-                        // read: signatures, band keys (bands per document, flat; none for a
-                        // document without shingles) and ids.
-                        let ((sigs, shingle_keys, band_keys, ids), following) = rayon::join(
-                            || {
-                                let mut sigs = Signatures {
-                                    k,
-                                    ..Signatures::default()
-                                };
-                                let mut keys = ShingleKeys::default();
-                                for shard in &corpus.shards {
-                                    let (s, kk) = signature::signature_column(
-                                        &shard.text,
-                                        &perms,
-                                        tokenizer,
-                                        cfg.ngram,
-                                        &|_| {},
-                                    );
-                                    sigs.extend(s);
-                                    keys.extend(kk);
-                                }
-                                let mut band_keys = vec![0u64; n as usize * bands];
-                                band_keys
-                                    .par_chunks_mut(bands.max(1))
-                                    .enumerate()
-                                    .with_min_len(64)
-                                    .for_each(|(d, out)| {
-                                        let sig = sigs.get(d as u32);
-                                        for (b, key) in out.iter_mut().enumerate() {
-                                            *key = band_key(b, &sig[b * rows..(b + 1) * rows]);
-                                        }
-                                    });
-                                let ids: Vec<String> =
-                                    (0..n).into_par_iter().map(|d| corpus.id(d)).collect();
-                                (sigs, keys, band_keys, ids)
-                            },
-                            || load(i + 1),
-                        );
-                        next = following;
-                        i += 1;
-                        for d in 0..n {
-                            let t = corpus.text(d);
-                            text_len.push(t.map_or(0, |t| t.len() as u32));
-                            match t {
-                                None => stats.null_texts += 1,
-                                Some(t) => {
-                                    stats.text_bytes += t.len() as u64;
-                                    stats.empty_texts += u64::from(sigs.shingles[d as usize] == 0);
-                                }
-                            }
-                        }
+    store::write_part(work, p, |files| {
+        let k = perms.len();
+        let store =
+            store::Writer::new(files, k, first, count).map_err(store_err(store::sig_name(p)))?;
+        // Three chunks in flight: the next one is read while this one is computed, and the
+        // previous one is appended to the store by its own thread.
+        std::thread::scope(|scope| {
+            type Chunk = (Signatures, ShingleKeys, Vec<String>);
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(0);
+            let writer = scope.spawn(move || {
+                let mut store = store;
+                for (sigs, keys, ids) in rx {
+                    store.append(&sigs, |i| keys.get(i), |i| &ids[i])?;
+                }
+                store.finish()
+            });
+            let mut next = load(0);
+            let mut i = 0;
+            while let Some(corpus) = next.take() {
+                let corpus = corpus?;
+                let n = corpus.len() as u32;
+                let base = first + read;
+                read += n as u64;
+                if read > count {
+                    return Err(changed(read));
+                }
+                // Everything per document runs on the workers while the next chunk is
+                // read: signatures, band keys (bands per document, flat; none for a
+                // document without shingles) and ids.
+                let ((sigs, shingle_keys, band_keys, ids), following) = rayon::join(
+                    || {
+                        let mut sigs = Signatures {
+                            k,
+                            ..Signatures::default()
+                        };
+                        let mut keys = ShingleKeys::default();
                         for shard in &corpus.shards {
-                            match &shard.priority {
-                                Some(pr) => priority.extend(pr.iter()),
-                                None => priority.extend(std::iter::repeat_n(None, shard.len())),
-                            }
+                            let (s, kk) = signature::signature_column(
+                                &shard.text,
+                                &perms,
+                                tokenizer,
+                                cfg.ngram,
+                                &|_| {},
+                            );
+                            sigs.extend(s);
+                            keys.extend(kk);
                         }
-                        // Band rows of every document with shingles, by band and bucket range.
-                        for (d, ks) in band_keys.chunks(bands.max(1)).enumerate() {
-                            if sigs.shingles[d] == 0 {
-                                continue;
-                            }
-                            for (b, &key) in ks.iter().enumerate() {
-                                let (bucket, doc) =
-                                    &mut band_rows[b * ranges + bucket_range(key, ranges)];
-                                bucket.push(key);
-                                doc.push((base + d as u64) as u32);
-                            }
-                        }
-                        id_hash
-                            .extend(ids.iter().map(|i| xxhash_rust::xxh3::xxh3_64(i.as_bytes())));
-                        drop(corpus);
-                        if tx.send((sigs, shingle_keys, ids)).is_err() {
-                            break; // the writer stopped on an error, reported below
+                        let mut band_keys = vec![0u64; n as usize * bands];
+                        band_keys
+                            .par_chunks_mut(bands.max(1))
+                            .enumerate()
+                            .with_min_len(64)
+                            .for_each(|(d, out)| {
+                                let sig = sigs.get(d as u32);
+                                for (b, key) in out.iter_mut().enumerate() {
+                                    *key = band_key(b, &sig[b * rows..(b + 1) * rows]);
+                                }
+                            });
+                        let ids: Vec<String> =
+                            (0..n).into_par_iter().map(|d| corpus.id(d)).collect();
+                        (sigs, keys, band_keys, ids)
+                    },
+                    || load(i + 1),
+                );
+                next = following;
+                i += 1;
+                for d in 0..n {
+                    let t = corpus.text(d);
+                    text_len.push(t.map_or(0, |t| t.len() as u32));
+                    match t {
+                        None => stats.null_texts += 1,
+                        Some(t) => {
+                            stats.text_bytes += t.len() as u64;
+                            stats.empty_texts += u64::from(sigs.shingles[d as usize] == 0);
                         }
                     }
-                    if read != count {
-                        return Err(changed(read));
+                }
+                for shard in &corpus.shards {
+                    match &shard.priority {
+                        Some(pr) => priority.extend(pr.iter()),
+                        None => priority.extend(std::iter::repeat_n(None, shard.len())),
                     }
-                    drop(tx);
-                    let written = writer
-                        .join()
-                        .map_err(|_| Error::Task(format!("part {p}: the store writer panicked")))?;
-                    written.map_err(store_err(store::sig_name(p)))
-                })
-            })
+                }
+                // Band rows of every document with shingles, by band and bucket range.
+                for (d, ks) in band_keys.chunks(bands.max(1)).enumerate() {
+                    if sigs.shingles[d] == 0 {
+                        continue;
+                    }
+                    for (b, &key) in ks.iter().enumerate() {
+                        let (bucket, doc) = &mut band_rows[b * ranges + bucket_range(key, ranges)];
+                        bucket.push(key);
+                        doc.push((base + d as u64) as u32);
+                    }
+                }
+                id_hash.extend(ids.iter().map(|i| xxhash_rust::xxh3::xxh3_64(i.as_bytes())));
+                drop(corpus);
+                if tx.send((sigs, shingle_keys, ids)).is_err() {
+                    break; // the writer stopped on an error, reported below
+                }
+            }
+            if read != count {
+                return Err(changed(read));
+            }
+            drop(tx);
+            let written = writer
+                .join()
+                .map_err(|_| Error::Task(format!("part {p}: the store writer panicked")))?;
+            written.map_err(store_err(store::sig_name(p)))
         })
     })?;
 

@@ -68,6 +68,21 @@ pub struct Files<'w> {
     pub keys: &'w mut (dyn Write + Send),
 }
 
+/// Runs `write` with the three output streams of part `part`'s store in `work`: each file is
+/// written under a temporary name (or as one upload) and renamed (completed) when `write`
+/// succeeds.
+pub fn write_part(
+    work: &OutputDir,
+    part: usize,
+    write: impl FnOnce(Files) -> Result<()>,
+) -> Result<()> {
+    work.write_with(&keys_name(part), |keys| {
+        work.write_with(&ids_name(part), |ids| {
+            work.write_with(&sig_name(part), |sig| write(Files { sig, ids, keys }))
+        })
+    })
+}
+
 /// Writes one part's store as a stream: [`Writer::append`] adds documents in order to the
 /// records, the ids and the keys; offsets come from the running file lengths, so only the
 /// caller's current chunk is held. [`Writer::finish`] checks that exactly the announced number of
