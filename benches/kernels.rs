@@ -122,7 +122,7 @@ fn main() -> anyhow::Result<()> {
             .fold(0u64, u64::wrapping_add)
     });
     let _ = count;
-    row("tokenise + xxh3 per token (chars)", t, String::new());
+    row("tokenise + token hash (chars)", t, String::new());
     let mut out = Vec::new();
     let (t, count) = best(|| {
         token_hashes

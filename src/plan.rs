@@ -31,8 +31,9 @@ use crate::io::input;
 /// Plan file format version: raised whenever the work files' meaning changes, so that a work
 /// directory left by an older build is discarded instead of resumed (3: MinHash over the affine
 /// permutations of [`crate::minhash`], and the three-file document store of
-/// [`crate::io::store`], and band rows as [`crate::io::band_rows`] files).
-pub const FORMAT: u32 = 3;
+/// [`crate::io::store`], and band rows as [`crate::io::band_rows`] files; 4: the token hash of
+/// [`crate::text::shingle::token_hash`]).
+pub const FORMAT: u32 = 4;
 
 /// Documents per part when `--tasks` is not given. A part's tasks hold its signatures and band
 /// keys (~700 bytes per document: ~170 MB) but only one chunk of its text at a time.

@@ -1,7 +1,9 @@
 //! Shingling: a document becomes the set of 64-bit hashes of its token n-grams.
 //!
-//! Each token is hashed once with xxh3 (stable across platforms and versions, unlike a seeded
-//! hasher); an n-gram's hash is the polynomial `((h1 * M + h2) * M + ...) + hn` finalised with
+//! Each token is hashed once ([`token_hash`]: a token of up to 16 bytes is read as two 8-byte
+//! words and mixed with two folded 64x64->128-bit multiplies, without branching on its length;
+//! a longer one goes to xxh3; both are fixed functions, stable across platforms and versions,
+//! unlike a seeded hasher); an n-gram's hash is the polynomial `((h1 * M + h2) * M + ...) + hn` finalised with
 //! splitmix64, computed without building the n-gram string. A document with 1..n-1 tokens has one
 //! shingle made of all its tokens (so short texts still compare), and an empty document none.
 //! The output set is sorted and deduplicated, so set operations are linear merges.
@@ -13,7 +15,8 @@
 
 use crate::config::Tokenizer;
 use crate::lsh::mix64;
-use crate::text::{normalize::normalize_into, tokenize::tokenize};
+use crate::text::normalize::normalize_into;
+use crate::text::tokenize::{for_each_word, split_cjk};
 
 const M: u64 = 0x9E37_79B9_7F4A_7C15;
 
@@ -24,10 +27,88 @@ pub struct Scratch {
     token_hashes: Vec<u64>,
 }
 
+/// Spaces appended to a normalised text before it is tokenised (they add no token), so that the
+/// 16 bytes from the start of any token can be read at once.
+const PAD: &str = "                ";
+
+/// Seeds of the short-token hash (wyhash's constants).
+const S0: u64 = 0xa076_1d64_78bd_642f;
+const S1: u64 = 0xe703_7ed1_a0b4_28db;
+const S2: u64 = 0x8ebc_6af0_9c88_c6e3;
+
+/// Masks keeping the first `len` bytes of a 16-byte window read as two little-endian words.
+const MASKS: [(u64, u64); 17] = {
+    let mut m = [(0u64, 0u64); 17];
+    let mut len = 0;
+    while len <= 16 {
+        let lo = if len >= 8 {
+            u64::MAX
+        } else {
+            (1u64 << (8 * len)) - 1
+        };
+        let hi = if len >= 16 {
+            u64::MAX
+        } else if len <= 8 {
+            0
+        } else {
+            (1u64 << (8 * (len - 8))) - 1
+        };
+        m[len] = (lo, hi);
+        len += 1;
+    }
+    m
+};
+
+/// The high and low halves of the 128-bit product, XORed.
+#[inline(always)]
+fn fold(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// The hash of the token made of the first `len` (<= 16) bytes of `window`: the bytes past `len`
+/// are masked off, then the two words and the length are folded.
+#[inline(always)]
+fn short_hash(window: &[u8; 16], len: usize) -> u64 {
+    let (lo_mask, hi_mask) = MASKS[len];
+    let (lo, hi) = window.split_at(8);
+    let word = |b: &[u8]| b.try_into().map_or(0, u64::from_le_bytes);
+    let lo = word(lo) & lo_mask;
+    let hi = word(hi) & hi_mask;
+    fold(fold(lo ^ S0, hi ^ S1) ^ len as u64, S2)
+}
+
 /// Hashes one token.
 #[inline]
 pub fn token_hash(token: &str) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(token.as_bytes())
+    let b = token.as_bytes();
+    if b.len() <= 16 {
+        let mut window = [0u8; 16];
+        window[..b.len()].copy_from_slice(b);
+        short_hash(&window, b.len())
+    } else {
+        xxhash_rust::xxh3::xxh3_64(b)
+    }
+}
+
+/// [`token_hash`] of `padded[off..off + len]`, where `padded` holds at least 16 bytes from `off`
+/// when `len <= 16` (the token is read in place, without copying).
+#[inline(always)]
+fn token_hash_at(padded: &[u8], off: usize, len: usize) -> u64 {
+    if len <= 16 {
+        if let Some(window) = padded
+            .get(off..off + 16)
+            .and_then(|w| <&[u8; 16]>::try_from(w).ok())
+        {
+            return short_hash(window, len);
+        }
+    }
+    padded
+        .get(off..off + len)
+        .map_or(0, |t| match std::str::from_utf8(t) {
+            Ok(t) => token_hash(t),
+            Err(_) => xxhash_rust::xxh3::xxh3_64(t),
+        })
 }
 
 /// Writes the shingle hashes of `text` into `out` (cleared first), in text order, repeats
@@ -40,10 +121,28 @@ pub fn shingle_hashes(
     out: &mut Vec<u64>,
 ) {
     out.clear();
-    normalize_into(text, &mut scratch.norm);
-    let hs = &mut scratch.token_hashes;
+    let Scratch {
+        norm,
+        token_hashes: hs,
+    } = scratch;
+    normalize_into(text, norm);
+    let len = norm.len();
+    norm.push_str(PAD);
+    let padded = norm.as_bytes();
+    let base = padded.as_ptr() as usize;
     hs.clear();
-    tokenize(&scratch.norm, tokenizer, |t| hs.push(token_hash(t)));
+    // The loop of `tokenize`, with the common case (a word that needs no further split)
+    // hashed in place; CJK tokens are slices of `norm`, so their offsets in `padded` are
+    // pointer differences.
+    for_each_word(&padded[..len], |start, end, ascii| {
+        if ascii || tokenizer == Tokenizer::Words {
+            hs.push(token_hash_at(padded, start, end - start));
+        } else if let Some(word) = norm.get(start..end) {
+            split_cjk(word, tokenizer, &mut |t: &str, _| {
+                hs.push(token_hash_at(padded, t.as_ptr() as usize - base, t.len()))
+            });
+        }
+    });
     ngrams(hs, ngram, out);
 }
 
@@ -237,6 +336,41 @@ mod tests {
                 .collect();
             assert_eq!(rolled, direct, "n = {n}");
         }
+    }
+
+    #[test]
+    fn token_hash_in_place_equals_copied() {
+        // Every length around the 8- and 16-byte edges, at every offset in a padded buffer
+        // (bytes after the token must not matter), and a non-ASCII token.
+        let text = "abcdefghijklmnopqrstuvwxyz0123456789 é世界 ";
+        let mut padded = text.to_string();
+        padded.push_str(PAD);
+        for off in 0..text.len() {
+            for len in 0..=(text.len() - off) {
+                if let Some(t) = text.get(off..off + len) {
+                    assert_eq!(token_hash_at(padded.as_bytes(), off, len), token_hash(t));
+                }
+            }
+        }
+        // No padding needed past 16 bytes, and a short read past the end falls back.
+        assert_eq!(token_hash_at(b"abc", 0, 3), token_hash("abc"));
+    }
+
+    #[test]
+    fn token_hash_separates_tokens() {
+        // Lengths and trailing NULs are told apart; the hash is a fixed function.
+        let h = |t: &str| token_hash(t);
+        assert_ne!(h(""), h("\0"));
+        assert_ne!(h("a"), h("a\0"));
+        assert_ne!(h("abcdefgh"), h("abcdefgh\0"));
+        assert_ne!(h("ab"), h("ba"));
+        // 2M distinct tokens of 6 to 16 bytes (zero-padded hex numbers) hash without a
+        // collision (expected collisions for a 64-bit hash: ~1e-7).
+        let n = 2_000_000u64;
+        let hashes: std::collections::HashSet<u64> = (0..n)
+            .map(|i| h(&format!("{:0>w$x}", i, w = 6 + (i % 11) as usize)))
+            .collect();
+        assert_eq!(hashes.len() as u64, n);
     }
 
     #[test]

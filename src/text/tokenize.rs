@@ -190,7 +190,11 @@ mod avx2 {
 }
 
 /// Splits one whitespace-free word into non-CJK runs and CJK tokens.
-fn split_cjk<'a>(word: &'a str, tokenizer: Tokenizer, emit: &mut impl FnMut(&'a str, bool)) {
+pub(crate) fn split_cjk<'a>(
+    word: &'a str,
+    tokenizer: Tokenizer,
+    emit: &mut impl FnMut(&'a str, bool),
+) {
     let use_jieba = tokenizer == Tokenizer::Jieba;
     let mut start = 0; // start of the pending non-CJK run
     let mut iter = word.char_indices().peekable();
