@@ -192,17 +192,39 @@ impl Plan {
     /// Part `p`'s slices cut into chunks of at most `max_docs` rows each (local files only: an
     /// object-store shard is fetched whole, so its slice stays one chunk rather than being
     /// downloaded once per chunk). A signatures task reads and processes one chunk at a time.
+    ///
+    /// The first chunk is an eighth of `max_docs`, and the last `2 * max_docs` rows are cut into
+    /// halving chunks down to an eighth: the task's workers wait for the first chunk to be read
+    /// and for the last one to be stored, so short ends keep both waits short. How a part is
+    /// chunked never changes a result.
     pub fn chunks(&self, p: usize, max_docs: u64) -> Vec<Vec<(String, Option<Range<u64>>)>> {
         let max_docs = max_docs.max(1);
+        let small = (max_docs / 8).max(1);
+        let total: u64 = self
+            .slices(p)
+            .iter()
+            .filter_map(|(_, r)| r.as_ref().map(|r| r.end - r.start))
+            .sum();
+        let size = |done: u64| {
+            let left = total - done;
+            if done == 0 {
+                small
+            } else if left > 2 * max_docs {
+                max_docs
+            } else {
+                (left / 2).max(small)
+            }
+        };
         let mut chunks = Vec::new();
         let mut cur = Vec::new();
-        let mut room = max_docs;
+        let mut done = 0;
+        let mut room = size(0);
         for (file, rows) in self.slices(p) {
             let Some(mut r) = rows else { continue };
             let whole = crate::io::object::is_url(&file);
             if whole && !cur.is_empty() {
                 chunks.push(std::mem::take(&mut cur));
-                room = max_docs;
+                room = size(done);
             }
             while r.start < r.end {
                 let take = if whole {
@@ -212,10 +234,11 @@ impl Plan {
                 };
                 cur.push((file.clone(), Some(r.start..r.start + take)));
                 r.start += take;
+                done += take;
                 room = room.saturating_sub(take);
                 if room == 0 || whole {
                     chunks.push(std::mem::take(&mut cur));
-                    room = max_docs;
+                    room = size(done);
                 }
             }
         }
@@ -323,18 +346,34 @@ mod tests {
             ]
         );
         assert_eq!(p.locate(5), ("f2", 0));
-        // Chunks of at most 2 rows cover part 1 in order, crossing the file boundary.
+        // Chunks of at most 2 rows cover part 1 in order, crossing the file boundary (the
+        // first and the last ones of a single row).
         let c = p.chunks(1, 2);
         assert_eq!(
             c,
             vec![
-                vec![
-                    ("f0".to_string(), Some(4..5)),
-                    ("f2".to_string(), Some(0..1))
-                ],
-                vec![("f2".to_string(), Some(1..3))],
+                vec![("f0".to_string(), Some(4..5))],
+                vec![("f2".to_string(), Some(0..1))],
+                vec![("f2".to_string(), Some(1..2))],
+                vec![("f2".to_string(), Some(2..3))],
             ]
         );
+        // Chunk sizes: an eighth first, whole chunks, then halving down to an eighth.
+        let big = plan(&[100_000], vec![(0, 100_000)]);
+        let sizes: Vec<u64> = big
+            .chunks(0, 8_192)
+            .iter()
+            .map(|c| {
+                c.iter()
+                    .map(|(_, r)| r.as_ref().map_or(0, |r| r.end - r.start))
+                    .sum()
+            })
+            .collect();
+        assert_eq!(sizes.iter().sum::<u64>(), 100_000);
+        assert_eq!(sizes[0], 1_024);
+        assert!(sizes.iter().all(|&s| s <= 8_192));
+        assert!(*sizes.last().unwrap_or(&0) <= 1_024, "{sizes:?}");
+        assert_eq!(sizes.len(), 17, "{sizes:?}");
         assert_eq!(p.locate(4), ("f0", 4));
     }
 }
