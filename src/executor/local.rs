@@ -120,7 +120,20 @@ fn run_tasks(
         pb.finish_and_clear();
         walls.push((stage, start.elapsed().as_secs_f64()));
     }
-    let report = run_task(&work, &plan, Stage::Merge, 0, Some(&walls))?;
+    // Nothing reads the document store after the manifest stage, and it is most of the work
+    // directory (~3 KB per document): it is deleted while the manifest is merged, instead of
+    // after (freeing its page cache takes ~0.1 s per 100k documents). A rerun after a crash in
+    // the merge resumes at the merge, which does not need it.
+    let report = std::thread::scope(|scope| {
+        let store = (!keep_work).then(|| scope.spawn(|| work.child("store").remove_all()));
+        let report = run_task(&work, &plan, Stage::Merge, 0, Some(&walls));
+        let deleted = store.map_or(Ok(()), |h| {
+            h.join()
+                .unwrap_or_else(|_| Err(Error::Task("deleting the document store panicked".into())))
+        });
+        let report = report?;
+        deleted.map(|()| report)
+    })?;
     if !keep_work {
         work.remove_all()?;
     }
