@@ -3,6 +3,7 @@
 //! Document `d` is row `d - start[s]` of shard `s`, where `start` holds the prefix sums of the
 //! shards' row counts. The hot stages work on these u32 indices, never on id strings.
 
+use rayon::prelude::*;
 use std::ops::Range;
 
 use crate::config::Config;
@@ -43,13 +44,16 @@ impl Corpus {
                 .map(|(f, _)| f.clone())
                 .collect();
             let mut fetched = object::get_all(&remote)?.into_iter();
-            for (f, rows) in window {
-                let bytes = if object::is_url(f) {
-                    fetched.next()
-                } else {
-                    None
-                };
-                let shard = read_shard(f, bytes, rows.clone(), cfg)?;
+            let inputs: Vec<_> = window
+                .iter()
+                .map(|(f, rows)| (f, object::is_url(f).then(|| fetched.next()).flatten(), rows))
+                .collect();
+            // Slices (row groups of a chunk) are decoded in parallel, kept in order.
+            let read: Vec<Shard> = inputs
+                .into_par_iter()
+                .map(|(f, bytes, rows)| read_shard(f, bytes, rows.clone(), cfg))
+                .collect::<Result<_>>()?;
+            for shard in read {
                 on_shard(&shard);
                 starts.push(starts[starts.len() - 1] + shard.len());
                 shards.push(shard);

@@ -94,6 +94,9 @@ pub struct InputFile {
     pub file: String,
     pub rows: u64,
     pub first_doc: u64,
+    /// Rows of each row group, in order (empty: read as one group).
+    #[serde(default)]
+    pub row_groups: Vec<u64>,
 }
 
 /// The plan of one run.
@@ -115,17 +118,18 @@ impl Plan {
     /// cuts the documents into `tasks` parts (default: one per [`DOCS_PER_PART`] documents).
     pub fn build(cfg: &Config, tasks: Option<usize>, bucket_ranges: Option<usize>) -> Result<Plan> {
         let names = input::expand_inputs(&cfg.input)?;
-        let rows: Vec<u64> = names
+        let rows: Vec<(u64, Vec<u64>)> = names
             .par_iter()
             .map(|f| input::count_rows(f, cfg))
             .collect::<Result<_>>()?;
         let mut files = Vec::with_capacity(names.len());
         let mut next = 0u64;
-        for (file, rows) in names.into_iter().zip(rows) {
+        for (file, (rows, row_groups)) in names.into_iter().zip(rows) {
             files.push(InputFile {
                 file,
                 rows,
                 first_doc: next,
+                row_groups,
             });
             next += rows;
         }
@@ -193,19 +197,57 @@ impl Plan {
     /// object-store shard is fetched whole, so its slice stays one chunk rather than being
     /// downloaded once per chunk). A signatures task reads and processes one chunk at a time.
     ///
-    /// The first chunk is an eighth of `max_docs`, and the last `2 * max_docs` rows are cut into
-    /// halving chunks down to an eighth: the task's workers wait for the first chunk to be read
-    /// and for the last one to be stored, so short ends keep both waits short. How a part is
-    /// chunked never changes a result.
+    /// Chunks end on row-group boundaries where they can: a chunk is whole row groups (or the
+    /// part's share of one), one slice each, which the reader decodes in parallel; a row group
+    /// over `max_docs` rows is cut into equal pieces. Parquet is decompressed a page at a time
+    /// from the start of a row group, so a chunk ending inside a group would make the next one
+    /// decode the group's first rows again (1M corpus of 31,250-row groups, 8,192-row chunks:
+    /// signatures 11.7 s against 8.8 s aligned).
+    ///
+    /// Chunk sizes: the first aims at an eighth of `max_docs`, the last `2 * max_docs` rows at
+    /// halving sizes down to an eighth (the task's workers wait for the first chunk to be read
+    /// and for the last one to be stored, so short ends keep both waits short), and the others
+    /// at `max_docs`; a chunk takes at least one piece. How a part is chunked never changes a
+    /// result.
     pub fn chunks(&self, p: usize, max_docs: u64) -> Vec<Vec<(String, Option<Range<u64>>)>> {
         let max_docs = max_docs.max(1);
         let small = (max_docs / 8).max(1);
-        let total: u64 = self
-            .slices(p)
-            .iter()
-            .filter_map(|(_, r)| r.as_ref().map(|r| r.end - r.start))
-            .sum();
-        let size = |done: u64| {
+        let r = self.part_range(p);
+        // Pieces: (file, rows, fetched whole) in order, each within one row group.
+        let mut pieces: Vec<(&str, Range<u64>, bool)> = Vec::new();
+        for f in &self.files {
+            let (lo, hi) = (r.start.max(f.first_doc), r.end.min(f.first_doc + f.rows));
+            if f.rows == 0 || lo >= hi {
+                continue;
+            }
+            let (lo, hi) = (lo - f.first_doc, hi - f.first_doc);
+            if crate::io::object::is_url(&f.file) {
+                pieces.push((&f.file, lo..hi, true));
+                continue;
+            }
+            let single = [f.rows];
+            let groups = if f.row_groups.is_empty() {
+                &single[..]
+            } else {
+                &f.row_groups[..]
+            };
+            let mut g_start = 0;
+            for &g in groups {
+                let (a, b) = (lo.max(g_start), hi.min(g_start + g));
+                if a < b {
+                    let n = (b - a).div_ceil(max_docs);
+                    let per = (b - a).div_ceil(n);
+                    let mut x = a;
+                    while x < b {
+                        pieces.push((&f.file, x..(x + per).min(b), false));
+                        x += per;
+                    }
+                }
+                g_start += g;
+            }
+        }
+        let total: u64 = pieces.iter().map(|(_, r, _)| r.end - r.start).sum();
+        let target = |done: u64| {
             let left = total - done;
             if done == 0 {
                 small
@@ -216,30 +258,21 @@ impl Plan {
             }
         };
         let mut chunks = Vec::new();
-        let mut cur = Vec::new();
-        let mut done = 0;
-        let mut room = size(0);
-        for (file, rows) in self.slices(p) {
-            let Some(mut r) = rows else { continue };
-            let whole = crate::io::object::is_url(&file);
-            if whole && !cur.is_empty() {
+        let mut cur: Vec<(String, Option<Range<u64>>)> = Vec::new();
+        let (mut done, mut in_cur) = (0u64, 0u64);
+        for (file, rows, whole) in pieces {
+            let n = rows.end - rows.start;
+            let fits = in_cur + n <= target(done - in_cur).max(small) && in_cur + n <= max_docs;
+            if !cur.is_empty() && (whole || !fits) {
                 chunks.push(std::mem::take(&mut cur));
-                room = size(done);
+                in_cur = 0;
             }
-            while r.start < r.end {
-                let take = if whole {
-                    r.end - r.start
-                } else {
-                    room.min(r.end - r.start)
-                };
-                cur.push((file.clone(), Some(r.start..r.start + take)));
-                r.start += take;
-                done += take;
-                room = room.saturating_sub(take);
-                if room == 0 || whole {
-                    chunks.push(std::mem::take(&mut cur));
-                    room = size(done);
-                }
+            cur.push((file.to_string(), Some(rows)));
+            in_cur += n;
+            done += n;
+            if whole {
+                chunks.push(std::mem::take(&mut cur));
+                in_cur = 0;
             }
         }
         if !cur.is_empty() {
@@ -310,6 +343,7 @@ mod tests {
         let mut next = 0;
         for (i, &r) in rows.iter().enumerate() {
             files.push(InputFile {
+                row_groups: Vec::new(),
                 file: format!("f{i}"),
                 rows: r,
                 first_doc: next,
@@ -346,22 +380,23 @@ mod tests {
             ]
         );
         assert_eq!(p.locate(5), ("f2", 0));
-        // Chunks of at most 2 rows cover part 1 in order, crossing the file boundary (the
-        // first and the last ones of a single row).
+        // Chunks of at most 2 rows cover part 1 in order; f2's 3 rows (one row group) are cut
+        // into equal pieces of 2 and 1.
         let c = p.chunks(1, 2);
         assert_eq!(
             c,
             vec![
                 vec![("f0".to_string(), Some(4..5))],
-                vec![("f2".to_string(), Some(0..1))],
-                vec![("f2".to_string(), Some(1..2))],
+                vec![("f2".to_string(), Some(0..2))],
                 vec![("f2".to_string(), Some(2..3))],
             ]
         );
-        // Chunk sizes: an eighth first, whole chunks, then halving down to an eighth.
-        let big = plan(&[100_000], vec![(0, 100_000)]);
-        let sizes: Vec<u64> = big
-            .chunks(0, 8_192)
+        // Row groups of 2,000 rows: chunks end on group boundaries, the first and last of one
+        // group, whole chunks of four, halving between.
+        let mut grouped = plan(&[100_000], vec![(0, 100_000)]);
+        grouped.files[0].row_groups = vec![2_000; 50];
+        let chunks = grouped.chunks(0, 8_192);
+        let sizes: Vec<u64> = chunks
             .iter()
             .map(|c| {
                 c.iter()
@@ -370,10 +405,26 @@ mod tests {
             })
             .collect();
         assert_eq!(sizes.iter().sum::<u64>(), 100_000);
-        assert_eq!(sizes[0], 1_024);
+        assert!(chunks.iter().flatten().all(|(_, r)| r
+            .as_ref()
+            .is_some_and(|r| r.start % 2_000 == 0 && r.end - r.start == 2_000)));
+        assert_eq!(sizes[0], 2_000);
+        assert_eq!(sizes[1], 8_000);
         assert!(sizes.iter().all(|&s| s <= 8_192));
-        assert!(*sizes.last().unwrap_or(&0) <= 1_024, "{sizes:?}");
-        assert_eq!(sizes.len(), 17, "{sizes:?}");
+        assert!(*sizes.last().unwrap_or(&0) == 2_000, "{sizes:?}");
+        // One row group larger than a chunk: equal pieces, one per chunk.
+        let mut big = plan(&[31_250], vec![(0, 31_250)]);
+        big.files[0].row_groups = vec![31_250];
+        let sizes: Vec<Vec<(String, Option<Range<u64>>)>> = big.chunks(0, 8_192);
+        assert_eq!(
+            sizes,
+            (0..4)
+                .map(|i| vec![(
+                    "f0".to_string(),
+                    Some(i * 7_813..((i + 1) * 7_813).min(31_250))
+                )])
+                .collect::<Vec<_>>()
+        );
         assert_eq!(p.locate(4), ("f0", 4));
     }
 }

@@ -196,8 +196,10 @@ fn select_columns(file: &str, schema: &Schema, cfg: &Config) -> Result<Selection
     })
 }
 
-/// Number of rows of a shard, read from its footer, after checking its columns (for the plan).
-pub fn count_rows(file: &str, cfg: &Config) -> Result<u64> {
+/// Number of rows of a shard and of each of its row groups, read from its footer, after checking
+/// its columns (for the plan). The row groups are listed for local files only (an object-store
+/// shard is fetched and read whole, so they do not matter there).
+pub fn count_rows(file: &str, cfg: &Config) -> Result<(u64, Vec<u64>)> {
     let mut lf = scan(file, None)?;
     let schema = lf.collect_schema().map_err(|e| parquet_err(file, e))?;
     select_columns(file, &schema, cfg)?;
@@ -210,10 +212,35 @@ pub fn count_rows(file: &str, cfg: &Config) -> Result<u64> {
         .first()
         .and_then(|c| c.get(0).ok())
         .and_then(|v| v.extract::<u64>());
-    n.ok_or_else(|| Error::Parquet {
+    let n = n.ok_or_else(|| Error::Parquet {
         file: file.to_string(),
         msg: "no row count in the footer".into(),
-    })
+    })?;
+    if object::is_url(file) {
+        return Ok((n, Vec::new()));
+    }
+    let f = std::fs::File::open(file).map_err(|e| Error::Parquet {
+        file: file.to_string(),
+        msg: e.to_string(),
+    })?;
+    let mut reader = ParquetReader::new(f);
+    let groups: Vec<u64> = reader
+        .get_metadata()
+        .map_err(|e| parquet_err(file, e))?
+        .row_groups
+        .iter()
+        .map(|g| g.num_rows() as u64)
+        .collect();
+    if groups.iter().sum::<u64>() != n {
+        return Err(Error::Parquet {
+            file: file.to_string(),
+            msg: format!(
+                "row groups hold {} rows, the footer says {n}",
+                groups.iter().sum::<u64>()
+            ),
+        });
+    }
+    Ok((n, groups))
 }
 
 /// Reads the text, id and priority columns of one Parquet shard (rows `rows` only, when given),
