@@ -121,29 +121,32 @@ pub fn shingle_hashes(
     out: &mut Vec<u64>,
 ) {
     out.clear();
-    let Scratch {
-        norm,
-        token_hashes: hs,
-    } = scratch;
-    normalize_into(text, norm);
+    normalize_into(text, &mut scratch.norm);
+    token_hashes(&mut scratch.norm, tokenizer, &mut scratch.token_hashes);
+    ngrams(&scratch.token_hashes, ngram, out);
+}
+
+/// Writes the hash of each token of the normalised text `norm` into `out` (cleared first), in
+/// order. `norm` is padded with spaces while its tokens are hashed in place, then restored.
+pub fn token_hashes(norm: &mut String, tokenizer: Tokenizer, out: &mut Vec<u64>) {
+    out.clear();
     let len = norm.len();
     norm.push_str(PAD);
     let padded = norm.as_bytes();
     let base = padded.as_ptr() as usize;
-    hs.clear();
     // The loop of `tokenize`, with the common case (a word that needs no further split)
     // hashed in place; CJK tokens are slices of `norm`, so their offsets in `padded` are
     // pointer differences.
     for_each_word(&padded[..len], |start, end, ascii| {
         if ascii || tokenizer == Tokenizer::Words {
-            hs.push(token_hash_at(padded, start, end - start));
+            out.push(token_hash_at(padded, start, end - start));
         } else if let Some(word) = norm.get(start..end) {
             split_cjk(word, tokenizer, &mut |t: &str, _| {
-                hs.push(token_hash_at(padded, t.as_ptr() as usize - base, t.len()))
+                out.push(token_hash_at(padded, t.as_ptr() as usize - base, t.len()))
             });
         }
     });
-    ngrams(hs, ngram, out);
+    norm.truncate(len);
 }
 
 /// Writes the sorted, deduplicated shingle set of `text` into `out` (cleared first).
