@@ -46,7 +46,7 @@ pub enum Error {
     },
 
     /// The same document id occurs more than once.
-    #[error("duplicate id '{id}': first at {first}, again at {second}. Ids must be unique so the manifest's duplicate_of is unambiguous; fix the input, choose another --id-column, or pass --allow-duplicate-ids (then duplicate_of may name either copy)")]
+    #[error("duplicate id '{}': first at {first}, again at {second}. Ids must be unique so the manifest's duplicate_of is unambiguous; fix the input, choose another --id-column, or pass --allow-duplicate-ids (then duplicate_of may name either copy)", shown(id))]
     DuplicateId {
         id: String,
         first: String,
@@ -90,3 +90,39 @@ pub enum Error {
 
 /// Result alias for the library.
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// An input value as shown in a message: whole when short, else its first 60 characters and its
+/// length (an id column chosen by mistake can hold whole documents). Control characters (newlines
+/// in a text) are shown as spaces, so the message stays one line.
+fn shown(value: &str) -> String {
+    let flat = |s: &str| -> String {
+        s.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect()
+    };
+    match value.char_indices().nth(60) {
+        None => flat(value),
+        Some((cut, _)) => format!("{}... ({} bytes)", flat(&value[..cut]), value.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_values_are_shortened_in_messages() {
+        assert_eq!(shown("doc-1"), "doc-1");
+        assert_eq!(shown("a\nb"), "a b");
+        let long = "字".repeat(100);
+        assert_eq!(shown(&long), format!("{}... (300 bytes)", "字".repeat(60)));
+        let e = Error::DuplicateId {
+            id: long,
+            first: "f row 1".into(),
+            second: "f row 2".into(),
+        };
+        assert!(e
+            .to_string()
+            .starts_with(&format!("duplicate id '{}...", "字".repeat(60))));
+    }
+}
