@@ -181,7 +181,26 @@ fn task(
     Ok(())
 }
 
+/// glibc's allocator, tuned for this workload before any thread starts: blocks up to 256 MiB come
+/// from the heap and freed memory is kept up to 1 GiB (the defaults map each large buffer fresh
+/// and unmap it when freed, so every signature chunk and store read faulted its pages in again,
+/// which costs a lot on virtual machines), and at most two arenas. Measured on the 100k corpus,
+/// alternating runs: on the EPYC VM of 2026-11-22 (six each) 1 thread median 3.60 -> 3.50 s, 2 threads
+/// 2.33 -> 2.15 s, system time 0.72 -> 0.51 s; on a Zen 1 EPYC VM (2026-11-23, five each) wall time within
+/// noise (2 threads 4.80 -> 4.75 s), system time 0.69 -> 0.54 s, peak RSS at one thread 214 ->
+/// 171 MiB.
+fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets allocator parameters; it is called before any other thread runs.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
 fn main() -> ExitCode {
+    tune_allocator();
     // A panic is a bug, not a user error: one paragraph on stderr, no backtrace dump.
     std::panic::set_hook(Box::new(|info| {
         let at = info
