@@ -222,6 +222,29 @@ fn kill_9_in_any_stage_then_rerun_gives_the_same_manifest() {
         );
     }
 
+    // Work files of `run` are not synced to disk: after a machine restart (another boot id in
+    // the work directory) the rerun starts over instead of trusting them.
+    let out = dir.join("rebooted");
+    let o = out.to_str().unwrap();
+    let args = ["run", "--input", &glob, "--output", o, "--tasks", "3"];
+    let crashed = bin()
+        .args(args)
+        .env("CORPUS_DEDUP_CRASH", "verify:0")
+        .output()
+        .unwrap();
+    assert_eq!(crashed.status.signal(), Some(9));
+    let boot = out.join("_work/boot_id");
+    assert!(boot.exists());
+    std::fs::write(&boot, "a-boot-before-the-restart").unwrap();
+    // What a machine crash may leave of an unsynced file: a store truncated to nothing.
+    std::fs::write(out.join("_work/store/p00000.sig"), b"").unwrap();
+    let rerun = bin().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&rerun.stderr);
+    assert!(rerun.status.success(), "{err}");
+    assert!(err.contains("before the machine restarted"), "{err}");
+    assert!(!err.contains("resuming"), "{err}");
+    assert!(bytes(&out) == want, "manifest differs after a restart");
+
     // A rerun with other settings does not reuse the work of the crashed run.
     let out = dir.join("changed");
     let o = out.to_str().unwrap();

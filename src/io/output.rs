@@ -2,6 +2,13 @@
 //! directory and renamed into place; an object is written with one PUT of the complete body. Either
 //! way a reader (or a rerun after a crash) sees the old complete file or the new complete file,
 //! never a half-written one.
+//!
+//! Durability: files of an [`OutputDir::Local`] directory are synced to disk before the rename, so
+//! they survive a machine crash. Those of an [`OutputDir::Scratch`] directory are not: one process
+//! writes and reads them, a renamed file is complete in the page cache for as long as the machine
+//! stays up, and a work file that is deleted before the kernel writes it back never reaches the
+//! disk at all. Scratch files are therefore trusted only within the boot that wrote them
+//! ([`boot_id`]; `run` starts its work over after a restart).
 
 use std::fs;
 use std::io::Write;
@@ -16,8 +23,19 @@ use crate::io::object;
 /// contain `/` (subdirectories are created as needed).
 #[derive(Debug, Clone)]
 pub enum OutputDir {
+    /// A local directory; files are synced to disk before they are renamed into place.
     Local(PathBuf),
+    /// A local directory of one process's work files, not synced (see the module doc).
+    Scratch(PathBuf),
+    /// An object-store prefix (`s3://bucket/prefix`).
     Remote(String),
+}
+
+/// This boot of the machine (Linux: `/proc/sys/kernel/random/boot_id`); `None` where the system
+/// does not tell.
+pub fn boot_id() -> Option<String> {
+    let id = fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    Some(id.trim().to_string()).filter(|s| !s.is_empty())
 }
 
 impl OutputDir {
@@ -30,18 +48,41 @@ impl OutputDir {
         }
     }
 
+    /// The same directory as [`OutputDir::Scratch`] when it is local and the boot can be told
+    /// ([`boot_id`]); otherwise unchanged.
+    pub fn scratch(self) -> OutputDir {
+        match self {
+            OutputDir::Local(dir) if boot_id().is_some() => OutputDir::Scratch(dir),
+            other => other,
+        }
+    }
+
+    /// The local directory, if the output is one.
+    pub fn local_dir(&self) -> Option<&Path> {
+        match self {
+            OutputDir::Local(dir) | OutputDir::Scratch(dir) => Some(dir),
+            OutputDir::Remote(_) => None,
+        }
+    }
+
+    /// Whether local files are synced to disk before they are renamed.
+    fn synced(&self) -> bool {
+        !matches!(self, OutputDir::Scratch(_))
+    }
+
     /// Creates the directory (local) and checks that it can be written.
     pub fn prepare(&self) -> Result<()> {
         match self {
-            OutputDir::Local(dir) => prepare_dir(dir),
+            OutputDir::Local(dir) | OutputDir::Scratch(dir) => prepare_dir(dir),
             OutputDir::Remote(url) => object::check_writable(url),
         }
     }
 
-    /// The subdirectory `sub`.
+    /// The subdirectory `sub` (of the same kind).
     pub fn child(&self, sub: &str) -> OutputDir {
         match self {
             OutputDir::Local(dir) => OutputDir::Local(dir.join(sub)),
+            OutputDir::Scratch(dir) => OutputDir::Scratch(dir.join(sub)),
             OutputDir::Remote(url) => OutputDir::Remote(format!("{url}/{sub}")),
         }
     }
@@ -49,7 +90,7 @@ impl OutputDir {
     /// The path or URL of `name`, for messages.
     pub fn location(&self, name: &str) -> String {
         match self {
-            OutputDir::Local(dir) => dir.join(name).display().to_string(),
+            OutputDir::Local(dir) | OutputDir::Scratch(dir) => dir.join(name).display().to_string(),
             OutputDir::Remote(url) => format!("{url}/{name}"),
         }
     }
@@ -57,7 +98,7 @@ impl OutputDir {
     /// Reads the whole file `name`; `None` when it does not exist.
     pub fn read(&self, name: &str) -> Result<Option<Vec<u8>>> {
         match self {
-            OutputDir::Local(dir) => match fs::read(dir.join(name)) {
+            OutputDir::Local(dir) | OutputDir::Scratch(dir) => match fs::read(dir.join(name)) {
                 Ok(b) => Ok(Some(b)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
                 Err(e) => Err(read_err(&self.location(name), e)),
@@ -72,7 +113,7 @@ impl OutputDir {
     /// record.
     pub fn read_ranges(&self, name: &str, ranges: &[std::ops::Range<u64>]) -> Result<RangeBytes> {
         match self {
-            OutputDir::Local(dir) => {
+            OutputDir::Local(dir) | OutputDir::Scratch(dir) => {
                 use std::os::unix::fs::FileExt;
                 let f = fs::File::open(dir.join(name))
                     .map_err(|e| read_err(&self.location(name), e))?;
@@ -137,7 +178,7 @@ impl OutputDir {
     /// Deletes the directory and everything in it.
     pub fn remove_all(&self) -> Result<()> {
         match self {
-            OutputDir::Local(dir) => match fs::remove_dir_all(dir) {
+            OutputDir::Local(dir) | OutputDir::Scratch(dir) => match fs::remove_dir_all(dir) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(out_err(dir, e)),
                 _ => Ok(()),
             },
@@ -148,13 +189,15 @@ impl OutputDir {
     /// Writes `bytes` as `name` inside the output.
     pub fn write_bytes(&self, name: &str, bytes: Vec<u8>) -> Result<()> {
         match self {
-            OutputDir::Local(dir) => write_atomic(&dir.join(name), &bytes),
+            OutputDir::Local(dir) | OutputDir::Scratch(dir) => {
+                write_file(&dir.join(name), &bytes, self.synced())
+            }
             OutputDir::Remote(url) => object::put(&format!("{url}/{name}"), bytes),
         }
     }
 
-    /// Writes `name` through `write` as one stream: a local file under a temporary name, synced and
-    /// renamed when `write` succeeds; an object as a multipart upload of 8 MiB parts, completed
+    /// Writes `name` through `write` as one stream: a local file under a temporary name, synced
+    /// (unless scratch) and renamed when `write` succeeds; an object as a multipart upload of 8 MiB parts, completed
     /// when `write` succeeds (see [`object::Upload`]): memory stays at one part whatever the size.
     pub fn write_with(
         &self,
@@ -162,7 +205,8 @@ impl OutputDir {
         write: impl FnOnce(&mut (dyn Write + Send)) -> Result<()>,
     ) -> Result<()> {
         match self {
-            OutputDir::Local(dir) => {
+            OutputDir::Local(dir) | OutputDir::Scratch(dir) => {
+                let sync = self.synced();
                 let path = dir.join(name);
                 let tmp = tmp_name(&path);
                 let result = (|| -> Result<()> {
@@ -170,10 +214,12 @@ impl OutputDir {
                         fs::create_dir_all(parent).map_err(|e| out_err(&path, e))?;
                     }
                     let f = fs::File::create(&tmp).map_err(|e| out_err(&path, e))?;
-                    let mut w = std::io::BufWriter::with_capacity(1 << 20, Writeback::new(f));
+                    let mut w = std::io::BufWriter::with_capacity(1 << 20, Writeback::new(f, sync));
                     write(&mut w)?;
                     let f = w.into_inner().map_err(|e| out_err(&path, e.error()))?.file;
-                    f.sync_all().map_err(|e| out_err(&path, e))?;
+                    if sync {
+                        f.sync_all().map_err(|e| out_err(&path, e))?;
+                    }
                     fs::rename(&tmp, &path).map_err(|e| out_err(&path, e))
                 })();
                 if result.is_err() {
@@ -198,7 +244,9 @@ impl OutputDir {
         usage: ParquetUse,
     ) -> Result<()> {
         match self {
-            OutputDir::Local(dir) => write_parquet_atomic(&dir.join(name), df, metadata, usage),
+            OutputDir::Local(dir) | OutputDir::Scratch(dir) => {
+                write_parquet_file(&dir.join(name), df, metadata, usage, self.synced())
+            }
             OutputDir::Remote(url) => {
                 let target = format!("{url}/{name}");
                 let mut buf = Vec::new();
@@ -377,11 +425,13 @@ fn sweep_stale_tmp(dir: &Path) {
     }
 }
 
-/// A file writer that starts the kernel's writeback of every [`Writeback::STEP`] bytes as soon as
-/// they are written (`sync_file_range`, without waiting), so the final `fsync` of a large file
-/// finds little left to write instead of stalling the task for the whole file.
+/// A file writer that, for a file to be synced, starts the kernel's writeback of every
+/// [`Writeback::STEP`] bytes as soon as they are written (`sync_file_range`, without waiting), so
+/// the final `fsync` of a large file finds little left to write instead of stalling the task for
+/// the whole file.
 struct Writeback {
     file: fs::File,
+    sync: bool,
     written: u64,
     flushed: u64,
 }
@@ -389,9 +439,10 @@ struct Writeback {
 impl Writeback {
     const STEP: u64 = 16 << 20;
 
-    fn new(file: fs::File) -> Self {
+    fn new(file: fs::File, sync: bool) -> Self {
         Writeback {
             file,
+            sync,
             written: 0,
             flushed: 0,
         }
@@ -402,7 +453,7 @@ impl Write for Writeback {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.file.write(buf)?;
         self.written += n as u64;
-        if self.written - self.flushed >= Self::STEP {
+        if self.sync && self.written - self.flushed >= Self::STEP {
             use std::os::fd::AsRawFd;
             // Advisory: an error here only means the final fsync does the work.
             // SAFETY: the descriptor is open for the life of `self.file`; the call only reads it.
@@ -426,6 +477,11 @@ impl Write for Writeback {
 
 /// Writes `bytes` to `path` atomically (temporary file, fsync, rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_file(path, bytes, true)
+}
+
+/// Writes `bytes` to `path` under a temporary name, synced when `sync`, and renames it.
+fn write_file(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
     let tmp = tmp_name(path);
     let result = (|| {
         if let Some(parent) = path.parent() {
@@ -433,7 +489,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         }
         let mut f = fs::File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        if sync {
+            f.sync_all()?;
+        }
         fs::rename(&tmp, path)
     })();
     if let Err(e) = result {
@@ -443,12 +501,24 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Writes a DataFrame as a local Parquet file with file-level key/value metadata, atomically.
+/// Writes a DataFrame as a local Parquet file with file-level key/value metadata, atomically
+/// (temporary file, fsync, rename).
 pub fn write_parquet_atomic(
     path: &Path,
     df: &mut DataFrame,
     metadata: Vec<(String, String)>,
     usage: ParquetUse,
+) -> Result<()> {
+    write_parquet_file(path, df, metadata, usage, true)
+}
+
+/// [`write_parquet_atomic`], synced only when `sync`.
+fn write_parquet_file(
+    path: &Path,
+    df: &mut DataFrame,
+    metadata: Vec<(String, String)>,
+    usage: ParquetUse,
+    sync: bool,
 ) -> Result<()> {
     let tmp = tmp_name(path);
     let result = (|| -> std::result::Result<(), String> {
@@ -459,7 +529,9 @@ pub fn write_parquet_atomic(
         parquet_writer(&f, metadata, usage)
             .finish(df)
             .map_err(|e| e.to_string())?;
-        f.sync_all().map_err(|e| e.to_string())?;
+        if sync {
+            f.sync_all().map_err(|e| e.to_string())?;
+        }
         fs::rename(&tmp, path).map_err(|e| e.to_string())
     })();
     if let Err(e) = result {
