@@ -703,6 +703,56 @@ fn cluster_task(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
     })
 }
 
+/// One manifest row: id, (file, row), keep, duplicate_of, similarity.
+type ManifestRow = (String, (String, u64), bool, Option<String>, Option<f32>);
+
+/// The manifest rows of the window of documents `first ..` whose keepers are `keepers` (and
+/// similarities to them, where a verified edge gives it, `known`).
+fn manifest_window(
+    work: &OutputDir,
+    plan: &Plan,
+    first: u32,
+    keepers: &[u32],
+    known: &[Option<f32>],
+) -> Result<Vec<ManifestRow>> {
+    let own = first..first + keepers.len() as u32;
+    let mut also: Vec<u32> = own.clone().chain(keepers.iter().copied()).collect();
+    also.par_sort_unstable();
+    also.dedup();
+    // Dropped documents with no verified edge to their keeper: similarity computed the way
+    // verification would compute it for that pair.
+    let unknown: Vec<(u32, u32)> = own
+        .zip(keepers.iter().copied())
+        .zip(known)
+        .filter(|&((d, kd), s)| d != kd && s.is_none())
+        .map(|(pair, _)| pair)
+        .collect();
+    let (fetched, sets) = fetch_for_pairs(work, plan, &unknown, also)?;
+    // Each document's row on the workers, in order.
+    Ok((0..keepers.len())
+        .into_par_iter()
+        .with_min_len(256)
+        .map(|j| {
+            let (d, kd) = (first + j as u32, keepers[j]);
+            let (f, r) = plan.locate(d as u64);
+            let similarity = (d != kd).then(|| {
+                known[j].unwrap_or_else(|| {
+                    let exact = exact_check(plan, d, kd, &fetched);
+                    verify::similarity(d, kd, exact, &sets, &fetched) as f32
+                })
+            });
+            let duplicate_of = (d != kd).then(|| fetched.id(kd).to_string());
+            (
+                fetched.id(d).to_string(),
+                (f.to_string(), r),
+                d == kd,
+                duplicate_of,
+                similarity,
+            )
+        })
+        .collect())
+}
+
 /// Manifest task: the part's rows of the manifest (see [`crate::stages::manifest`]).
 fn manifest_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<()> {
     let range = plan.part_range(p);
@@ -714,59 +764,29 @@ fn manifest_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<()> {
         .map_err(pe("manifest"))?
         .iter()
         .collect();
-    let mut rows = crate::stages::manifest::ManifestRows::default();
-    // One window of own documents at a time: their ids, and the dropped ones' keepers (ids,
-    // signatures, and exact sets where a similarity not known from a verified edge is computed
-    // exactly).
+    // One window of own documents at a time per thread: their ids, and the dropped ones' keepers
+    // (ids, signatures, and exact sets where a similarity not known from a verified edge is
+    // computed exactly). Windows run in groups of one per thread, each window's reads and rows
+    // on its own (a window alone left the second thread waiting on the first's reads), so a
+    // group holds as many windows' fetches as there are threads; rows stay in document order.
     let start = range.start as u32;
-    let windows = keeper
+    let windows: Vec<(u32, &[u32], &[Option<f32>])> = keeper
         .chunks(WINDOW as usize)
-        .zip(known.chunks(WINDOW as usize));
-    for (w, (keepers, known)) in windows.enumerate() {
-        let first = start + (w as u64 * WINDOW) as u32;
-        let own = first..first + keepers.len() as u32;
-        let mut also: Vec<u32> = own.clone().chain(keepers.iter().copied()).collect();
-        also.par_sort_unstable();
-        also.dedup();
-        // Dropped documents with no verified edge to their keeper: similarity computed the way
-        // verification would compute it for that pair.
-        let unknown: Vec<(u32, u32)> = own
-            .clone()
-            .zip(keepers.iter().copied())
-            .zip(known)
-            .filter(|&((d, kd), s)| d != kd && s.is_none())
-            .map(|(pair, _)| pair)
-            .collect();
-        let (fetched, sets) = fetch_for_pairs(work, plan, &unknown, also)?;
-        // Each document's row on the workers (in order), then moved into the columns.
-        type Row = (String, (String, u64), Option<String>, Option<f32>);
-        let built: Vec<Row> = (0..keepers.len())
-            .into_par_iter()
-            .with_min_len(256)
-            .map(|j| {
-                let (d, kd) = (first + j as u32, keepers[j]);
-                let (f, r) = plan.locate(d as u64);
-                let similarity = (d != kd).then(|| {
-                    known[j].unwrap_or_else(|| {
-                        let exact = exact_check(plan, d, kd, &fetched);
-                        verify::similarity(d, kd, exact, &sets, &fetched) as f32
-                    })
-                });
-                let duplicate_of = (d != kd).then(|| fetched.id(kd).to_string());
-                (
-                    fetched.id(d).to_string(),
-                    (f.to_string(), r),
-                    duplicate_of,
-                    similarity,
-                )
-            })
-            .collect();
-        for ((id, file, duplicate_of, similarity), (d, &kd)) in
-            built.into_iter().zip(own.zip(keepers))
-        {
+        .zip(known.chunks(WINDOW as usize))
+        .enumerate()
+        .map(|(w, (k, s))| (start + (w as u64 * WINDOW) as u32, k, s))
+        .collect();
+    let mut rows = crate::stages::manifest::ManifestRows::default();
+    for group in windows.chunks(rayon::current_num_threads().max(1)) {
+        let built: Vec<Vec<ManifestRow>> = group
+            .par_iter()
+            .with_max_len(1)
+            .map(|&(first, keepers, known)| manifest_window(work, plan, first, keepers, known))
+            .collect::<Result<_>>()?;
+        for (id, file, keep, duplicate_of, similarity) in built.into_iter().flatten() {
             rows.ids.push(id);
             rows.files.push(file);
-            rows.keep.push(d == kd);
+            rows.keep.push(keep);
             rows.duplicate_of.push(duplicate_of);
             rows.similarity.push(similarity);
         }
