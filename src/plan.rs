@@ -32,8 +32,9 @@ use crate::io::input;
 /// directory left by an older build is discarded instead of resumed (3: MinHash over the affine
 /// permutations of [`crate::minhash`], and the three-file document store of
 /// [`crate::io::store`], and band rows as [`crate::io::band_rows`] files; 4: the token hash of
-/// [`crate::text::shingle::token_hash`]).
-pub const FORMAT: u32 = 4;
+/// [`crate::text::shingle::token_hash`]; 5: MinHash over the product hashes of
+/// [`crate::minhash`]).
+pub const FORMAT: u32 = 5;
 
 /// Documents per part when `--tasks` is not given. A part's tasks hold its signatures and band
 /// keys (~700 bytes per document: ~170 MB) but only one chunk of its text at a time.

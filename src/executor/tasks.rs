@@ -703,6 +703,10 @@ fn cluster_task(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
     })
 }
 
+/// A window of a part's documents for the manifest: its first document number, and each
+/// document's keeper and similarity known from a verified edge.
+type ManifestWindow<'a> = (u32, &'a [u32], &'a [Option<f32>]);
+
 /// One manifest row: id, (file, row), keep, duplicate_of, similarity.
 type ManifestRow = (String, (String, u64), bool, Option<String>, Option<f32>);
 
@@ -770,7 +774,7 @@ fn manifest_task(work: &OutputDir, plan: &Plan, p: usize) -> Result<()> {
     // on its own (a window alone left the second thread waiting on the first's reads), so a
     // group holds as many windows' fetches as there are threads; rows stay in document order.
     let start = range.start as u32;
-    let windows: Vec<(u32, &[u32], &[Option<f32>])> = keeper
+    let windows: Vec<ManifestWindow> = keeper
         .chunks(WINDOW as usize)
         .zip(known.chunks(WINDOW as usize))
         .enumerate()
