@@ -25,9 +25,9 @@
 //! - The fold XORs the low half rotated by 16 bits, not the low half itself: `hi(p) < a_j`, so
 //!   the top bits of the high half are often zero, and `hi XOR lo` would order keys by the top
 //!   bits of `lo`, much as position 2j does. That pairing left positions correlated: over 10,000
-//!   pairs of 10-key sets the estimate's variance was 1.2-1.3x the binomial one; with the
-//!   rotation it is 0.99-1.03x, as for an ideal hash (and for the affine family below) at every
-//!   set size from 10 to 1,000 keys.
+//!   pairs of 9-key sets the estimate's variance was 1.2-1.3x the binomial one; with the
+//!   rotation it is 0.99-1.03x at every set size from 9 to 900 keys, as for an ideal hash and
+//!   for the affine family below (0.98-1.03x).
 //! - Two keys of one set tie under the fold with probability ~2^-32 per pair of keys, which
 //!   changes an estimate by ~|S| / 2^32 (negligible).
 //!
