@@ -368,6 +368,26 @@ mod tests {
         }
     }
 
+    /// A multiplicative hash maps key 0 to 0 at every position; with the low bit set no key wins
+    /// every position: in a set of 200 other random keys, each of these keys is the least at
+    /// about 128 / 201 positions, not at all 128.
+    #[test]
+    fn no_key_is_least_everywhere() {
+        let p = Permutations::new(128, 11);
+        let others: Vec<u32> = (1..=200).map(|i| mix64(i) as u32).collect();
+        for special in [0u32, 1, 2, u32::MAX] {
+            let mut set = others.clone();
+            set.push(special);
+            let with = sig(&p, &set);
+            let without = sig(&p, &others);
+            let won = with.iter().zip(&without).filter(|(a, b)| a != b).count();
+            assert!(
+                won <= 8,
+                "key {special} is the least at {won} of 128 positions"
+            );
+        }
+    }
+
     #[test]
     fn identical_sets_agree_everywhere() {
         let p = Permutations::new(128, 7);
