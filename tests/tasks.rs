@@ -13,6 +13,22 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_corpus-dedup"))
 }
 
+/// Runs `corpus-dedup args` with the test hook that SIGKILLs the process in task `at`
+/// ("stage:task"), and checks that it died there.
+fn run_killed_at(args: &[&str], at: &str) {
+    let crashed = bin()
+        .args(args)
+        .env("CORPUS_DEDUP_CRASH", at)
+        .output()
+        .unwrap();
+    assert_eq!(
+        crashed.status.signal(),
+        Some(9),
+        "{at}: {}",
+        String::from_utf8_lossy(&crashed.stderr)
+    );
+}
+
 fn bytes(out: &Path) -> Vec<u8> {
     std::fs::read(out.join("manifest.parquet")).unwrap()
 }
@@ -192,17 +208,7 @@ fn kill_9_in_any_stage_then_rerun_gives_the_same_manifest() {
         let out = dir.join(format!("crash-{stage}"));
         let o = out.to_str().unwrap();
         let args = ["run", "--input", &glob, "--output", o, "--tasks", "3"];
-        let crashed = bin()
-            .args(args)
-            .env("CORPUS_DEDUP_CRASH", format!("{stage}:{task}"))
-            .output()
-            .unwrap();
-        assert_eq!(
-            crashed.status.signal(),
-            Some(9),
-            "{stage}: {}",
-            String::from_utf8_lossy(&crashed.stderr)
-        );
+        run_killed_at(&args, &format!("{stage}:{task}"));
         // The killed task wrote its outputs but no marker.
         let marker = out
             .join("_work/done")
@@ -227,12 +233,7 @@ fn kill_9_in_any_stage_then_rerun_gives_the_same_manifest() {
     let out = dir.join("rebooted");
     let o = out.to_str().unwrap();
     let args = ["run", "--input", &glob, "--output", o, "--tasks", "3"];
-    let crashed = bin()
-        .args(args)
-        .env("CORPUS_DEDUP_CRASH", "verify:0")
-        .output()
-        .unwrap();
-    assert_eq!(crashed.status.signal(), Some(9));
+    run_killed_at(&args, "verify:0");
     let boot = out.join("_work/boot_id");
     assert!(boot.exists());
     std::fs::write(&boot, "a-boot-before-the-restart").unwrap();
@@ -248,14 +249,10 @@ fn kill_9_in_any_stage_then_rerun_gives_the_same_manifest() {
     // A rerun with other settings does not reuse the work of the crashed run.
     let out = dir.join("changed");
     let o = out.to_str().unwrap();
-    let crashed = bin()
-        .args(["run", "--input", &glob, "--output", o, "--tasks", "3"])
-        .env("CORPUS_DEDUP_CRASH", "verify:0")
-        .output()
-        .unwrap();
-    assert_eq!(crashed.status.signal(), Some(9));
+    let args = ["run", "--input", &glob, "--output", o, "--tasks", "3"];
+    run_killed_at(&args, "verify:0");
     let rerun = bin()
-        .args(["run", "--input", &glob, "--output", o, "--tasks", "3"])
+        .args(args)
         .args(["--threshold", "0.9"])
         .output()
         .unwrap();
@@ -273,12 +270,7 @@ fn a_damaged_work_file_is_reported_not_used() {
     let out = dir.join("out");
     let o = out.to_str().unwrap();
     let args = ["run", "--input", &glob, "--output", o, "--tasks", "2"];
-    let crashed = bin()
-        .args(args)
-        .env("CORPUS_DEDUP_CRASH", "candidates:0")
-        .output()
-        .unwrap();
-    assert_eq!(crashed.status.signal(), Some(9));
+    run_killed_at(&args, "candidates:0");
     // Flip one bit of the first document's signature in a document store (every document's
     // signature and id are read again by the manifest stage).
     let store = out.join("_work/store/p00001.sig");
