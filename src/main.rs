@@ -185,10 +185,11 @@ fn task(
 /// from the heap and freed memory is kept up to 1 GiB (the defaults map each large buffer fresh
 /// and unmap it when freed, so every signature chunk and store read faulted its pages in again,
 /// which costs a lot on virtual machines), and at most two arenas. Measured on the 100k corpus,
-/// alternating runs: on the EPYC VM of 2026-11-22 (six each) 1 thread median 3.60 -> 3.50 s, 2 threads
-/// 2.33 -> 2.15 s, system time 0.72 -> 0.51 s; on a Zen 1 EPYC VM (2026-11-23, five each) wall time within
-/// noise (2 threads 4.80 -> 4.75 s), system time 0.69 -> 0.54 s, peak RSS at one thread 214 ->
-/// 171 MiB.
+/// alternating runs: on the EPYC VM of 2026-11-22 (six each) 1 thread median 3.60 -> 3.50 s,
+/// 2 threads 2.33 -> 2.15 s, system time 0.72 -> 0.51 s; on a Zen 1 EPYC VM (2026-11-23, five
+/// each) wall time within noise (2 threads 4.80 -> 4.75 s), system time 0.69 -> 0.54 s, peak RSS
+/// at one thread 214 -> 171 MiB. The price at scale: a 5M-document run at two threads peaks at
+/// 660 MiB instead of 494 (freed heap kept for reuse), in 118 s instead of 123.
 fn tune_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets allocator parameters; it is called before any other thread runs.

@@ -132,8 +132,10 @@ fn same_boot(work: &OutputDir) -> Result<bool> {
     if !matches!(work, OutputDir::Scratch(_)) {
         return Ok(true);
     }
-    let written = work.read(BOOT_FILE)?;
-    Ok(written.is_some() && written.map(String::from_utf8) == boot_id().map(Ok))
+    let written = work
+        .read(BOOT_FILE)?
+        .and_then(|b| String::from_utf8(b).ok());
+    Ok(written.is_some() && written == boot_id())
 }
 
 /// Writes the plan into `work`, or keeps the one there when it describes the same work (and, for

@@ -197,8 +197,9 @@ impl OutputDir {
     }
 
     /// Writes `name` through `write` as one stream: a local file under a temporary name, synced
-    /// (unless scratch) and renamed when `write` succeeds; an object as a multipart upload of 8 MiB parts, completed
-    /// when `write` succeeds (see [`object::Upload`]): memory stays at one part whatever the size.
+    /// (unless scratch) and renamed when `write` succeeds; an object as a multipart upload of
+    /// 8 MiB parts, completed when `write` succeeds (see [`object::Upload`]): memory stays at one
+    /// part whatever the size.
     pub fn write_with(
         &self,
         name: &str,
