@@ -22,7 +22,7 @@ dedup: build
 	$(BIN) run $(foreach i,$(INPUT),--input '$(i)') --output '$(OUTPUT)' $(ARGS)
 
 test:
-	$(CARGO) test --release --locked
+	$(CARGO) test --release --locked --features test-hooks
 
 ## Regenerates data-samples/ deterministically (English, Chinese, mixed shards).
 samples: build

@@ -10,15 +10,17 @@ use std::time::Instant;
 use corpus_dedup::config::{Keep, Settings, Sketch, Tokenizer};
 use corpus_dedup::corpus::Corpus;
 use corpus_dedup::io::input::expand_inputs;
-use corpus_dedup::lsh::band_key;
-use corpus_dedup::minhash::Permutations;
-use corpus_dedup::stages::{bands, candidates, cluster, signature::Signatures};
+use corpus_dedup::lsh::band_keys;
+use corpus_dedup::minhash::{Permutations, Signatures};
+use corpus_dedup::stages::candidates::pairs_of_rows;
+use corpus_dedup::stages::cluster::Clusters;
 use corpus_dedup::text::normalize::normalize_into;
 use corpus_dedup::text::shingle::{
     jaccard, ngrams, shingle_hashes, shingle_key, token_hashes as shingle_token_hashes, KeyTable,
     Scratch,
 };
 use corpus_dedup::text::tokenize::tokenize;
+use corpus_dedup::unionfind::UnionFind;
 
 fn best<T>(mut f: impl FnMut() -> T) -> (f64, T) {
     let mut best = f64::MAX;
@@ -209,33 +211,34 @@ fn main() -> anyhow::Result<()> {
         values,
         shingles: shingles.iter().map(|s| s.len() as u32).collect(),
     };
-    let (t, _) = best(|| {
-        (0..n)
-            .map(|d| {
-                (0..18)
-                    .map(|b| band_key(b, &sigs.get(d as u32)[b * 7..b * 7 + 7]))
-                    .fold(0u64, |a, k| a ^ k)
-            })
-            .fold(0u64, |a, k| a ^ k)
+    // Band keys and rows as the signatures task makes them, pairs as the candidates task does.
+    let (t, keys) = best(|| {
+        let mut keys = vec![0u64; n * 18];
+        for (d, out) in keys.chunks_mut(18).enumerate() {
+            band_keys(sigs.get(d as u32), 7, out);
+        }
+        keys
     });
     row(
         "band keys 18 x 7",
         t,
         format!("{:.1} M docs/s", n as f64 / t / 1e6),
     );
-    let (t, frame) = best(|| bands::band_frame(&sigs, 18, 7));
-    let frame = frame?;
-    row(
-        "band frame (explode to rows)",
-        t,
-        format!("{:.1} M rows/s", frame.height() as f64 / t / 1e6),
-    );
-    let (t, pairs) = best(|| candidates::candidate_pairs(frame.clone(), 64, None));
-    let (pairs, _) = pairs?;
+    let rows: Vec<(u32, u64, u32)> = keys
+        .chunks(18)
+        .enumerate()
+        .flat_map(|(d, ks)| {
+            ks.iter()
+                .enumerate()
+                .map(move |(b, &k)| (b as u32, k, d as u32))
+        })
+        .collect();
+    let (t, pairs) = best(|| pairs_of_rows(rows.clone(), 64, None));
+    let (pairs, _) = pairs;
     row(
         "candidates: group by (band, bucket) + pairs",
         t,
-        format!("{:.1} M rows/s", frame.height() as f64 / t / 1e6),
+        format!("{:.1} M rows/s", rows.len() as f64 / t / 1e6),
     );
 
     // Exact sets of every document from its keys, as verification builds those it needs.
@@ -285,15 +288,14 @@ fn main() -> anyhow::Result<()> {
         ),
     );
 
-    let edges: Vec<_> = pairs
-        .iter()
-        .map(|&(a, b)| corpus_dedup::stages::verify::Edge {
-            a,
-            b,
-            similarity: 1.0,
-        })
-        .collect();
-    let (t, _) = best(|| cluster::cluster(n, &edges, &Keep::First, |_| 0, |_| None));
+    let (t, _) = best(|| {
+        let mut uf = UnionFind::new(n);
+        for &(a, b) in &pairs {
+            uf.union(a, b);
+        }
+        Clusters::build(uf, &Keep::First, |_| 0, |_| None)
+    });
+    let edges = &pairs;
     row(
         "union-find + keep rule",
         t,

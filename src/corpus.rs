@@ -104,25 +104,4 @@ impl Corpus {
             None => format!("{}:{}", shard.file, shard.first_row + r as u64),
         }
     }
-
-    /// Fails on the first id that occurs twice (unless allowed), naming both places.
-    pub fn check_unique_ids(&self) -> Result<()> {
-        let mut seen: ahash::AHashMap<String, u32> = ahash::AHashMap::with_capacity(self.len());
-        for doc in 0..self.len() as u32 {
-            let id = self.id(doc);
-            if let Some(&first) = seen.get(&id) {
-                let place = |d: u32| {
-                    let (s, r) = self.locate(d);
-                    format!("{} row {}", self.shards[s].file, r)
-                };
-                return Err(Error::DuplicateId {
-                    id,
-                    first: place(first),
-                    second: place(doc),
-                });
-            }
-            seen.insert(id, doc);
-        }
-        Ok(())
-    }
 }

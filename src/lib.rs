@@ -1,18 +1,18 @@
 //! corpus-dedup: near-duplicate detection for text corpora stored as Parquet shards.
 //!
-//! The pipeline (MinHash): shards are read as polars columns ([`corpus`], [`io`]); texts are
-//! normalised, tokenised and shingled ([`text`]); a MinHash signature column is computed
-//! ([`minhash`], [`stages::signature`]); signatures are cut into LSH bands ([`lsh`],
-//! [`stages::bands`]); documents sharing a band bucket become candidate pairs
-//! ([`stages::candidates`]), which are verified ([`stages::verify`]), clustered with union-find
-//! ([`stages::cluster`]) and written as a keep/drop manifest ([`stages::manifest`]).
-//! [`plan`] cuts a run into tasks per stage; [`executor::local`] runs them in one process,
-//! `corpus-dedup task` one at a time on a cluster; [`config`] holds the one validated configuration.
+//! The pipeline: shards are read as polars columns ([`corpus`], [`io`]); texts are normalised,
+//! tokenised and shingled ([`text`]); each document gets a MinHash signature ([`minhash`]) or a
+//! SimHash fingerprint ([`simhash`]); documents sharing an LSH band bucket ([`lsh`]) or a block
+//! table bucket become candidate pairs, which are verified, clustered with union-find
+//! ([`unionfind`]) and written as a keep/drop manifest. [`plan`] cuts a run into stages and
+//! tasks ([`stages`], one module per stage); [`executor`] runs a task, or a whole plan in this
+//! process; [`config`] holds the one validated configuration. docs/ARCHITECTURE.md has the map.
 
 pub mod config;
 pub mod corpus;
 pub mod error;
 pub mod executor;
+pub mod hooks;
 pub mod io;
 pub mod lsh;
 pub mod minhash;
@@ -21,6 +21,7 @@ pub mod simhash;
 pub mod stages;
 pub mod synth;
 pub mod text;
+pub mod unionfind;
 
 pub use config::{Config, Settings};
 pub use error::{Error, Result};

@@ -44,6 +44,14 @@ pub fn band_key(band: usize, values: &[u32]) -> u64 {
     h
 }
 
+/// The bucket keys of one signature, band by band (`out.len()` bands of `rows` values each).
+#[inline]
+pub fn band_keys(sig: &[u32], rows: usize, out: &mut [u64]) {
+    for (b, key) in out.iter_mut().enumerate() {
+        *key = band_key(b, &sig[b * rows..(b + 1) * rows]);
+    }
+}
+
 /// The splitmix64 finaliser: a bijective avalanche mix of 64 bits.
 #[inline]
 pub fn mix64(mut z: u64) -> u64 {
@@ -58,7 +66,7 @@ mod tests {
 
     #[test]
     fn probability_matches_known_values() {
-        // Values quoted in ARCHITECTURE.md.
+        // Known points of the S-curve 1 - (1 - s^r)^b at s = 0.8.
         assert!((candidate_probability(0.8, 16, 8) - 0.947).abs() < 0.001);
         assert!((candidate_probability(0.8, 20, 6) - 0.998).abs() < 0.001);
         assert!((candidate_probability(0.8, 9, 13) - 0.40).abs() < 0.01);

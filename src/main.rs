@@ -25,7 +25,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the whole job: read shards, find near-duplicates, write manifest.parquet and summary.json.
-    /// MinHash runs as resumable tasks: rerun the same command after a crash to continue.
+    /// Runs as resumable tasks: rerun the same command after a crash to continue.
     Run {
         /// TOML file with the same keys as the flags (`num-perm = 128`); flags override it.
         #[arg(long, value_name = "FILE.toml")]
@@ -41,8 +41,8 @@ enum Command {
         #[arg(long)]
         keep_work: bool,
     },
-    /// Plan a task run (MinHash): count the input rows and write plan.json into the work
-    /// directory; prints the task count of each stage as JSON, for a driver.
+    /// Plan a task run: count the input rows and write plan.json into the work directory; prints
+    /// the stages and their task counts as JSON, for a driver.
     Plan {
         /// TOML file with the same keys as the flags; flags override it.
         #[arg(long, value_name = "FILE.toml")]
@@ -118,11 +118,6 @@ fn plan(
     work: String,
 ) -> anyhow::Result<()> {
     let cfg = resolve(config, flags)?;
-    if cfg.method != corpus_dedup::config::Method::Minhash {
-        anyhow::bail!(
-            "task runs support --method minhash only; run SimHash with `corpus-dedup run`"
-        );
-    }
     let dir = OutputDir::parse(&work);
     let plan = executor::local::in_pool(cfg.threads, || {
         dir.prepare()?;
@@ -151,7 +146,7 @@ fn task(
         stage.name()
     );
     let report = executor::local::in_pool(threads, || {
-        let plan = executor::tasks::read_plan(&dir)?.ok_or_else(|| {
+        let plan = corpus_dedup::io::work::read_plan(&dir)?.ok_or_else(|| {
             corpus_dedup::Error::Task(format!(
                 "no plan.json in '{work}': run `corpus-dedup plan --work {work} ...` first"
             ))
@@ -163,10 +158,10 @@ fn task(
                 stage.name()
             )));
         }
-        if let Some(done) = executor::tasks::read_marker(&dir, stage, index)? {
+        if let Some(done) = corpus_dedup::io::work::read_marker(&dir, stage, index)? {
             return Ok((done, true));
         }
-        executor::tasks::run_task(&dir, &plan, stage, index, None).map(|r| (r, false))
+        executor::run_task(&dir, &plan, stage, index, None).map(|r| (r, false))
     })
     .context(what)?;
     let (report, skipped) = report;
@@ -184,12 +179,8 @@ fn task(
 /// glibc's allocator, tuned for this workload before any thread starts: blocks up to 256 MiB come
 /// from the heap and freed memory is kept up to 1 GiB (the defaults map each large buffer fresh
 /// and unmap it when freed, so every signature chunk and store read faulted its pages in again,
-/// which costs a lot on virtual machines), and at most two arenas. Measured on the 100k corpus,
-/// alternating runs: on the EPYC VM of 2026-11-22 (six each) 1 thread median 3.60 -> 3.50 s,
-/// 2 threads 2.33 -> 2.15 s, system time 0.72 -> 0.51 s; on a Zen 1 EPYC VM (2026-11-23, five
-/// each) wall time within noise (2 threads 4.80 -> 4.75 s), system time 0.69 -> 0.54 s, peak RSS
-/// at one thread 214 -> 171 MiB. The price at scale: a 5M-document run at two threads peaks at
-/// 660 MiB instead of 494 (freed heap kept for reuse), in 118 s instead of 123.
+/// which is slow on virtual machines), and at most two arenas. The price: freed heap is kept
+/// for reuse, so peak RSS at millions of documents is higher (docs/PERFORMANCE.md).
 fn tune_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets allocator parameters; it is called before any other thread runs.

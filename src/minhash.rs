@@ -35,11 +35,9 @@
 //!
 //! Cost: per key and eight positions, one `vpmuludq` (four 32 x 32 -> 64-bit products), one
 //! `vpshufb` (the rotated low halves into the high lanes), one XOR and one unsigned min
-//! ([`avx2`]). The affine family `a_i x + b_i mod 2^32` used before, one `vpmulld` (eight low
-//! products), one add and one min per eight positions, takes 1.5x the time on a Zen 1 core,
-//! where a 256-bit `vpmulld` issues once per four cycles and `vpmuludq` once per two (4.3 against
-//! 6.4 G key-positions per second in the same loop); Dietzfelbinger's multiply-add-shift over
-//! 64-bit products, used before that, needs 9 instructions per eight positions.
+//! ([`avx2`]). Why not the affine family `a_i x + b_i mod 2^32` (one `vpmulld`, one add, one
+//! min per eight positions): on some cores (Zen 1) a 256-bit `vpmulld` issues half as often as
+//! `vpmuludq`, which makes it the slower loop (history in CHANGELOG.md).
 //! Invariant: the same seed and K give the same hash functions on every platform.
 //!
 //! `Sketch::Oph` (one-permutation hashing, Li, Owen & Zhang 2012, with the optimal densification
@@ -251,6 +249,9 @@ mod avx2 {
     const PASS: usize = 4;
 
     /// Groups `g .. g + N` of the signature of `shingles`, written into `out`.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
     unsafe fn pass<const N: usize>(p: &Packed, g: usize, shingles: &[u32], out: &mut [u32]) {
         // Per 64-bit lane: zero the low 32-bit lane, and move the low half rotated by 16 bits
@@ -263,7 +264,8 @@ mod avx2 {
         for &x in shingles {
             let xv = _mm256_set1_epi32((x | 1) as i32);
             for (i, mi) in m.iter_mut().enumerate() {
-                let a = _mm256_loadu_si256(p.mult[g + i].as_ptr().cast());
+                // SAFETY: `p.mult[g + i]` is 8 u32 (32 bytes), what an unaligned load reads.
+                let a = unsafe { _mm256_loadu_si256(p.mult[g + i].as_ptr().cast()) };
                 let prod = _mm256_mul_epu32(a, xv);
                 let h = _mm256_xor_si256(prod, _mm256_shuffle_epi8(prod, rot_lo_into_hi));
                 *mi = _mm256_min_epu32(*mi, h);
@@ -271,7 +273,8 @@ mod avx2 {
         }
         for (i, mi) in m.iter().enumerate() {
             let at = (g + i) * G;
-            _mm256_storeu_si256(out[at..at + G].as_mut_ptr().cast(), *mi);
+            // SAFETY: `out[at..at + G]` (bounds-checked) is 8 u32, what the store writes.
+            unsafe { _mm256_storeu_si256(out[at..at + G].as_mut_ptr().cast(), *mi) };
         }
     }
 
@@ -285,11 +288,13 @@ mod avx2 {
         // PASS groups per pass over the shingles, so their minima stay in registers.
         let mut g = 0;
         while g + PASS <= groups {
-            pass::<PASS>(p, g, shingles, out);
+            // SAFETY: AVX2 is present (this function's contract).
+            unsafe { pass::<PASS>(p, g, shingles, out) };
             g += PASS;
         }
         while g < groups {
-            pass::<1>(p, g, shingles, out);
+            // SAFETY: as above.
+            unsafe { pass::<1>(p, g, shingles, out) };
             g += 1;
         }
         let done = groups * G;
@@ -304,6 +309,65 @@ pub fn estimate_jaccard(a: &[u32], b: &[u32]) -> f64 {
     }
     let same = a.iter().zip(b).filter(|(x, y)| x == y).count();
     same as f64 / a.len() as f64
+}
+
+/// Signatures of a run of documents, row-major, plus each document's shingle count.
+#[derive(Debug, Clone, Default)]
+pub struct Signatures {
+    /// Signature length K.
+    pub k: usize,
+    /// `len() * k` values.
+    pub values: Vec<u32>,
+    /// Shingles (n-grams, repeats counted) per document; 0 for a null or empty text.
+    pub shingles: Vec<u32>,
+}
+
+impl Signatures {
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.shingles.len()
+    }
+
+    /// True when there are no documents.
+    pub fn is_empty(&self) -> bool {
+        self.shingles.is_empty()
+    }
+
+    /// Signature of document `doc`.
+    pub fn get(&self, doc: u32) -> &[u32] {
+        let i = doc as usize * self.k;
+        &self.values[i..i + self.k]
+    }
+
+    /// Appends another run of documents.
+    pub fn extend(&mut self, other: Signatures) {
+        self.k = other.k;
+        self.values.extend_from_slice(&other.values);
+        self.shingles.extend_from_slice(&other.shingles);
+    }
+}
+
+/// Per-document MinHash data that verification reads, by global document index: the dense
+/// [`Signatures`] of a whole corpus, or the sparse ones a task fetched from the document store.
+pub trait SigSource: Sync {
+    /// Signature length K.
+    fn k(&self) -> usize;
+    /// Signature of `doc`.
+    fn sig(&self, doc: u32) -> &[u32];
+    /// Shingle count of `doc`.
+    fn shingles(&self, doc: u32) -> u32;
+}
+
+impl SigSource for Signatures {
+    fn k(&self) -> usize {
+        self.k
+    }
+    fn sig(&self, doc: u32) -> &[u32] {
+        self.get(doc)
+    }
+    fn shingles(&self, doc: u32) -> u32 {
+        self.shingles[doc as usize]
+    }
 }
 
 #[cfg(test)]

@@ -5,14 +5,20 @@
 //! documents are cut into `parts`, contiguous index ranges of about equal size (a part may cover
 //! several files or a row range of one). Stages and their tasks:
 //!
-//! | stage        | tasks                  | reads                              | writes                         |
-//! |--------------|------------------------|------------------------------------|--------------------------------|
-//! | `signatures` | one per part           | its rows of the shards             | `store/pP.{sig,ids,keys}`, `docs/pP.parquet`, `bands/bB-rR/pP.bin` (see `io::band_rows`) |
-//! | `candidates` | bands x bucket ranges  | `bands/bB-rR/*`                    | `candidates/tT.bin` (pairs by part, see `io::pairs`) |
-//! | `verify`     | one per part           | its part of each pair file, stores | `edges/pP.parquet`          |
-//! | `cluster`    | one                    | `edges/*` (streamed), `docs/*`     | `cluster/pP.parquet`           |
-//! | `manifest`   | one per part           | `cluster/pP.parquet`, stores       | `manifest/pP.parquet`          |
-//! | `merge`      | one                    | `manifest/*`, `done/*`             | OUTPUT/manifest.parquet, summary.json |
+//! | stage         | tasks                        | reads                               | writes                          |
+//! |---------------|------------------------------|-------------------------------------|---------------------------------|
+//! | `sample`      | one per part (SimHash)       | its rows that fall in the sample    | `sample/pP.bin`                 |
+//! | `frequencies` | one (SimHash)                | `sample/*`                          | `frequencies.bin`               |
+//! | `signatures`  | one per part                 | its rows of the shards              | `store/pP.{sig,ids,keys}`, `docs/pP.parquet`, `bands/bB-rR/pP.bin` |
+//! | `candidates`  | bands (tables) x ranges      | `bands/bB-rR/*`                     | `candidates/tT.bin`             |
+//! | `verify`      | one per part                 | its part of each pair file, stores  | `edges/pP.parquet`              |
+//! | `cluster`     | one                          | `edges/*` (streamed), `docs/*`      | `cluster/pP.parquet`            |
+//! | `manifest`    | one per part                 | `cluster/pP.parquet`, stores        | `manifest/pP.parquet`           |
+//! | `merge`       | one                          | `manifest/*`, `done/*`              | OUTPUT/manifest.parquet, summary.json |
+//!
+//! The two SimHash stages exist only for `--method simhash` with `--simhash-max-df` below 1 (they
+//! find the over-frequent features every fingerprint leaves out); for MinHash they have no tasks
+//! and [`Plan::stages`] leaves them out. File names and formats: [`crate::io::work`].
 //!
 //! Bucket ranges split a band by the high bits of the bucket hash, so a candidates task holds
 //! `docs / ranges` rows of one band however large the corpus. Every result is a function of the
@@ -24,17 +30,14 @@ use std::ops::Range;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
+use crate::config::{Config, Method};
 use crate::error::{Error, Result};
 use crate::io::input;
+use crate::simhash::BlockIndex;
 
-/// Plan file format version: raised whenever the work files' meaning changes, so that a work
-/// directory left by an older build is discarded instead of resumed (3: MinHash over the affine
-/// permutations of [`crate::minhash`], and the three-file document store of
-/// [`crate::io::store`], and band rows as [`crate::io::band_rows`] files; 4: the token hash of
-/// [`crate::text::shingle::token_hash`]; 5: MinHash over the product hashes of
-/// [`crate::minhash`]).
-pub const FORMAT: u32 = 5;
+/// Plan file format version, raised whenever the meaning of a work file changes, so that a work
+/// directory left by another build is discarded instead of resumed.
+pub const FORMAT: u32 = 6;
 
 /// Documents per part when `--tasks` is not given. A part's tasks hold its signatures and band
 /// keys (~700 bytes per document: ~170 MB) but only one chunk of its text at a time.
@@ -51,7 +54,11 @@ pub const ROWS_PER_CANDIDATES_TASK: u64 = 32_000_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Stage {
-    /// Shards -> signatures, band rows and the document store.
+    /// SimHash: features of the sampled documents of a part (for document frequencies).
+    Sample,
+    /// SimHash: the sample's feature counts -> the over-frequent feature filter.
+    Frequencies,
+    /// Shards -> signatures (MinHash) or fingerprints (SimHash), band rows, the document store.
     Signatures,
     /// Band rows of one band (bucket range) -> candidate pairs.
     Candidates,
@@ -65,8 +72,10 @@ pub enum Stage {
     Merge,
 }
 
-/// All stages in run order.
-pub const STAGES: [Stage; 6] = [
+/// All stages in run order (a plan runs those with tasks: [`Plan::stages`]).
+pub const STAGES: [Stage; 8] = [
+    Stage::Sample,
+    Stage::Frequencies,
     Stage::Signatures,
     Stage::Candidates,
     Stage::Verify,
@@ -79,6 +88,8 @@ impl Stage {
     /// The stage's name (as on the command line).
     pub fn name(self) -> &'static str {
         match self {
+            Stage::Sample => "sample",
+            Stage::Frequencies => "frequencies",
             Stage::Signatures => "signatures",
             Stage::Candidates => "candidates",
             Stage::Verify => "verify",
@@ -165,13 +176,54 @@ impl Plan {
         })
     }
 
-    /// Number of tasks of `stage`.
+    /// Number of tasks of `stage` (0: the stage does not run for this plan's method).
     pub fn tasks(&self, stage: Stage) -> usize {
         match stage {
+            Stage::Sample => usize::from(self.samples_features()) * self.parts.len(),
+            Stage::Frequencies => usize::from(self.samples_features()),
             Stage::Signatures | Stage::Verify | Stage::Manifest => self.parts.len(),
-            Stage::Candidates => self.config.bands * self.bucket_ranges,
+            Stage::Candidates => self.bands() * self.bucket_ranges,
             Stage::Cluster | Stage::Merge => 1,
         }
+    }
+
+    /// The stages this plan runs, in order.
+    pub fn stages(&self) -> Vec<Stage> {
+        STAGES.into_iter().filter(|&s| self.tasks(s) > 0).collect()
+    }
+
+    /// LSH bands (MinHash) or block tables (SimHash): the band row files per part and bucket range.
+    pub fn bands(&self) -> usize {
+        match self.config.method {
+            Method::Minhash => self.config.bands,
+            Method::Simhash => self.block_index().tables(),
+        }
+    }
+
+    /// SimHash: the block tables for `--hamming` with `--simhash-blocks` blocks.
+    pub fn block_index(&self) -> BlockIndex {
+        BlockIndex::new(self.config.simhash_blocks, self.config.hamming)
+    }
+
+    /// Values per document record of the document store: K signature values (MinHash), or the
+    /// fingerprint and feature count (SimHash, [`crate::simhash::to_record`]).
+    pub fn store_k(&self) -> usize {
+        match self.config.method {
+            Method::Minhash => self.config.num_perm,
+            Method::Simhash => 3,
+        }
+    }
+
+    /// True when SimHash drops over-frequent features, found from a sample of the documents.
+    pub fn samples_features(&self) -> bool {
+        self.config.method == Method::Simhash && self.config.simhash_max_df < 1.0
+    }
+
+    /// SimHash: the sampled documents are every `stride`-th one in input order (about
+    /// `--simhash-df-sample` of them).
+    pub fn sample_stride(&self) -> u64 {
+        let sample = self.config.simhash_df_sample.max(1) as u64;
+        self.documents.div_ceil(sample).max(1)
     }
 
     /// Global index range of part `p`.
@@ -202,8 +254,7 @@ impl Plan {
     /// part's share of one), one slice each, which the reader decodes in parallel; a row group
     /// over `max_docs` rows is cut into equal pieces. Parquet is decompressed a page at a time
     /// from the start of a row group, so a chunk ending inside a group would make the next one
-    /// decode the group's first rows again (1M corpus of 31,250-row groups, 8,192-row chunks:
-    /// signatures 11.7 s against 8.8 s aligned).
+    /// decode the group's first rows again.
     ///
     /// Chunk sizes: the first aims at an eighth of `max_docs`, the last `2 * max_docs` rows at
     /// halving sizes down to an eighth (the task's workers wait for the first chunk to be read
@@ -326,13 +377,15 @@ impl Plan {
     }
 }
 
-/// Task counts per stage, as printed by `corpus-dedup plan` for drivers.
+/// The stages this plan runs and their task counts, as printed by `corpus-dedup plan` for drivers.
 pub fn task_counts(plan: &Plan) -> serde_json::Value {
+    let stages = plan.stages();
     let mut m = serde_json::Map::new();
-    for s in STAGES {
+    for &s in &stages {
         m.insert(s.name().into(), plan.tasks(s).into());
     }
-    serde_json::json!({ "documents": plan.documents, "stages": STAGES.map(Stage::name), "tasks": m })
+    let names: Vec<&str> = stages.iter().map(|s| s.name()).collect();
+    serde_json::json!({ "documents": plan.documents, "stages": names, "tasks": m })
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The local executor behind `corpus-dedup run`.
 //!
-//! MinHash: makes the plan, then runs every task of every stage in this process, as many tasks
-//! of a stage at a time as there are threads (each task parallel inside on the rayon pool, see
+//! Makes the plan, then runs every task of every stage in this process, as many tasks of a stage
+//! at a time as there are threads (each task parallel inside on the rayon pool, see
 //! [`run_concurrently`]), with the work files under
 //! `OUTPUT/_work` (or `--work`). Resumable: when the work directory already holds the plan of the
 //! same work, finished tasks are skipped (and the run says so), so a rerun after a kill continues
@@ -9,22 +9,22 @@
 //! removed after success unless `--keep-work`.
 //!
 //! A local work directory is [`OutputDir::Scratch`]: this one process writes and reads it, so its
-//! files are not synced to disk (syncing the ~3 KB per document of the store cost 0.4 s of idle
-//! wait per 100k documents, a tenth of the run, and deleted work files then never reach the
-//! disk). A renamed scratch file is complete while the machine stays up; after a restart its
-//! contents are not guaranteed, so the work directory records the boot it was written in
-//! ([`BOOT_FILE`]) and a rerun in another boot starts over instead of resuming.
-//!
-//! SimHash runs in memory ([`super::memory`]).
+//! files are not synced to disk (syncing the ~3 KB per document of the store left the run idle
+//! for a tenth of its time, and deleted work files then never reach the disk). A renamed scratch
+//! file is complete while the machine stays up; after a restart its contents are not guaranteed,
+//! so the work directory records the boot it was written in ([`BOOT_FILE`]) and a rerun in
+//! another boot starts over instead of resuming.
 
 use std::time::Instant;
 
-use crate::config::{Config, Method};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::executor::memory::{bar, run_simhash};
-use crate::executor::tasks::{read_marker, read_plan, run_task};
+use crate::executor::run_task;
 use crate::io::output::{boot_id, OutputDir};
-use crate::plan::{Plan, Stage, STAGES};
+use crate::io::work::{read_marker, read_plan, PLAN};
+use crate::plan::{Plan, Stage};
 
 /// How `run` lays out its tasks (none of this changes the result).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -47,12 +47,22 @@ pub fn run(
     keep_work: bool,
 ) -> Result<serde_json::Value> {
     let pool = pool(cfg.threads)?;
-    match cfg.method {
-        Method::Simhash => pool
-            .install(|| run_simhash(cfg))
-            .map(|s| serde_json::to_value(s).unwrap_or_default()),
-        Method::Minhash => run_tasks(cfg, layout, work, keep_work, &pool),
+    run_tasks(cfg, layout, work, keep_work, &pool)
+}
+
+/// A progress bar of `len` steps for `what` (hidden with `--quiet`).
+fn bar(quiet: bool, len: u64, what: &str) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
     }
+    let pb = ProgressBar::new(len);
+    if let Ok(style) =
+        ProgressStyle::with_template("{msg:>12} [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})")
+    {
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb.set_message(what.to_string());
+    pb
 }
 
 /// A rayon pool of `threads` threads.
@@ -73,11 +83,8 @@ pub fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> Result<T> + Send) ->
 ///
 /// Why not a parallel iterator over the tasks: a pool thread waiting for a task's parallel work
 /// steals other jobs meanwhile, other tasks among them, so any number of a stage's tasks could be
-/// open at once, each holding its part's buffers (~175 MiB per signatures task). Measured at 5M
-/// documents (20 signatures tasks, two threads): the signatures stage peaked at 718 MiB that way
-/// and took 92.9 s, and at 418 MiB in 77.5 s this way; the run's peak fell from 808 to 660 MiB
-/// (the rest is freed heap the tuned allocator keeps for reuse: 494 MiB without that tuning,
-/// 8% slower). Same manifest.
+/// open at once, each holding its part's buffers (~175 MiB per signatures task), and memory
+/// would grow with the corpus instead of with the thread count.
 ///
 /// After a failure no new task starts; the error of the lowest-numbered failed task is returned.
 fn run_concurrently(
@@ -150,7 +157,7 @@ pub fn install_plan(work: &OutputDir, plan: &Plan, quiet: bool) -> Result<bool> 
             return Ok(true);
         }
     }
-    if work.read("plan.json")?.is_some() {
+    if work.read(PLAN)?.is_some() {
         if !quiet {
             let why = if same_work {
                 "was written before the machine restarted (or not by `run`), and its files are not synced to disk"
@@ -164,7 +171,7 @@ pub fn install_plan(work: &OutputDir, plan: &Plan, quiet: bool) -> Result<bool> 
     if let (OutputDir::Scratch(_), Some(boot)) = (work, boot_id()) {
         work.write_bytes(BOOT_FILE, boot.into_bytes())?;
     }
-    work.write_bytes("plan.json", plan.to_json())?;
+    work.write_bytes(PLAN, plan.to_json())?;
     Ok(false)
 }
 
@@ -188,7 +195,7 @@ fn run_tasks(
     let plan = pool.install(|| Plan::build(cfg, layout.tasks, layout.bucket_ranges))?;
     let resumed = install_plan(&work, &plan, cfg.quiet)?;
     let mut walls = Vec::new();
-    for stage in STAGES.iter().copied().filter(|&s| s != Stage::Merge) {
+    for stage in plan.stages().into_iter().filter(|&s| s != Stage::Merge) {
         let start = Instant::now();
         let n = plan.tasks(stage);
         let mut pending = Vec::with_capacity(n);
@@ -215,8 +222,8 @@ fn run_tasks(
     }
     // Nothing reads the document store after the manifest stage, and it is most of the work
     // directory (~3 KB per document): it is deleted while the manifest is merged, instead of
-    // after (freeing its page cache takes ~0.1 s per 100k documents). A rerun after a crash in
-    // the merge resumes at the merge, which does not need it.
+    // after (freeing its page cache takes a while). A rerun after a crash in the merge resumes
+    // at the merge, which does not need it.
     let report = std::thread::scope(|scope| {
         let store = (!keep_work).then(|| scope.spawn(|| work.child("store").remove_all()));
         let report = pool.install(|| run_task(&work, &plan, Stage::Merge, 0, Some(&walls)));

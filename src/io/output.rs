@@ -325,8 +325,7 @@ pub enum ParquetUse {
 ///
 /// Columns are encoded on the calling thread (`set_parallel(false)`): tasks write several files
 /// at once from rayon's workers, and handing each file's columns to polars' own thread pool made
-/// the writes queue behind one another (18 band files of 100k rows: 45-105 ms each, against
-/// ~10 ms each when encoded in place).
+/// the writes queue behind one another.
 pub fn parquet_writer<W: Write>(
     w: W,
     metadata: Vec<(String, String)>,

@@ -20,11 +20,6 @@ use crate::io::output::OutputDir;
 
 const MAGIC: &[u8; 8] = b"CDPAIRS1";
 
-/// Name of candidates task `t`'s pair file inside the work directory.
-pub fn pairs_name(task: usize) -> String {
-    format!("candidates/t{task:05}.bin")
-}
-
 fn index_len(parts: usize) -> u64 {
     16 + 16 * parts as u64 + 8
 }
@@ -109,6 +104,7 @@ pub fn read_part(work: &OutputDir, name: &str, parts: usize, p: usize) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::work::pairs_file;
 
     #[test]
     fn parts_read_back_and_damage_is_caught() {
@@ -116,19 +112,19 @@ mod tests {
         let work = OutputDir::Local(dir.clone());
         let pairs = [(0, 5), (1, 2), (1, 9), (7, 8), (9, 10)];
         let starts = [0, 4, 8, 20];
-        work.write_bytes(&pairs_name(0), encode(&pairs, &starts))
+        work.write_bytes(&pairs_file(0), encode(&pairs, &starts))
             .unwrap();
-        let read = |p| read_part(&work, &pairs_name(0), 4, p).unwrap();
+        let read = |p| read_part(&work, &pairs_file(0), 4, p).unwrap();
         assert_eq!(read(0), vec![(0, 5), (1, 2), (1, 9)]);
         assert_eq!(read(1), vec![(7, 8)]);
         assert_eq!(read(2), vec![(9, 10)]);
         assert_eq!(read(3), vec![]);
-        assert!(read_part(&work, &pairs_name(0), 3, 0).is_err());
+        assert!(read_part(&work, &pairs_file(0), 3, 0).is_err());
         let mut bad = encode(&pairs, &starts);
         let n = bad.len();
         bad[n - 1] ^= 1;
-        work.write_bytes(&pairs_name(0), bad).unwrap();
-        assert!(read_part(&work, &pairs_name(0), 4, 2)
+        work.write_bytes(&pairs_file(0), bad).unwrap();
+        assert!(read_part(&work, &pairs_file(0), 4, 2)
             .unwrap_err()
             .to_string()
             .contains("checksum"));

@@ -33,25 +33,27 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
-use crate::stages::signature::Signatures;
-use crate::stages::verify::{ShingleSets, SigSource};
+use crate::io::work::store_files;
+use crate::minhash::{SigSource, Signatures};
+use crate::text::shingle::ShingleSets;
 
 const MAGIC: &[u8; 8] = b"CDSTORE4";
 const HEADER: u64 = 24;
 
-/// Name of part `p`'s signature file (header and records) inside the work directory.
-pub fn sig_name(part: usize) -> String {
-    format!("store/p{part:05}.sig")
+// Part `p`'s three store files (names from [`crate::io::work::store_files`]).
+fn sig_name(p: usize) -> String {
+    let [sig, _, _] = store_files(p);
+    sig
 }
 
-/// Name of part `p`'s id file inside the work directory.
-pub fn ids_name(part: usize) -> String {
-    format!("store/p{part:05}.ids")
+fn ids_name(p: usize) -> String {
+    let [_, ids, _] = store_files(p);
+    ids
 }
 
-/// Name of part `p`'s shingle key file inside the work directory.
-pub fn keys_name(part: usize) -> String {
-    format!("store/p{part:05}.keys")
+fn keys_name(p: usize) -> String {
+    let [_, _, keys] = store_files(p);
+    keys
 }
 
 fn record_size(k: usize) -> u64 {

@@ -1,4 +1,5 @@
-//! Stage 3, candidates: (band, bucket, doc) rows -> candidate document pairs.
+//! Stage `candidates`: the band rows of one band and bucket range, from every part -> candidate
+//! document pairs, cut by the part of their first document (`candidates/tT.bin`, [`crate::io::pairs`]).
 //!
 //! Documents sharing a (band, bucket) are candidates. Grouping the rows by (band, bucket) (a
 //! sort of (band, bucket, doc) rows, then one pass over the runs) collects each bucket's members;
@@ -16,11 +17,14 @@
 //!
 //! Output invariant: pairs (a, b) with a < b, sorted and unique.
 
-use polars::prelude::*;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::io::output::OutputDir;
+use crate::io::{band_rows, pairs, work};
+use crate::plan::Plan;
+use crate::simhash::hamming;
 
 /// Counters for the summary.
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
@@ -38,44 +42,39 @@ pub struct CandidateStats {
 /// A test a pair must pass to be listed from a bucket (for SimHash: Hamming distance <= k).
 pub type PairFilter<'a> = &'a (dyn Fn(u32, u32) -> bool + Sync);
 
-/// Groups the band frame by (band, bucket) and lists the candidate pairs.
-pub fn candidate_pairs(
-    bands: DataFrame,
-    max_bucket_pairs: usize,
-    pair_filter: Option<PairFilter>,
-) -> Result<(Vec<(u32, u32)>, CandidateStats)> {
-    let pe = |source| Error::Polars {
-        stage: "candidates",
-        source,
-    };
-    // Group by sorting: rows ordered by (band, bucket, doc), so each bucket is a run of rows with
-    // its members ascending. The three columns are zipped into (band, bucket, doc) tuples and
-    // sorted in place (rayon's unstable sort): 16 bytes per row and no per-group allocation.
-    // Measured on dev-small (360k rows): 0.023 s against 0.11-0.12 s for polars' multi-column
-    // `sort_by_exprs`, which compares rows column by column through dynamic dispatch (at 1M
-    // documents: 2.4 against 14.6 task-seconds). A hash group-by with list aggregation, measured
-    // earlier, allocates per group although nearly every group is a singleton (4.7 GB against
-    // 3.4 GB process peak at 1M documents).
-    let rows: Vec<(u32, u64, u32)> = {
-        let column = |name: &str| {
-            bands
-                .column(name)
-                .map_err(pe)
-                .map(|c| c.as_materialized_series().rechunk())
+/// The candidates task `t`: band `t / ranges`, bucket range `t % ranges`.
+pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateStats> {
+    let (b, r) = (t / plan.bucket_ranges, t % plan.bucket_ranges);
+    let simhash = plan.config.method == crate::config::Method::Simhash;
+    let mut rows = Vec::new();
+    // SimHash: each document's fingerprint (a document has one row per band).
+    let mut fps: ahash::AHashMap<u32, u64> = ahash::AHashMap::new();
+    for p in 0..plan.parts.len() {
+        band_rows::read(work, &work::band_rows_file(b, r, p), |bucket, doc, fp| {
+            rows.push((b as u32, bucket, doc));
+            if simhash {
+                fps.insert(doc, fp);
+            }
+        })?;
+    }
+    let (found, stats) = if simhash {
+        let k = plan.config.hamming as u32;
+        let near = |a: u32, b: u32| {
+            let (x, y) = (fps.get(&a), fps.get(&b));
+            x.zip(y).is_some_and(|(x, y)| hamming(*x, *y) <= k)
         };
-        let (band_s, bucket_s, doc_s) = (column("band")?, column("bucket")?, column("doc")?);
-        let band = band_s.u32().map_err(pe)?.cont_slice().map_err(pe)?;
-        let bucket = bucket_s.u64().map_err(pe)?.cont_slice().map_err(pe)?;
-        let doc = doc_s.u32().map_err(pe)?.cont_slice().map_err(pe)?;
-        (0..doc.len())
-            .map(|i| (band[i], bucket[i], doc[i]))
-            .collect()
+        pairs_of_rows(rows, plan.config.simhash_max_bucket, Some(&near))
+    } else {
+        pairs_of_rows(rows, plan.config.max_bucket_pairs, None)
     };
-    drop(bands);
-    Ok(pairs_of_rows(rows, max_bucket_pairs, pair_filter))
+    let starts: Vec<u64> = plan.parts.iter().map(|&(first, _)| first).collect();
+    work.write_bytes(&work::pairs_file(t), pairs::encode(&found, &starts))?;
+    Ok(stats)
 }
 
-/// [`candidate_pairs`] of (band, bucket, doc) rows in any order.
+/// Groups (band, bucket, doc) rows (any order) by (band, bucket) and lists the candidate pairs:
+/// a sort of 16-byte tuples and one pass over the runs, with no allocation per group (nearly
+/// every group is a singleton).
 pub fn pairs_of_rows(
     mut rows: Vec<(u32, u64, u32)>,
     max_bucket_pairs: usize,
@@ -141,26 +140,11 @@ fn bucket_pairs(
 mod tests {
     use super::*;
 
-    fn frame(rows: &[(u32, u64, u32)]) -> DataFrame {
-        let band: Vec<u32> = rows.iter().map(|r| r.0).collect();
-        let bucket: Vec<u64> = rows.iter().map(|r| r.1).collect();
-        let doc: Vec<u32> = rows.iter().map(|r| r.2).collect();
-        DataFrame::new(
-            rows.len(),
-            vec![
-                Column::new("band".into(), band),
-                Column::new("bucket".into(), bucket),
-                Column::new("doc".into(), doc),
-            ],
-        )
-        .unwrap()
-    }
-
     #[test]
     fn pairs_from_shared_buckets() {
         // docs 0,1,2 share bucket 7 in band 0; docs 1,3 share bucket 9 in band 1; bucket 7 in band 1
         // is a different bucket from bucket 7 in band 0.
-        let df = frame(&[
+        let rows = vec![
             (0, 7, 2),
             (0, 7, 0),
             (0, 7, 1),
@@ -168,12 +152,12 @@ mod tests {
             (1, 9, 3),
             (1, 7, 4),
             (0, 8, 4),
-        ]);
-        let (pairs, stats) = candidate_pairs(df.clone(), 64, None).unwrap();
+        ];
+        let (pairs, stats) = pairs_of_rows(rows.clone(), 64, None);
         assert_eq!(pairs, vec![(0, 1), (0, 2), (1, 2), (1, 3)]);
         let odd_sum = |a: u32, b: u32| (a + b) % 2 == 1;
         assert_eq!(
-            candidate_pairs(df, 64, Some(&odd_sum)).unwrap().0,
+            pairs_of_rows(rows, 64, Some(&odd_sum)).0,
             vec![(0, 1), (1, 2)]
         );
         assert_eq!(stats.shared_buckets, 2);
@@ -183,7 +167,7 @@ mod tests {
     #[test]
     fn giant_bucket_is_linear() {
         let rows: Vec<(u32, u64, u32)> = (0..5000).map(|d| (0, 1, d)).collect();
-        let (pairs, stats) = candidate_pairs(frame(&rows), 64, None).unwrap();
+        let (pairs, stats) = pairs_of_rows(rows, 64, None);
         assert_eq!(pairs.len(), 4999);
         assert!(pairs.iter().all(|&(a, _)| a == 0));
         assert_eq!(stats.star_buckets, 1);

@@ -1,100 +1,31 @@
-//! Stage 5, cluster: verified edges -> duplicate clusters -> the one document kept per cluster.
+//! Stage `cluster` (one task): every part's edges, streamed into a union-find over all documents
+//! -> clusters, the one document kept per cluster (`--keep`), written per part
+//! (`cluster/pP.parquet`: keeper, cluster_id, similarity to the keeper where an edge gives it).
+//! It also checks that ids are unique (unless `--allow-duplicate-ids`).
 //!
-//! Union-find with path halving; a union makes the smaller index the root, so every cluster's
-//! root is its first document in input order whatever order the edges arrive in. That root's global
-//! index is the cluster's stable id. Memory: 12 bytes per document (parent/root, size, keeper).
+//! A cluster's root is its first document in input order ([`UnionFind`] makes the smaller root
+//! the root), whatever order the edges arrive in; its global index is the cluster's stable id.
+//! Memory: 16-18 bytes per document (root, size, keeper, similarity to the keeper), plus the
+//! keep column with `--keep longest` or `--keep COLUMN`; the edges are never all held.
+
+use polars::prelude::*;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::config::Keep;
-use crate::stages::verify::Edge;
+use crate::error::{Error, Result};
+use crate::io::output::OutputDir;
+use crate::io::store;
+use crate::io::work::{part_file, polars_err as pe, series, u32s, write_frame};
+use crate::plan::Plan;
+use crate::unionfind::UnionFind;
 
-/// Disjoint sets over document indices 0..n.
-#[derive(Debug, Clone)]
-pub struct UnionFind {
-    parent: Vec<u32>,
-}
-
-impl UnionFind {
-    /// n singletons.
-    pub fn new(n: usize) -> Self {
-        UnionFind {
-            parent: (0..n as u32).collect(),
-        }
-    }
-
-    /// The root (smallest member) of `x`'s set.
-    pub fn find(&mut self, mut x: u32) -> u32 {
-        while self.parent[x as usize] != x {
-            let grand = self.parent[self.parent[x as usize] as usize];
-            self.parent[x as usize] = grand;
-            x = grand;
-        }
-        x
-    }
-
-    /// Number of documents.
-    pub fn len(&self) -> usize {
-        self.parent.len()
-    }
-
-    /// True for no documents.
-    pub fn is_empty(&self) -> bool {
-        self.parent.is_empty()
-    }
-
-    /// Every document's root, in place of the parent array (no second array).
-    pub fn into_roots(mut self) -> Vec<u32> {
-        for d in 0..self.parent.len() as u32 {
-            let r = self.find(d);
-            self.parent[d as usize] = r;
-        }
-        self.parent
-    }
-
-    /// Merges the sets of `a` and `b`; the smaller root becomes the root.
-    pub fn union(&mut self, a: u32, b: u32) {
-        let (ra, rb) = (self.find(a), self.find(b));
-        if ra != rb {
-            let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
-            self.parent[hi as usize] = lo;
-        }
-    }
-}
-
-/// Disjoint sets over any document indices, held only for the documents joined so far (a hash
-/// map from each non-root document to its parent): what one verify task has learned about
-/// connectivity. Same rules as [`UnionFind`] (path halving, the smaller root wins).
-#[derive(Debug, Clone, Default)]
-pub struct SparseUnionFind {
-    parent: ahash::AHashMap<u32, u32>,
-}
-
-impl SparseUnionFind {
-    /// The root of `x`'s set: the first document along parents with no parent of its own (`x`
-    /// itself when it was never joined below another root).
-    pub fn find(&mut self, mut x: u32) -> u32 {
-        while let Some(&p) = self.parent.get(&x) {
-            let Some(&grand) = self.parent.get(&p) else {
-                return p;
-            };
-            self.parent.insert(x, grand);
-            x = grand;
-        }
-        x
-    }
-
-    /// Merges the sets of `a` and `b`.
-    pub fn union(&mut self, a: u32, b: u32) {
-        let (ra, rb) = (self.find(a), self.find(b));
-        if ra != rb {
-            let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
-            self.parent.insert(hi, lo);
-        }
-    }
-
-    /// True when `a` and `b` are in the same set.
-    pub fn connected(&mut self, a: u32, b: u32) -> bool {
-        self.find(a) == self.find(b)
-    }
+/// Counters of the cluster task.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ClusterStats {
+    pub documents_kept: u64,
+    pub clusters: u64,
+    pub cluster_size_histogram: std::collections::BTreeMap<String, u64>,
 }
 
 /// Cluster assignment of every document.
@@ -130,22 +61,6 @@ impl Clusters {
         }
         h.into_iter().collect()
     }
-}
-
-/// Builds clusters from edges over `n` documents and picks each cluster's keeper with `keep`.
-/// `text_len(d)` and `priority(d)` are consulted only for `Keep::Longest` / `Keep::Column`.
-pub fn cluster(
-    n: usize,
-    edges: &[Edge],
-    keep: &Keep,
-    text_len: impl Fn(u32) -> usize,
-    priority: impl Fn(u32) -> Option<f64>,
-) -> Clusters {
-    let mut uf = UnionFind::new(n);
-    for e in edges {
-        uf.union(e.a, e.b);
-    }
-    Clusters::build(uf, keep, text_len, priority)
 }
 
 impl Clusters {
@@ -191,48 +106,165 @@ impl Clusters {
     }
 }
 
+/// Fails on the first id that occurs twice (unless allowed), naming both places. Ids are
+/// compared by 64-bit hash (12 bytes per document while checking); equal hashes are confirmed on
+/// the ids themselves.
+fn check_unique_ids(work: &OutputDir, plan: &Plan) -> Result<()> {
+    let mut hashes: Vec<(u64, u32)> = Vec::with_capacity(plan.documents as usize);
+    for p in 0..plan.parts.len() {
+        let df = work.read_parquet(&part_file("docs", p))?;
+        let s = series(&df, "id_hash", "cluster")?;
+        let first = plan.parts[p].0 as u32;
+        hashes.extend(
+            s.u64()
+                .map_err(pe("cluster"))?
+                .into_no_null_iter()
+                .enumerate()
+                .map(|(i, h)| (h, first + i as u32)),
+        );
+    }
+    hashes.par_sort_unstable();
+    let ids = store::Wanted {
+        ids: true,
+        keys: false,
+    };
+    // Report the id that repeats first in input order (as a sequential scan would).
+    let mut first_repeat: Option<(u32, u32)> = None;
+    for w in hashes.windows(2) {
+        let ((h0, x), (h1, y)) = (w[0], w[1]);
+        if h0 != h1 || first_repeat.is_some_and(|(_, best)| best <= y) {
+            continue;
+        }
+        let f = store::fetch(work, &plan.parts, plan.store_k(), vec![x, y], ids)?;
+        if f.id(x) == f.id(y) {
+            first_repeat = Some((x, y));
+        }
+    }
+    if let Some((x, y)) = first_repeat {
+        let f = store::fetch(work, &plan.parts, plan.store_k(), vec![x, y], ids)?;
+        let place = |d: u32| {
+            let (file, row) = plan.locate(d as u64);
+            format!("{file} row {row}")
+        };
+        return Err(Error::DuplicateId {
+            id: f.id(x).to_string(),
+            first: place(x),
+            second: place(y),
+        });
+    }
+    Ok(())
+}
+
+/// The cluster task: union-find over all documents with the edges streamed part by part, then the
+/// keeper of each cluster, written per part.
+pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
+    let cfg = &plan.config;
+    if !cfg.allow_duplicate_ids {
+        check_unique_ids(work, plan)?;
+    }
+    let n = plan.documents as usize;
+    let mut uf = UnionFind::new(n);
+    for p in 0..plan.parts.len() {
+        let df = work.read_parquet(&part_file("edges", p))?;
+        let (a, b) = (u32s(&df, "a", "cluster")?, u32s(&df, "b", "cluster")?);
+        for (x, y) in a.into_iter().zip(b) {
+            uf.union(x, y);
+        }
+    }
+    // Keep data, read only when the rule needs it.
+    let keep_column = |name: &str| -> Result<Vec<Option<f64>>> {
+        let mut out = Vec::with_capacity(n);
+        for p in 0..plan.parts.len() {
+            let df = work.read_parquet(&part_file("docs", p))?;
+            let c = df
+                .column(name)
+                .map_err(pe("cluster"))?
+                .cast(&DataType::Float64)
+                .map_err(pe("cluster"))?;
+            out.extend(c.f64().map_err(pe("cluster"))?.iter());
+        }
+        Ok(out)
+    };
+    let (text_len, priority) = match &cfg.keep {
+        crate::config::Keep::First => (Vec::new(), Vec::new()),
+        crate::config::Keep::Longest => (keep_column("text_len")?, Vec::new()),
+        crate::config::Keep::Column(_) => (Vec::new(), keep_column("priority")?),
+    };
+    let clusters = Clusters::build(
+        uf,
+        &cfg.keep,
+        |d| text_len[d as usize].unwrap_or(0.0) as usize,
+        |d| priority[d as usize],
+    );
+    drop((text_len, priority));
+    // Similarity to the keeper where a verified edge joins them (a second pass over the edges,
+    // 4 bytes per document); the manifest computes the rest.
+    let mut to_keeper = vec![f32::NAN; n];
+    for p in 0..plan.parts.len() {
+        let df = work.read_parquet(&part_file("edges", p))?;
+        let (a, b) = (u32s(&df, "a", "cluster")?, u32s(&df, "b", "cluster")?);
+        let sim = series(&df, "similarity", "cluster")?;
+        let sim = sim.f32().map_err(pe("cluster"))?;
+        for ((x, y), s) in a.into_iter().zip(b).zip(sim.into_no_null_iter()) {
+            if clusters.keeper_of(y) == x {
+                to_keeper[y as usize] = s;
+            } else if clusters.keeper_of(x) == y {
+                to_keeper[x as usize] = s;
+            }
+        }
+    }
+    for p in 0..plan.parts.len() {
+        let r = plan.part_range(p);
+        let docs = r.start as u32..r.end as u32;
+        let keeper: Vec<u32> = docs.clone().map(|d| clusters.keeper_of(d)).collect();
+        let similarity: Vec<Option<f32>> = docs
+            .clone()
+            .map(|d| Some(to_keeper[d as usize]).filter(|s| !s.is_nan()))
+            .collect();
+        let cluster_id: Vec<Option<u64>> = docs
+            .map(|d| clusters.cluster_id(d).map(u64::from))
+            .collect();
+        write_frame(
+            work,
+            &part_file("cluster", p),
+            "cluster",
+            vec![
+                Column::new("keeper".into(), keeper),
+                Column::new("cluster_id".into(), cluster_id),
+                Column::new("similarity".into(), similarity),
+            ],
+        )?;
+    }
+    let hist = clusters.size_histogram();
+    Ok(ClusterStats {
+        documents_kept: (0..n as u32)
+            .filter(|&d| clusters.keeper_of(d) == d)
+            .count() as u64,
+        clusters: hist.iter().map(|&(_, c)| c).sum(),
+        cluster_size_histogram: hist.iter().map(|&(s, c)| (s.to_string(), c)).collect(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn sparse_union_find_agrees_with_dense() {
-        let mut dense = UnionFind::new(1000);
-        let mut sparse = SparseUnionFind::default();
-        let mut x = 7u64;
-        for _ in 0..600 {
-            x = crate::lsh::mix64(x);
-            let (a, b) = ((x % 1000) as u32, ((x >> 20) % 1000) as u32);
-            dense.union(a, b);
-            sparse.union(a, b);
-        }
-        for d in 0..1000 {
-            assert_eq!(sparse.find(d), dense.find(d), "{d}");
-        }
-        assert!(sparse.connected(5, 5));
-        assert_eq!(sparse.find(5000), 5000);
+    fn e(a: u32, b: u32) -> (u32, u32) {
+        (a, b)
     }
 
-    fn e(a: u32, b: u32) -> Edge {
-        Edge {
-            a,
-            b,
-            similarity: 0.9,
+    fn cluster(
+        n: usize,
+        edges: &[(u32, u32)],
+        keep: &Keep,
+        text_len: impl Fn(u32) -> usize,
+        priority: impl Fn(u32) -> Option<f64>,
+    ) -> Clusters {
+        let mut uf = UnionFind::new(n);
+        for &(a, b) in edges {
+            uf.union(a, b);
         }
-    }
-
-    #[test]
-    fn union_find_roots_are_smallest_members() {
-        let mut uf = UnionFind::new(10);
-        uf.union(5, 9);
-        uf.union(9, 3);
-        uf.union(7, 8);
-        assert_eq!(uf.find(9), 3);
-        assert_eq!(uf.find(5), 3);
-        assert_eq!(uf.find(8), 7);
-        assert_eq!(uf.find(0), 0);
-        uf.union(8, 5);
-        assert_eq!(uf.find(7), 3);
+        Clusters::build(uf, keep, text_len, priority)
     }
 
     #[test]

@@ -1,4 +1,11 @@
-//! Stage 6, manifest: clusters -> one row per input document (the contract in ARCHITECTURE.md §1).
+//! Stage `manifest`: a part's clusters -> its rows of the manifest (`manifest/pP.parquet`), one
+//! per input document, in input order.
+//!
+//! A dropped document's similarity to its keeper comes from the verified edge between them when
+//! there is one (the cluster task recorded it), and is otherwise computed as verification would
+//! compute it for that pair ([`verify::pair_similarity`]). The task works through windows of
+//! documents, one per thread at a time, each window's store reads and rows on its own thread;
+//! rows stay in document order.
 //!
 //! Columns: id (Utf8), file (Utf8), row (UInt64), keep (Boolean), cluster_id (UInt64, null for
 //! singletons), duplicate_of (Utf8, null when kept), similarity (Float32, null when kept; the
@@ -6,8 +13,13 @@
 //! the file is byte-identical for the same input and configuration.
 
 use polars::prelude::*;
+use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::io::output::{OutputDir, ParquetUse};
+use crate::io::work::{part_file, polars_err, series, u32s};
+use crate::plan::Plan;
+use crate::stages::verify;
 
 /// The manifest columns of a run of documents, in document order.
 #[derive(Debug, Default)]
@@ -38,4 +50,106 @@ pub fn manifest_frame(rows: ManifestRows, cluster_id: Column) -> Result<DataFram
         stage: "manifest",
         source,
     })
+}
+
+/// A window of a part's documents for the manifest: its first document number, and each
+/// document's keeper and similarity known from a verified edge.
+type ManifestWindow<'a> = (u32, &'a [u32], &'a [Option<f32>]);
+
+/// One manifest row: id, (file, row), keep, duplicate_of, similarity.
+type ManifestRow = (String, (String, u64), bool, Option<String>, Option<f32>);
+
+/// The manifest rows of the window of documents `first ..` whose keepers are `keepers` (and
+/// similarities to them, where a verified edge gives it, `known`).
+fn manifest_window(
+    work: &OutputDir,
+    plan: &Plan,
+    first: u32,
+    keepers: &[u32],
+    known: &[Option<f32>],
+) -> Result<Vec<ManifestRow>> {
+    let own = first..first + keepers.len() as u32;
+    let mut also: Vec<u32> = own.clone().chain(keepers.iter().copied()).collect();
+    also.par_sort_unstable();
+    also.dedup();
+    // Dropped documents with no verified edge to their keeper: similarity computed the way
+    // verification would compute it for that pair.
+    let unknown: Vec<(u32, u32)> = own
+        .zip(keepers.iter().copied())
+        .zip(known)
+        .filter(|&((d, kd), s)| d != kd && s.is_none())
+        .map(|(pair, _)| pair)
+        .collect();
+    let (fetched, sets) = verify::fetch_for_pairs(work, plan, &unknown, also)?;
+    // Each document's row on the workers, in order.
+    Ok((0..keepers.len())
+        .into_par_iter()
+        .with_min_len(256)
+        .map(|j| {
+            let (d, kd) = (first + j as u32, keepers[j]);
+            let (f, r) = plan.locate(d as u64);
+            let similarity = (d != kd).then(|| {
+                known[j]
+                    .unwrap_or_else(|| verify::pair_similarity(plan, d, kd, &fetched, &sets) as f32)
+            });
+            let duplicate_of = (d != kd).then(|| fetched.id(kd).to_string());
+            (
+                fetched.id(d).to_string(),
+                (f.to_string(), r),
+                d == kd,
+                duplicate_of,
+                similarity,
+            )
+        })
+        .collect())
+}
+
+/// The manifest task of part `p`: the part's rows of the manifest.
+pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<()> {
+    let range = plan.part_range(p);
+    let cl = work.read_parquet(&part_file("cluster", p))?;
+    let keeper = u32s(&cl, "keeper", "manifest")?;
+    let cluster_id = cl
+        .column("cluster_id")
+        .map_err(polars_err("manifest"))?
+        .clone();
+    let known: Vec<Option<f32>> = series(&cl, "similarity", "manifest")?
+        .f32()
+        .map_err(polars_err("manifest"))?
+        .iter()
+        .collect();
+    // One window of own documents at a time per thread: their ids, and the dropped ones' keepers
+    // (ids, signatures, and exact sets where a similarity not known from a verified edge is
+    // computed exactly). Windows run in groups of one per thread, each window's reads and rows
+    // on its own (a window alone left the second thread waiting on the first's reads), so a
+    // group holds as many windows' fetches as there are threads; rows stay in document order.
+    let start = range.start as u32;
+    let windows: Vec<ManifestWindow> = keeper
+        .chunks(verify::WINDOW as usize)
+        .zip(known.chunks(verify::WINDOW as usize))
+        .enumerate()
+        .map(|(w, (k, s))| (start + (w as u64 * verify::WINDOW) as u32, k, s))
+        .collect();
+    let mut rows = ManifestRows::default();
+    for group in windows.chunks(rayon::current_num_threads().max(1)) {
+        let built: Vec<Vec<ManifestRow>> = group
+            .par_iter()
+            .with_max_len(1)
+            .map(|&(first, keepers, known)| manifest_window(work, plan, first, keepers, known))
+            .collect::<Result<_>>()?;
+        for (id, file, keep, duplicate_of, similarity) in built.into_iter().flatten() {
+            rows.ids.push(id);
+            rows.files.push(file);
+            rows.keep.push(keep);
+            rows.duplicate_of.push(duplicate_of);
+            rows.similarity.push(similarity);
+        }
+    }
+    let mut df = manifest_frame(rows, cluster_id)?;
+    work.write_parquet(
+        &part_file("manifest", p),
+        &mut df,
+        Vec::new(),
+        ParquetUse::Work,
+    )
 }

@@ -1,11 +1,15 @@
-//! The pipeline stages, in order. Each is a function from columns/frames to columns/frames:
-//! signature (text -> MinHash signatures; `fingerprint` for SimHash), bands (signatures -> band rows), candidates (band rows -> pairs),
-//! verify (pairs -> edges), cluster (edges -> clusters), manifest (clusters -> manifest frame).
+//! The pipeline stages, one module per stage, in run order; each holds the stage's task (`run`)
+//! and the algorithms only it uses. The stage list is [`crate::plan::Stage`]; what each task reads
+//! and writes is in [`crate::plan`] and [`crate::io::work`].
+//!
+//! sample, frequencies (SimHash only) -> signatures -> candidates -> verify -> cluster ->
+//! manifest -> merge.
 
-pub mod bands;
 pub mod candidates;
 pub mod cluster;
-pub mod fingerprint;
+pub mod frequencies;
 pub mod manifest;
-pub mod signature;
+pub mod merge;
+pub mod sample;
+pub mod signatures;
 pub mod verify;

@@ -1,4 +1,5 @@
-//! Stage 4, verify: candidate pairs -> edges with similarity >= threshold.
+//! Stage `verify`: the candidate pairs whose first document is in the part -> edges
+//! (`edges/pP.parquet`: a, b, similarity).
 //!
 //! MinHash:
 //! LSH candidates include false positives (pairs below the threshold that collided in one band), so
@@ -19,18 +20,31 @@
 //!
 //! Only connectivity matters downstream, so a verify task first takes the edges the estimate
 //! decides ([`estimate_batch`]), then makes the exact checks ([`exact_batch`]) except where the
-//! two documents are already linked by its edges: at 100k documents that skips ~1 in 3 exact
-//! checks, and the manifest is unchanged.
+//! two documents are already linked by its edges (about a third of the exact checks on the
+//! development corpora), and the manifest is unchanged.
+//!
+//! SimHash: the candidates task already kept only pairs within Hamming distance k; a pair with a
+//! short document (fewer than `--simhash-min-features` features, too few for a stable
+//! fingerprint) must also reach the Jaccard threshold on its shingle sets ([`verify_hamming`]).
+//!
+//! A task works through its pairs in windows of [`WINDOW`] first documents: the signatures and
+//! sets of one window's documents are fetched from the stores at once (plus the sets carried to
+//! later windows within a budget), so its memory follows its pairs, not the corpus.
 
+use polars::prelude::Column;
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
-use crate::config::Verify;
-use crate::minhash::estimate_jaccard;
+use crate::config::{Method, Verify};
+use crate::error::Result;
+use crate::io::output::OutputDir;
+use crate::io::work::{self, part_file, write_frame};
+use crate::io::{pairs, store};
+use crate::minhash::{estimate_jaccard, SigSource};
+use crate::plan::{Plan, Stage};
 use crate::simhash;
-use crate::stages::cluster::SparseUnionFind;
-use crate::stages::fingerprint::Fingerprints;
-use crate::stages::signature::Signatures;
-use crate::text::shingle::{shingle_hashes, shingle_key, KeyTable, Scratch};
+use crate::text::shingle::{KeyTable, ShingleSets};
+use crate::unionfind::SparseUnionFind;
 
 /// A verified duplicate pair (a < b) and its similarity.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -38,147 +52,6 @@ pub struct Edge {
     pub a: u32,
     pub b: u32,
     pub similarity: f32,
-}
-
-/// Per-document MinHash data that verification reads, by global document index: the dense
-/// [`Signatures`] of a whole corpus, or the sparse ones a task fetched from the document store.
-pub trait SigSource: Sync {
-    /// Signature length K.
-    fn k(&self) -> usize;
-    /// Signature of `doc`.
-    fn sig(&self, doc: u32) -> &[u32];
-    /// Shingle count of `doc`.
-    fn shingles(&self, doc: u32) -> u32;
-}
-
-impl SigSource for Signatures {
-    fn k(&self) -> usize {
-        self.k
-    }
-    fn sig(&self, doc: u32) -> &[u32] {
-        self.get(doc)
-    }
-    fn shingles(&self, doc: u32) -> u32 {
-        self.shingles[doc as usize]
-    }
-}
-
-/// The shingle keys of a subset of documents, by document index: each document's 32-bit keys in
-/// text order, repeats kept (as stored), which [`KeyTable`] compares as sets.
-#[derive(Debug, Default)]
-pub struct ShingleSets {
-    docs: Vec<u32>,
-    sets: Vec<Vec<u32>>,
-}
-
-impl ShingleSets {
-    /// Keys `sets[i]` (any order, repeats allowed) of documents `docs[i]` (sorted, unique).
-    pub fn new(docs: Vec<u32>, sets: Vec<Vec<u32>>) -> Self {
-        debug_assert_eq!(docs.len(), sets.len());
-        ShingleSets { docs, sets }
-    }
-
-    /// Shingles the given documents (sorted, unique) in parallel; `text(doc)` gives their texts.
-    pub fn compute<'t>(
-        text: impl Fn(u32) -> Option<&'t str> + Sync,
-        docs: Vec<u32>,
-        tokenizer: crate::config::Tokenizer,
-        ngram: usize,
-    ) -> Self {
-        let sets = docs
-            .par_iter()
-            .with_min_len(8)
-            .map_init(
-                || (Scratch::default(), Vec::new()),
-                |(scratch, hashes), &d| {
-                    if let Some(t) = text(d) {
-                        shingle_hashes(t, tokenizer, ngram, scratch, hashes);
-                        hashes.iter().map(|&h| shingle_key(h)).collect()
-                    } else {
-                        Vec::new()
-                    }
-                },
-            )
-            .collect();
-        ShingleSets { docs, sets }
-    }
-
-    /// The set of `doc`, if it is held.
-    pub fn get(&self, doc: u32) -> Option<&[u32]> {
-        self.docs
-            .binary_search(&doc)
-            .ok()
-            .map(|i| self.sets[i].as_slice())
-    }
-
-    /// Moves the held sets of `docs` (sorted, unique) out into a new holding; returns it and the
-    /// documents of `docs` that were not held.
-    pub fn take(&mut self, docs: &[u32]) -> (ShingleSets, Vec<u32>) {
-        let mut taken = ShingleSets::default();
-        let mut missing = Vec::new();
-        let mut kept = ShingleSets::default();
-        let mut held = std::mem::take(self).into_iter().peekable();
-        for &d in docs {
-            while let Some((h, set)) = held.next_if(|(h, _)| *h < d) {
-                kept.push(h, set);
-            }
-            match held.next_if(|(h, _)| *h == d) {
-                Some((h, set)) => taken.push(h, set),
-                None => missing.push(d),
-            }
-        }
-        for (h, set) in held {
-            kept.push(h, set);
-        }
-        *self = kept;
-        (taken, missing)
-    }
-
-    /// The union of two holdings of disjoint documents.
-    pub fn merge(self, other: ShingleSets) -> ShingleSets {
-        let mut pairs: Vec<(u32, Vec<u32>)> = self.into_iter().chain(other.into_iter()).collect();
-        pairs.sort_unstable_by_key(|(d, _)| *d);
-        let mut out = ShingleSets::default();
-        for (d, set) in pairs {
-            out.push(d, set);
-        }
-        out
-    }
-
-    /// Keeps the sets of the lowest documents at or above `from`, as long as their keys total
-    /// at most `budget`; drops the rest.
-    pub fn keep_from(&mut self, from: u32, budget: usize) {
-        let mut used = 0;
-        let mut kept = ShingleSets::default();
-        for (d, set) in std::mem::take(self).into_iter().filter(|(d, _)| *d >= from) {
-            used += set.len();
-            if used > budget {
-                break;
-            }
-            kept.push(d, set);
-        }
-        *self = kept;
-    }
-
-    fn push(&mut self, doc: u32, set: Vec<u32>) {
-        debug_assert!(self.docs.last().is_none_or(|&l| l < doc));
-        self.docs.push(doc);
-        self.sets.push(set);
-    }
-
-    fn into_iter(self) -> impl Iterator<Item = (u32, Vec<u32>)> {
-        self.docs.into_iter().zip(self.sets)
-    }
-
-    /// Number of documents held.
-    pub fn len(&self) -> usize {
-        self.docs.len()
-    }
-
-    /// True when no set is held.
-    pub fn is_empty(&self) -> bool {
-        self.docs.is_empty()
-    }
 }
 
 /// Whether a pair must be verified on exact shingle sets under `mode`. `estimate` gives the
@@ -374,7 +247,7 @@ pub fn exact_batch(
 /// Jaccard `threshold` on its shingle sets (held in `sets`). Similarity is 1 - distance / 64.
 pub fn verify_hamming(
     pairs: &[(u32, u32)],
-    fps: &Fingerprints,
+    fps: &impl SigSource,
     k: usize,
     short: Option<(&ShingleSets, f64, usize)>,
 ) -> Vec<Edge> {
@@ -382,12 +255,12 @@ pub fn verify_hamming(
         .par_iter()
         .with_min_len(64)
         .filter_map(|&(a, b)| {
-            let d = fps.distance(a, b);
+            let d = simhash::hamming(fingerprint(fps, a), fingerprint(fps, b));
             if d as usize > k {
                 return None;
             }
             if let Some((sets, threshold, min_features)) = short {
-                let few = |x: u32| (fps.features[x as usize] as usize) < min_features;
+                let few = |x: u32| (simhash::record_features(fps.sig(x)) as usize) < min_features;
                 if (few(a) || few(b)) && held_jaccard(a, b, sets).unwrap_or(0.0) < threshold {
                     return None;
                 }
@@ -403,33 +276,235 @@ pub fn verify_hamming(
 
 /// Both documents of every SimHash candidate pair in which a document has fewer than
 /// `min_features` features (its Jaccard check needs both sets); sorted and unique.
-pub fn short_docs(pairs: &[(u32, u32)], fps: &Fingerprints, min_features: usize) -> Vec<u32> {
-    let few = |d: u32| (fps.features[d as usize] as usize) < min_features;
+pub fn short_docs(pairs: &[(u32, u32)], fps: &impl SigSource, min_features: usize) -> Vec<u32> {
+    let few = |d: u32| (simhash::record_features(fps.sig(d)) as usize) < min_features;
     docs_of_pairs(pairs, |a, b| few(a) || few(b))
+}
+
+/// A SimHash fingerprint kept in the store as two values.
+fn fingerprint(fps: &impl SigSource, doc: u32) -> u64 {
+    simhash::record_fingerprint(fps.sig(doc))
+}
+
+/// Counters of a verify task.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct VerifyStats {
+    /// Distinct candidate pairs whose first document is in the part.
+    pub candidate_pairs: u64,
+    pub verified_pairs: u64,
+    pub documents_exact_sets: u64,
+    /// Pairs that needed the exact check but were skipped: their documents were already joined
+    /// by this task's edges.
+    pub exact_checks_skipped: u64,
+}
+
+/// Documents per window of the verify and manifest tasks: the pairs of one window share one
+/// fetch of signatures and exact sets from the stores.
+pub const WINDOW: u64 = 16_384;
+
+/// Window of document `d` for batching: [`WINDOW`] consecutive documents.
+fn window(d: u32) -> u64 {
+    d as u64 / WINDOW
+}
+
+/// Whether MinHash pair (a, b) gets the exact Jaccard check under the plan's settings.
+fn exact_check(plan: &Plan, a: u32, b: u32, sigs: &store::Fetched) -> bool {
+    let cfg = &plan.config;
+    let estimate = || estimate_jaccard(sigs.sig(a), sigs.sig(b));
+    let (mode, threshold, min_shingles) = (cfg.verify, cfg.threshold, cfg.min_shingles);
+    needs_exact(a, b, sigs, mode, threshold, min_shingles, estimate)
+}
+
+/// Similarity of a pair computed as verification computes it (MinHash: exact Jaccard or the
+/// estimate, per [`needs_exact`]; SimHash: 1 - hamming / 64), from what [`fetch_for_pairs`]
+/// fetched for it.
+pub fn pair_similarity(
+    plan: &Plan,
+    a: u32,
+    b: u32,
+    sigs: &store::Fetched,
+    sets: &ShingleSets,
+) -> f64 {
+    match plan.config.method {
+        Method::Minhash => similarity(a, b, exact_check(plan, a, b, sigs), sets, sigs),
+        Method::Simhash => {
+            simhash::similarity(simhash::hamming(fingerprint(sigs, a), fingerprint(sigs, b)))
+        }
+    }
+}
+
+/// Signatures (and ids, when `ids`) of the documents of `pairs` and of `also`.
+fn fetch_sigs(
+    work: &OutputDir,
+    plan: &Plan,
+    pairs: &[(u32, u32)],
+    also: Vec<u32>,
+    ids: bool,
+) -> Result<store::Fetched> {
+    let mut docs = docs_of_pairs(pairs, |_, _| true);
+    docs.extend(also);
+    docs.par_sort_unstable();
+    docs.dedup();
+    let wanted = store::Wanted { ids, keys: false };
+    store::fetch(work, &plan.parts, plan.store_k(), docs, wanted)
+}
+
+/// The shingle sets of `need` (sorted, unique): those found in `held` are moved out of it
+/// instead of being read again; the second value counts the sets read from the stores.
+fn fetch_sets(
+    work: &OutputDir,
+    plan: &Plan,
+    need: Vec<u32>,
+    held: &mut ShingleSets,
+) -> Result<(ShingleSets, u64)> {
+    let (reused, missing) = held.take(&need);
+    let read = missing.len() as u64;
+    let wanted = store::Wanted {
+        ids: false,
+        keys: true,
+    };
+    let sets = store::fetch(work, &plan.parts, plan.store_k(), missing, wanted)?.into_sets();
+    Ok((reused.merge(sets), read))
+}
+
+/// What comparing `pairs` needs from the stores: signatures and ids of their documents and of
+/// `also` ([`fetch_sigs`]), and the shingle sets of the documents of MinHash pairs that need
+/// exact Jaccard (per [`docs_needing_sets`], through [`fetch_sets`]).
+pub fn fetch_for_pairs(
+    work: &OutputDir,
+    plan: &Plan,
+    pairs: &[(u32, u32)],
+    also: Vec<u32>,
+) -> Result<(store::Fetched, ShingleSets)> {
+    let cfg = &plan.config;
+    let sigs = fetch_sigs(work, plan, pairs, also, true)?;
+    let need = match cfg.method {
+        Method::Minhash => {
+            docs_needing_sets(pairs, &sigs, cfg.verify, cfg.threshold, cfg.min_shingles)
+        }
+        Method::Simhash => Vec::new(),
+    };
+    let (sets, _) = fetch_sets(work, plan, need, &mut ShingleSets::default())?;
+    Ok((sigs, sets))
+}
+
+/// Shingle keys a verify task keeps between windows: the sets of documents in later windows,
+/// lowest first (their pairs come next), up to this many keys (64 MiB), so that a document
+/// whose pairs span windows is usually read once.
+const CARRY_KEYS: usize = 16 << 20;
+
+/// The verify task of part `p`: the distinct candidate pairs whose first document is in the
+/// part -> edges.
+pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
+    let mut pairs: Vec<(u32, u32)> = Vec::new();
+    for t in 0..plan.tasks(Stage::Candidates) {
+        let name = work::pairs_file(t);
+        pairs.extend(pairs::read_part(work, &name, plan.parts.len(), p)?);
+    }
+    pairs.par_sort_unstable();
+    pairs.dedup();
+    let (mut edges, exact_sets, skipped) = match plan.config.method {
+        Method::Minhash => minhash_edges(work, plan, &pairs)?,
+        Method::Simhash => simhash_edges(work, plan, &pairs)?,
+    };
+    edges.sort_unstable_by_key(|e| (e.a, e.b));
+    let a: Vec<u32> = edges.iter().map(|e| e.a).collect();
+    let b: Vec<u32> = edges.iter().map(|e| e.b).collect();
+    let similarity: Vec<f32> = edges.iter().map(|e| e.similarity).collect();
+    write_frame(
+        work,
+        &part_file("edges", p),
+        "verify",
+        vec![
+            Column::new("a".into(), a),
+            Column::new("b".into(), b),
+            Column::new("similarity".into(), similarity),
+        ],
+    )?;
+    Ok(VerifyStats {
+        candidate_pairs: pairs.len() as u64,
+        verified_pairs: edges.len() as u64,
+        documents_exact_sets: exact_sets,
+        exact_checks_skipped: skipped,
+    })
+}
+
+/// SimHash edges of `pairs` (sorted): the Hamming check, and the Jaccard check of pairs with a
+/// short document. Returns the edges, the sets read and 0 (nothing is skipped).
+fn simhash_edges(
+    work: &OutputDir,
+    plan: &Plan,
+    pairs: &[(u32, u32)],
+) -> Result<(Vec<Edge>, u64, u64)> {
+    let cfg = &plan.config;
+    let min_features = cfg.simhash_min_features;
+    let (mut edges, mut sets_read) = (Vec::new(), 0);
+    for batch in pairs.chunk_by(|x, y| window(x.0) == window(y.0)) {
+        let fps = fetch_sigs(work, plan, batch, Vec::new(), false)?;
+        let sets = if min_features > 0 {
+            let need = short_docs(batch, &fps, min_features);
+            let (sets, read) = fetch_sets(work, plan, need, &mut ShingleSets::default())?;
+            sets_read += read;
+            Some(sets)
+        } else {
+            None
+        };
+        let short = sets.as_ref().map(|s| (s, cfg.threshold, min_features));
+        edges.extend(verify_hamming(batch, &fps, cfg.hamming, short));
+    }
+    Ok((edges, sets_read, 0))
+}
+
+/// MinHash edges of `pairs` (sorted); returns the edges, the sets read and the exact checks
+/// skipped.
+fn minhash_edges(
+    work: &OutputDir,
+    plan: &Plan,
+    pairs: &[(u32, u32)],
+) -> Result<(Vec<Edge>, u64, u64)> {
+    let cfg = &plan.config;
+    // Two passes over windows of first documents: signatures and sets are held for one window
+    // at a time (plus the carried sets), the part's pairs, exact checks and edges (8-12 bytes
+    // each) for the whole task.
+    // 1: one fetch of signatures per window; the estimate decides most pairs, and their edges
+    //    link documents in `joined`.
+    // 2: one or two fetches of sets per window for the pairs that need the exact check, skipping
+    //    the pairs whose documents are already linked (see verify::exact_batch).
+    let mut edges = Vec::new();
+    let mut checks = Vec::new();
+    for batch in pairs.chunk_by(|x, y| window(x.0) == window(y.0)) {
+        let sigs = fetch_sigs(work, plan, batch, Vec::new(), false)?;
+        let (found, exact) =
+            estimate_batch(batch, &sigs, cfg.verify, cfg.threshold, cfg.min_shingles);
+        edges.extend(found);
+        checks.extend(exact);
+    }
+    let mut joined = SparseUnionFind::default();
+    for e in &edges {
+        joined.union(e.a, e.b);
+    }
+    let (mut exact_sets, mut skipped) = (0u64, 0u64);
+    let mut carry = ShingleSets::default();
+    for batch in checks.chunk_by(|x, y| window(x.a) == window(y.a)) {
+        let (found, sets, skip) = exact_batch(batch, cfg.threshold, &mut joined, |need| {
+            let (sets, read) = fetch_sets(work, plan, need, &mut carry)?;
+            exact_sets += read;
+            Ok(sets)
+        })?;
+        edges.extend(found);
+        skipped += skip;
+        // Checks are sorted by first document: what later windows can use lies beyond this one.
+        let next = ((window(batch[0].a) + 1) * WINDOW).min(u32::MAX as u64) as u32;
+        carry = std::mem::take(&mut carry).merge(sets);
+        carry.keep_from(next, CARRY_KEYS);
+    }
+    Ok((edges, exact_sets, skipped))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn held_sets_move_merge_and_stay_within_budget() {
-        let mut held = ShingleSets::new(vec![2, 5, 9], vec![vec![1], vec![2, 3], vec![4]]);
-        let (taken, missing) = held.take(&[1, 5, 9, 12]);
-        assert_eq!(missing, vec![1, 12]);
-        assert_eq!(taken.get(5), Some(&[2, 3][..]));
-        assert_eq!(taken.get(9), Some(&[4][..]));
-        assert_eq!((held.len(), held.get(2)), (1, Some(&[1][..])));
-        let fetched = ShingleSets::new(vec![1, 12], vec![vec![7], vec![8, 9]]);
-        let mut all = taken.merge(fetched).merge(held);
-        assert_eq!(all.docs, vec![1, 2, 5, 9, 12]);
-        assert_eq!(all.get(12), Some(&[8, 9][..]));
-        // From document 5 on, lowest first, at most 3 keys: 5 (2 keys) and 9 (1 key).
-        all.keep_from(5, 3);
-        assert_eq!(all.docs, vec![5, 9]);
-        all.keep_from(0, 1);
-        assert!(all.is_empty());
-    }
+    use crate::minhash::Signatures;
 
     #[test]
     fn which_pairs_need_the_exact_check() {
@@ -469,10 +544,7 @@ mod tests {
         };
         let none = ShingleSets::default();
         assert_eq!(similarity(0, 1, false, &none, &sigs), 0.5);
-        let sets = ShingleSets {
-            docs: vec![0, 1],
-            sets: vec![vec![1, 2, 3, 4], vec![1, 2, 3, 4]],
-        };
+        let sets = ShingleSets::new(vec![0, 1], vec![vec![1, 2, 3, 4], vec![1, 2, 3, 4]]);
         assert_eq!(similarity(0, 1, true, &sets, &sigs), 1.0);
         // Held sets are not used for a pair that does not need them.
         assert_eq!(similarity(0, 1, false, &sets, &sigs), 0.5);
@@ -555,9 +627,19 @@ mod tests {
 
     #[test]
     fn hamming_verification_with_short_check() {
-        let fps = Fingerprints {
-            values: vec![0b0000, 0b0111, 0b1111_0000, 0b0001],
-            features: vec![100, 100, 100, 5],
+        // Fingerprints and feature counts as the store keeps them.
+        let fps = Signatures {
+            k: 3,
+            values: [
+                (0b0000u64, 100),
+                (0b0111, 100),
+                (0b1111_0000, 100),
+                (0b0001, 5),
+            ]
+            .into_iter()
+            .flat_map(|(f, n)| simhash::to_record(f, n))
+            .collect(),
+            shingles: vec![10; 4],
         };
         let pairs = [(0, 1), (0, 2), (0, 3)];
         let e = verify_hamming(&pairs, &fps, 3, None);
@@ -568,16 +650,10 @@ mod tests {
         assert_eq!(e[0].similarity, 1.0 - 3.0 / 64.0);
         assert_eq!(short_docs(&pairs, &fps, 10), vec![0, 3]);
         // Doc 3 is short: its pair needs Jaccard >= 0.8 too.
-        let sets = ShingleSets {
-            docs: vec![0, 3],
-            sets: vec![vec![1, 2, 3, 4, 5], vec![1, 2, 3, 4, 6]],
-        };
+        let sets = ShingleSets::new(vec![0, 3], vec![vec![1, 2, 3, 4, 5], vec![1, 2, 3, 4, 6]]);
         let e = verify_hamming(&pairs, &fps, 3, Some((&sets, 0.8, 10)));
         assert_eq!(e.len(), 1);
-        let sets = ShingleSets {
-            docs: vec![0, 3],
-            sets: vec![vec![1, 2, 3, 4, 5], vec![1, 2, 3, 4, 5]],
-        };
+        let sets = ShingleSets::new(vec![0, 3], vec![vec![1, 2, 3, 4, 5], vec![1, 2, 3, 4, 5]]);
         assert_eq!(
             verify_hamming(&pairs, &fps, 3, Some((&sets, 0.8, 10))).len(),
             2

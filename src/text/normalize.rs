@@ -133,18 +133,22 @@ mod avx2 {
     pub(super) unsafe fn map_ascii(ascii: &[u8], out: &mut Vec<u8>) -> usize {
         let blocks = ascii.len() / 32;
         out.reserve(blocks * 32);
-        let lo_table = _mm256_broadcastsi128_si256(_mm_loadu_si128(
-            super::SPACE_BY_LOW_NIBBLE.as_ptr().cast(),
-        ));
+        // SAFETY: both tables are 16-byte arrays, and an unaligned 16-byte load reads exactly them.
+        let lo_table = _mm256_broadcastsi128_si256(unsafe {
+            _mm_loadu_si128(super::SPACE_BY_LOW_NIBBLE.as_ptr().cast())
+        });
         let bits: [u8; 16] = [1, 2, 4, 8, 16, 32, 64, 128, 0, 0, 0, 0, 0, 0, 0, 0];
-        let hi_table = _mm256_broadcastsi128_si256(_mm_loadu_si128(bits.as_ptr().cast()));
+        // SAFETY: as above.
+        let hi_table =
+            _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(bits.as_ptr().cast()) });
         let nibble = _mm256_set1_epi8(0x0F);
         let space = _mm256_set1_epi8(b' ' as i8);
-        // SAFETY (pointer arithmetic): `reserve` made room for blocks * 32 bytes after the
+        // SAFETY: `reserve` made room for blocks * 32 bytes after the
         // current length, and block k reads ascii[32k..32k + 32], within `ascii`.
-        let dst = out.as_mut_ptr().add(out.len());
+        let dst = unsafe { out.as_mut_ptr().add(out.len()) };
         for k in 0..blocks {
-            let b = _mm256_loadu_si256(ascii.as_ptr().add(32 * k).cast());
+            // SAFETY: see above; 32k + 32 <= ascii.len().
+            let b = unsafe { _mm256_loadu_si256(ascii.as_ptr().add(32 * k).cast()) };
             let lo = _mm256_and_si256(b, nibble);
             let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(b), nibble);
             let hits = _mm256_and_si256(
@@ -156,9 +160,12 @@ mod avx2 {
             let upper = _mm256_cmpeq_epi8(_mm256_min_epu8(t, _mm256_set1_epi8(25)), t);
             let lowered = _mm256_or_si256(b, _mm256_and_si256(upper, _mm256_set1_epi8(0x20)));
             let mapped = _mm256_blendv_epi8(space, lowered, keep);
-            _mm256_storeu_si256(dst.add(32 * k).cast(), mapped);
+            // SAFETY: see above; the store stays within the reserved room.
+            unsafe { _mm256_storeu_si256(dst.add(32 * k).cast(), mapped) };
         }
-        out.set_len(out.len() + blocks * 32);
+        // SAFETY: the blocks * 32 bytes after the old length were all written above, and they
+        // are ASCII (valid UTF-8 for the caller's String).
+        unsafe { out.set_len(out.len() + blocks * 32) };
         blocks * 32
     }
 }

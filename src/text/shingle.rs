@@ -291,9 +291,121 @@ impl KeyTable {
     }
 }
 
+/// The shingle keys of a subset of documents, by document index: each document's 32-bit keys in
+/// text order, repeats kept (as stored), which [`KeyTable`] compares as sets.
+#[derive(Debug, Default)]
+pub struct ShingleSets {
+    docs: Vec<u32>,
+    sets: Vec<Vec<u32>>,
+}
+
+impl ShingleSets {
+    /// Keys `sets[i]` (any order, repeats allowed) of documents `docs[i]` (sorted, unique).
+    pub fn new(docs: Vec<u32>, sets: Vec<Vec<u32>>) -> Self {
+        debug_assert_eq!(docs.len(), sets.len());
+        ShingleSets { docs, sets }
+    }
+
+    /// The set of `doc`, if it is held.
+    pub fn get(&self, doc: u32) -> Option<&[u32]> {
+        self.docs
+            .binary_search(&doc)
+            .ok()
+            .map(|i| self.sets[i].as_slice())
+    }
+
+    /// Moves the held sets of `docs` (sorted, unique) out into a new holding; returns it and the
+    /// documents of `docs` that were not held.
+    pub fn take(&mut self, docs: &[u32]) -> (ShingleSets, Vec<u32>) {
+        let mut taken = ShingleSets::default();
+        let mut missing = Vec::new();
+        let mut kept = ShingleSets::default();
+        let mut held = std::mem::take(self).into_iter().peekable();
+        for &d in docs {
+            while let Some((h, set)) = held.next_if(|(h, _)| *h < d) {
+                kept.push(h, set);
+            }
+            match held.next_if(|(h, _)| *h == d) {
+                Some((h, set)) => taken.push(h, set),
+                None => missing.push(d),
+            }
+        }
+        for (h, set) in held {
+            kept.push(h, set);
+        }
+        *self = kept;
+        (taken, missing)
+    }
+
+    /// The union of two holdings of disjoint documents.
+    pub fn merge(self, other: ShingleSets) -> ShingleSets {
+        let mut pairs: Vec<(u32, Vec<u32>)> = self.into_iter().chain(other.into_iter()).collect();
+        pairs.sort_unstable_by_key(|(d, _)| *d);
+        let mut out = ShingleSets::default();
+        for (d, set) in pairs {
+            out.push(d, set);
+        }
+        out
+    }
+
+    /// Keeps the sets of the lowest documents at or above `from`, as long as their keys total
+    /// at most `budget`; drops the rest.
+    pub fn keep_from(&mut self, from: u32, budget: usize) {
+        let mut used = 0;
+        let mut kept = ShingleSets::default();
+        for (d, set) in std::mem::take(self).into_iter().filter(|(d, _)| *d >= from) {
+            used += set.len();
+            if used > budget {
+                break;
+            }
+            kept.push(d, set);
+        }
+        *self = kept;
+    }
+
+    fn push(&mut self, doc: u32, set: Vec<u32>) {
+        debug_assert!(self.docs.last().is_none_or(|&l| l < doc));
+        self.docs.push(doc);
+        self.sets.push(set);
+    }
+
+    fn into_iter(self) -> impl Iterator<Item = (u32, Vec<u32>)> {
+        self.docs.into_iter().zip(self.sets)
+    }
+
+    /// Number of documents held.
+    pub fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// True when no set is held.
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn held_sets_move_merge_and_stay_within_budget() {
+        let mut held = ShingleSets::new(vec![2, 5, 9], vec![vec![1], vec![2, 3], vec![4]]);
+        let (taken, missing) = held.take(&[1, 5, 9, 12]);
+        assert_eq!(missing, vec![1, 12]);
+        assert_eq!(taken.get(5), Some(&[2, 3][..]));
+        assert_eq!(taken.get(9), Some(&[4][..]));
+        assert_eq!((held.len(), held.get(2)), (1, Some(&[1][..])));
+        let fetched = ShingleSets::new(vec![1, 12], vec![vec![7], vec![8, 9]]);
+        let mut all = taken.merge(fetched).merge(held);
+        assert_eq!(all.docs, vec![1, 2, 5, 9, 12]);
+        assert_eq!(all.get(12), Some(&[8, 9][..]));
+        // From document 5 on, lowest first, at most 3 keys: 5 (2 keys) and 9 (1 key).
+        all.keep_from(5, 3);
+        assert_eq!(all.docs, vec![5, 9]);
+        all.keep_from(0, 1);
+        assert!(all.is_empty());
+    }
 
     fn set(text: &str, n: usize) -> Vec<u64> {
         let mut out = Vec::new();

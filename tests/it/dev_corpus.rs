@@ -2,12 +2,10 @@
 //! Chinese, exact ground truth). Scored like the corpus' scorer: document-level recall and
 //! precision, recall per language. In CI (CI set) the corpus must be present.
 
-mod common;
-
 use std::collections::HashMap;
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 
 #[test]
 fn dev_small_recall_and_precision_per_language() {
@@ -22,12 +20,13 @@ fn dev_small_recall_and_precision_with_the_oph_sketch() {
 
 fn scores_on_dev_small(name: &str, args: &[&str]) {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/dev-small");
-    if !corpus.join("gt_components.parquet").exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI needs ../shared/corpus/dev-small beside the checkout"
-        );
-        eprintln!("skipped: {} not found", corpus.display());
+    let truth = corpus.join("gt_components.parquet");
+    if installed(
+        truth,
+        "the development corpus (../shared beside the checkout)",
+    )
+    .is_none()
+    {
         return;
     }
     let out = temp_dir(&format!("dev-small-{name}")).join("out");

@@ -1,23 +1,9 @@
 //! Bad input: each case exits non-zero with a one-paragraph message that names the culprit and
 //! the fix, and never panics.
 
-mod common;
-
-use common::*;
 use polars::prelude::*;
 
-/// Runs with the arguments, asserts failure without a panic, returns stderr.
-fn fails(args: &[&str]) -> String {
-    let o = run(args);
-    let err = String::from_utf8_lossy(&o.stderr).to_string();
-    assert!(!o.status.success(), "expected failure for {args:?}");
-    assert!(
-        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
-        "panic for {args:?}: {err}"
-    );
-    assert!(o.stdout.is_empty() || !String::from_utf8_lossy(&o.stdout).contains("documents_in"));
-    err
-}
+use crate::common::*;
 
 fn good_shard(path: &std::path::Path) {
     let text = vec!["a b c d e f g", "h i j k l m n"];
@@ -36,16 +22,7 @@ fn good_shard(path: &std::path::Path) {
 }
 
 fn run_on(input: &str, out: &std::path::Path, extra: &[&str]) -> String {
-    let mut args = vec![
-        "run",
-        "--quiet",
-        "--input",
-        input,
-        "--output",
-        out.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    fails(&args)
+    run_cmd(input, out, extra).fails()
 }
 
 #[test]
@@ -226,7 +203,7 @@ fn bad_flags() {
     assert!(err.contains("--bands and --rows go together"), "{err}");
     let err = run_on(input, &out, &["--tokenizer", "klingon"]);
     assert!(err.contains("klingon"), "{err}");
-    let err = fails(&["run", "--quiet", "--output", out.to_str().unwrap()]);
+    let err = cd(["run", "--quiet", "--output"]).arg(&out).fails();
     assert!(err.contains("no input"), "{err}");
     let cfg = dir.join("bad.toml");
     std::fs::write(&cfg, "treshold = 0.8\n").unwrap();

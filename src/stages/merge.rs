@@ -1,20 +1,24 @@
-//! The merge task: manifest parts -> `manifest.parquet` and `summary.json` in the output.
+//! Stage `merge` (one task): the manifest parts -> `manifest.parquet` and `summary.json` in the
+//! output, the same for both methods.
 //!
 //! The parts are streamed into one Parquet file in row groups of exactly [`ROW_GROUP`] rows (the
 //! last one shorter), so the file's bytes depend on the documents only, not on how many parts
-//! they were computed in. The summary adds up the tasks' completion markers.
+//! they were computed in. The summary adds up the counters in the tasks' completion markers.
+
+use std::collections::BTreeMap;
 
 use polars::prelude::*;
+use serde::Serialize;
 
 use crate::config::Method;
 use crate::error::{Error, Result};
-use crate::executor::tasks::{
-    require_stage, ClusterStats, SignatureStats, TaskReport, VerifyStats,
-};
-use crate::executor::{s_curve, write_summary, StageReport, Summary};
 use crate::io::output::{parquet_writer, OutputDir, ParquetUse};
-use crate::plan::{Plan, Stage, STAGES};
+use crate::io::work::{part_file, peak_rss_mib, require_stage, TaskReport};
+use crate::plan::{Plan, Stage};
 use crate::stages::candidates::CandidateStats;
+use crate::stages::cluster::ClusterStats;
+use crate::stages::signatures::SignatureStats;
+use crate::stages::verify::VerifyStats;
 
 /// Rows per row group of the merged manifest (polars' default row group size).
 pub const ROW_GROUP: usize = 512 * 512;
@@ -22,16 +26,91 @@ pub const ROW_GROUP: usize = 512 * 512;
 /// Wall times of the stages when one process ran them (`run`); `None` for a distributed run.
 pub type StageWalls<'a> = Option<&'a [(Stage, f64)]>;
 
-fn stats<T: serde::de::DeserializeOwned + Default>(r: &TaskReport) -> T {
-    serde_json::from_value(r.stats.clone()).unwrap_or_default()
+/// Time and memory of one stage.
+#[derive(Debug, Clone, Serialize)]
+pub struct StageReport {
+    pub stage: String,
+    /// Tasks the stage ran as.
+    pub tasks: usize,
+    /// Wall time of the stage when one process ran it (`run`); otherwise the sum of its tasks'
+    /// times.
+    pub seconds: f64,
+    /// Largest peak RSS of a process that ran one of its tasks, MiB (in `run`: the process peak
+    /// so far).
+    pub peak_rss_mib: f64,
 }
 
-/// Writes the merged manifest and the summary; returns the summary as JSON (the merge task's
-/// marker keeps it).
-pub fn merge(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_json::Value> {
+/// The machine-readable summary written to `summary.json` (and printed at the end).
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub tool: &'static str,
+    pub version: &'static str,
+    pub input_files: usize,
+    pub documents_in: u64,
+    pub documents_kept: u64,
+    pub documents_dropped: u64,
+    pub null_texts: u64,
+    /// Non-null texts with no token after normalisation (kept as singletons).
+    pub empty_texts: u64,
+    pub text_bytes: u64,
+    pub clusters: u64,
+    /// Cluster size -> number of clusters of that size (sizes >= 2).
+    pub cluster_size_histogram: BTreeMap<String, u64>,
+    pub candidates: CandidateStats,
+    /// Candidate pairs kept as edges (similarity >= threshold). MinHash counts only the pairs
+    /// checked: see `exact_checks_skipped`.
+    pub verified_pairs: u64,
+    /// MinHash: candidate pairs that needed the exact check but whose documents were already
+    /// joined by the verify task's edges, so no check could change a cluster (0 for SimHash).
+    pub exact_checks_skipped: u64,
+    /// Exact shingle sets read from the document store by verification (a verify task keeps
+    /// sets for its later windows within a budget, so a document is usually read once; SimHash:
+    /// the sets of pairs with a short document).
+    pub documents_exact_sets: u64,
+    pub method: Method,
+    /// MinHash: LSH bands and rows (null for SimHash).
+    pub lsh_bands: Option<usize>,
+    pub lsh_rows: Option<usize>,
+    /// MinHash: P(candidate | Jaccard = s) for the chosen bands x rows.
+    pub lsh_s_curve: Option<BTreeMap<String, f64>>,
+    /// SimHash: number of block tables (null for MinHash).
+    pub simhash_tables: Option<usize>,
+    pub stages: Vec<StageReport>,
+    pub total_seconds: f64,
+    pub peak_rss_mib: f64,
+    pub docs_per_second: f64,
+    pub mb_per_second: f64,
+    pub threads: usize,
+    pub config: serde_json::Value,
+}
+
+/// P(candidate | s) at a few similarities, for the summary.
+pub fn s_curve(bands: usize, rows: usize) -> BTreeMap<String, f64> {
+    [0.5, 0.7, 0.8, 0.9]
+        .iter()
+        .map(|&s| {
+            let p = crate::lsh::candidate_probability(s, bands, rows);
+            (format!("{s}"), (p * 1e4).round() / 1e4)
+        })
+        .collect()
+}
+
+/// Writes `summary.json` into the output.
+pub fn write_summary(dir: &OutputDir, summary: &Summary) -> Result<()> {
+    let text = serde_json::to_string_pretty(summary).map_err(|e| Error::Output {
+        path: "summary.json".into(),
+        msg: e.to_string(),
+    })?;
+    dir.write_bytes("summary.json", text.into_bytes())
+}
+
+/// The merge task: writes the merged manifest and the summary; returns the summary as JSON (the
+/// merge task's marker keeps it).
+pub fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_json::Value> {
     let cfg = &plan.config;
+    let minhash = cfg.method == Method::Minhash;
     let mut reports: Vec<(Stage, Vec<TaskReport>)> = Vec::new();
-    for stage in STAGES.iter().copied().filter(|&s| s != Stage::Merge) {
+    for stage in plan.stages().into_iter().filter(|&s| s != Stage::Merge) {
         reports.push((stage, require_stage(work, plan, stage)?));
     }
     let out = OutputDir::parse(&cfg.output);
@@ -59,7 +138,7 @@ pub fn merge(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_j
     };
     let mut sig = SignatureStats::default();
     for r in of(Stage::Signatures) {
-        let s: SignatureStats = stats(r);
+        let s: SignatureStats = r.stats();
         sig.documents += s.documents;
         sig.text_bytes += s.text_bytes;
         sig.null_texts += s.null_texts;
@@ -67,14 +146,14 @@ pub fn merge(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_j
     }
     let mut cand = CandidateStats::default();
     for r in of(Stage::Candidates) {
-        let s: CandidateStats = stats(r);
+        let s: CandidateStats = r.stats();
         cand.shared_buckets += s.shared_buckets;
         cand.largest_bucket = cand.largest_bucket.max(s.largest_bucket);
         cand.star_buckets += s.star_buckets;
     }
     let mut ver = VerifyStats::default();
     for r in of(Stage::Verify) {
-        let s: VerifyStats = stats(r);
+        let s: VerifyStats = r.stats();
         ver.candidate_pairs += s.candidate_pairs;
         ver.verified_pairs += s.verified_pairs;
         ver.documents_exact_sets += s.documents_exact_sets;
@@ -82,7 +161,10 @@ pub fn merge(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_j
     }
     // Distinct pairs: each is counted by the verify task of its first document's part.
     cand.candidate_pairs = ver.candidate_pairs;
-    let cl: ClusterStats = of(Stage::Cluster).first().map(stats).unwrap_or_default();
+    let cl: ClusterStats = of(Stage::Cluster)
+        .first()
+        .map(TaskReport::stats)
+        .unwrap_or_default();
     let mut stages: Vec<StageReport> = reports
         .iter()
         .map(|(stage, rs)| StageReport {
@@ -98,7 +180,7 @@ pub fn merge(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_j
         stage: "merge".into(),
         tasks: 1,
         seconds: 0.0,
-        peak_rss_mib: crate::executor::peak_rss_mib(),
+        peak_rss_mib: peak_rss_mib(),
     });
     let total: f64 = stages.iter().map(|s| s.seconds).sum();
     let summary = Summary {
@@ -117,14 +199,14 @@ pub fn merge(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_j
         verified_pairs: ver.verified_pairs,
         exact_checks_skipped: ver.exact_checks_skipped,
         documents_exact_sets: ver.documents_exact_sets,
-        method: Method::Minhash,
-        lsh_bands: Some(cfg.bands),
-        lsh_rows: Some(cfg.rows),
-        lsh_s_curve: Some(s_curve(cfg.bands, cfg.rows)),
-        simhash_tables: None,
+        method: cfg.method,
+        lsh_bands: minhash.then_some(cfg.bands),
+        lsh_rows: minhash.then_some(cfg.rows),
+        lsh_s_curve: minhash.then(|| s_curve(cfg.bands, cfg.rows)),
+        simhash_tables: (!minhash).then(|| plan.block_index().tables()),
         stages,
         total_seconds: total,
-        peak_rss_mib: crate::executor::peak_rss_mib(),
+        peak_rss_mib: peak_rss_mib(),
         docs_per_second: plan.documents as f64 / total.max(1e-9),
         mb_per_second: sig.text_bytes as f64 / 1e6 / total.max(1e-9),
         threads: cfg.threads,
@@ -145,7 +227,7 @@ fn write_manifest(
         path: "manifest.parquet".into(),
         msg: e.to_string(),
     };
-    let part = |p: usize| work.read_parquet(&format!("manifest/p{p:05}.parquet"));
+    let part = |p: usize| work.read_parquet(&part_file("manifest", p));
     let mut pending = part(0)?;
     let mut writer = parquet_writer(w, metadata, ParquetUse::Output)
         .batched(pending.schema())

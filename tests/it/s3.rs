@@ -2,14 +2,12 @@
 //! (crates.io), which checks request signatures and keeps objects as plain files under its root.
 //! `.ci/run` installs it; locally the tests are skipped when it is missing (never in CI).
 
-mod common;
-
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 const KEY: &str = "corpus-dedup-test";
 const SECRET: &str = "s3cret-for-tests-only";
@@ -27,45 +25,26 @@ impl Drop for Server {
     }
 }
 
-fn s3s_binary() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("CORPUS_DEDUP_S3S") {
-        return Some(PathBuf::from(p));
-    }
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default();
-    let candidates = [home.join(".cargo/bin/s3s-fs")];
-    candidates.into_iter().find(|p| p.exists())
-}
-
-/// Starts s3s-fs on a free loopback port with a fresh root; None (skip) when not installed locally.
+/// Starts s3s-fs (CORPUS_DEDUP_S3S, set by .ci/run, or ~/.cargo/bin/s3s-fs) on a free loopback
+/// port with a fresh root; None (skip) when it is not installed outside CI.
 fn start(name: &str) -> Option<Server> {
-    let Some(bin) = s3s_binary() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must install s3s-fs (see .ci/run)"
-        );
-        eprintln!("skipped: s3s-fs not installed (cargo install s3s-fs@0.14.1 --locked --features binary)");
-        return None;
-    };
+    let bin = std::env::var_os("CORPUS_DEDUP_S3S").map_or_else(
+        || {
+            let home = std::env::var_os("HOME").unwrap_or_default();
+            PathBuf::from(home).join(".cargo/bin/s3s-fs")
+        },
+        PathBuf::from,
+    );
+    let bin = installed(
+        bin,
+        "s3s-fs (cargo install s3s-fs@0.14.1 --locked --features binary)",
+    )?;
     let root = temp_dir(name).join("s3root");
     std::fs::create_dir_all(&root).unwrap();
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let child = Command::new(bin)
-        .args([
-            "--host",
-            "127.0.0.1",
-            "--port",
-            &port.to_string(),
-            "--access-key",
-            KEY,
-            "--secret-key",
-            SECRET,
-        ])
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--access-key", KEY, "--secret-key", SECRET])
         .arg(&root)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -97,8 +76,7 @@ fn upload_samples(server: &Server, bucket: &str, prefix: &str) -> Vec<PathBuf> {
 }
 
 fn run_s3(server: &Server, secret: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_corpus-dedup"))
-        .args(["run", "--quiet"])
+    cd(["run", "--quiet"])
         .args(args)
         .env("AWS_ACCESS_KEY_ID", KEY)
         .env("AWS_SECRET_ACCESS_KEY", secret)
@@ -110,7 +88,6 @@ fn run_s3(server: &Server, secret: &str, args: &[&str]) -> Output {
         .env_remove("AWS_REGION")
         .env_remove("AWS_SESSION_TOKEN")
         .output()
-        .unwrap()
 }
 
 fn failure(o: &Output) -> String {

@@ -5,35 +5,16 @@
 //! Ray comes from PyPI: `.ci/run` installs it into a venv and sets CORPUS_DEDUP_RAY to its bin
 //! directory. Locally the test is skipped when Ray is missing (never in CI).
 
-mod common;
-
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 
+/// The venv bin directory with `ray` (CORPUS_DEDUP_RAY, set by .ci/run).
 fn ray_bin() -> Option<PathBuf> {
     let dir = std::env::var_os("CORPUS_DEDUP_RAY")
-        .map(PathBuf::from)
-        .or_else(|| Some(PathBuf::from("/tmp/ray-venv/bin")))?;
-    if dir.join("ray").exists() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must install Ray (see .ci/run)"
-    );
-    eprintln!("skipped: Ray not installed (set CORPUS_DEDUP_RAY to a venv bin with ray[default])");
-    None
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+        .map_or_else(|| PathBuf::from("/tmp/ray-venv/bin"), PathBuf::from);
+    installed(dir.join("ray"), "Ray (a venv with ray[default])").map(|_| dir)
 }
 
 /// A Ray command with the venv first on PATH (the job's `python` is the venv's too).
@@ -62,12 +43,11 @@ impl Drop for Cluster {
 }
 
 fn ok(o: &Output, what: &str) {
-    assert!(
-        o.status.success(),
-        "{what} failed:\n{}\n{}",
+    let (out, err) = (
         String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+        String::from_utf8_lossy(&o.stderr),
     );
+    assert!(o.status.success(), "{what} failed:\n{out}\n{err}");
 }
 
 #[test]
@@ -148,8 +128,9 @@ fn ray_driver_runs_the_sample_job_and_retries_a_killed_task() {
     assert!(once.exists(), "the fault was not injected:\n{log}");
     assert!(log.contains("killed by signal 9"), "{log}");
     assert!(log.contains("\"done\": true"), "{log}");
-    let want = std::fs::read(reference.join("manifest.parquet")).unwrap();
-    let got = std::fs::read(out.join("manifest.parquet")).unwrap();
-    assert!(got == want, "the Ray manifest differs from the local one");
+    assert!(
+        manifest_bytes(&out) == manifest_bytes(&reference),
+        "the Ray manifest differs from the local one"
+    );
     assert_eq!(summary(&out)["documents_in"], 600);
 }

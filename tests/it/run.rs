@@ -1,8 +1,6 @@
 //! End-to-end tests: the binary on generated corpora with known duplicates.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use polars::prelude::*;
 
 #[test]
@@ -298,16 +296,9 @@ fn the_nightly_job_config_parses_and_runs_with_overrides() {
     let (glob, docs) = three_shards(&dir);
     let out = dir.join("out");
     let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/jobs/nightly.toml");
-    let o = run(&[
-        "run",
-        "--config",
-        cfg,
-        "--input",
-        &glob,
-        "--output",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    cd(["run", "--config", cfg, "--input", &glob, "--output"])
+        .arg(&out)
+        .ok();
     assert_eq!(manifest(&out).len(), docs.len());
     assert_eq!(summary(&out)["config"]["keep"], "first");
 }
@@ -319,21 +310,12 @@ fn several_globs_and_estimate_mode() {
     let out = dir.join("out");
     let g1 = format!("{}/a-*.parquet", dir.display());
     let g2 = format!("{}/[bc]-*.parquet", dir.display());
-    let o = run(&[
-        "run",
-        "--quiet",
-        "--input",
+    let o = run_cmd(
         &g1,
-        "--input",
-        &g2,
-        "--input",
-        &g1,
-        "--output",
-        out.to_str().unwrap(),
-        "--verify",
-        "estimate",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        &out,
+        &["--input", &g2, "--input", &g1, "--verify", "estimate"],
+    )
+    .ok();
     // A file matched by two globs is read once.
     assert_eq!(manifest(&out).len(), docs.len());
     let s = summary(&out);

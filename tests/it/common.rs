@@ -1,7 +1,8 @@
-//! Helpers shared by the end-to-end tests: temporary directories, writing shards, running the
-//! binary, reading the manifest, and exact ground truth by brute force.
-#![allow(dead_code)]
+//! Helpers for every end-to-end test, written once: the command builder [`Cmd`], temporary
+//! directories, writing shards, reading the manifest, exact ground truth by brute force, free
+//! ports, and finding the servers the CI installs.
 
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -9,9 +10,9 @@ use polars::prelude::*;
 
 use corpus_dedup::config::Tokenizer;
 use corpus_dedup::io::output::{write_parquet_atomic, ParquetUse};
-use corpus_dedup::stages::cluster::UnionFind;
 use corpus_dedup::synth::Doc;
 use corpus_dedup::text::shingle::{jaccard, shingle_set, Scratch};
+use corpus_dedup::unionfind::UnionFind;
 
 /// A fresh, empty directory for one test.
 pub fn temp_dir(name: &str) -> PathBuf {
@@ -55,26 +56,140 @@ pub const STAGES: [&str; 6] = [
     "merge",
 ];
 
-/// Runs `corpus-dedup` with the given arguments.
-pub fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_corpus-dedup"))
-        .args(args)
-        .output()
-        .unwrap()
+/// A `corpus-dedup` command under construction; [`cd`] starts one.
+pub struct Cmd {
+    cmd: Command,
+    shown: String,
+}
+
+/// `corpus-dedup ARGS...` (the binary of this build, with the test hooks).
+pub fn cd<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> Cmd {
+    Cmd {
+        cmd: Command::new(env!("CARGO_BIN_EXE_corpus-dedup")),
+        shown: "corpus-dedup".into(),
+    }
+    .args(args)
+}
+
+/// `corpus-dedup run --quiet --input GLOB --output OUT EXTRA...`.
+pub fn run_cmd(input: &str, out: &Path, extra: &[&str]) -> Cmd {
+    cd(["run", "--quiet", "--input", input, "--output"])
+        .arg(out)
+        .args(extra)
+}
+
+impl Cmd {
+    /// Adds an argument.
+    pub fn arg(mut self, a: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.shown
+            .push_str(&format!(" {}", a.as_ref().to_string_lossy()));
+        self.cmd.arg(a);
+        self
+    }
+
+    /// Adds arguments.
+    pub fn args<S: AsRef<std::ffi::OsStr>>(mut self, args: impl IntoIterator<Item = S>) -> Self {
+        for a in args {
+            self = self.arg(a);
+        }
+        self
+    }
+
+    /// Sets an environment variable.
+    pub fn env(mut self, k: &str, v: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.cmd.env(k, v);
+        self
+    }
+
+    /// Removes an environment variable.
+    pub fn env_remove(mut self, k: &str) -> Self {
+        self.cmd.env_remove(k);
+        self
+    }
+
+    /// Runs it and returns what happened.
+    pub fn output(mut self) -> Output {
+        self.cmd.output().unwrap()
+    }
+
+    /// Runs it and asserts success; returns the output.
+    pub fn ok(self) -> Output {
+        let shown = self.shown.clone();
+        let o = self.output();
+        assert!(
+            o.status.success(),
+            "{shown} failed:\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        o
+    }
+
+    /// Runs it and asserts failure with a message, not a panic, and no summary line on stdout;
+    /// returns stderr.
+    pub fn fails(self) -> String {
+        let shown = self.shown.clone();
+        let o = self.output();
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(!o.status.success(), "expected failure of {shown}");
+        assert!(
+            !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+            "panic in {shown}: {err}"
+        );
+        assert!(!String::from_utf8_lossy(&o.stdout).contains("documents_in"));
+        err
+    }
+
+    /// Runs it with the crash hook set to kill the process in task `at` ("stage:task" or
+    /// "stage:task:oncefile"), and asserts that it died there by SIGKILL.
+    pub fn killed_at(self, at: &str) {
+        let shown = self.shown.clone();
+        let o = self.env("CORPUS_DEDUP_CRASH", at).output();
+        assert_eq!(
+            o.status.signal(),
+            Some(9),
+            "{shown} was not killed at {at}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+
+    /// Runs it, asserts success and returns stderr (progress, resume and discard messages).
+    pub fn stderr(self) -> String {
+        String::from_utf8_lossy(&self.ok().stderr).to_string()
+    }
 }
 
 /// Runs `corpus-dedup run --quiet --input GLOB --output OUT EXTRA...` and asserts success.
 pub fn run_ok(input: &str, out: &Path, extra: &[&str]) -> Output {
-    let out_s = out.to_str().unwrap();
-    let mut args = vec!["run", "--quiet", "--input", input, "--output", out_s];
-    args.extend_from_slice(extra);
-    let o = run(&args);
+    run_cmd(input, out, extra).ok()
+}
+
+/// The bytes of `OUT/manifest.parquet`.
+pub fn manifest_bytes(out: &Path) -> Vec<u8> {
+    std::fs::read(out.join("manifest.parquet")).unwrap()
+}
+
+/// A free TCP port on loopback.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A tool a test needs that `.ci/run` installs: `path` when it exists, else None (the test is
+/// skipped with a note) outside CI; in CI (`CI` set) a missing tool fails the test.
+pub fn installed(path: PathBuf, what: &str) -> Option<PathBuf> {
+    if path.exists() {
+        return Some(path);
+    }
     assert!(
-        o.status.success(),
-        "run failed: {}",
-        String::from_utf8_lossy(&o.stderr)
+        std::env::var_os("CI").is_none(),
+        "CI must provide {what} at {} (see .ci/run)",
+        path.display()
     );
-    o
+    eprintln!("skipped: {what} not found at {}", path.display());
+    None
 }
 
 /// Reads a Parquet file into a DataFrame.

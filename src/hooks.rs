@@ -1,0 +1,53 @@
+//! Test hooks, compiled in only with the `test-hooks` cargo feature (`make test` turns it on);
+//! in a release build they do nothing.
+//!
+//! - `CORPUS_DEDUP_CRASH=STAGE:TASK[:ONCE_FILE]`: the task kills its own process with SIGKILL
+//!   after writing its outputs and before its completion marker (once only when ONCE_FILE is
+//!   given: the file records that it happened). The crash tests use it.
+//! - `CORPUS_DEDUP_CHUNK_ROWS=N`: the signatures chunk size (tests use tiny chunks to cross many
+//!   chunk and shard boundaries); it never changes a result.
+
+use crate::plan::Stage;
+
+/// The signatures chunk size: `default`, unless the chunk-size hook sets it.
+pub fn chunk_rows(default: u64) -> u64 {
+    if !cfg!(feature = "test-hooks") {
+        return default;
+    }
+    std::env::var("CORPUS_DEDUP_CHUNK_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The crash hook: called between a task's outputs and its marker.
+pub fn crash_point(stage: Stage, task: usize) {
+    if !cfg!(feature = "test-hooks") {
+        return;
+    }
+    let Ok(spec) = std::env::var("CORPUS_DEDUP_CRASH") else {
+        return;
+    };
+    let mut it = spec.splitn(3, ':');
+    let (Some(s), Some(t)) = (it.next(), it.next()) else {
+        return;
+    };
+    if s != stage.name() || t.parse::<usize>().ok() != Some(task) {
+        return;
+    }
+    if let Some(once) = it.next() {
+        if std::path::Path::new(once).exists() {
+            return;
+        }
+        let _ = std::fs::write(once, b"");
+    }
+    eprintln!(
+        "corpus-dedup: fault injection: killing process {} in {} task {task}",
+        std::process::id(),
+        stage.name()
+    );
+    // SAFETY: kill(2) on our own pid with a constant signal has no memory-safety preconditions.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGKILL);
+    }
+}

@@ -1,0 +1,177 @@
+//! The work directory of a task run: the name of every work file, the completion markers, the
+//! reports tasks leave in them, and the Parquet helpers the stage tasks share.
+//!
+//! Layout (P parts, B bands or block tables, R bucket ranges, T candidates tasks):
+//! ```text
+//! plan.json                      the plan (crate::plan)
+//! boot_id                        the boot a scratch directory was written in (executor::local)
+//! sample/pP.bin                  SimHash: features of the part's sampled documents (stages::sample)
+//! frequencies.bin                SimHash: the over-frequent feature filter (stages::frequencies)
+//! store/pP.{sig,ids,keys}        document store (io::store)
+//! docs/pP.parquet                keep data and id hashes (stages::signatures)
+//! bands/bB-rR/pP.bin             band rows (io::band_rows)
+//! candidates/tT.bin              candidate pairs cut by part (io::pairs)
+//! edges/pP.parquet               verified edges (stages::verify)
+//! cluster/pP.parquet             keeper and cluster id per document (stages::cluster)
+//! manifest/pP.parquet            manifest rows (stages::manifest)
+//! done/STAGE-tNNNNN.json         completion marker of one task, written last (TaskReport)
+//! ```
+//! Every file is written whole under a temporary name (or as one object) and renamed; a task is
+//! complete exactly when its marker exists.
+
+use polars::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::io::output::{OutputDir, ParquetUse};
+use crate::plan::{Plan, Stage};
+
+/// The plan file.
+pub const PLAN: &str = "plan.json";
+
+/// The SimHash feature filter written by the frequencies task.
+pub const FREQUENCIES: &str = "frequencies.bin";
+
+/// Part `p`'s file in the per-part folder `dir` (`docs`, `edges`, `cluster`, `manifest`: Parquet).
+pub fn part_file(dir: &str, p: usize) -> String {
+    format!("{dir}/p{p:05}.parquet")
+}
+
+/// Part `p`'s document-frequency sample (SimHash).
+pub fn sample_file(p: usize) -> String {
+    format!("sample/p{p:05}.bin")
+}
+
+/// Part `p`'s store files: records, ids, shingle keys.
+pub fn store_files(p: usize) -> [String; 3] {
+    ["sig", "ids", "keys"].map(|ext| format!("store/p{p:05}.{ext}"))
+}
+
+/// The rows of band `band`, bucket range `range`, written by part `part`'s signatures task.
+pub fn band_rows_file(band: usize, range: usize, part: usize) -> String {
+    format!("bands/b{band:03}-r{range:03}/p{part:05}.bin")
+}
+
+/// The candidate pairs of candidates task `t`.
+pub fn pairs_file(t: usize) -> String {
+    format!("candidates/t{t:05}.bin")
+}
+
+/// A task's completion marker.
+pub fn marker_file(stage: Stage, task: usize) -> String {
+    format!("done/{}-t{task:05}.json", stage.name())
+}
+
+/// What a task reports in its completion marker.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TaskReport {
+    pub stage: String,
+    pub task: usize,
+    pub seconds: f64,
+    /// Peak RSS of the process that ran the task, MiB (in `run`, of the whole process).
+    pub peak_rss_mib: f64,
+    /// Stage-specific counters.
+    pub stats: serde_json::Value,
+}
+
+impl TaskReport {
+    /// The counters as the stage's own type (defaults where a field is missing).
+    pub fn stats<T: serde::de::DeserializeOwned + Default>(&self) -> T {
+        serde_json::from_value(self.stats.clone()).unwrap_or_default()
+    }
+}
+
+/// Reads a task's marker, if the task is complete.
+pub fn read_marker(work: &OutputDir, stage: Stage, task: usize) -> Result<Option<TaskReport>> {
+    let name = marker_file(stage, task);
+    match work.read(&name)? {
+        None => Ok(None),
+        Some(b) => serde_json::from_slice(&b)
+            .map(Some)
+            .map_err(|e| Error::WorkFile {
+                path: work.location(&name),
+                msg: e.to_string(),
+            }),
+    }
+}
+
+/// Writes a task's marker (the last thing a task does).
+pub fn write_marker(work: &OutputDir, report: &TaskReport, stage: Stage) -> Result<()> {
+    let bytes = serde_json::to_vec_pretty(report).unwrap_or_default();
+    work.write_bytes(&marker_file(stage, report.task), bytes)
+}
+
+/// Reads the plan of a work directory.
+pub fn read_plan(work: &OutputDir) -> Result<Option<Plan>> {
+    match work.read(PLAN)? {
+        None => Ok(None),
+        Some(b) => Plan::from_json(&b, &work.location(PLAN)).map(Some),
+    }
+}
+
+/// The markers of every task of `stage`, or an error naming the first incomplete one (the inputs
+/// of the next stage do not exist yet).
+pub fn require_stage(work: &OutputDir, plan: &Plan, stage: Stage) -> Result<Vec<TaskReport>> {
+    (0..plan.tasks(stage))
+        .map(|t| {
+            read_marker(work, stage, t)?.ok_or_else(|| {
+                Error::Task(format!(
+                    "{} task {t} of {} is not complete (no {}): run that stage first",
+                    stage.name(),
+                    plan.tasks(stage),
+                    work.location(&marker_file(stage, t))
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Process peak RSS in MiB (Linux `VmHWM`); 0 where unavailable.
+pub fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|v| v.parse::<f64>().ok())
+            })
+        })
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+/// Maps a polars error of `stage` into the library error.
+pub fn polars_err(stage: &'static str) -> impl Fn(PolarsError) -> Error {
+    move |source| Error::Polars { stage, source }
+}
+
+/// Writes `columns` as the Parquet work file `name`.
+pub fn write_frame(
+    work: &OutputDir,
+    name: &str,
+    stage: &'static str,
+    columns: Vec<Column>,
+) -> Result<()> {
+    let h = columns.first().map_or(0, |c| c.len());
+    let mut df = DataFrame::new(h, columns).map_err(polars_err(stage))?;
+    work.write_parquet(name, &mut df, Vec::new(), ParquetUse::Work)
+}
+
+/// A column of a work file as one contiguous series.
+pub fn series(df: &DataFrame, name: &str, stage: &'static str) -> Result<Series> {
+    Ok(df
+        .column(name)
+        .map_err(polars_err(stage))?
+        .as_materialized_series()
+        .rechunk())
+}
+
+/// A column of a work file as a u32 vector.
+pub fn u32s(df: &DataFrame, name: &str, stage: &'static str) -> Result<Vec<u32>> {
+    let s = series(df, name, stage)?;
+    Ok(s.u32()
+        .map_err(polars_err(stage))?
+        .into_no_null_iter()
+        .collect())
+}

@@ -1,0 +1,528 @@
+//! Stage `signatures`: a part's rows -> what every later stage needs to know about its documents.
+//!
+//! Per document: a MinHash signature (`--method minhash`) or a 64-bit SimHash fingerprint
+//! (`--method simhash`), its shingle keys, its id; written to the document store
+//! ([`crate::io::store`]), plus one band row per band (MinHash: a hash of the band's signature
+//! values; SimHash: one row per block table, keyed by the table's bits of the fingerprint)
+//! into the file of that band and bucket range ([`crate::io::band_rows`]), plus the keep data
+//! (text length, `--keep` column) and id hashes the cluster task reads (`docs/pP.parquet`).
+//!
+//! Invariants:
+//! - Rows are read and computed one chunk ([`crate::plan::DOCS_PER_CHUNK`]) at a time, with the
+//!   next chunk read and the previous one appended to the store meanwhile, so the task holds
+//!   three chunks of text plus ~700 bytes per document of its part, never the part's text.
+//! - Null and empty texts (no shingle, or for SimHash no weighted feature) get no band rows: they
+//!   can be no one's near-duplicate and stay singletons.
+//! - Everything is a function of the documents and the settings: how a part is chunked never
+//!   changes a file.
+//!
+//! The MinHash column kernel is [`signature_column`]: rayon splits the column into batches of
+//! [`KEY_BATCH`] documents, each thread reuses its normalisation and shingle buffers and writes K
+//! values per document into one flat row-major buffer, and each document's shingle keys come out
+//! beside the signatures, so exact verification later reads them instead of shingling the text
+//! again. SimHash stores its fingerprint and feature count as a three-value "signature"
+//! ([`simhash::to_record`]), and shingle keys for the short-document check.
+
+use polars::prelude::{Column, StringChunked};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Config, Method, Tokenizer};
+use crate::corpus::Corpus;
+use crate::error::{Error, Result};
+use crate::io::output::OutputDir;
+use crate::io::work::{self, part_file, write_frame};
+use crate::io::{band_rows, store};
+use crate::minhash::{Permutations, Signatures};
+use crate::plan::{Plan, DOCS_PER_CHUNK};
+use crate::simhash::{self, BlockIndex, DocFrequency, FeatureParams, Features};
+use crate::stages::{frequencies, sample};
+use crate::text::shingle::{shingle_hashes, shingle_key, Scratch};
+
+/// The shingle keys of a run of documents (text order, repeats kept), stored flat in batches of
+/// up to [`KEY_BATCH`] documents: one allocation per batch instead of one per document.
+#[derive(Debug, Clone, Default)]
+pub struct ShingleKeys {
+    /// Global position (within the run) of each batch's first document, ascending.
+    starts: Vec<usize>,
+    batches: Vec<KeyBatch>,
+    len: usize,
+}
+
+/// Documents per batch of [`ShingleKeys`]: the unit of work of the signature UDF.
+pub const KEY_BATCH: usize = 64;
+
+#[derive(Debug, Clone, Default)]
+struct KeyBatch {
+    keys: Vec<u32>,
+    /// `ends[j]`: end of document j's keys in `keys` (its start is `ends[j - 1]`, or 0).
+    ends: Vec<usize>,
+}
+
+impl ShingleKeys {
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when there are no documents.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The keys of document `doc` (position within the run).
+    pub fn get(&self, doc: usize) -> &[u32] {
+        let b = self.starts.partition_point(|&s| s <= doc) - 1;
+        let (batch, j) = (&self.batches[b], doc - self.starts[b]);
+        let start = if j == 0 { 0 } else { batch.ends[j - 1] };
+        &batch.keys[start..batch.ends[j]]
+    }
+
+    /// `n` documents without keys (SimHash without the short-document check).
+    pub fn none(n: usize) -> Self {
+        ShingleKeys {
+            starts: vec![0],
+            batches: vec![KeyBatch {
+                keys: Vec::new(),
+                ends: vec![0; n],
+            }],
+            len: n,
+        }
+    }
+
+    /// Appends another run of documents.
+    pub fn extend(&mut self, other: ShingleKeys) {
+        for (s, b) in other.starts.into_iter().zip(other.batches) {
+            self.starts.push(self.len + s);
+            self.batches.push(b);
+        }
+        self.len += other.len;
+    }
+}
+
+/// Computes the signature of every text of a column with `perms` (none: shingle keys only, and
+/// signatures of length 0), and each document's shingle keys (text order, repeats kept; empty
+/// for a null or empty text).
+pub fn signature_column(
+    texts: &StringChunked,
+    perms: Option<&Permutations>,
+    tokenizer: Tokenizer,
+    ngram: usize,
+) -> (Signatures, ShingleKeys) {
+    let k = perms.map_or(0, Permutations::len);
+    let n = texts.len();
+    let mut values = vec![u32::MAX; n * k];
+    let mut shingles = vec![0u32; n];
+    let sig_batches: Vec<&mut [u32]> = if k == 0 {
+        (0..n.div_ceil(KEY_BATCH)).map(|_| &mut [][..]).collect()
+    } else {
+        values.chunks_mut(k * KEY_BATCH).collect()
+    };
+    let batches: Vec<KeyBatch> = sig_batches
+        .into_par_iter()
+        .zip(shingles.par_chunks_mut(KEY_BATCH))
+        .enumerate()
+        .map_init(
+            || (Scratch::default(), Vec::new()),
+            |(scratch, hashes), (b, (sigs, counts))| {
+                let mut batch = KeyBatch {
+                    keys: Vec::new(),
+                    ends: Vec::with_capacity(counts.len()),
+                };
+                for (j, count) in counts.iter_mut().enumerate() {
+                    if let Some(text) = texts.get(b * KEY_BATCH + j) {
+                        shingle_hashes(text, tokenizer, ngram, scratch, hashes);
+                        let start = batch.keys.len();
+                        batch.keys.extend(hashes.iter().map(|&h| shingle_key(h)));
+                        let keys = &batch.keys[start..];
+                        if let Some(perms) = perms {
+                            perms.signature(keys, &mut sigs[j * k..(j + 1) * k]);
+                        }
+                        *count = u32::try_from(keys.len()).unwrap_or(u32::MAX);
+                    }
+                    batch.ends.push(batch.keys.len());
+                }
+                batch
+            },
+        )
+        .collect();
+    let keys = ShingleKeys {
+        starts: (0..batches.len()).map(|b| b * KEY_BATCH).collect(),
+        batches,
+        len: n,
+    };
+    let sigs = Signatures {
+        k,
+        values,
+        shingles,
+    };
+    (sigs, keys)
+}
+
+/// The permutations a configuration asks for.
+pub fn permutations(cfg: &Config) -> Permutations {
+    Permutations::with_sketch(cfg.num_perm, cfg.seed, cfg.sketch)
+}
+
+/// Counters of a signatures task.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SignatureStats {
+    pub documents: u64,
+    pub text_bytes: u64,
+    pub null_texts: u64,
+    /// Non-null texts with no shingle (SimHash: no weighted feature).
+    pub empty_texts: u64,
+}
+
+/// What a task computes per document, by method.
+enum Kernel {
+    Minhash {
+        perms: Permutations,
+        rows: usize,
+    },
+    Simhash {
+        index: BlockIndex,
+        params: FeatureParams,
+        df: Option<DocFrequency>,
+        /// Features of the part's sampled documents (global index, features), ascending.
+        sampled: Vec<(u64, Features)>,
+        /// Whether short documents are re-checked on their shingle sets (keys are stored).
+        keys: bool,
+    },
+}
+
+/// One chunk's results: signatures (SimHash: fingerprints as two values, feature counts),
+/// shingle keys, `bands` band keys per document, ids.
+struct Chunk {
+    sigs: Signatures,
+    keys: ShingleKeys,
+    band_keys: Vec<u64>,
+    ids: Vec<String>,
+}
+
+impl Kernel {
+    fn new(work: &OutputDir, plan: &Plan, p: usize) -> Result<Kernel> {
+        let cfg = &plan.config;
+        Ok(match cfg.method {
+            Method::Minhash => Kernel::Minhash {
+                perms: permutations(cfg),
+                rows: cfg.rows,
+            },
+            Method::Simhash => {
+                let (df, sampled) = if plan.samples_features() {
+                    (Some(frequencies::read(work)?), sample::read(work, p)?)
+                } else {
+                    (None, Vec::new())
+                };
+                Kernel::Simhash {
+                    index: plan.block_index(),
+                    params: sample::params(cfg),
+                    df,
+                    sampled,
+                    keys: cfg.simhash_min_features > 0,
+                }
+            }
+        })
+    }
+
+    /// Stored values per document.
+    fn k(&self) -> usize {
+        match self {
+            Kernel::Minhash { perms, .. } => perms.len(),
+            Kernel::Simhash { .. } => 3,
+        }
+    }
+
+    /// Whether document `d` of a chunk has band rows: a shingle (MinHash) or a weighted feature
+    /// (SimHash); the others are null or empty and stay singletons.
+    fn indexed(&self, sigs: &Signatures, d: usize) -> bool {
+        match self {
+            Kernel::Minhash { .. } => sigs.shingles[d] > 0,
+            Kernel::Simhash { .. } => simhash::record_features(sigs.get(d as u32)) > 0,
+        }
+    }
+
+    /// The chunk's results; `first` is the global index of its first document.
+    fn compute(&self, corpus: &Corpus, first: u64, bands: usize, cfg: &Config) -> Chunk {
+        let tokenizer = cfg.effective_tokenizer();
+        let n = corpus.len();
+        let mut sigs = Signatures {
+            k: self.k(),
+            ..Signatures::default()
+        };
+        let mut keys = ShingleKeys::default();
+        for (s, shard) in corpus.shards.iter().enumerate() {
+            let (sg, kk) = match self {
+                Kernel::Minhash { perms, .. } => {
+                    signature_column(&shard.text, Some(perms), tokenizer, cfg.ngram)
+                }
+                Kernel::Simhash {
+                    params,
+                    df,
+                    sampled,
+                    keys: with_keys,
+                    ..
+                } => {
+                    let at = first + corpus.start(s) as u64;
+                    let of = |i: usize| {
+                        let d = at + i as u64;
+                        sampled
+                            .binary_search_by_key(&d, |(x, _)| *x)
+                            .ok()
+                            .map(|j| sampled[j].1.as_slice())
+                    };
+                    let fps = simhash::fingerprint_column(&shard.text, of, *params, df.as_ref());
+                    let (counts, keys) = if *with_keys {
+                        let (counts, keys) =
+                            signature_column(&shard.text, None, tokenizer, cfg.ngram);
+                        (counts.shingles, keys)
+                    } else {
+                        (vec![0; shard.len()], ShingleKeys::none(shard.len()))
+                    };
+                    let values = fps.values.iter().zip(&fps.features);
+                    let sg = Signatures {
+                        k: 3,
+                        values: values
+                            .flat_map(|(&f, &n)| simhash::to_record(f, n))
+                            .collect(),
+                        shingles: counts,
+                    };
+                    (sg, keys)
+                }
+            };
+            sigs.extend(sg);
+            keys.extend(kk);
+        }
+        let mut band_keys = vec![0u64; n * bands];
+        band_keys
+            .par_chunks_mut(bands.max(1))
+            .enumerate()
+            .with_min_len(64)
+            .for_each(|(d, out)| match self {
+                Kernel::Minhash { rows, .. } => {
+                    crate::lsh::band_keys(sigs.get(d as u32), *rows, out)
+                }
+                Kernel::Simhash { index, .. } => {
+                    index.bucket_keys(simhash::record_fingerprint(sigs.get(d as u32)), out)
+                }
+            });
+        let ids = (0..n as u32)
+            .into_par_iter()
+            .map(|d| corpus.id(d))
+            .collect();
+        Chunk {
+            sigs,
+            keys,
+            band_keys,
+            ids,
+        }
+    }
+}
+
+/// The signatures task of part `p` (see the module documentation).
+pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
+    let cfg = &plan.config;
+    let (first, count) = plan.parts[p];
+    let kernel = Kernel::new(work, plan, p)?;
+    let simhash = matches!(kernel, Kernel::Simhash { .. });
+    let (bands, ranges) = (plan.bands(), plan.bucket_ranges);
+    let mut stats = SignatureStats {
+        documents: count,
+        ..Default::default()
+    };
+    // Band rows per (band, range) file: bucket keys, global document indices, and for SimHash
+    // the fingerprints.
+    let mut band_rows: Vec<(Vec<u64>, Vec<u32>, Vec<u64>)> =
+        vec![Default::default(); bands * ranges];
+    let mut text_len: Vec<u32> = Vec::with_capacity(count as usize);
+    let mut id_hash: Vec<u64> = Vec::with_capacity(count as usize);
+    let mut priority: Vec<Option<f64>> = Vec::with_capacity(count as usize);
+    let mut read = 0u64;
+    let changed = |read: u64| {
+        Error::Task(format!(
+            "part {p}: the plan counted {count} rows but the shards' row ranges now give {read}: the input changed since the plan was made; plan again"
+        ))
+    };
+    let sig_file = work::store_files(p)[0].clone();
+    let store_err = |e: std::io::Error| Error::Output {
+        path: work.location(&sig_file),
+        msg: e.to_string(),
+    };
+    let chunks = plan.chunks(p, crate::hooks::chunk_rows(DOCS_PER_CHUNK));
+    let load = |i: usize| chunks.get(i).map(|c| Corpus::load_slices(c, cfg, |_| {}));
+    store::write_part(work, p, |files| {
+        let store = store::Writer::new(files, kernel.k(), first, count).map_err(store_err)?;
+        // Three chunks in flight: the next one is read while this one is computed, and the
+        // previous one is appended to the store by its own thread.
+        std::thread::scope(|scope| {
+            type Stored = (Signatures, ShingleKeys, Vec<String>);
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Stored>(0);
+            let writer = scope.spawn(move || {
+                let mut store = store;
+                for (sigs, keys, ids) in rx {
+                    store.append(&sigs, |i| keys.get(i), |i| &ids[i])?;
+                }
+                store.finish()
+            });
+            let mut next = load(0);
+            let mut i = 0;
+            while let Some(corpus) = next.take() {
+                let corpus = corpus?;
+                let n = corpus.len();
+                let base = first + read;
+                read += n as u64;
+                if read > count {
+                    return Err(changed(read));
+                }
+                let (chunk, following) =
+                    rayon::join(|| kernel.compute(&corpus, base, bands, cfg), || load(i + 1));
+                next = following;
+                i += 1;
+                for d in 0..n as u32 {
+                    let t = corpus.text(d);
+                    text_len.push(t.map_or(0, |t| t.len() as u32));
+                    match t {
+                        None => stats.null_texts += 1,
+                        Some(t) => {
+                            stats.text_bytes += t.len() as u64;
+                            stats.empty_texts +=
+                                u64::from(!kernel.indexed(&chunk.sigs, d as usize));
+                        }
+                    }
+                }
+                for shard in &corpus.shards {
+                    match &shard.priority {
+                        Some(pr) => priority.extend(pr.iter()),
+                        None => priority.extend(std::iter::repeat_n(None, shard.len())),
+                    }
+                }
+                for (d, ks) in chunk.band_keys.chunks(bands.max(1)).enumerate() {
+                    if !kernel.indexed(&chunk.sigs, d) {
+                        continue;
+                    }
+                    let fp = simhash.then(|| simhash::record_fingerprint(chunk.sigs.get(d as u32)));
+                    for (b, &key) in ks.iter().enumerate() {
+                        let (bucket, doc, value) =
+                            &mut band_rows[b * ranges + bucket_range(key, ranges)];
+                        bucket.push(key);
+                        doc.push((base + d as u64) as u32);
+                        value.extend(fp);
+                    }
+                }
+                id_hash.extend(
+                    chunk
+                        .ids
+                        .iter()
+                        .map(|i| xxhash_rust::xxh3::xxh3_64(i.as_bytes())),
+                );
+                drop(corpus);
+                if tx.send((chunk.sigs, chunk.keys, chunk.ids)).is_err() {
+                    break; // the writer stopped on an error, reported below
+                }
+            }
+            // The writer's error (a full disk, say) comes first: a short read after it is its
+            // consequence, not a changed input.
+            drop(tx);
+            let written = writer
+                .join()
+                .map_err(|_| Error::Task(format!("part {p}: the store writer panicked")))?;
+            written.map_err(store_err)?;
+            if read != count {
+                return Err(changed(read));
+            }
+            Ok(())
+        })
+    })?;
+
+    band_rows
+        .into_par_iter()
+        .enumerate()
+        .try_for_each(|(t, (bucket, doc, value))| {
+            let name = work::band_rows_file(t / ranges, t % ranges, p);
+            work.write_bytes(&name, band_rows::encode(&bucket, &doc, &value))
+        })?;
+
+    // Keep data for the cluster task, and the id hashes for the duplicate-id check.
+    write_frame(
+        work,
+        &part_file("docs", p),
+        "signatures",
+        vec![
+            Column::new("text_len".into(), text_len),
+            Column::new("id_hash".into(), id_hash),
+            Column::new("priority".into(), priority),
+        ],
+    )?;
+    Ok(stats)
+}
+
+/// Which of `ranges` bucket ranges a bucket key falls in (its high bits, scaled).
+pub fn bucket_range(bucket: u64, ranges: usize) -> usize {
+    (((bucket >> 32) * ranges as u64) >> 32) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polars::prelude::*;
+
+    #[test]
+    fn column_udf_handles_nulls_and_empties() {
+        let texts = StringChunked::new(
+            "text".into(),
+            &[
+                Some("a b c d e f"),
+                None,
+                Some(""),
+                Some(" ,. "),
+                Some("a b c d e f"),
+            ],
+        );
+        let perms = Permutations::new(16, 1);
+        let (s, keys) = signature_column(&texts, Some(&perms), Tokenizer::Chars, 5);
+        assert_eq!(s.len(), 5);
+        assert_eq!(s.shingles, vec![2, 0, 0, 0, 2]);
+        let lens: Vec<usize> = (0..keys.len()).map(|i| keys.get(i).len()).collect();
+        assert_eq!(lens, vec![2, 0, 0, 0, 2]);
+        assert_eq!(keys.get(0), keys.get(4));
+        assert_ne!(keys.get(0)[0], keys.get(0)[1]);
+        let (r, _) = signature_column(
+            &StringChunked::new("t".into(), &["x y x y x y"]),
+            Some(&perms),
+            Tokenizer::Chars,
+            2,
+        );
+        assert_eq!(r.shingles, vec![5]); // repeats counted
+        assert_eq!(s.get(0), s.get(4));
+        assert!(s.get(1).iter().all(|&v| v == u32::MAX));
+    }
+
+    #[test]
+    fn keys_of_runs_appended_match_one_run() {
+        // 150 documents: three batches, the last partial; split into runs of 70 and 80.
+        let texts: Vec<Option<String>> = (0..150)
+            .map(|i| (i % 7 != 3).then(|| format!("w{i} x{} y{} z{i} q", i % 5, i % 3)))
+            .collect();
+        let col = StringChunked::new("t".into(), &texts);
+        let perms = Permutations::new(16, 1);
+        let sig = |c: &StringChunked| signature_column(c, Some(&perms), Tokenizer::Chars, 2);
+        let (whole_sigs, whole) = sig(&col);
+        let (mut sigs, mut keys) = sig(&col.slice(0, 70));
+        let (s2, k2) = sig(&col.slice(70, 80));
+        sigs.extend(s2);
+        keys.extend(k2);
+        assert_eq!(keys.len(), 150);
+        assert_eq!(sigs.values, whole_sigs.values);
+        for d in 0..150 {
+            assert_eq!(keys.get(d), whole.get(d), "document {d}");
+            assert_eq!(keys.get(d).len(), if d % 7 == 3 { 0 } else { 4 });
+        }
+        // Keys alone are the same keys.
+        let (none, keys_only) = signature_column(&col, None, Tokenizer::Chars, 2);
+        assert_eq!((none.k, none.values.len()), (0, 0));
+        assert_eq!(none.shingles, whole_sigs.shingles);
+        assert!((0..150).all(|d| keys_only.get(d) == whole.get(d)));
+        let empty = ShingleKeys::none(3);
+        assert!((0..3).all(|d| empty.get(d).is_empty()));
+    }
+}

@@ -1,0 +1,12 @@
+//! End-to-end tests: the `corpus-dedup` binary run as a user, a driver or a scheduler would run
+//! it. One test binary (one link of polars); each module covers one area.
+
+mod common;
+
+mod bad_input;
+mod dev_corpus;
+mod ray;
+mod run;
+mod s3;
+mod slurm;
+mod tasks;
