@@ -9,3 +9,15 @@ pub mod output;
 pub mod pairs;
 pub mod store;
 pub mod work;
+
+/// The little-endian u32 at byte `at` of a work file (the caller checked the length).
+pub fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// The little-endian u64 at byte `at` of a work file (the caller checked the length).
+pub fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut x = [0u8; 8];
+    x.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(x)
+}

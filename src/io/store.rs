@@ -34,6 +34,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
 use crate::io::work::store_files;
+use crate::io::{u32_at, u64_at};
 use crate::minhash::{SigSource, Signatures};
 use crate::text::shingle::ShingleSets;
 
@@ -256,16 +257,6 @@ impl SigSource for Fetched {
 
 /// One document as read back: id and keys (each empty if not asked for).
 type Record = (String, Vec<u32>);
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    let mut x = [0u8; 8];
-    x.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(x)
-}
 
 /// Reads documents `docs` (sorted, unique global indices) from the stores of the parts that hold
 /// them: signatures and shingle counts, and what `wanted` asks for: ids, shingle keys (as

@@ -20,6 +20,7 @@ use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
 use crate::io::work::sample_file;
+use crate::io::{u32_at, u64_at};
 use crate::plan::{Plan, DOCS_PER_CHUNK};
 use crate::simhash::{features_of, FeatureParams, Features};
 
@@ -125,16 +126,6 @@ pub fn read(work: &OutputDir, p: usize) -> Result<Vec<(u64, Features)>> {
         out.push((doc, feats));
     }
     Ok(out)
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    let mut x = [0u8; 8];
-    x.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(x)
 }
 
 #[cfg(test)]
