@@ -151,20 +151,6 @@ pub struct Fingerprints {
     pub features: Vec<u32>,
 }
 
-impl Fingerprints {
-    /// Hamming distance between the fingerprints of documents `a` and `b`.
-    #[inline]
-    pub fn distance(&self, a: u32, b: u32) -> u32 {
-        hamming(self.values[a as usize], self.values[b as usize])
-    }
-
-    /// Appends another run of documents.
-    pub fn extend(&mut self, other: Fingerprints) {
-        self.values.extend_from_slice(&other.values);
-        self.features.extend_from_slice(&other.features);
-    }
-}
-
 /// Feature parameters (`--simhash-ngram`, `--simhash-tf-cap`, `--simhash-top-k`).
 #[derive(Debug, Clone, Copy)]
 pub struct FeatureParams {
