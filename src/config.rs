@@ -63,6 +63,20 @@ pub enum Sketch {
     Oph,
 }
 
+/// Which shingle keys a batch of the retained index keeps (they make near-threshold
+/// comparisons with indexed documents exact).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum IndexKeys {
+    /// Every document's (deduplicated) keys: pairs near the threshold are checked exactly, as in
+    /// a single run; ~4 bytes per distinct shingle on disk.
+    #[default]
+    All,
+    /// Only short documents' keys: pairs with an indexed document are decided on the 8-bit
+    /// signature estimate; ~300 bytes per document, lower precision near the threshold.
+    Short,
+}
+
 /// Which document of a duplicate cluster is kept. Written as the flag's spelling: "first",
 /// "longest" or the column name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,6 +201,20 @@ pub struct Settings {
     /// Jaccard check of their shingles (0 = never).
     #[arg(long)]
     pub simhash_min_features: Option<usize>,
+    /// Retained index of earlier batches (local directory or s3:// prefix): tonight's documents
+    /// that duplicate an indexed one are dropped, then tonight's batch is added. Needs --batch.
+    #[arg(long, value_name = "DIR|URL")]
+    pub index: Option<String>,
+    /// Name of tonight's batch in the index (e.g. the crawl date; names must sort in time order).
+    #[arg(long, value_name = "NAME")]
+    pub batch: Option<String>,
+    /// Batches the index keeps, tonight's included: older ones expire (default 7).
+    #[arg(long, value_name = "N")]
+    pub window: Option<usize>,
+    /// Shingle keys the index keeps per document (MinHash): all (exact near the threshold) or
+    /// short (compact: short documents only).
+    #[arg(long, value_enum)]
+    pub index_keys: Option<IndexKeys>,
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -236,11 +264,27 @@ pub struct Config {
     pub simhash_df_sample: usize,
     pub simhash_top_k: usize,
     pub simhash_min_features: usize,
+    /// The retained index (`--index`), if any.
+    #[serde(default)]
+    pub index: Option<String>,
+    /// Tonight's batch name in the index.
+    #[serde(default)]
+    pub batch: Option<String>,
+    /// Batches the index keeps (tonight's included).
+    #[serde(default = "default_window")]
+    pub window: usize,
+    /// Shingle keys the index keeps.
+    #[serde(default)]
+    pub index_keys: IndexKeys,
     pub threads: usize,
     pub keep: Keep,
     pub allow_duplicate_ids: bool,
     #[serde(skip)]
     pub quiet: bool,
+}
+
+fn default_window() -> usize {
+    7
 }
 
 /// LSH must find a pair at exactly the threshold with at least this probability (issue #2).
@@ -291,6 +335,10 @@ impl Settings {
             simhash_df_sample: self.simhash_df_sample.or(base.simhash_df_sample),
             simhash_top_k: self.simhash_top_k.or(base.simhash_top_k),
             simhash_min_features: self.simhash_min_features.or(base.simhash_min_features),
+            index: self.index.or(base.index),
+            batch: self.batch.or(base.batch),
+            window: self.window.or(base.window),
+            index_keys: self.index_keys.or(base.index_keys),
             threads: self.threads.or(base.threads),
             keep: self.keep.or(base.keep),
             allow_duplicate_ids: self.allow_duplicate_ids || base.allow_duplicate_ids,
@@ -375,6 +423,27 @@ impl Settings {
                 "--simhash-max-df {simhash_max_df} is outside (0, 1]"
             ));
         }
+        match (&self.index, &self.batch) {
+            (Some(_), None) => {
+                return bad("--index needs --batch NAME (e.g. --batch 2026-11-23): the name of tonight's batch in the index".into())
+            }
+            (None, Some(_)) => {
+                return bad("--batch is the name of tonight's batch in an index: give --index too".into())
+            }
+            _ => {}
+        }
+        if let Some(b) = &self.batch {
+            let ok = |c: char| c.is_ascii_alphanumeric() || "._-".contains(c);
+            if b.is_empty() || b.len() > 100 || !b.chars().all(ok) {
+                return bad(format!("--batch '{b}': use 1 to 100 letters, digits, '.', '_' or '-' (e.g. 2026-11-23)"));
+            }
+        }
+        let window = self.window.unwrap_or(7);
+        if window == 0 {
+            return bad(
+                "--window 0: the window counts tonight's batch, so it is at least 1".into(),
+            );
+        }
         let text_column = self.text_column.unwrap_or_else(|| "text".into());
         let id_column_explicit = self.id_column.is_some();
         let id_column = self.id_column.unwrap_or_else(|| "id".into());
@@ -410,6 +479,10 @@ impl Settings {
             simhash_df_sample: self.simhash_df_sample.unwrap_or(10_000).max(1),
             simhash_top_k: self.simhash_top_k.unwrap_or(0),
             simhash_min_features: self.simhash_min_features.unwrap_or(128),
+            index: self.index,
+            batch: self.batch,
+            window,
+            index_keys: self.index_keys.unwrap_or_default(),
             threads,
             keep: self.keep.unwrap_or(Keep::First),
             allow_duplicate_ids: self.allow_duplicate_ids,
@@ -425,13 +498,14 @@ impl Config {
     }
 
     /// The configuration that determines the result, as JSON, for the manifest's metadata: without
-    /// the thread count and the output location, which never change the result, so the manifest is
+    /// the thread count and the output and index locations, which never change the result, so the manifest is
     /// byte-identical across thread counts and output directories.
     pub fn result_json(&self) -> serde_json::Value {
         let mut v = self.to_json();
         if let Some(o) = v.as_object_mut() {
             o.remove("threads");
             o.remove("output");
+            o.remove("index");
         }
         v
     }

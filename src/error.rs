@@ -83,6 +83,18 @@ pub enum Error {
         hint: &'static str,
     },
 
+    /// A file of the retained index (`--index`) is missing, truncated or fails its checksum.
+    #[error("index file '{path}' is damaged: {msg}. Nothing was written to the index or the output; restore the index from a backup, or start a new index (a new --index location) and rerun")]
+    IndexFile { path: String, msg: String },
+
+    /// The retained index cannot be used with this run (other settings, an older batch name).
+    #[error("index '{index}': {msg}")]
+    Index { index: String, msg: String },
+
+    /// Another process holds the retained index's lock.
+    #[error("index '{index}' is in use by {holder}; wait for that run to finish (a lock left by a process that died on this host is taken over automatically)")]
+    IndexInUse { index: String, holder: String },
+
     /// The corpus has more documents than the 32-bit document index supports.
     #[error("the input has {0} documents; this version supports at most 4,294,967,294 per run: split the input into several runs")]
     TooManyDocuments(u64),

@@ -3,11 +3,10 @@
 //!
 //! - `CORPUS_DEDUP_CRASH=STAGE:TASK[:ONCE_FILE]`: the task kills its own process with SIGKILL
 //!   after writing its outputs and before its completion marker (once only when ONCE_FILE is
-//!   given: the file records that it happened). The crash tests use it.
+//!   given: the file records that it happened). The crash tests use it. `index-commit:0` is the
+//!   moment before a run replaces the index head.
 //! - `CORPUS_DEDUP_CHUNK_ROWS=N`: the signatures chunk size (tests use tiny chunks to cross many
 //!   chunk and shard boundaries); it never changes a result.
-
-use crate::plan::Stage;
 
 /// The signatures chunk size: `default`, unless the chunk-size hook sets it.
 pub fn chunk_rows(default: u64) -> u64 {
@@ -20,8 +19,18 @@ pub fn chunk_rows(default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// The crash hook: called between a task's outputs and its marker.
-pub fn crash_point(stage: Stage, task: usize) {
+/// The crash hook: called between a task's outputs and its marker (`stage`: the stage's name).
+pub fn crash_point(stage: &str, task: usize) {
+    crash_if(stage, task);
+}
+
+/// The crash hook at a named point outside a task (`index-commit`: just before the index head
+/// is replaced), matched as `CORPUS_DEDUP_CRASH=POINT:0`.
+pub fn crash_at(point: &str) {
+    crash_if(point, 0);
+}
+
+fn crash_if(name: &str, task: usize) {
     if !cfg!(feature = "test-hooks") {
         return;
     }
@@ -32,7 +41,7 @@ pub fn crash_point(stage: Stage, task: usize) {
     let (Some(s), Some(t)) = (it.next(), it.next()) else {
         return;
     };
-    if s != stage.name() || t.parse::<usize>().ok() != Some(task) {
+    if s != name || t.parse::<usize>().ok() != Some(task) {
         return;
     }
     if let Some(once) = it.next() {
@@ -42,9 +51,8 @@ pub fn crash_point(stage: Stage, task: usize) {
         let _ = std::fs::write(once, b"");
     }
     eprintln!(
-        "corpus-dedup: fault injection: killing process {} in {} task {task}",
+        "corpus-dedup: fault injection: killing process {} in {name} task {task}",
         std::process::id(),
-        stage.name()
     );
     // SAFETY: kill(2) on our own pid with a constant signal has no memory-safety preconditions.
     unsafe {

@@ -13,6 +13,7 @@ pub mod corpus;
 pub mod error;
 pub mod executor;
 pub mod hooks;
+pub mod index;
 pub mod io;
 pub mod lsh;
 pub mod minhash;

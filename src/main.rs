@@ -121,6 +121,11 @@ fn plan(
     let dir = OutputDir::parse(&work);
     let plan = executor::local::in_pool(cfg.threads, || {
         dir.prepare()?;
+        // A run in progress on the index makes a distributed plan fail at start too (the merge
+        // task takes the lock again for its commit, which also checks the index is unchanged).
+        if let Some(index) = &cfg.index {
+            drop(corpus_dedup::index::Lock::acquire(index)?);
+        }
         let plan = corpus_dedup::plan::Plan::build(&cfg, layout.tasks, layout.bucket_ranges)?;
         executor::local::install_plan(&dir, &plan, cfg.quiet)?;
         Ok(plan)

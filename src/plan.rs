@@ -9,11 +9,13 @@
 //! |---------------|------------------------------|-------------------------------------|---------------------------------|
 //! | `sample`      | one per part (SimHash)       | its rows that fall in the sample    | `sample/pP.bin`                 |
 //! | `frequencies` | one (SimHash)                | `sample/*`                          | `frequencies.bin`               |
-//! | `signatures`  | one per part                 | its rows of the shards              | `store/pP.{sig,ids,keys}`, `docs/pP.parquet`, `bands/bB-rR/pP.bin` |
+//! | `signatures`  | one per part                 | its rows of the shards              | `store/pP.{sig,ids,keys}`, `docs/pP.parquet`, `bands/bB-rR/pP.bin`, `exact/pP.bin` |
+//! | `lookup`      | one per part (`--index`)     | its store and exact hashes, the index | `lookup/pP.parquet`           |
 //! | `candidates`  | bands (tables) x ranges      | `bands/bB-rR/*`                     | `candidates/tT.bin`             |
 //! | `verify`      | one per part                 | its part of each pair file, stores  | `edges/pP.parquet`              |
 //! | `cluster`     | one                          | `edges/*` (streamed), `docs/*`      | `cluster/pP.parquet`            |
 //! | `manifest`    | one per part                 | `cluster/pP.parquet`, stores        | `manifest/pP.parquet`           |
+//! | `index`       | bands + 1 (`--index`)        | band rows / stores, exact hashes    | INDEX/batches/NAME-HASH/*       |
 //! | `merge`       | one                          | `manifest/*`, `done/*`              | OUTPUT/manifest.parquet, summary.json |
 //!
 //! The two SimHash stages exist only for `--method simhash` with `--simhash-max-df` below 1 (they
@@ -37,7 +39,7 @@ use crate::simhash::BlockIndex;
 
 /// Plan file format version, raised whenever the meaning of a work file changes, so that a work
 /// directory left by another build is discarded instead of resumed.
-pub const FORMAT: u32 = 6;
+pub const FORMAT: u32 = 7;
 
 /// Documents per part when `--tasks` is not given. A part's tasks hold its signatures and band
 /// keys (~700 bytes per document: ~170 MB) but only one chunk of its text at a time.
@@ -60,6 +62,8 @@ pub enum Stage {
     Frequencies,
     /// Shards -> signatures (MinHash) or fingerprints (SimHash), band rows, the document store.
     Signatures,
+    /// `--index`: a part's documents looked up in the retained index's batches.
+    Lookup,
     /// Band rows of one band (bucket range) -> candidate pairs.
     Candidates,
     /// Candidate pairs of a part -> verified edges.
@@ -68,19 +72,24 @@ pub enum Stage {
     Cluster,
     /// Clusters of a part -> manifest rows.
     Manifest,
+    /// `--index`: tonight's batch files for the retained index (one task per band, one for the
+    /// per-document files).
+    Index,
     /// Manifest parts -> manifest.parquet and summary.json in the output.
     Merge,
 }
 
 /// All stages in run order (a plan runs those with tasks: [`Plan::stages`]).
-pub const STAGES: [Stage; 8] = [
+pub const STAGES: [Stage; 10] = [
     Stage::Sample,
     Stage::Frequencies,
     Stage::Signatures,
+    Stage::Lookup,
     Stage::Candidates,
     Stage::Verify,
     Stage::Cluster,
     Stage::Manifest,
+    Stage::Index,
     Stage::Merge,
 ];
 
@@ -91,6 +100,8 @@ impl Stage {
             Stage::Sample => "sample",
             Stage::Frequencies => "frequencies",
             Stage::Signatures => "signatures",
+            Stage::Lookup => "lookup",
+            Stage::Index => "index",
             Stage::Candidates => "candidates",
             Stage::Verify => "verify",
             Stage::Cluster => "cluster",
@@ -123,6 +134,9 @@ pub struct Plan {
     pub parts: Vec<(u64, u64)>,
     /// Bucket ranges per band (candidates tasks = bands x bucket_ranges).
     pub bucket_ranges: usize,
+    /// `--index`: the retained index as this run uses it.
+    #[serde(default)]
+    pub index: Option<crate::index::IndexPlan>,
 }
 
 impl Plan {
@@ -165,6 +179,11 @@ impl Plan {
             Some(r) => r,
             None => documents.div_ceil(ROWS_PER_CANDIDATES_TASK).max(1) as usize,
         };
+        // What tonight's batch is made of names its directory in the index.
+        let fingerprint = {
+            let what = serde_json::json!([&files, cfg.result_json()]);
+            xxhash_rust::xxh3::xxh3_64(what.to_string().as_bytes())
+        };
         Ok(Plan {
             format: FORMAT,
             version: env!("CARGO_PKG_VERSION").to_string(),
@@ -173,6 +192,7 @@ impl Plan {
             documents,
             parts,
             bucket_ranges,
+            index: crate::index::plan(cfg, fingerprint)?,
         })
     }
 
@@ -184,6 +204,11 @@ impl Plan {
             Stage::Signatures | Stage::Verify | Stage::Manifest => self.parts.len(),
             Stage::Candidates => self.bands() * self.bucket_ranges,
             Stage::Cluster | Stage::Merge => 1,
+            Stage::Lookup => match &self.index {
+                Some(ip) if !ip.compare.is_empty() => self.parts.len(),
+                _ => 0,
+            },
+            Stage::Index => usize::from(self.index.is_some()) * (self.bands() + 1),
         }
     }
 
@@ -214,9 +239,19 @@ impl Plan {
         }
     }
 
-    /// True when SimHash drops over-frequent features, found from a sample of the documents.
-    pub fn samples_features(&self) -> bool {
+    /// True when SimHash drops over-frequent features.
+    pub fn drops_frequent_features(&self) -> bool {
         self.config.method == Method::Simhash && self.config.simhash_max_df < 1.0
+    }
+
+    /// True when the over-frequent features are found from a sample of tonight's documents (not
+    /// when the retained index has its filter already: every batch of an index uses the same).
+    pub fn samples_features(&self) -> bool {
+        self.drops_frequent_features()
+            && self
+                .index
+                .as_ref()
+                .is_none_or(|ip| ip.frequencies.is_none())
     }
 
     /// SimHash: the sampled documents are every `stride`-th one in input order (about
@@ -349,6 +384,7 @@ impl Plan {
             && self.parts == other.parts
             && self.bucket_ranges == other.bucket_ranges
             && self.config.result_json() == other.config.result_json()
+            && self.index == other.index
     }
 
     /// The plan as JSON.
@@ -419,6 +455,7 @@ mod tests {
             documents: next,
             parts,
             bucket_ranges: 1,
+            index: None,
         }
     }
 

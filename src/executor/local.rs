@@ -192,6 +192,11 @@ fn run_tasks(
     if let Some(dir) = work.local_dir() {
         crate::io::output::prepare_dir(dir)?;
     }
+    // The index is this run's from the plan (which reads its head) to the commit.
+    let _lock = match &cfg.index {
+        Some(index) => Some(crate::index::Lock::acquire(index)?),
+        None => None,
+    };
     let plan = pool.install(|| Plan::build(cfg, layout.tasks, layout.bucket_ranges))?;
     let resumed = install_plan(&work, &plan, cfg.quiet)?;
     let mut walls = Vec::new();

@@ -13,7 +13,7 @@ use crate::io::output::OutputDir;
 use crate::io::work::{peak_rss_mib, write_marker, TaskReport};
 use crate::plan::{Plan, Stage};
 use crate::stages::{
-    candidates, cluster, frequencies, manifest, merge, sample, signatures, verify,
+    candidates, cluster, frequencies, index, lookup, manifest, merge, sample, signatures, verify,
 };
 
 /// Runs task `task` of `stage` and writes its marker (last). `walls` (stage wall times of a
@@ -37,6 +37,8 @@ pub fn run_task(
         Stage::Sample => to_json(sample::run(work, plan, task)?),
         Stage::Frequencies => to_json(frequencies::run(work, plan)?),
         Stage::Signatures => to_json(signatures::run(work, plan, task)?),
+        Stage::Lookup => to_json(lookup::run(work, plan, task)?),
+        Stage::Index => to_json(index::run(work, plan, task)?),
         Stage::Candidates => to_json(candidates::run(work, plan, task)?),
         Stage::Verify => to_json(verify::run(work, plan, task)?),
         Stage::Cluster => to_json(cluster::run(work, plan)?),
@@ -50,7 +52,7 @@ pub fn run_task(
         peak_rss_mib: peak_rss_mib(),
         stats,
     };
-    crate::hooks::crash_point(stage, task);
+    crate::hooks::crash_point(stage.name(), task);
     write_marker(work, &report, stage)?;
     Ok(report)
 }

@@ -191,6 +191,31 @@ pub fn put(url: &str, bytes: Vec<u8>) -> Result<()> {
         .map_err(|e| store_err("write", url, e))
 }
 
+/// Writes `bytes` as the object `url` only if no object of that name exists (a conditional PUT,
+/// `If-None-Match: *`); false when it exists.
+pub fn put_new(url: &str, bytes: Vec<u8>) -> Result<bool> {
+    let (bucket, key) = split_url(url)?;
+    let store = store(bucket)?;
+    let opts = object_store::PutOptions::from(object_store::PutMode::Create);
+    match runtime()?.block_on(store.put_opts(&Path::from(key), PutPayload::from(bytes), opts)) {
+        Ok(_) => Ok(true),
+        Err(
+            object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. },
+        ) => Ok(false),
+        Err(e) => Err(store_err("write", url, e)),
+    }
+}
+
+/// Deletes one object (absent is fine).
+pub fn delete(url: &str) -> Result<()> {
+    let (bucket, key) = split_url(url)?;
+    let store = store(bucket)?;
+    match runtime()?.block_on(store.delete(&Path::from(key))) {
+        Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+        Err(e) => Err(store_err("delete", url, e)),
+    }
+}
+
 /// Size of one part of a streamed upload (S3 needs at least 5 MiB for every part but the last).
 pub const PART_SIZE: usize = 8 << 20;
 

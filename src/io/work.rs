@@ -9,6 +9,8 @@
 //! frequencies.bin                SimHash: the over-frequent feature filter (stages::frequencies)
 //! store/pP.{sig,ids,keys}        document store (io::store)
 //! docs/pP.parquet                keep data and id hashes (stages::signatures)
+//! exact/pP.bin                   exact-text hashes (stages::signatures)
+//! lookup/pP.parquet              matches in the retained index (stages::lookup)
 //! bands/bB-rR/pP.bin             band rows (io::band_rows)
 //! candidates/tT.bin              candidate pairs cut by part (io::pairs)
 //! edges/pP.parquet               verified edges (stages::verify)
@@ -45,6 +47,16 @@ pub fn sample_file(p: usize) -> String {
 /// Part `p`'s store files: records, ids, shingle keys.
 pub fn store_files(p: usize) -> [String; 3] {
     ["sig", "ids", "keys"].map(|ext| format!("store/p{p:05}.{ext}"))
+}
+
+/// Part `p`'s exact-text hashes (16 bytes per document, little-endian, document order).
+pub fn exact_file(p: usize) -> String {
+    format!("exact/p{p:05}.bin")
+}
+
+/// Part `p`'s matches against the retained index (`stages::lookup`).
+pub fn lookup_file(p: usize) -> String {
+    part_file("lookup", p)
 }
 
 /// The rows of band `band`, bucket range `range`, written by part `part`'s signatures task.

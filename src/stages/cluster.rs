@@ -18,14 +18,79 @@ use crate::io::output::OutputDir;
 use crate::io::store;
 use crate::io::work::{part_file, polars_err as pe, series, u32s, write_frame};
 use crate::plan::Plan;
+use crate::stages::lookup;
 use crate::unionfind::UnionFind;
 
 /// Counters of the cluster task.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ClusterStats {
     pub documents_kept: u64,
+    /// Documents whose normalised text equals an earlier document's (tonight's, or with
+    /// `--index` an indexed one's): settled by the exact pre-pass.
+    #[serde(default)]
+    pub exact_duplicates: u64,
+    /// `--index`: documents dropped against each earlier batch.
+    #[serde(default)]
+    pub dropped_against: std::collections::BTreeMap<String, u64>,
     pub clusters: u64,
     pub cluster_size_histogram: std::collections::BTreeMap<String, u64>,
+}
+
+/// The keeper of a cluster whose kept document is in the retained index (an earlier batch).
+pub const INDEXED: u32 = u32::MAX;
+
+/// A match of one of tonight's documents in the retained index (from the lookup stage).
+#[derive(Debug, Clone)]
+pub struct IndexMatch {
+    pub doc: u32,
+    /// Position of the batch in the plan's compare list (oldest first).
+    pub batch: u32,
+    pub xdoc: u32,
+    pub similarity: f32,
+    pub exact: bool,
+    pub xid: String,
+    pub xrec: Vec<u8>,
+}
+
+/// Every lookup task's matches.
+#[derive(Debug, Default)]
+pub struct IndexMatches {
+    pub matches: Vec<IndexMatch>,
+}
+
+impl IndexMatches {
+    /// Reads the lookup files (none when the run has no lookup stage).
+    pub fn read(work: &OutputDir, plan: &Plan) -> Result<IndexMatches> {
+        let mut matches = Vec::new();
+        if plan.tasks(crate::plan::Stage::Lookup) == 0 {
+            return Ok(IndexMatches { matches });
+        }
+        let st = "cluster";
+        for p in 0..plan.parts.len() {
+            let df = work.read_parquet(&crate::io::work::lookup_file(p))?;
+            let doc = u32s(&df, "doc", st)?;
+            let batch = u32s(&df, "batch", st)?;
+            let xdoc = u32s(&df, "xdoc", st)?;
+            let sim = series(&df, "similarity", st)?;
+            let exact = series(&df, "exact", st)?;
+            let xid = series(&df, "xid", st)?;
+            let xrec = series(&df, "xrec", st)?;
+            let (sim, exact) = (sim.f32().map_err(pe(st))?, exact.bool().map_err(pe(st))?);
+            let (xid, xrec) = (xid.str().map_err(pe(st))?, xrec.binary().map_err(pe(st))?);
+            for i in 0..doc.len() {
+                matches.push(IndexMatch {
+                    doc: doc[i],
+                    batch: batch[i],
+                    xdoc: xdoc[i],
+                    similarity: sim.get(i).unwrap_or(0.0),
+                    exact: exact.get(i).unwrap_or(false),
+                    xid: xid.get(i).unwrap_or("").to_string(),
+                    xrec: xrec.get(i).unwrap_or(&[]).to_vec(),
+                });
+            }
+        }
+        Ok(IndexMatches { matches })
+    }
 }
 
 /// Cluster assignment of every document.
@@ -46,7 +111,7 @@ impl Clusters {
         (self.size[r as usize] > 1).then_some(r)
     }
 
-    /// The document kept in `doc`'s cluster.
+    /// The document kept in `doc`'s cluster ([`INDEXED`] when it is in the retained index).
     pub fn keeper_of(&self, doc: u32) -> u32 {
         self.keeper[self.root[doc as usize] as usize]
     }
@@ -171,6 +236,28 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
             uf.union(x, y);
         }
     }
+    // Exact copies: every later copy of a text joins its first copy (similarity 1.0).
+    let mut first_copy: Vec<u32> = (0..n as u32).collect();
+    {
+        let mut hashes: Vec<(u128, u32)> = Vec::with_capacity(n);
+        for p in 0..plan.parts.len() {
+            let r = plan.part_range(p);
+            let ex = lookup::read_exact(work, p, (r.end - r.start) as usize)?;
+            hashes.extend(
+                ex.into_iter()
+                    .zip(r.start as u32..r.end as u32)
+                    .filter(|&(h, _)| h != 0),
+            );
+        }
+        hashes.par_sort_unstable();
+        for run in hashes.chunk_by(|x, y| x.0 == y.0) {
+            for &(_, d) in &run[1..] {
+                first_copy[d as usize] = run[0].1;
+                uf.union(run[0].1, d);
+            }
+        }
+    }
+    let index = IndexMatches::read(work, plan)?;
     // Keep data, read only when the rule needs it.
     let keep_column = |name: &str| -> Result<Vec<Option<f64>>> {
         let mut out = Vec::with_capacity(n);
@@ -190,13 +277,25 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
         crate::config::Keep::Longest => (keep_column("text_len")?, Vec::new()),
         crate::config::Keep::Column(_) => (Vec::new(), keep_column("priority")?),
     };
-    let clusters = Clusters::build(
+    let mut clusters = Clusters::build(
         uf,
         &cfg.keep,
         |d| text_len[d as usize].unwrap_or(0.0) as usize,
         |d| priority[d as usize],
     );
     drop((text_len, priority));
+    // The earliest indexed document matched by any member wins the whole cluster.
+    let mut anchor: ahash::AHashMap<u32, (u32, u32, usize)> = ahash::AHashMap::new();
+    for (i, m) in index.matches.iter().enumerate() {
+        let r = clusters.root[m.doc as usize];
+        let e = anchor.entry(r).or_insert((m.batch, m.xdoc, i));
+        if (m.batch, m.xdoc) < (e.0, e.1) {
+            *e = (m.batch, m.xdoc, i);
+        }
+    }
+    for &r in anchor.keys() {
+        clusters.keeper[r as usize] = INDEXED;
+    }
     // Similarity to the keeper where a verified edge joins them (a second pass over the edges,
     // 4 bytes per document); the manifest computes the rest.
     let mut to_keeper = vec![f32::NAN; n];
@@ -213,6 +312,41 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
             }
         }
     }
+    for d in 0..n as u32 {
+        let f = first_copy[d as usize];
+        if f != d && clusters.keeper_of(d) == f {
+            to_keeper[d as usize] = 1.0;
+        }
+    }
+    // A member matched to its cluster's indexed document directly: that similarity.
+    for m in &index.matches {
+        let (b, x, _) = anchor[&clusters.root[m.doc as usize]];
+        if (m.batch, m.xdoc) == (b, x) {
+            to_keeper[m.doc as usize] = m.similarity;
+        }
+    }
+    let exact_in_index: ahash::AHashSet<u32> = index
+        .matches
+        .iter()
+        .filter(|m| m.exact)
+        .map(|m| m.doc)
+        .collect();
+    let exact_duplicates = (0..n as u32)
+        .filter(|&d| first_copy[d as usize] != d || exact_in_index.contains(&d))
+        .count() as u64;
+    let names: Vec<&str> = plan
+        .index
+        .iter()
+        .flat_map(|ip| ip.compare.iter().map(|b| b.name.as_str()))
+        .collect();
+    let mut dropped_against = std::collections::BTreeMap::new();
+    for d in 0..n as u32 {
+        if let Some(&(b, _, _)) = anchor.get(&clusters.root[d as usize]) {
+            *dropped_against
+                .entry(names[b as usize].to_string())
+                .or_insert(0u64) += 1;
+        }
+    }
     for p in 0..plan.parts.len() {
         let r = plan.part_range(p);
         let docs = r.start as u32..r.end as u32;
@@ -222,21 +356,53 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
             .map(|d| Some(to_keeper[d as usize]).filter(|s| !s.is_nan()))
             .collect();
         let cluster_id: Vec<Option<u64>> = docs
-            .map(|d| clusters.cluster_id(d).map(u64::from))
+            .clone()
+            .map(|d| {
+                let anchored = anchor.contains_key(&clusters.root[d as usize]);
+                let id = clusters
+                    .cluster_id(d)
+                    .or(anchored.then(|| clusters.root[d as usize]));
+                id.map(u64::from)
+            })
             .collect();
-        write_frame(
-            work,
-            &part_file("cluster", p),
-            "cluster",
-            vec![
-                Column::new("keeper".into(), keeper),
-                Column::new("cluster_id".into(), cluster_id),
-                Column::new("similarity".into(), similarity),
-            ],
-        )?;
+        let mut columns = vec![
+            Column::new("keeper".into(), keeper),
+            Column::new("cluster_id".into(), cluster_id),
+            Column::new("similarity".into(), similarity.clone()),
+        ];
+        if let Some(ip) = &plan.index {
+            // The batch of each dropped document's keeper, and for an indexed keeper its id and
+            // record (the record only where the similarity must still be computed).
+            let mut batch: Vec<Option<&str>> = Vec::new();
+            let mut id: Vec<Option<&str>> = Vec::new();
+            let mut rec: Vec<Option<&[u8]>> = Vec::new();
+            for (j, d) in docs.enumerate() {
+                let a = anchor.get(&clusters.root[d as usize]);
+                match a {
+                    Some(&(b, _, i)) => {
+                        let m = &index.matches[i];
+                        batch.push(Some(names[b as usize]));
+                        id.push(Some(m.xid.as_str()));
+                        rec.push(similarity[j].is_none().then_some(m.xrec.as_slice()));
+                    }
+                    None => {
+                        let dropped = clusters.keeper_of(d) != d;
+                        batch.push(dropped.then_some(ip.batch.as_str()));
+                        id.push(None);
+                        rec.push(None);
+                    }
+                }
+            }
+            columns.push(Column::new("duplicate_of_batch".into(), batch));
+            columns.push(Column::new("indexed_id".into(), id));
+            columns.push(Column::new("indexed_record".into(), rec));
+        }
+        write_frame(work, &part_file("cluster", p), "cluster", columns)?;
     }
     let hist = clusters.size_histogram();
     Ok(ClusterStats {
+        exact_duplicates,
+        dropped_against,
         documents_kept: (0..n as u32)
             .filter(|&d| clusters.keeper_of(d) == d)
             .count() as u64,

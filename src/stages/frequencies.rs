@@ -40,11 +40,21 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<FrequencyStats> {
 
 /// Reads the filter the frequencies task wrote.
 pub fn read(work: &OutputDir) -> Result<DocFrequency> {
-    let bad = |msg: &str| Error::WorkFile {
-        path: work.location(FREQUENCIES),
-        msg: msg.to_string(),
-    };
-    let bytes = work.read(FREQUENCIES)?.ok_or_else(|| bad("missing"))?;
+    read_from(work, FREQUENCIES, |path, msg| Error::WorkFile { path, msg })
+}
+
+/// Reads the filter a retained index keeps as `name`.
+pub fn read_index(index: &OutputDir, name: &str) -> Result<DocFrequency> {
+    read_from(index, name, |path, msg| Error::IndexFile { path, msg })
+}
+
+fn read_from(
+    dir: &OutputDir,
+    name: &str,
+    err: fn(String, String) -> Error,
+) -> Result<DocFrequency> {
+    let bad = |msg: &str| err(dir.location(name), msg.to_string());
+    let bytes = dir.read(name)?.ok_or_else(|| bad("missing"))?;
     let Some(split) = bytes.len().checked_sub(8) else {
         return Err(bad("truncated"));
     };

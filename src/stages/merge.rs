@@ -12,11 +12,14 @@ use serde::Serialize;
 
 use crate::config::Method;
 use crate::error::{Error, Result};
+use crate::index::batch::Written;
+use crate::index::{BatchEntry, IndexPlan};
 use crate::io::output::{parquet_writer, OutputDir, ParquetUse};
 use crate::io::work::{part_file, peak_rss_mib, require_stage, TaskReport};
 use crate::plan::{Plan, Stage};
 use crate::stages::candidates::CandidateStats;
 use crate::stages::cluster::ClusterStats;
+use crate::stages::lookup::LookupStats;
 use crate::stages::signatures::SignatureStats;
 use crate::stages::verify::VerifyStats;
 
@@ -54,6 +57,9 @@ pub struct Summary {
     pub empty_texts: u64,
     pub text_bytes: u64,
     pub clusters: u64,
+    /// Documents whose normalised text equals an earlier document's (within the input, or with
+    /// `--index` in the index): found by the exact pre-pass, similarity 1.0.
+    pub exact_duplicates: u64,
     /// Cluster size -> number of clusters of that size (sizes >= 2).
     pub cluster_size_histogram: BTreeMap<String, u64>,
     pub candidates: CandidateStats,
@@ -81,7 +87,40 @@ pub struct Summary {
     pub docs_per_second: f64,
     pub mb_per_second: f64,
     pub threads: usize,
+    /// `--index`: what tonight's batch met in the retained index and what the index is now.
+    pub index: Option<IndexSummary>,
     pub config: serde_json::Value,
+}
+
+/// The retained index part of the summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexSummary {
+    pub location: String,
+    pub batch: String,
+    pub window: usize,
+    /// The batches tonight was compared with, oldest first.
+    pub compared_with: Vec<String>,
+    /// Tonight's documents dropped against each earlier batch (their keeper is in it).
+    pub dropped_against: BTreeMap<String, u64>,
+    /// Tonight's documents dropped against another of tonight's documents.
+    pub dropped_within_batch: u64,
+    /// The batches in the window now, oldest first.
+    pub batches: Vec<String>,
+    pub batches_added: Vec<String>,
+    pub batches_expired: Vec<String>,
+    /// Documents in the window's batches.
+    pub documents_indexed: u64,
+    /// Bytes of the index on disk (window and retired batches).
+    pub index_bytes_on_disk: u64,
+    pub index_bytes_per_document: f64,
+    /// Bytes of tonight's batch on disk.
+    pub batch_bytes: u64,
+    pub batch_bytes_per_document: f64,
+    /// Bytes of filters and block tables a lookup of the next batch holds in memory.
+    pub filter_bytes_in_memory: u64,
+    pub filter_bytes_per_document: f64,
+    /// Filter passes (block reads) and candidates of tonight's lookups.
+    pub lookup: LookupStats,
 }
 
 /// P(candidate | s) at a few similarities, for the summary.
@@ -165,6 +204,17 @@ pub fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_jso
         .first()
         .map(TaskReport::stats)
         .unwrap_or_default();
+    let index = match &plan.index {
+        Some(ip) => Some(commit_index(
+            work,
+            plan,
+            ip,
+            &cl,
+            of(Stage::Lookup),
+            of(Stage::Index),
+        )?),
+        None => None,
+    };
     let mut stages: Vec<StageReport> = reports
         .iter()
         .map(|(stage, rs)| StageReport {
@@ -194,6 +244,7 @@ pub fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_jso
         empty_texts: sig.empty_texts,
         text_bytes: sig.text_bytes,
         clusters: cl.clusters,
+        exact_duplicates: cl.exact_duplicates,
         cluster_size_histogram: cl.cluster_size_histogram,
         candidates: cand,
         verified_pairs: ver.verified_pairs,
@@ -210,10 +261,72 @@ pub fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_jso
         docs_per_second: plan.documents as f64 / total.max(1e-9),
         mb_per_second: sig.text_bytes as f64 / 1e6 / total.max(1e-9),
         threads: cfg.threads,
+        index,
         config: cfg.to_json(),
     };
     write_summary(&out, &summary)?;
     Ok(serde_json::to_value(&summary).unwrap_or_default())
+}
+
+/// Adds tonight's batch to the index (after the manifest is written, before the summary) and
+/// reports what happened.
+fn commit_index(
+    work: &OutputDir,
+    plan: &Plan,
+    ip: &IndexPlan,
+    cl: &ClusterStats,
+    lookups: &[TaskReport],
+    written: &[TaskReport],
+) -> Result<IndexSummary> {
+    let mut w = Written::default();
+    for r in written {
+        w += r.stats::<Written>();
+    }
+    let mut lookup = LookupStats::default();
+    for r in lookups {
+        let s: LookupStats = r.stats();
+        lookup.matched += s.matched;
+        lookup.exact += s.exact;
+        lookup.filter_passes += s.filter_passes;
+        lookup.candidates += s.candidates;
+        lookup.filter_bytes = lookup.filter_bytes.max(s.filter_bytes);
+    }
+    // SimHash: the feature filter tonight sampled becomes the index's (kept for every batch).
+    let frequencies = if plan.samples_features() {
+        work.read(crate::io::work::FREQUENCIES)?
+    } else {
+        None
+    };
+    let added = BatchEntry {
+        name: ip.batch.clone(),
+        dir: ip.dir.clone(),
+        documents: plan.documents,
+        bytes: w.bytes,
+        filter_bytes: w.memory,
+    };
+    let c = crate::index::commit(ip, added, frequencies)?;
+    let per = |bytes: u64, docs: u64| (bytes as f64 / docs.max(1) as f64 * 10.0).round() / 10.0;
+    let against: u64 = cl.dropped_against.values().sum();
+    let dropped = plan.documents - cl.documents_kept;
+    Ok(IndexSummary {
+        location: ip.location.clone(),
+        batch: ip.batch.clone(),
+        window: ip.window,
+        compared_with: ip.compare.iter().map(|b| b.name.clone()).collect(),
+        dropped_against: cl.dropped_against.clone(),
+        dropped_within_batch: dropped - against,
+        batches: c.batches,
+        batches_added: c.batches_added,
+        batches_expired: c.batches_expired,
+        documents_indexed: c.documents,
+        index_bytes_on_disk: c.bytes_on_disk,
+        index_bytes_per_document: per(c.bytes_on_disk, c.documents),
+        batch_bytes: w.bytes,
+        batch_bytes_per_document: per(w.bytes, plan.documents),
+        filter_bytes_in_memory: c.filter_bytes,
+        filter_bytes_per_document: per(c.filter_bytes, c.documents),
+        lookup,
+    })
 }
 
 /// Streams the manifest parts into `w` in fixed-size row groups.

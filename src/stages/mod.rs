@@ -8,6 +8,8 @@
 pub mod candidates;
 pub mod cluster;
 pub mod frequencies;
+pub mod index;
+pub mod lookup;
 pub mod manifest;
 pub mod merge;
 pub mod sample;

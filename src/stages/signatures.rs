@@ -4,7 +4,8 @@
 //! (`--method simhash`), its shingle keys, its id; written to the document store
 //! ([`crate::io::store`]), plus one band row per band (MinHash: a hash of the band's signature
 //! values; SimHash: one row per block table, keyed by the table's bits of the fingerprint)
-//! into the file of that band and bucket range ([`crate::io::band_rows`]), plus the keep data
+//! into the file of that band and bucket range ([`crate::io::band_rows`]), its exact-text hash
+//! (`exact/pP.bin`: 16 bytes per document, [`exact_hash`]), plus the keep data
 //! (text length, `--keep` column) and id hashes the cluster task reads (`docs/pP.parquet`).
 //!
 //! Invariants:
@@ -12,7 +13,8 @@
 //!   next chunk read and the previous one appended to the store meanwhile, so the task holds
 //!   three chunks of text plus ~700 bytes per document of its part, never the part's text.
 //! - Null and empty texts (no shingle, or for SimHash no weighted feature) get no band rows: they
-//!   can be no one's near-duplicate and stay singletons.
+//!   can be no one's near-duplicate and stay singletons. Nor does a later exact copy of a text
+//!   of the same part (the exact pre-pass settles it).
 //! - Everything is a function of the documents and the settings: how a part is chunked never
 //!   changes a file.
 //!
@@ -57,6 +59,42 @@ struct KeyBatch {
     keys: Vec<u32>,
     /// `ends[j]`: end of document j's keys in `keys` (its start is `ends[j - 1]`, or 0).
     ends: Vec<usize>,
+    /// Document j's exact-text hash.
+    exact: Vec<u128>,
+}
+
+/// The exact-text hash of a document: a 128-bit hash of its normalised text with runs of spaces
+/// read as one (as the tokenizer reads them), or 0 when it has no shingle (a null or empty text
+/// is nobody's duplicate). Two documents with equal hashes are exact copies up to normalisation
+/// (collisions: ~n^2 / 2^128).
+pub fn exact_hash(normalized: &str, shingles: usize) -> u128 {
+    if shingles == 0 {
+        return 0;
+    }
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for word in normalized.split(' ').filter(|w| !w.is_empty()) {
+        h.update(word.as_bytes());
+        h.update(b" ");
+    }
+    h.digest128().max(1)
+}
+
+/// The exact-text hashes of a column (for SimHash runs that compute no shingle keys).
+pub fn exact_column(texts: &StringChunked, tokenizer: Tokenizer, ngram: usize) -> Vec<u128> {
+    (0..texts.len())
+        .into_par_iter()
+        .with_min_len(KEY_BATCH)
+        .map_init(
+            || (Scratch::default(), Vec::new()),
+            |(scratch, hashes), i| match texts.get(i) {
+                Some(t) => {
+                    shingle_hashes(t, tokenizer, ngram, scratch, hashes);
+                    exact_hash(scratch.normalized(), hashes.len())
+                }
+                None => 0,
+            },
+        )
+        .collect()
 }
 
 impl ShingleKeys {
@@ -70,6 +108,16 @@ impl ShingleKeys {
         self.len == 0
     }
 
+    /// The exact-text hash of document `doc` ([`exact_hash`]; 0 for a text without shingles).
+    pub fn exact(&self, doc: usize) -> u128 {
+        let b = self.starts.partition_point(|&s| s <= doc) - 1;
+        self.batches[b]
+            .exact
+            .get(doc - self.starts[b])
+            .copied()
+            .unwrap_or(0)
+    }
+
     /// The keys of document `doc` (position within the run).
     pub fn get(&self, doc: usize) -> &[u32] {
         let b = self.starts.partition_point(|&s| s <= doc) - 1;
@@ -78,13 +126,16 @@ impl ShingleKeys {
         &batch.keys[start..batch.ends[j]]
     }
 
-    /// `n` documents without keys (SimHash without the short-document check).
-    pub fn none(n: usize) -> Self {
+    /// `n` documents without keys (SimHash without the short-document check), with their
+    /// exact-text hashes.
+    pub fn none(exact: Vec<u128>) -> Self {
+        let n = exact.len();
         ShingleKeys {
             starts: vec![0],
             batches: vec![KeyBatch {
                 keys: Vec::new(),
                 ends: vec![0; n],
+                exact,
             }],
             len: n,
         }
@@ -128,10 +179,12 @@ pub fn signature_column(
                 let mut batch = KeyBatch {
                     keys: Vec::new(),
                     ends: Vec::with_capacity(counts.len()),
+                    exact: vec![0; counts.len()],
                 };
                 for (j, count) in counts.iter_mut().enumerate() {
                     if let Some(text) = texts.get(b * KEY_BATCH + j) {
                         shingle_hashes(text, tokenizer, ngram, scratch, hashes);
+                        batch.exact[j] = exact_hash(scratch.normalized(), hashes.len());
                         let start = batch.keys.len();
                         batch.keys.extend(hashes.iter().map(|&h| shingle_key(h)));
                         let keys = &batch.keys[start..];
@@ -209,7 +262,13 @@ impl Kernel {
                 rows: cfg.rows,
             },
             Method::Simhash => {
-                let (df, sampled) = if plan.samples_features() {
+                let indexed = plan
+                    .index
+                    .as_ref()
+                    .and_then(|ip| Some((ip.dir(), ip.frequencies.clone()?)));
+                let (df, sampled) = if let Some((index, name)) = indexed {
+                    (Some(frequencies::read_index(&index, &name)?), Vec::new())
+                } else if plan.samples_features() {
                     (Some(frequencies::read(work)?), sample::read(work, p)?)
                 } else {
                     (None, Vec::new())
@@ -277,7 +336,8 @@ impl Kernel {
                             signature_column(&shard.text, None, tokenizer, cfg.ngram);
                         (counts.shingles, keys)
                     } else {
-                        (vec![0; shard.len()], ShingleKeys::none(shard.len()))
+                        let exact = exact_column(&shard.text, tokenizer, cfg.ngram);
+                        (vec![0; shard.len()], ShingleKeys::none(exact))
                     };
                     let values = fps.values.iter().zip(&fps.features);
                     let sg = Signatures {
@@ -337,6 +397,11 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
     let mut text_len: Vec<u32> = Vec::with_capacity(count as usize);
     let mut id_hash: Vec<u64> = Vec::with_capacity(count as usize);
     let mut priority: Vec<Option<f64>> = Vec::with_capacity(count as usize);
+    // Exact-text hashes of the part, and those seen so far: a later copy of a text gets no band
+    // rows (the cluster task joins it to the first copy, and any near-duplicate of it is one of
+    // the first copy too), so exact copies cost no candidate pair and no verification.
+    let mut exact: Vec<u8> = Vec::with_capacity(16 * count as usize);
+    let mut seen: ahash::AHashSet<u128> = ahash::AHashSet::new();
     let mut read = 0u64;
     let changed = |read: u64| {
         Error::Task(format!(
@@ -397,7 +462,10 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
                     }
                 }
                 for (d, ks) in chunk.band_keys.chunks(bands.max(1)).enumerate() {
-                    if !kernel.indexed(&chunk.sigs, d) {
+                    let h = chunk.keys.exact(d);
+                    exact.extend_from_slice(&h.to_le_bytes());
+                    let repeat = h != 0 && !seen.insert(h);
+                    if repeat || !kernel.indexed(&chunk.sigs, d) {
                         continue;
                     }
                     let fp = simhash.then(|| simhash::record_fingerprint(chunk.sigs.get(d as u32)));
@@ -442,6 +510,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
             work.write_bytes(&name, band_rows::encode(&bucket, &doc, &value))
         })?;
 
+    work.write_bytes(&work::exact_file(p), exact)?;
     // Keep data for the cluster task, and the id hashes for the duplicate-id check.
     write_frame(
         work,
@@ -522,7 +591,22 @@ mod tests {
         assert_eq!((none.k, none.values.len()), (0, 0));
         assert_eq!(none.shingles, whole_sigs.shingles);
         assert!((0..150).all(|d| keys_only.get(d) == whole.get(d)));
-        let empty = ShingleKeys::none(3);
+        let empty = ShingleKeys::none(vec![0; 3]);
         assert!((0..3).all(|d| empty.get(d).is_empty()));
+        // Exact hashes: equal texts equal, others and empty texts differ (0 for no shingle).
+        let (_, k) = signature_column(
+            &StringChunked::new(
+                "t".into(),
+                &[Some("A b, c"), Some("a  b c"), Some("a b d"), Some(" ")],
+            ),
+            None,
+            Tokenizer::Chars,
+            2,
+        );
+        assert_eq!(k.exact(0), k.exact(1));
+        assert_ne!(k.exact(0), k.exact(2));
+        assert_eq!(k.exact(3), 0);
+        let col = StringChunked::new("t".into(), &[Some("A b, c"), None]);
+        assert_eq!(exact_column(&col, Tokenizer::Chars, 2), vec![k.exact(0), 0]);
     }
 }

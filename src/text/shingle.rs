@@ -27,6 +27,13 @@ pub struct Scratch {
     token_hashes: Vec<u64>,
 }
 
+impl Scratch {
+    /// The normalised text of the last document shingled with this scratch.
+    pub fn normalized(&self) -> &str {
+        &self.norm
+    }
+}
+
 /// Spaces appended to a normalised text before it is tokenised (they add no token), so that the
 /// 16 bytes from the start of any token can be read at once.
 const PAD: &str = "                ";
@@ -335,6 +342,15 @@ impl ShingleSets {
         }
         *self = kept;
         (taken, missing)
+    }
+
+    /// Sorts and deduplicates every held set (what the retained index stores).
+    pub fn sort_dedup(&mut self) {
+        use rayon::prelude::*;
+        self.sets.par_iter_mut().for_each(|s| {
+            s.sort_unstable();
+            s.dedup();
+        });
     }
 
     /// The union of two holdings of disjoint documents.

@@ -5,6 +5,7 @@ mod common;
 
 mod bad_input;
 mod dev_corpus;
+mod index;
 mod ray;
 mod run;
 mod s3;

@@ -298,9 +298,15 @@ fn the_nightly_job_config_parses_and_runs_with_overrides() {
     let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/jobs/nightly.toml");
     cd(["run", "--config", cfg, "--input", &glob, "--output"])
         .arg(&out)
+        .arg("--index")
+        .arg(dir.join("index"))
+        .args(["--batch", "2026-11-23"])
         .ok();
     assert_eq!(manifest(&out).len(), docs.len());
-    assert_eq!(summary(&out)["config"]["keep"], "first");
+    let s = summary(&out);
+    assert_eq!(s["config"]["keep"], "first");
+    assert_eq!(s["index"]["window"], 7);
+    assert_eq!(s["index"]["batches"], serde_json::json!(["2026-11-23"]));
 }
 
 #[test]

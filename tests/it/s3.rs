@@ -311,3 +311,98 @@ fn s3_work_files_larger_than_a_part_are_streamed() {
         comparable(&manifest(&local))
     );
 }
+
+#[test]
+fn an_index_on_s3_gives_the_local_index_manifests_and_is_locked() {
+    let Some(server) = start("s3-index") else {
+        return;
+    };
+    // Night 1: the first sample shard; night 2: the other two and the first one again.
+    let files = upload_samples(&server, "crawl", "all");
+    let local = temp_dir("s3-index-local");
+    let night2: Vec<(&PathBuf, String)> = files[1..]
+        .iter()
+        .map(|f| (f, f.file_name().unwrap().to_string_lossy().to_string()))
+        .chain([(&files[0], "z-again.parquet".to_string())])
+        .collect();
+    let night1 = vec![(
+        &files[0],
+        files[0].file_name().unwrap().to_string_lossy().to_string(),
+    )];
+    for (n, fs) in [(1, night1), (2, night2)] {
+        let dir = server.root.join(format!("crawl/n{n}"));
+        let ldir = local.join(format!("n{n}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(&ldir).unwrap();
+        for (f, name) in fs {
+            std::fs::copy(f, dir.join(&name)).unwrap();
+            std::fs::copy(f, ldir.join(&name)).unwrap();
+        }
+    }
+    for n in 1..=2 {
+        let batch = format!("night-{n}");
+        let out = format!("s3://crawl/runs/n{n}");
+        let args = [
+            "--input",
+            &format!("s3://crawl/n{n}/*.parquet"),
+            "--output",
+            &out,
+            "--index",
+            "s3://crawl/index",
+            "--batch",
+            &batch,
+        ];
+        let o = run_s3(&server, SECRET, &args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let lout = local.join(format!("o{n}"));
+        run_ok(
+            &format!("{}/n{n}/*.parquet", local.display()),
+            &lout,
+            &[
+                "--batch",
+                &batch,
+                "--index",
+                local.join("index").to_str().unwrap(),
+            ],
+        );
+        let remote = server.root.join(format!("crawl/runs/n{n}"));
+        assert_eq!(comparable(&manifest(&remote)), comparable(&manifest(&lout)));
+        assert_eq!(
+            summary(&remote)["index"]["dropped_against"],
+            summary(&lout)["index"]["dropped_against"]
+        );
+    }
+    // Night 1's shard again: every row of the copy is dropped against night 1, as an exact copy.
+    let s2 = summary(&server.root.join("crawl/runs/n2"));
+    assert!(
+        s2["index"]["dropped_against"]["night-1"].as_u64().unwrap() >= 200,
+        "{s2}"
+    );
+    assert!(s2["exact_duplicates"].as_u64().unwrap() >= 200, "{s2}");
+    // The lock object is gone after a run; one held by a live process elsewhere stops a run.
+    let lock = server.root.join("crawl/index/LOCK");
+    assert!(!lock.exists());
+    std::fs::write(&lock, "pid 1 on another-host since 2026-11-23T01:00:00Z").unwrap();
+    let args = [
+        "--input",
+        "s3://crawl/n2/*.parquet",
+        "--output",
+        "s3://crawl/runs/x",
+        "--index",
+        "s3://crawl/index",
+        "--batch",
+        "night-3",
+    ];
+    let e = failure(&run_s3(&server, SECRET, &args));
+    assert!(e.contains("index 's3://crawl/index' is in use by pid 1 on another-host since 2026-11-23T01:00:00Z"), "{e}");
+    // One left by a process of this host that no longer runs is taken over.
+    let host = corpus_dedup::index::hostname();
+    std::fs::write(
+        &lock,
+        format!("pid 2147483000 on {host} since 2026-11-23T01:00:00Z"),
+    )
+    .unwrap();
+    let o = run_s3(&server, SECRET, &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!lock.exists());
+}

@@ -1,0 +1,470 @@
+//! One batch of the retained index: its files, how a batch is written from tonight's run, and
+//! how a later run looks documents up in it.
+//!
+//! Files of `batches/NAME-HASH/` (all [`crate::index::blocks`] files, each with its `.meta`):
+//!
+//! | file            | record (sorted by)                               | filter over   | bytes/doc |
+//! |-----------------|--------------------------------------------------|---------------|-----------|
+//! | `bands/bBBB.bin`| band key's high 32 bits, document (key, doc)     | 64-bit key    | 8 per band|
+//! | `exact.bin`     | 128-bit hash of the normalised text, document    | its low 64 bits | 20      |
+//! | `docs.bin`      | MinHash: K b-bit values (8 bits), shingle count; SimHash: fingerprint, features, shingles | - | K + 4 / 16 |
+//! | `ids.bin`       | id length, id bytes                              | -             | 4 + id    |
+//! | `keys.bin`      | document, key count, shingle keys: short documents only | -      | 8 + 4 x keys |
+//!
+//! Documents are numbered as in the run that wrote the batch (its global input order), so the
+//! earliest document of a batch is its smallest number. A band file stores the high half of the
+//! 64-bit band key: a lookup that passes the filter reads one block and compares those 32 bits,
+//! so two keys that differ only in their low half (one query in 2^32 per batch document) make a
+//! candidate that verification rejects, never a drop.
+
+use ahash::AHashMap;
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::index::blocks::{meta_name, Blocked, Writer};
+use crate::index::filter::Bloom;
+use crate::index::BatchEntry;
+use crate::io::output::OutputDir;
+use crate::io::{u32_at, u64_at};
+
+/// Band (or block table) `b`'s key file.
+pub fn band_file(b: usize) -> String {
+    format!("bands/b{b:03}.bin")
+}
+
+/// The exact-text hash file.
+pub const EXACT: &str = "exact.bin";
+/// The per-document records.
+pub const DOCS: &str = "docs.bin";
+/// The ids.
+pub const IDS: &str = "ids.bin";
+/// The shingle keys of short documents.
+pub const KEYS: &str = "keys.bin";
+
+/// Bytes of a written file pair: (on disk, held in memory by a reader).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Written {
+    pub bytes: u64,
+    pub memory: u64,
+}
+
+impl std::ops::AddAssign for Written {
+    fn add_assign(&mut self, o: Written) {
+        self.bytes += o.bytes;
+        self.memory += o.memory;
+    }
+}
+
+/// Writes a finished blocked file and its meta into `dir`.
+fn put(dir: &OutputDir, name: &str, w: Writer, filter: Option<&Bloom>) -> Result<Written> {
+    let (data, meta) = w.finish(filter);
+    // A reader holds the meta (block table and filter) as loaded.
+    let memory = meta.len() as u64;
+    let bytes = (data.len() + meta.len()) as u64;
+    dir.write_bytes(name, data)?;
+    dir.write_bytes(&meta_name(name), meta)?;
+    Ok(Written { bytes, memory })
+}
+
+/// Writes band `b`'s file from its (64-bit key, document) rows, in any order.
+pub fn write_band(dir: &OutputDir, b: usize, mut rows: Vec<(u64, u32)>) -> Result<Written> {
+    let mut filter = Bloom::with_keys(rows.len());
+    rows.par_sort_unstable_by_key(|&(k, d)| (k >> 32, d));
+    let mut w = Writer::default();
+    for &(key, doc) in &rows {
+        filter.insert(key);
+        let hi = (key >> 32) as u32;
+        let mut rec = [0u8; 8];
+        rec[..4].copy_from_slice(&hi.to_le_bytes());
+        rec[4..].copy_from_slice(&doc.to_le_bytes());
+        w.push(u64::from(hi), &rec);
+    }
+    put(dir, &band_file(b), w, Some(&filter))
+}
+
+/// What the docs task writes per document, in document order.
+pub struct DocRecord<'a> {
+    pub record: Vec<u8>,
+    pub id: &'a str,
+    /// The 128-bit hash of the normalised text (0: none, a null or empty text).
+    pub exact: u128,
+    /// Shingle keys, stored for short documents only.
+    pub keys: Option<&'a [u32]>,
+}
+
+/// Streams the per-document files (docs, ids, exact, keys) of a batch.
+#[derive(Default)]
+pub struct DocsWriter {
+    docs: Writer,
+    ids: Writer,
+    keys: Writer,
+    exact: Vec<(u128, u32)>,
+    next: u32,
+}
+
+impl DocsWriter {
+    /// Appends the next document.
+    pub fn push(&mut self, d: DocRecord) {
+        let doc = self.next;
+        self.next += 1;
+        self.docs.push(u64::from(doc), &d.record);
+        let mut id = (d.id.len() as u32).to_le_bytes().to_vec();
+        id.extend_from_slice(d.id.as_bytes());
+        self.ids.push(u64::from(doc), &id);
+        if d.exact != 0 {
+            self.exact.push((d.exact, doc));
+        }
+        if let Some(keys) = d.keys {
+            let mut rec = Vec::with_capacity(8 + 4 * keys.len());
+            rec.extend_from_slice(&doc.to_le_bytes());
+            rec.extend_from_slice(&(keys.len() as u32).to_le_bytes());
+            for k in keys {
+                rec.extend_from_slice(&k.to_le_bytes());
+            }
+            self.keys.push(u64::from(doc), &rec);
+        }
+    }
+
+    /// Writes the files into `dir`. Of documents with the same text only the first is in the
+    /// exact table (a lookup wants the earliest).
+    pub fn finish(mut self, dir: &OutputDir) -> Result<Written> {
+        self.exact.par_sort_unstable();
+        self.exact.dedup_by_key(|e| e.0);
+        let mut filter = Bloom::with_keys(self.exact.len());
+        let mut exact = Writer::default();
+        for &(h, doc) in &self.exact {
+            filter.insert(h as u64);
+            let mut rec = [0u8; 20];
+            rec[..16].copy_from_slice(&h.to_le_bytes());
+            rec[16..].copy_from_slice(&doc.to_le_bytes());
+            exact.push((h >> 64) as u64, &rec);
+        }
+        let mut w = put(dir, EXACT, exact, Some(&filter))?;
+        w += put(dir, DOCS, self.docs, None)?;
+        w += put(dir, IDS, self.ids, None)?;
+        w += put(dir, KEYS, self.keys, None)?;
+        Ok(w)
+    }
+}
+
+/// A batch opened for lookups: every file's meta (filters, block tables) in memory.
+pub struct BatchReader {
+    pub entry: BatchEntry,
+    dir: OutputDir,
+    bands: Vec<Blocked>,
+    exact: Blocked,
+    docs: Blocked,
+    ids: Blocked,
+    keys: Blocked,
+}
+
+impl BatchReader {
+    /// Opens batch `entry` of the index in `index` (with `bands` band files).
+    pub fn open(index: &OutputDir, entry: &BatchEntry, bands: usize) -> Result<BatchReader> {
+        let dir = index.child(&entry.dir);
+        let mut names: Vec<String> = (0..bands).map(band_file).collect();
+        names.extend([EXACT, DOCS, IDS, KEYS].map(String::from));
+        let mut metas: Vec<Blocked> = names
+            .par_iter()
+            .map(|n| Blocked::load(&dir, n))
+            .collect::<Result<_>>()?;
+        let keys = metas.pop();
+        let ids = metas.pop();
+        let docs = metas.pop();
+        let exact = metas.pop();
+        match (exact, docs, ids, keys) {
+            (Some(exact), Some(docs), Some(ids), Some(keys)) => Ok(BatchReader {
+                entry: entry.clone(),
+                dir,
+                bands: metas,
+                exact,
+                docs,
+                ids,
+                keys,
+            }),
+            _ => Err(Error::Task("index batch files missing".into())),
+        }
+    }
+
+    /// Bytes of filters and block tables held.
+    pub fn memory_bytes(&self) -> usize {
+        self.bands
+            .iter()
+            .chain([&self.exact, &self.docs, &self.ids, &self.keys])
+            .map(Blocked::memory_bytes)
+            .sum()
+    }
+
+    /// False when no document of the batch has `key` in band `b` (the filter's answer).
+    pub fn band_may_have(&self, b: usize, key: u64) -> bool {
+        self.bands[b].filter().is_none_or(|f| f.contains(key))
+    }
+
+    /// False when no document of the batch has this exact-text hash.
+    pub fn exact_may_have(&self, hash: u128) -> bool {
+        self.exact.filter().is_none_or(|f| f.contains(hash as u64))
+    }
+
+    /// The documents of band `b` whose key matches each query (query number, 64-bit key):
+    /// (query number, document) pairs. Matches compare the key's high 32 bits.
+    pub fn find_band(&self, b: usize, queries: &[(usize, u64)]) -> Result<Vec<(usize, u32)>> {
+        let file = &self.bands[b];
+        let mut blocks: Vec<usize> = queries
+            .iter()
+            .flat_map(|&(_, k)| file.blocks_with(k >> 32))
+            .collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        let data = file.read(&self.dir, &blocks)?;
+        let mut out = Vec::new();
+        for &(q, key) in queries {
+            let hi = (key >> 32) as u32;
+            for i in file.blocks_with(key >> 32) {
+                let Ok(j) = blocks.binary_search(&i) else {
+                    continue;
+                };
+                for rec in data[j].chunks_exact(8) {
+                    if u32_at(rec, 0) == hi {
+                        out.push((q, u32_at(rec, 4)));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The first document with each queried exact-text hash: (query number, document).
+    pub fn find_exact(&self, queries: &[(usize, u128)]) -> Result<Vec<(usize, u32)>> {
+        let f = &self.exact;
+        let fence = |h: u128| (h >> 64) as u64;
+        let mut blocks: Vec<usize> = queries
+            .iter()
+            .flat_map(|&(_, h)| f.blocks_with(fence(h)))
+            .collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        let data = f.read(&self.dir, &blocks)?;
+        let mut out = Vec::new();
+        for &(q, h) in queries {
+            let found = f.blocks_with(fence(h)).find_map(|i| {
+                let j = blocks.binary_search(&i).ok()?;
+                data[j].chunks_exact(20).find_map(|rec| {
+                    let mut x = [0u8; 16];
+                    x.copy_from_slice(&rec[..16]);
+                    (u128::from_le_bytes(x) == h).then(|| u32_at(rec, 16))
+                })
+            });
+            out.extend(found.map(|d| (q, d)));
+        }
+        Ok(out)
+    }
+
+    /// Reads the records of `docs` (sorted, unique) from the per-document file `file`: `parse`
+    /// splits a block's bytes into its `n` records (None: the block does not parse).
+    fn per_doc<T>(
+        &self,
+        file: &Blocked,
+        docs: &[u32],
+        parse: impl Fn(&[u8], usize) -> Option<Vec<T>>,
+    ) -> Result<AHashMap<u32, T>> {
+        let mut blocks: Vec<usize> = docs.iter().map(|&d| file.block_of(u64::from(d))).collect();
+        blocks.dedup();
+        let data = file.read(&self.dir, &blocks)?;
+        let per = crate::index::blocks::RECORDS_PER_BLOCK as u64;
+        let mut out = AHashMap::with_capacity(docs.len());
+        for (&b, bytes) in blocks.iter().zip(&data) {
+            let first = b as u64 * per;
+            let n = file.records().saturating_sub(first).min(per) as usize;
+            let mut recs: Vec<Option<T>> = parse(bytes, n)
+                .filter(|r| r.len() == n)
+                .ok_or_else(|| Error::IndexFile {
+                    path: self.dir.location(&file_name(file)),
+                    msg: format!("block {b} does not hold {n} records"),
+                })?
+                .into_iter()
+                .map(Some)
+                .collect();
+            let lo = docs.partition_point(|&d| u64::from(d) < first);
+            let hi = docs.partition_point(|&d| u64::from(d) < first + n as u64);
+            for &d in &docs[lo..hi] {
+                if let Some(r) = recs[(u64::from(d) - first) as usize].take() {
+                    out.insert(d, r);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The `docs.bin` records of `docs` (sorted, unique).
+    pub fn records(&self, docs: &[u32]) -> Result<AHashMap<u32, Vec<u8>>> {
+        self.per_doc(&self.docs, docs, |bytes, n| {
+            (n > 0 && bytes.len() % n == 0).then(|| {
+                bytes
+                    .chunks_exact(bytes.len() / n)
+                    .map(<[u8]>::to_vec)
+                    .collect()
+            })
+        })
+    }
+
+    /// The ids of `docs` (sorted, unique).
+    pub fn ids(&self, docs: &[u32]) -> Result<AHashMap<u32, String>> {
+        self.per_doc(&self.ids, docs, |bytes, n| {
+            let mut out = Vec::with_capacity(n);
+            let mut at = 0;
+            while at < bytes.len() {
+                let len = u32_at(bytes.get(at..at + 4)?, 0) as usize;
+                let id = bytes.get(at + 4..at + 4 + len)?;
+                out.push(String::from_utf8_lossy(id).into_owned());
+                at += 4 + len;
+            }
+            Some(out)
+        })
+    }
+
+    /// The stored shingle keys of those of `docs` that have them (short documents).
+    pub fn keys(&self, docs: &[u32]) -> Result<AHashMap<u32, Vec<u32>>> {
+        let f = &self.keys;
+        let mut blocks: Vec<usize> = docs
+            .iter()
+            .flat_map(|&d| f.blocks_with(u64::from(d)))
+            .collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        let data = f.read(&self.dir, &blocks)?;
+        let mut out = AHashMap::new();
+        for bytes in &data {
+            let mut at = 0;
+            while at + 8 <= bytes.len() {
+                let (doc, n) = (u32_at(bytes, at), u32_at(bytes, at + 4) as usize);
+                let Some(body) = bytes.get(at + 8..at + 8 + 4 * n) else {
+                    return Err(Error::IndexFile {
+                        path: self.dir.location(KEYS),
+                        msg: "a key record is cut short".into(),
+                    });
+                };
+                if docs.binary_search(&doc).is_ok() {
+                    out.insert(doc, body.chunks_exact(4).map(|c| u32_at(c, 0)).collect());
+                }
+                at += 8 + 4 * n;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A blocked file's name (for messages).
+fn file_name(f: &Blocked) -> String {
+    f.name().to_string()
+}
+
+/// The docs.bin record of a MinHash document: the low 8 bits of each signature value (b-bit
+/// minwise hashing), then its shingle count.
+pub fn minhash_record(sig: &[u32], shingles: u32) -> Vec<u8> {
+    let mut r: Vec<u8> = sig.iter().map(|&v| v as u8).collect();
+    r.extend_from_slice(&shingles.to_le_bytes());
+    r
+}
+
+/// The shingle count of a MinHash record.
+pub fn minhash_record_shingles(rec: &[u8]) -> u32 {
+    rec.len().checked_sub(4).map_or(0, |at| u32_at(rec, at))
+}
+
+/// Jaccard estimated from b-bit (8-bit) minima: a full signature `sig` against a record. Two
+/// unequal minima agree in their low 8 bits with probability 1/256, which the estimate removes:
+/// J = (agree - 1/256) / (1 - 1/256), clamped to [0, 1].
+pub fn bbit_estimate(sig: &[u32], rec: &[u8]) -> f64 {
+    let k = sig.len().min(rec.len().saturating_sub(4));
+    if k == 0 {
+        return 0.0;
+    }
+    let agree = sig.iter().zip(rec).filter(|(&v, &b)| v as u8 == b).count();
+    let c = 1.0 / 256.0;
+    ((agree as f64 / k as f64 - c) / (1.0 - c)).clamp(0.0, 1.0)
+}
+
+/// The docs.bin record of a SimHash document: fingerprint, feature count, shingle count.
+pub fn simhash_record(fp: u64, features: u32, shingles: u32) -> Vec<u8> {
+    let mut r = fp.to_le_bytes().to_vec();
+    r.extend_from_slice(&features.to_le_bytes());
+    r.extend_from_slice(&shingles.to_le_bytes());
+    r
+}
+
+/// Fingerprint and feature count of a SimHash record.
+pub fn simhash_record_parts(rec: &[u8]) -> (u64, u32) {
+    if rec.len() < 12 {
+        return (0, 0);
+    }
+    (u64_at(rec, 0), u32_at(rec, 8))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_round_trips() {
+        let tmp = std::env::temp_dir().join(format!("cd-batch-{}", std::process::id()));
+        let index = OutputDir::parse(tmp.to_str().unwrap());
+        let entry = BatchEntry {
+            name: "n1".into(),
+            dir: "batches/n1-0".into(),
+            documents: 150,
+            bytes: 0,
+            filter_bytes: 0,
+        };
+        let dir = index.child(&entry.dir);
+        dir.prepare().unwrap();
+        dir.child("bands").prepare().unwrap();
+        let rows: Vec<(u64, u32)> = (0..150u32)
+            .map(|d| (crate::lsh::mix64(u64::from(d % 50)), d))
+            .collect();
+        write_band(&dir, 0, rows).unwrap();
+        let mut w = DocsWriter::default();
+        let ids: Vec<String> = (0..150).map(|d| format!("doc-{d}")).collect();
+        let keys = vec![7u32, 8, 9];
+        for d in 0..150u32 {
+            w.push(DocRecord {
+                record: minhash_record(&[d, d + 1], d),
+                id: &ids[d as usize],
+                exact: u128::from(d % 70) + 1,
+                keys: (d % 40 == 0).then_some(&keys[..]),
+            });
+        }
+        w.finish(&dir).unwrap();
+        let r = BatchReader::open(&index, &entry, 1).unwrap();
+        assert!(r.memory_bytes() > 0);
+        let key = crate::lsh::mix64(3);
+        assert!(r.band_may_have(0, key));
+        let mut found = r.find_band(0, &[(0, key)]).unwrap();
+        found.sort_unstable();
+        assert_eq!(found, vec![(0, 3), (0, 53), (0, 103)]);
+        // Exact: the first document with the text wins.
+        assert_eq!(
+            r.find_exact(&[(5, 70), (6, 999), (7, 1)]).unwrap(),
+            vec![(5, 69), (7, 0)]
+        );
+        let recs = r.records(&[1, 64, 149]).unwrap();
+        assert_eq!(recs[&149], minhash_record(&[149, 150], 149));
+        assert_eq!(minhash_record_shingles(&recs[&64]), 64);
+        assert_eq!(r.ids(&[0, 130]).unwrap()[&130], "doc-130");
+        let k = r.keys(&[40, 41, 120]).unwrap();
+        assert_eq!(k.len(), 2);
+        assert_eq!(k[&120], keys);
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn bbit_estimate_is_unbiased_for_unrelated_and_exact_for_equal() {
+        let a: Vec<u32> = (0..128).map(|i| crate::lsh::mix64(i) as u32).collect();
+        let b: Vec<u32> = (0..128)
+            .map(|i| crate::lsh::mix64(i + 1000) as u32)
+            .collect();
+        assert_eq!(bbit_estimate(&a, &minhash_record(&a, 9)), 1.0);
+        assert!(bbit_estimate(&a, &minhash_record(&b, 9)) < 0.05);
+        let (fp, n) = simhash_record_parts(&simhash_record(u64::MAX - 3, 17, 4));
+        assert_eq!((fp, n), (u64::MAX - 3, 17));
+    }
+}

@@ -1,0 +1,335 @@
+//! Stage `lookup` (`--index`, one task per part): the part's documents looked up in the retained
+//! index's batches -> for each document that duplicates an indexed one, the earliest such document
+//! (`lookup/pP.parquet`: doc, batch, xdoc, similarity, exact, xid, xrec).
+//!
+//! Order of work, per batch from the oldest:
+//! 1. Exact pre-pass: a document whose exact-text hash is in the batch (filter, then one block of
+//!    the sorted hash table) matches with similarity 1.0; it looks no further than that batch.
+//! 2. Bands: each band key of a document goes through the batch's filter for that band; only
+//!    keys that pass cost a block read of the sorted band keys. Every document found is a
+//!    candidate, verified as in batch mode: MinHash on the b-bit signature estimate, with exact
+//!    Jaccard on the stored shingle keys for short documents and (`--index-keys all`, the
+//!    default) for pairs near the threshold; SimHash on the Hamming distance of the
+//!    fingerprints (plus the Jaccard check for short documents).
+//!
+//! Invariants: the match kept is the smallest (batch, document) among verified matches, so the
+//! earliest document wins whatever order things are found in; a filter false positive or a key
+//! collision costs a read, never a match (every match is verified); memory is the part's
+//! records plus the window's filters and block tables.
+
+use ahash::AHashMap;
+use polars::prelude::*;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{IndexKeys, Method, Verify};
+use crate::error::{Error, Result};
+use crate::index::batch::{self, BatchReader};
+use crate::io::output::{OutputDir, ParquetUse};
+use crate::io::work::{exact_file, lookup_file};
+use crate::io::{store, u64_at};
+use crate::minhash::SigSource;
+use crate::plan::Plan;
+use crate::simhash;
+use crate::text::shingle::jaccard;
+
+/// Counters of a lookup task.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct LookupStats {
+    /// Documents that duplicate an indexed document.
+    pub matched: u64,
+    /// Of those, exact copies.
+    pub exact: u64,
+    /// Band keys that passed a filter (each costs a block read).
+    pub filter_passes: u64,
+    /// (document, indexed document) candidates verified.
+    pub candidates: u64,
+    /// Bytes of the window's filters and block tables the task held.
+    pub filter_bytes: u64,
+}
+
+/// A verified match: (batch position in the plan's compare list, document in that batch,
+/// similarity, exact copy).
+type Match = (u32, u32, f32, bool);
+
+/// Reads part `p`'s exact-text hashes.
+pub fn read_exact(work: &OutputDir, p: usize, n: usize) -> Result<Vec<u128>> {
+    let name = exact_file(p);
+    let bytes = work.read(&name)?.ok_or_else(|| Error::WorkFile {
+        path: work.location(&name),
+        msg: "missing".into(),
+    })?;
+    if bytes.len() != 16 * n {
+        return Err(Error::WorkFile {
+            path: work.location(&name),
+            msg: format!("{} bytes for {n} documents", bytes.len()),
+        });
+    }
+    Ok(bytes
+        .chunks_exact(16)
+        .map(|c| u128::from(u64_at(c, 0)) | (u128::from(u64_at(c, 8)) << 64))
+        .collect())
+}
+
+/// The lookup task of part `p`.
+pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
+    let ip = plan
+        .index
+        .as_ref()
+        .ok_or_else(|| Error::Task("lookup without --index".into()))?;
+    let cfg = &plan.config;
+    let range = plan.part_range(p);
+    let first = range.start as u32;
+    let n = (range.end - range.start) as usize;
+    let docs: Vec<u32> = (range.start as u32..range.end as u32).collect();
+    let none = store::Wanted::default();
+    let sigs = store::fetch(work, &plan.parts, plan.store_k(), docs, none)?;
+    let exact = read_exact(work, p, n)?;
+    let index = ip.dir();
+    let bands = plan.bands();
+    let readers: Vec<BatchReader> = ip
+        .compare
+        .par_iter()
+        .map(|e| BatchReader::open(&index, e, bands))
+        .collect::<Result<_>>()?;
+    let mut stats = LookupStats {
+        filter_bytes: readers.iter().map(|r| r.memory_bytes() as u64).sum(),
+        ..LookupStats::default()
+    };
+    // Band keys of the part's documents (none for a document without shingles or features).
+    let simhash = cfg.method == Method::Simhash;
+    let indexed = |q: usize| {
+        let rec = sigs.sig(first + q as u32);
+        if simhash {
+            simhash::record_features(rec) > 0
+        } else {
+            sigs.shingles(first + q as u32) > 0
+        }
+    };
+    let mut keys = vec![0u64; n * bands];
+    keys.par_chunks_mut(bands.max(1))
+        .enumerate()
+        .for_each(|(q, out)| {
+            let rec = sigs.sig(first + q as u32);
+            if simhash {
+                plan.block_index()
+                    .bucket_keys(simhash::record_fingerprint(rec), out);
+            } else {
+                crate::lsh::band_keys(rec, cfg.rows, out);
+            }
+        });
+    let mut best: Vec<Option<Match>> = vec![None; n];
+    for (bi, r) in readers.iter().enumerate() {
+        let bi = bi as u32;
+        // A document with a match in an earlier batch looks no further.
+        let open = |q: usize, best: &[Option<Match>]| best[q].is_none_or(|m| m.0 >= bi);
+        // 1. Exact copies.
+        let queries: Vec<(usize, u128)> = (0..n)
+            .filter(|&q| exact[q] != 0 && best[q].is_none() && r.exact_may_have(exact[q]))
+            .map(|q| (q, exact[q]))
+            .collect();
+        for (q, x) in r.find_exact(&queries)? {
+            best[q] = Some((bi, x, 1.0, true));
+        }
+        // 2. Band keys through the filters, then the sorted keys.
+        let mut cands: Vec<(usize, u32)> = Vec::new();
+        for b in 0..bands {
+            let queries: Vec<(usize, u64)> = (0..n)
+                .filter(|&q| {
+                    indexed(q) && open(q, &best) && r.band_may_have(b, keys[q * bands + b])
+                })
+                .map(|q| (q, keys[q * bands + b]))
+                .collect();
+            stats.filter_passes += queries.len() as u64;
+            cands.extend(r.find_band(b, &queries)?);
+        }
+        cands.par_sort_unstable();
+        cands.dedup();
+        // A candidate that cannot beat the document's match so far needs no verification.
+        cands.retain(|&(q, x)| best[q].is_none_or(|m| (bi, x) < (m.0, m.1)));
+        stats.candidates += cands.len() as u64;
+        for (q, m) in verify(work, plan, &sigs, first, r, &cands)? {
+            if best[q].is_none_or(|b| (m.0, m.1) < (b.0, b.1)) {
+                best[q] = Some((bi, m.1, m.2, m.3));
+            }
+        }
+    }
+    // Ids and records of the matched documents, batch by batch.
+    let mut rows: Vec<(u32, Match, String, Vec<u8>)> = Vec::new();
+    for (bi, r) in readers.iter().enumerate() {
+        let mut xs: Vec<u32> = best
+            .iter()
+            .flatten()
+            .filter(|m| m.0 == bi as u32)
+            .map(|m| m.1)
+            .collect();
+        xs.sort_unstable();
+        xs.dedup();
+        if xs.is_empty() {
+            continue;
+        }
+        let ids = r.ids(&xs)?;
+        let recs = r.records(&xs)?;
+        for (q, m) in best.iter().enumerate() {
+            let Some(m) = m.filter(|m| m.0 == bi as u32) else {
+                continue;
+            };
+            let id = ids.get(&m.1).cloned().unwrap_or_default();
+            let rec = recs.get(&m.1).cloned().unwrap_or_default();
+            rows.push((first + q as u32, m, id, rec));
+        }
+    }
+    rows.sort_unstable_by_key(|r| r.0);
+    stats.matched = rows.len() as u64;
+    stats.exact = rows.iter().filter(|r| r.1 .3).count() as u64;
+    // Tonight's document has an exact copy in the index even if a near-duplicate is earlier.
+    let mut df = DataFrame::new(
+        rows.len(),
+        vec![
+            Column::new("doc".into(), rows.iter().map(|r| r.0).collect::<Vec<u32>>()),
+            Column::new(
+                "batch".into(),
+                rows.iter().map(|r| r.1 .0).collect::<Vec<u32>>(),
+            ),
+            Column::new(
+                "xdoc".into(),
+                rows.iter().map(|r| r.1 .1).collect::<Vec<u32>>(),
+            ),
+            Column::new(
+                "similarity".into(),
+                rows.iter().map(|r| r.1 .2).collect::<Vec<f32>>(),
+            ),
+            Column::new(
+                "exact".into(),
+                rows.iter().map(|r| r.1 .3).collect::<Vec<bool>>(),
+            ),
+            Column::new(
+                "xid".into(),
+                rows.iter().map(|r| r.2.as_str()).collect::<Vec<&str>>(),
+            ),
+            Column::new(
+                "xrec".into(),
+                rows.iter().map(|r| r.3.as_slice()).collect::<Vec<&[u8]>>(),
+            ),
+        ],
+    )
+    .map_err(|source| Error::Polars {
+        stage: "lookup",
+        source,
+    })?;
+    work.write_parquet(&lookup_file(p), &mut df, Vec::new(), ParquetUse::Work)?;
+    Ok(stats)
+}
+
+/// The verified candidates among `cands` (part position, document of batch `r`):
+/// (part position, (batch, document, similarity, exact)).
+fn verify(
+    work: &OutputDir,
+    plan: &Plan,
+    sigs: &store::Fetched,
+    first: u32,
+    r: &BatchReader,
+    cands: &[(usize, u32)],
+) -> Result<Vec<(usize, Match)>> {
+    let cfg = &plan.config;
+    let mut xs: Vec<u32> = cands.iter().map(|c| c.1).collect();
+    xs.par_sort_unstable();
+    xs.dedup();
+    let recs = r.records(&xs)?;
+    let simhash = cfg.method == Method::Simhash;
+    // Short documents need their shingle sets: tonight's from the store, the batch's from its
+    // keys file (a batch stores the keys of every document that can be in such a pair).
+    let short_q = |q: usize| -> bool {
+        let d = first + q as u32;
+        if simhash {
+            cfg.simhash_min_features > 0
+                && (simhash::record_features(sigs.sig(d)) as usize) < cfg.simhash_min_features
+        } else {
+            (sigs.shingles(d) as usize) < cfg.min_shingles
+        }
+    };
+    let short_x = |x: u32| -> bool {
+        let rec = recs.get(&x).map_or(&[][..], Vec::as_slice);
+        if simhash {
+            let (_, f) = batch::simhash_record_parts(rec);
+            cfg.simhash_min_features > 0 && (f as usize) < cfg.simhash_min_features
+        } else {
+            (batch::minhash_record_shingles(rec) as usize) < cfg.min_shingles
+        }
+    };
+    // MinHash pairs checked on exact Jaccard, by the rule of batch mode ([`verify::needs_exact`],
+    // on the 8-bit estimate): short documents always, and with `--index-keys all` also pairs
+    // near the threshold.
+    let all_keys = !simhash && cfg.index_keys == IndexKeys::All;
+    let k = sigs.k() as f64;
+    let margin = 3.0 * (cfg.threshold * (1.0 - cfg.threshold) / k).sqrt() + 1.0 / k;
+    let needs_exact = |q: usize, x: u32| -> bool {
+        if short_q(q) || short_x(x) {
+            return true;
+        }
+        if !all_keys {
+            return false;
+        }
+        let rec = recs.get(&x).map_or(&[][..], Vec::as_slice);
+        match cfg.verify {
+            Verify::Exact => true,
+            Verify::Estimate => false,
+            Verify::Auto => {
+                let est = batch::bbit_estimate(sigs.sig(first + q as u32), rec);
+                (est - cfg.threshold).abs() <= margin
+            }
+        }
+    };
+    let pairs_short: Vec<(usize, u32)> = cands
+        .iter()
+        .copied()
+        .filter(|&(q, x)| needs_exact(q, x))
+        .collect();
+    let mut tq: Vec<u32> = pairs_short.iter().map(|&(q, _)| first + q as u32).collect();
+    tq.sort_unstable();
+    tq.dedup();
+    let mut tx: Vec<u32> = pairs_short.iter().map(|&(_, x)| x).collect();
+    tx.sort_unstable();
+    tx.dedup();
+    let wanted = store::Wanted {
+        ids: false,
+        keys: true,
+    };
+    let tonight = store::fetch(work, &plan.parts, plan.store_k(), tq, wanted)?.into_sets();
+    let theirs: AHashMap<u32, Vec<u32>> = r.keys(&tx)?;
+    let set = |v: &[u32]| {
+        let mut s = v.to_vec();
+        s.sort_unstable();
+        s.dedup();
+        s
+    };
+    let exact_j = |q: usize, x: u32| -> Option<f64> {
+        let a = tonight.get(first + q as u32)?;
+        let b = theirs.get(&x)?;
+        Some(jaccard(&set(a), &set(b)))
+    };
+    Ok(cands
+        .par_iter()
+        .filter_map(|&(q, x)| {
+            let rec = recs.get(&x)?;
+            let short = needs_exact(q, x);
+            let mine = sigs.sig(first + q as u32);
+            let sim = if simhash {
+                let (fp, _) = batch::simhash_record_parts(rec);
+                let d = simhash::hamming(simhash::record_fingerprint(mine), fp);
+                if d as usize > cfg.hamming {
+                    return None;
+                }
+                if short && exact_j(q, x).unwrap_or(0.0) < cfg.threshold {
+                    return None;
+                }
+                simhash::similarity(d)
+            } else if short {
+                exact_j(q, x).unwrap_or(0.0)
+            } else {
+                batch::bbit_estimate(mine, rec)
+            };
+            (sim >= cfg.threshold || simhash).then_some((q, (0, x, sim as f32, false)))
+        })
+        .collect())
+}

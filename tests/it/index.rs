@@ -1,0 +1,383 @@
+//! The retained index (`--index INDEX --batch NAME --window N`): nightly batches compared with
+//! earlier ones, window expiry, reruns, refused names and settings, the lock, damaged files,
+//! SimHash, and kill -9 around the index commit.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::*;
+use corpus_dedup::synth::{generate, Doc, Lang, Rng};
+
+/// 4 nights of 2 shards each, cut from one generated corpus shuffled so that near-duplicates
+/// land in different nights. Returns each night's glob and the documents in night order.
+fn nights(dir: &Path) -> (Vec<String>, Vec<Doc>) {
+    let mut docs = generate(240, Lang::En, 31, "en");
+    docs.extend(generate(200, Lang::Mixed, 32, "mx"));
+    let mut rng = Rng::new(7);
+    for i in (1..docs.len()).rev() {
+        docs.swap(i, rng.below(i + 1));
+    }
+    let per = docs.len().div_ceil(8);
+    let mut globs = Vec::new();
+    for n in 0..4 {
+        let night = dir.join(format!("n{}", n + 1));
+        std::fs::create_dir_all(&night).unwrap();
+        for s in 0..2 {
+            let lo = ((2 * n + s) * per).min(docs.len());
+            let hi = (lo + per).min(docs.len());
+            write_docs(&night.join(format!("s{s}.parquet")), &docs[lo..hi]);
+        }
+        globs.push(format!("{}/*.parquet", night.display()));
+    }
+    (globs, docs)
+}
+
+/// `run` of night `n` (1-based) against `index`.
+fn night(globs: &[String], n: usize, out: &Path, index: &Path, extra: &[&str]) -> Cmd {
+    run_cmd(&globs[n - 1], out, extra)
+        .arg("--index")
+        .arg(index)
+        .args(["--batch", &format!("night-{n}")])
+}
+
+/// The duplicate_of_batch column of a manifest (None for kept rows).
+fn batches_of(out: &Path) -> Vec<Option<String>> {
+    let df = read_df(&out.join("manifest.parquet"));
+    let c = df
+        .column("duplicate_of_batch")
+        .unwrap()
+        .str()
+        .unwrap()
+        .clone();
+    c.iter().map(|s| s.map(str::to_string)).collect()
+}
+
+/// The manifest's extra column and the summary's index fields as the schemas list them.
+fn check_index_schemas(out: &Path, ix: &serde_json::Value) {
+    let read = |name: &str| -> serde_json::Value {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("schemas")
+            .join(name);
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    let df = read_df(&out.join("manifest.parquet"));
+    let extra = &read("manifest.json")["index_columns"][0];
+    let last = df.columns().last().unwrap();
+    assert_eq!(last.name().as_str(), extra["name"].as_str().unwrap());
+    assert_eq!(
+        format!("{:?}", last.dtype()),
+        extra["type"].as_str().unwrap()
+    );
+    for (k, t) in read("summary.json")["index_fields"].as_object().unwrap() {
+        let v = &ix[k.as_str()];
+        let got = match v {
+            serde_json::Value::String(_) => "string",
+            serde_json::Value::Number(n) if n.is_u64() => "integer",
+            serde_json::Value::Number(_) => "number",
+            serde_json::Value::Object(_) => "object",
+            serde_json::Value::Array(_) => "array",
+            _ => "other",
+        };
+        let want = t.as_str().unwrap();
+        assert!(
+            got == want || (want == "number" && got == "integer"),
+            "index field {k}: {got}, want {want}"
+        );
+    }
+}
+
+/// Drops of an ideal incremental run by brute force: night n keeps one document per component
+/// of the exact graph over nights <= n that holds no earlier night's document.
+fn ideal_drops(docs: &[Doc], sizes: &[usize]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut end = 0;
+    for &s in sizes {
+        let start = end;
+        end += s;
+        let texts: Vec<&str> = docs[..end].iter().map(|d| d.text.as_str()).collect();
+        let comp = truth_components(&texts, 0.8);
+        let old: std::collections::HashSet<u32> = comp[..start].iter().copied().collect();
+        let mut firsts = std::collections::HashSet::new();
+        let kept = (start..end)
+            .filter(|&d| !old.contains(&comp[d]) && firsts.insert(comp[d]))
+            .count();
+        out.push(s - kept);
+    }
+    out
+}
+
+#[test]
+fn nightly_batches_drop_what_an_incremental_run_can_know() {
+    let dir = temp_dir("index-nights");
+    let (globs, docs) = nights(&dir);
+    let index = dir.join("index");
+    let mut sizes = Vec::new();
+    let mut dropped_all = Vec::new();
+    let mut against_earlier = 0;
+    for n in 1..=4 {
+        let out = dir.join(format!("out{n}"));
+        night(&globs, n, &out, &index, &["--window", "4"]).ok();
+        let rows = manifest(&out);
+        sizes.push(rows.len());
+        let batches = batches_of(&out);
+        for (r, b) in rows.iter().zip(&batches) {
+            // Dropped rows name their keeper's batch; kept rows none.
+            assert_eq!(r.keep, b.is_none(), "{r:?}");
+            if let Some(b) = b {
+                let k: usize = b.trim_start_matches("night-").parse().unwrap();
+                assert!(k <= n, "{r:?} dropped against a later batch {b}");
+                against_earlier += usize::from(k < n);
+                assert!(r.similarity.unwrap() >= 0.8 - 0.11, "{r:?}");
+            }
+            dropped_all.push(!r.keep);
+        }
+        let s = summary(&out);
+        let ix = &s["index"];
+        check_index_schemas(&out, ix);
+        assert_eq!(
+            ix["batches_added"],
+            serde_json::json!([format!("night-{n}")])
+        );
+        assert_eq!(ix["batches"].as_array().unwrap().len(), n);
+        assert!(
+            ix["filter_bytes_per_document"].as_f64().unwrap() < 64.0,
+            "{ix}"
+        );
+        let against: u64 = ix["dropped_against"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            against + ix["dropped_within_batch"].as_u64().unwrap(),
+            s["documents_dropped"].as_u64().unwrap()
+        );
+    }
+    assert!(
+        against_earlier > 20,
+        "only {against_earlier} drops against earlier nights"
+    );
+    // The drops per night are those of an ideal incremental run (exact ground truth), give or
+    // take LSH's misses; and precision against the ground truth of all documents stays 1.
+    let ideal = ideal_drops(&docs, &sizes);
+    let got: Vec<usize> = (1..=4)
+        .map(|n| {
+            manifest(&dir.join(format!("out{n}")))
+                .iter()
+                .filter(|r| !r.keep)
+                .count()
+        })
+        .collect();
+    let (ideal_sum, got_sum): (usize, usize) = (ideal.iter().sum(), got.iter().sum());
+    assert!(
+        got_sum <= ideal_sum && got_sum * 100 >= ideal_sum * 99,
+        "{got:?} vs ideal {ideal:?}"
+    );
+    let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
+    let (_, precision) = doc_scores(&truth_components(&texts, 0.8), &dropped_all);
+    assert!(precision >= 0.99, "precision {precision}");
+}
+
+#[test]
+fn the_window_expires_old_batches_exactly_and_reruns_are_idempotent() {
+    let dir = temp_dir("index-window");
+    let (globs, _) = nights(&dir);
+    let index = dir.join("index");
+    for n in 1..=3 {
+        night(
+            &globs,
+            n,
+            &dir.join(format!("out{n}")),
+            &index,
+            &["--window", "1"],
+        )
+        .ok();
+    }
+    // Window 1: night 3 was compared with night 2 only.
+    let b3 = batches_of(&dir.join("out3"));
+    assert!(!b3.iter().flatten().any(|b| b == "night-1"));
+    assert!(b3.iter().flatten().any(|b| b == "night-2"));
+    let s = summary(&dir.join("out3"));
+    assert_eq!(s["index"]["compared_with"], serde_json::json!(["night-2"]));
+    assert_eq!(s["index"]["batches"], serde_json::json!(["night-3"]));
+    assert_eq!(
+        s["index"]["batches_expired"],
+        serde_json::json!(["night-2"])
+    );
+    // night-1's files are gone; night-2's stay (retired) until the next new batch.
+    let dirs = |i: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(i.join("batches"))
+            .unwrap()
+            .map(|e| {
+                e.unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .split('-')
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join("-")
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(dirs(&index), ["night-2", "night-3"]);
+    // Rerunning the newest batch: the same manifest, the same index.
+    let head = std::fs::read(index.join("index.json")).unwrap();
+    let want = manifest_bytes(&dir.join("out3"));
+    night(&globs, 3, &dir.join("again"), &index, &["--window", "1"]).ok();
+    assert!(manifest_bytes(&dir.join("again")) == want);
+    assert_eq!(std::fs::read(index.join("index.json")).unwrap(), head);
+    // Window 2 with night 4: night-2's files go, night 3 and 4 remain.
+    night(&globs, 4, &dir.join("out4"), &index, &["--window", "2"]).ok();
+    assert_eq!(dirs(&index), ["night-3", "night-4"]);
+}
+
+#[test]
+fn older_names_other_settings_and_a_busy_index_are_refused() {
+    let dir = temp_dir("index-refused");
+    let (globs, _) = nights(&dir);
+    let index = dir.join("index");
+    night(&globs, 1, &dir.join("o1"), &index, &[]).ok();
+    night(&globs, 2, &dir.join("o2"), &index, &[]).ok();
+    let e = night(&globs, 1, &dir.join("x"), &index, &[]).fails();
+    assert!(
+        e.contains("'night-1' is already in the index and is not its newest batch ('night-2')"),
+        "{e}"
+    );
+    let e = run_cmd(&globs[2], &dir.join("x"), &["--batch", "night-0"])
+        .arg("--index")
+        .arg(&index)
+        .fails();
+    assert!(
+        e.contains("sorts before the index's newest batch 'night-2'"),
+        "{e}"
+    );
+    let e = night(
+        &globs,
+        3,
+        &dir.join("x"),
+        &index,
+        &["--num-perm", "64", "--bands", "18", "--rows", "3"],
+    )
+    .fails();
+    assert!(
+        e.contains("built with --num-perm 128, this run has --num-perm 64"),
+        "{e}"
+    );
+    let e = night(&globs, 3, &dir.join("x"), &index, &["--method", "simhash"]).fails();
+    assert!(e.contains("--method \"minhash\""), "{e}");
+    let e = run_cmd(&globs[2], &dir.join("x"), &[])
+        .arg("--index")
+        .arg(&index)
+        .fails();
+    assert!(e.contains("--index needs --batch"), "{e}");
+    assert!(!dir.join("x").join("manifest.parquet").exists());
+    // A run holding the lock (here: this test process) makes another fail at once.
+    let lock = corpus_dedup::index::Lock::acquire(index.to_str().unwrap()).unwrap();
+    let e = night(&globs, 3, &dir.join("x"), &index, &[]).fails();
+    let me = format!("is in use by pid {} on ", std::process::id());
+    assert!(e.contains(&me), "{e}");
+    drop(lock);
+    // A lock file left by a dead process (no lock held on it) is taken over.
+    std::fs::write(
+        index.join("LOCK"),
+        "pid 2147483000 on elsewhere since 2026-01-01T00:00:00Z",
+    )
+    .unwrap();
+    night(&globs, 3, &dir.join("o3"), &index, &[]).ok();
+}
+
+#[test]
+fn a_damaged_index_file_is_named_and_nothing_is_written() {
+    let dir = temp_dir("index-damaged");
+    let (globs, _) = nights(&dir);
+    let index = dir.join("index");
+    night(&globs, 1, &dir.join("o1"), &index, &[]).ok();
+    let batch: PathBuf = std::fs::read_dir(index.join("batches"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    for (file, cut) in [("bands/b003.bin.meta", false), ("docs.bin", true)] {
+        let p = batch.join(file);
+        let good = std::fs::read(&p).unwrap();
+        let mut bad = good.clone();
+        if cut {
+            bad.truncate(bad.len() / 2);
+        } else {
+            bad[40] ^= 0x10;
+        }
+        std::fs::write(&p, &bad).unwrap();
+        let out = dir.join("o2");
+        let e = night(&globs, 2, &out, &index, &[]).fails();
+        assert!(e.contains(file) && e.contains("is damaged"), "{e}");
+        assert!(!out.join("manifest.parquet").exists());
+        std::fs::write(&p, &good).unwrap();
+    }
+    night(&globs, 2, &dir.join("o2"), &index, &[]).ok();
+}
+
+#[test]
+fn kill_9_around_the_index_commit_then_rerun_gives_the_same_manifest_and_index() {
+    let dir = temp_dir("index-crash");
+    let (globs, _) = nights(&dir);
+    let reference = dir.join("ref-index");
+    night(&globs, 1, &dir.join("r1"), &reference, &[]).ok();
+    night(&globs, 2, &dir.join("r2"), &reference, &[]).ok();
+    let want = manifest_bytes(&dir.join("r2"));
+    let head = std::fs::read_to_string(reference.join("index.json")).unwrap();
+    for at in ["lookup:0", "index:0", "index-commit:0", "merge:0"] {
+        let index = dir.join(format!("ix-{}", at.replace(':', "-")));
+        night(&globs, 1, &dir.join("a1"), &index, &[]).ok();
+        let out = dir.join(format!("o-{}", at.replace(':', "-")));
+        night(&globs, 2, &out, &index, &[]).killed_at(at);
+        night(&globs, 2, &out, &index, &[]).ok();
+        assert!(manifest_bytes(&out) == want, "after a kill in {at}");
+        let got = std::fs::read_to_string(index.join("index.json")).unwrap();
+        assert_eq!(got, head, "index head after a kill in {at}");
+    }
+}
+
+#[test]
+fn simhash_batches_share_the_first_batchs_feature_filter() {
+    let dir = temp_dir("index-simhash");
+    let (globs, _) = nights(&dir);
+    let index = dir.join("index");
+    let sim = ["--method", "simhash", "--simhash-df-sample", "100"];
+    night(&globs, 1, &dir.join("o1"), &index, &sim).ok();
+    assert!(index.join("frequencies.bin").exists());
+    let o = night(&globs, 2, &dir.join("o2"), &index, &sim).ok();
+    let _ = o;
+    let s = summary(&dir.join("o2"));
+    assert!(
+        s["index"]["dropped_against"]["night-1"].as_u64().unwrap() > 5,
+        "{s}"
+    );
+    // The second night sampled nothing: its stages start at the signatures.
+    let names: Vec<&str> = s["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["stage"].as_str().unwrap())
+        .collect();
+    assert_eq!(names[0], "signatures", "{names:?}");
+}
+
+#[test]
+fn exact_copies_are_counted_without_an_index() {
+    let dir = temp_dir("index-exact");
+    let (glob, docs) = three_shards(&dir);
+    let out = dir.join("out");
+    run_ok(&glob, &out, &[]);
+    let exact = docs
+        .iter()
+        .filter(|d| d.kind == corpus_dedup::synth::Kind::Exact)
+        .count() as u64;
+    let s = summary(&out);
+    assert!(s["exact_duplicates"].as_u64().unwrap() >= exact, "{s}");
+    // No index: the manifest has no duplicate_of_batch column.
+    let df = read_df(&out.join("manifest.parquet"));
+    assert!(df.column("duplicate_of_batch").is_err());
+}
