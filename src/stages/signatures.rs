@@ -63,20 +63,20 @@ struct KeyBatch {
     exact: Vec<u128>,
 }
 
-/// The exact-text hash of a document: a 128-bit hash of its normalised text with runs of spaces
-/// read as one (as the tokenizer reads them), or 0 when it has no shingle (a null or empty text
-/// is nobody's duplicate). Two documents with equal hashes are exact copies up to normalisation
-/// (collisions: ~n^2 / 2^128).
-pub fn exact_hash(normalized: &str, shingles: usize) -> u128 {
+/// The exact-text hash of a document: a 128-bit hash (xxh3) of the token sequence of its
+/// normalised text (each token's 64-bit hash, in order), so two texts that normalise to the same
+/// words, whatever the spacing, are exact copies; 0 when it has no shingle (a null or empty text
+/// is nobody's duplicate). Hashing the token hashes instead of the text costs 8 bytes per token.
+/// `buf` is reused between calls.
+pub fn exact_hash(tokens: &[u64], shingles: usize, buf: &mut Vec<u8>) -> u128 {
     if shingles == 0 {
         return 0;
     }
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    for word in normalized.split(' ').filter(|w| !w.is_empty()) {
-        h.update(word.as_bytes());
-        h.update(b" ");
+    buf.clear();
+    for t in tokens {
+        buf.extend_from_slice(&t.to_le_bytes());
     }
-    h.digest128().max(1)
+    xxhash_rust::xxh3::xxh3_128(buf).max(1)
 }
 
 /// The exact-text hashes of a column (for SimHash runs that compute no shingle keys).
@@ -85,11 +85,11 @@ pub fn exact_column(texts: &StringChunked, tokenizer: Tokenizer, ngram: usize) -
         .into_par_iter()
         .with_min_len(KEY_BATCH)
         .map_init(
-            || (Scratch::default(), Vec::new()),
-            |(scratch, hashes), i| match texts.get(i) {
+            || (Scratch::default(), Vec::new(), Vec::new()),
+            |(scratch, hashes, buf), i| match texts.get(i) {
                 Some(t) => {
                     shingle_hashes(t, tokenizer, ngram, scratch, hashes);
-                    exact_hash(scratch.normalized(), hashes.len())
+                    exact_hash(scratch.token_hashes(), hashes.len(), buf)
                 }
                 None => 0,
             },
@@ -174,8 +174,8 @@ pub fn signature_column(
         .zip(shingles.par_chunks_mut(KEY_BATCH))
         .enumerate()
         .map_init(
-            || (Scratch::default(), Vec::new()),
-            |(scratch, hashes), (b, (sigs, counts))| {
+            || (Scratch::default(), Vec::new(), Vec::new()),
+            |(scratch, hashes, buf), (b, (sigs, counts))| {
                 let mut batch = KeyBatch {
                     keys: Vec::new(),
                     ends: Vec::with_capacity(counts.len()),
@@ -184,7 +184,7 @@ pub fn signature_column(
                 for (j, count) in counts.iter_mut().enumerate() {
                     if let Some(text) = texts.get(b * KEY_BATCH + j) {
                         shingle_hashes(text, tokenizer, ngram, scratch, hashes);
-                        batch.exact[j] = exact_hash(scratch.normalized(), hashes.len());
+                        batch.exact[j] = exact_hash(scratch.token_hashes(), hashes.len(), buf);
                         let start = batch.keys.len();
                         batch.keys.extend(hashes.iter().map(|&h| shingle_key(h)));
                         let keys = &batch.keys[start..];

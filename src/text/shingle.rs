@@ -28,9 +28,9 @@ pub struct Scratch {
 }
 
 impl Scratch {
-    /// The normalised text of the last document shingled with this scratch.
-    pub fn normalized(&self) -> &str {
-        &self.norm
+    /// The token hashes of the last document shingled with this scratch, in text order.
+    pub fn token_hashes(&self) -> &[u64] {
+        &self.token_hashes
     }
 }
 
