@@ -11,7 +11,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-peers bench-kernels bench-scale s3-demo clean-out
+.PHONY: build dedup test samples bench bench-peers bench-kernels bench-scale bench-index s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -42,6 +42,11 @@ bench-peers: build
 ## Throughput of each hot step (Parquet decode, normalise, tokenise, shingle, MinHash, ...), 1 thread.
 bench-kernels:
 	RAYON_NUM_THREADS=1 POLARS_MAX_THREADS=1 taskset -c 0 $(CARGO) run --release --locked --example kernels -- '$(or $(KERNEL_INPUT),../shared/corpus/dev-small/shard-*.parquet)'
+
+## The retained index at scale: make bench-index [NIGHTS=10 NIGHT_DOCS=1000000 NEW_DOCS=1000000 KEYS=short METHOD=minhash]
+bench-index: build
+	NIGHTS=$(or $(NIGHTS),10) NIGHT_DOCS=$(or $(NIGHT_DOCS),1000000) NEW_DOCS=$(or $(NEW_DOCS),1000000) \
+	  KEYS=$(or $(KEYS),short) METHOD=$(or $(METHOD),minhash) bash benches/index.sh
 
 ## Memory and time per stage with every task its own process: make bench-scale INPUT='dir/*.parquet' NAME=1M
 bench-scale: build

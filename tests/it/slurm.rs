@@ -6,6 +6,7 @@
 //! the manifest is byte-identical to `corpus-dedup run`'s.
 
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::process::Command;
 
 use crate::common::*;
@@ -33,6 +34,107 @@ done
 echo "$id"
 "#;
 
+/// `jobs/slurm/submit.sh --binary .. --work WORK` with a fake `sbatch` (logging to `log`) first
+/// on PATH; the caller adds `-- PLAN ARGS`.
+fn submit(dir: &Path, work: &Path, log: &Path) -> Command {
+    let bin_dir = dir.join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let sbatch = bin_dir.join("sbatch");
+    std::fs::write(&sbatch, FAKE_SBATCH).unwrap();
+    std::fs::set_permissions(&sbatch, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut c = Command::new("bash");
+    c.arg(format!(
+        "{}/jobs/slurm/submit.sh",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .args(["--binary", env!("CARGO_BIN_EXE_corpus-dedup")])
+    .args(["--work", work.to_str().unwrap()])
+    .args([
+        "--sbatch",
+        "cluster=--mem=8G",
+        "--sbatch",
+        "all=--partition=cpu",
+    ])
+    .env("PATH", path)
+    .env("SBATCH_LOG", log);
+    c
+}
+
+#[test]
+fn slurm_nights_with_an_index_give_the_local_manifests() {
+    let dir = temp_dir("slurm-index");
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples");
+    // Night 1: the English shard; night 2: the other two and the English one again.
+    for (n, files) in [
+        (1, vec!["en-00000"]),
+        (2, vec!["mixed-00000", "zh-00000", "en-00000"]),
+    ] {
+        let night = dir.join(format!("n{n}"));
+        std::fs::create_dir_all(&night).unwrap();
+        for f in files {
+            let to = if n == 2 && f == "en-00000" {
+                "z-again"
+            } else {
+                f
+            };
+            std::fs::copy(
+                samples.join(format!("{f}.parquet")),
+                night.join(format!("{to}.parquet")),
+            )
+            .unwrap();
+        }
+        let glob = format!("{}/*.parquet", night.display());
+        let batch = format!("night-{n}");
+        let local = dir.join(format!("local{n}"));
+        let index = dir.join("local-index");
+        run_ok(
+            &glob,
+            &local,
+            &["--index", index.to_str().unwrap(), "--batch", &batch],
+        );
+        let out = dir.join(format!("out{n}"));
+        let index = dir.join("slurm-index");
+        let o = submit(
+            &dir,
+            &dir.join(format!("work{n}")),
+            &dir.join(format!("sbatch{n}.log")),
+        )
+        .args(["--", "--input", &glob, "--output", out.to_str().unwrap()])
+        .args([
+            "--index",
+            index.to_str().unwrap(),
+            "--batch",
+            &batch,
+            "--tasks",
+            "2",
+        ])
+        .output()
+        .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let stages: Vec<String> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["stage"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(stages.contains(&"lookup".to_string()), n == 2, "{stages:?}");
+        assert!(stages.contains(&"index".to_string()), "{stages:?}");
+        assert!(manifest_bytes(&out) == manifest_bytes(&local), "night {n}");
+    }
+    assert_eq!(
+        summary(&dir.join("out2"))["index"]["dropped_against"]["night-1"],
+        240
+    );
+}
+
 #[test]
 fn slurm_recipe_submits_stage_arrays_in_order_and_retries_a_killed_task() {
     let dir = temp_dir("slurm");
@@ -40,35 +142,11 @@ fn slurm_recipe_submits_stage_arrays_in_order_and_retries_a_killed_task() {
     let reference = dir.join("local");
     run_ok(&samples, &reference, &[]);
 
-    let bin_dir = dir.join("bin");
-    std::fs::create_dir_all(&bin_dir).unwrap();
-    let sbatch = bin_dir.join("sbatch");
-    std::fs::write(&sbatch, FAKE_SBATCH).unwrap();
-    std::fs::set_permissions(&sbatch, std::fs::Permissions::from_mode(0o755)).unwrap();
     let log = dir.join("sbatch.log");
     let (work, out, once) = (dir.join("work"), dir.join("out"), dir.join("killed-once"));
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let o = Command::new("bash")
-        .arg(format!(
-            "{}/jobs/slurm/submit.sh",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .args(["--binary", env!("CARGO_BIN_EXE_corpus-dedup")])
-        .args(["--work", work.to_str().unwrap()])
-        .args([
-            "--sbatch",
-            "cluster=--mem=8G",
-            "--sbatch",
-            "all=--partition=cpu",
-        ])
+    let o = submit(&dir, &work, &log)
         .args(["--", "--input", &samples, "--output", out.to_str().unwrap()])
         .args(["--tasks", "3"])
-        .env("PATH", path)
-        .env("SBATCH_LOG", &log)
         .env("CORPUS_DEDUP_CRASH", format!("verify:1:{}", once.display()))
         .output()
         .unwrap();
