@@ -5,17 +5,18 @@
 //!
 //! | file            | record (sorted by)                               | filter over   | bytes/doc |
 //! |-----------------|--------------------------------------------------|---------------|-----------|
-//! | `bands/bBBB.bin`| band key's high 32 bits, document (key, doc)     | 64-bit key    | 8 per band|
+//! | `bands/bBBB.bin`| 16 bits of the band key, document (by key, doc)  | 64-bit key    | 6 per band|
 //! | `exact.bin`     | 128-bit hash of the normalised text, document    | its low 64 bits | 20      |
 //! | `docs.bin`      | MinHash: K b-bit values (8 bits), shingle count; SimHash: fingerprint, features, shingles | - | K + 4 / 16 |
 //! | `ids.bin`       | id length, id bytes                              | -             | 4 + id    |
 //! | `keys.bin`      | document, key count, shingle keys: short documents only | -      | 8 + 4 x keys |
 //!
 //! Documents are numbered as in the run that wrote the batch (its global input order), so the
-//! earliest document of a batch is its smallest number. A band file stores the high half of the
-//! 64-bit band key: a lookup that passes the filter reads one block and compares those 32 bits,
-//! so two keys that differ only in their low half (one query in 2^32 per batch document) make a
-//! candidate that verification rejects, never a drop.
+//! earliest document of a batch is its smallest number. A band file is sorted by the high 32
+//! bits of the 64-bit band key, which its block fences hold; each record keeps 16 more bits. A
+//! lookup that passes the filter reads the block(s) its fences admit and compares those 16 bits,
+//! so a record with another key makes a candidate about once in 1,000 probes, which
+//! verification rejects: never a drop.
 
 use ahash::AHashMap;
 use rayon::prelude::*;
@@ -66,6 +67,15 @@ fn put(dir: &OutputDir, name: &str, w: Writer, filter: Option<&Bloom>) -> Result
     Ok(Written { bytes, memory })
 }
 
+/// Bytes of a band record: a 16-bit key fragment and the document.
+const BAND_RECORD: usize = 6;
+
+/// The 16 bits of a band key a band record keeps (bits 32..48: the block's fences hold the high
+/// 32 bits of its first key, so a record's own key is known to lie between two fences).
+fn fragment(key: u64) -> u16 {
+    (key >> 32) as u16
+}
+
 /// Writes band `b`'s file from its (64-bit key, document) rows, in any order.
 pub fn write_band(dir: &OutputDir, b: usize, mut rows: Vec<(u64, u32)>) -> Result<Written> {
     let mut filter = Bloom::with_keys(rows.len());
@@ -73,11 +83,10 @@ pub fn write_band(dir: &OutputDir, b: usize, mut rows: Vec<(u64, u32)>) -> Resul
     let mut w = Writer::default();
     for &(key, doc) in &rows {
         filter.insert(key);
-        let hi = (key >> 32) as u32;
-        let mut rec = [0u8; 8];
-        rec[..4].copy_from_slice(&hi.to_le_bytes());
-        rec[4..].copy_from_slice(&doc.to_le_bytes());
-        w.push(u64::from(hi), &rec);
+        let mut rec = [0u8; BAND_RECORD];
+        rec[..2].copy_from_slice(&fragment(key).to_le_bytes());
+        rec[2..].copy_from_slice(&doc.to_le_bytes());
+        w.push(key >> 32, &rec);
     }
     put(dir, &band_file(b), w, Some(&filter))
 }
@@ -205,8 +214,11 @@ impl BatchReader {
         self.exact.filter().is_none_or(|f| f.contains(hash as u64))
     }
 
-    /// The documents of band `b` whose key matches each query (query number, 64-bit key):
-    /// (query number, document) pairs. Matches compare the key's high 32 bits.
+    /// The documents of band `b` whose key may match each query (query number, 64-bit key):
+    /// (query number, document) pairs. A record matches when it lies in a block whose fences
+    /// admit the query's high 32 bits and its 16-bit fragment equals the query's: a block of
+    /// 64 records then yields a false candidate about once in 1,000 probes, which verification
+    /// rejects.
     pub fn find_band(&self, b: usize, queries: &[(usize, u64)]) -> Result<Vec<(usize, u32)>> {
         let file = &self.bands[b];
         let mut blocks: Vec<usize> = queries
@@ -218,14 +230,14 @@ impl BatchReader {
         let data = file.read(&self.dir, &blocks)?;
         let mut out = Vec::new();
         for &(q, key) in queries {
-            let hi = (key >> 32) as u32;
+            let frag = fragment(key).to_le_bytes();
             for i in file.blocks_with(key >> 32) {
                 let Ok(j) = blocks.binary_search(&i) else {
                     continue;
                 };
-                for rec in data[j].chunks_exact(8) {
-                    if u32_at(rec, 0) == hi {
-                        out.push((q, u32_at(rec, 4)));
+                for rec in data[j].chunks_exact(BAND_RECORD) {
+                    if rec[..2] == frag {
+                        out.push((q, u32_at(rec, 2)));
                     }
                 }
             }
