@@ -11,7 +11,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-peers bench-kernels bench-scale bench-index s3-demo clean-out
+.PHONY: build dedup test samples bench bench-peers bench-kernels bench-scale bench-index bench-nights s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -47,6 +47,10 @@ bench-kernels:
 bench-index: build
 	NIGHTS=$(or $(NIGHTS),10) NIGHT_DOCS=$(or $(NIGHT_DOCS),1000000) NEW_DOCS=$(or $(NEW_DOCS),1000000) \
 	  KEYS=$(or $(KEYS),short) METHOD=$(or $(METHOD),minhash) bash benches/index.sh
+
+## The development corpus as 4 nights through one index, scored: make bench-nights [WINDOW=4] [ARGS='--index-keys short']
+bench-nights: build
+	WINDOW=$(or $(WINDOW),4) ARGS='$(ARGS)' bash benches/nights/run.sh
 
 ## Memory and time per stage with every task its own process: make bench-scale INPUT='dir/*.parquet' NAME=1M
 bench-scale: build
