@@ -56,15 +56,39 @@ impl std::ops::AddAssign for Written {
     }
 }
 
-/// Writes a finished blocked file and its meta into `dir`.
-fn put(dir: &OutputDir, name: &str, w: Writer, filter: Option<&Bloom>) -> Result<Written> {
-    let (data, meta) = w.finish(filter);
+/// Streams the blocked file `name` into `dir` through `fill`, then its meta (with `filter`).
+pub fn put(
+    dir: &OutputDir,
+    name: &str,
+    filter: Option<&Bloom>,
+    fill: impl FnOnce(&mut Writer) -> Result<()>,
+) -> Result<Written> {
+    let io = |e: std::io::Error| Error::Output {
+        path: dir.location(name),
+        msg: e.to_string(),
+    };
+    let mut meta = Vec::new();
+    let mut data_bytes = 0;
+    dir.write_with(name, |sink| {
+        let mut w = Writer::new(sink);
+        fill(&mut w)?;
+        data_bytes = w.bytes();
+        meta = w.finish(filter).map_err(io)?;
+        Ok(())
+    })?;
     // A reader holds the meta (block table and filter) as loaded.
     let memory = meta.len() as u64;
-    let bytes = (data.len() + meta.len()) as u64;
-    dir.write_bytes(name, data)?;
+    let bytes = data_bytes + memory;
     dir.write_bytes(&meta_name(name), meta)?;
     Ok(Written { bytes, memory })
+}
+
+/// Pushes one record, naming the file on a write error.
+pub fn push(w: &mut Writer, dir: &OutputDir, name: &str, key: u64, rec: &[u8]) -> Result<()> {
+    w.push(key, rec).map_err(|e| Error::Output {
+        path: dir.location(name),
+        msg: e.to_string(),
+    })
 }
 
 /// Bytes of a band record: a 16-bit key fragment and the document.
@@ -79,81 +103,59 @@ fn fragment(key: u64) -> u16 {
 /// Writes band `b`'s file from its (64-bit key, document) rows, in any order.
 pub fn write_band(dir: &OutputDir, b: usize, mut rows: Vec<(u64, u32)>) -> Result<Written> {
     let mut filter = Bloom::with_keys(rows.len());
-    rows.par_sort_unstable_by_key(|&(k, d)| (k >> 32, d));
-    let mut w = Writer::default();
-    for &(key, doc) in &rows {
+    for &(key, _) in &rows {
         filter.insert(key);
-        let mut rec = [0u8; BAND_RECORD];
-        rec[..2].copy_from_slice(&fragment(key).to_le_bytes());
-        rec[2..].copy_from_slice(&doc.to_le_bytes());
-        w.push(key >> 32, &rec);
     }
-    put(dir, &band_file(b), w, Some(&filter))
-}
-
-/// What the docs task writes per document, in document order.
-pub struct DocRecord<'a> {
-    pub record: Vec<u8>,
-    pub id: &'a str,
-    /// The 128-bit hash of the normalised text (0: none, a null or empty text).
-    pub exact: u128,
-    /// Shingle keys, stored for short documents only.
-    pub keys: Option<&'a [u32]>,
-}
-
-/// Streams the per-document files (docs, ids, exact, keys) of a batch.
-#[derive(Default)]
-pub struct DocsWriter {
-    docs: Writer,
-    ids: Writer,
-    keys: Writer,
-    exact: Vec<(u128, u32)>,
-    next: u32,
-}
-
-impl DocsWriter {
-    /// Appends the next document.
-    pub fn push(&mut self, d: DocRecord) {
-        let doc = self.next;
-        self.next += 1;
-        self.docs.push(u64::from(doc), &d.record);
-        let mut id = (d.id.len() as u32).to_le_bytes().to_vec();
-        id.extend_from_slice(d.id.as_bytes());
-        self.ids.push(u64::from(doc), &id);
-        if d.exact != 0 {
-            self.exact.push((d.exact, doc));
+    rows.par_sort_unstable_by_key(|&(k, d)| (k >> 32, d));
+    let name = band_file(b);
+    put(dir, &name, Some(&filter), |w| {
+        for &(key, doc) in &rows {
+            let mut rec = [0u8; BAND_RECORD];
+            rec[..2].copy_from_slice(&fragment(key).to_le_bytes());
+            rec[2..].copy_from_slice(&doc.to_le_bytes());
+            push(w, dir, &name, key >> 32, &rec)?;
         }
-        if let Some(keys) = d.keys {
-            let mut rec = Vec::with_capacity(8 + 4 * keys.len());
-            rec.extend_from_slice(&doc.to_le_bytes());
-            rec.extend_from_slice(&(keys.len() as u32).to_le_bytes());
-            for k in keys {
-                rec.extend_from_slice(&k.to_le_bytes());
-            }
-            self.keys.push(u64::from(doc), &rec);
-        }
+        Ok(())
+    })
+}
+
+/// Writes the exact-text hash table from (hash, document) pairs (hash 0: none); of documents with
+/// the same text only the first is kept (a lookup wants the earliest).
+pub fn write_exact(dir: &OutputDir, mut hashes: Vec<(u128, u32)>) -> Result<Written> {
+    hashes.retain(|h| h.0 != 0);
+    hashes.par_sort_unstable();
+    hashes.dedup_by_key(|e| e.0);
+    let mut filter = Bloom::with_keys(hashes.len());
+    for &(h, _) in &hashes {
+        filter.insert(h as u64);
     }
-
-    /// Writes the files into `dir`. Of documents with the same text only the first is in the
-    /// exact table (a lookup wants the earliest).
-    pub fn finish(mut self, dir: &OutputDir) -> Result<Written> {
-        self.exact.par_sort_unstable();
-        self.exact.dedup_by_key(|e| e.0);
-        let mut filter = Bloom::with_keys(self.exact.len());
-        let mut exact = Writer::default();
-        for &(h, doc) in &self.exact {
-            filter.insert(h as u64);
+    put(dir, EXACT, Some(&filter), |w| {
+        for &(h, doc) in &hashes {
             let mut rec = [0u8; 20];
             rec[..16].copy_from_slice(&h.to_le_bytes());
             rec[16..].copy_from_slice(&doc.to_le_bytes());
-            exact.push((h >> 64) as u64, &rec);
+            push(w, dir, EXACT, (h >> 64) as u64, &rec)?;
         }
-        let mut w = put(dir, EXACT, exact, Some(&filter))?;
-        w += put(dir, DOCS, self.docs, None)?;
-        w += put(dir, IDS, self.ids, None)?;
-        w += put(dir, KEYS, self.keys, None)?;
-        Ok(w)
+        Ok(())
+    })
+}
+
+/// An `ids.bin` record: length, then the id's bytes.
+pub fn id_record(id: &str) -> Vec<u8> {
+    let mut r = (id.len() as u32).to_le_bytes().to_vec();
+    r.extend_from_slice(id.as_bytes());
+    r
+}
+
+/// A `keys.bin` record: document, key count, keys.
+pub fn keys_record(doc: u32, keys: &[u32]) -> Vec<u8> {
+    let mut r = Vec::with_capacity(8 + 4 * keys.len());
+    r.extend_from_slice(&doc.to_le_bytes());
+    r.extend_from_slice(&(keys.len() as u32).to_le_bytes());
+    for k in keys {
+        r.extend_from_slice(&k.to_le_bytes());
     }
+    r
 }
 
 /// A batch opened for lookups: every file's meta (filters, block tables) in memory.
@@ -434,18 +436,28 @@ mod tests {
             .map(|d| (crate::lsh::mix64(u64::from(d % 50)), d))
             .collect();
         write_band(&dir, 0, rows).unwrap();
-        let mut w = DocsWriter::default();
-        let ids: Vec<String> = (0..150).map(|d| format!("doc-{d}")).collect();
         let keys = vec![7u32, 8, 9];
-        for d in 0..150u32 {
-            w.push(DocRecord {
-                record: minhash_record(&[d, d + 1], d),
-                id: &ids[d as usize],
-                exact: u128::from(d % 70) + 1,
-                keys: (d % 40 == 0).then_some(&keys[..]),
-            });
-        }
-        w.finish(&dir).unwrap();
+        put(&dir, DOCS, None, |w| {
+            (0..150u32)
+                .try_for_each(|d| push(w, &dir, DOCS, d.into(), &minhash_record(&[d, d + 1], d)))
+        })
+        .unwrap();
+        put(&dir, IDS, None, |w| {
+            (0..150u32)
+                .try_for_each(|d| push(w, &dir, IDS, d.into(), &id_record(&format!("doc-{d}"))))
+        })
+        .unwrap();
+        put(&dir, KEYS, None, |w| {
+            (0..150u32)
+                .filter(|d| d % 40 == 0)
+                .try_for_each(|d| push(w, &dir, KEYS, d.into(), &keys_record(d, &keys)))
+        })
+        .unwrap();
+        write_exact(
+            &dir,
+            (0..150u32).map(|d| (u128::from(d % 70) + 1, d)).collect(),
+        )
+        .unwrap();
         let r = BatchReader::open(&index, &entry, 1).unwrap();
         assert!(r.memory_bytes() > 0);
         let key = crate::lsh::mix64(3);

@@ -7,11 +7,12 @@
 //! ends with an xxh3 of everything before it.
 //!
 //! Invariants:
-//! - A reader loads the meta whole (it is small: ~0.45 bytes per record plus the filter) and reads
+//! - A writer holds one block; a reader loads the meta whole (it is small: ~0.45 bytes per record plus the filter) and reads
 //!   data blocks by range, so looking up one key costs one block read (~64 records), never the file.
 //! - Every block is checked against its checksum when read, and the meta against its own: a
 //!   truncated or altered file is reported by name, never read as data.
 
+use std::io::Write;
 use std::ops::Range;
 
 use crate::error::{Error, Result};
@@ -35,45 +36,71 @@ struct BlockMeta {
     checksum: u64,
 }
 
-/// Writes a blocked file in memory: records in key order, then [`Writer::finish`].
-#[derive(Debug, Default)]
-pub struct Writer {
-    data: Vec<u8>,
+/// Streams a blocked file into `sink`: records in key order, then [`Writer::finish`] for the meta.
+/// It holds one block (64 records) at a time.
+pub struct Writer<'w> {
+    sink: &'w mut (dyn Write + Send),
+    block: Vec<u8>,
     blocks: Vec<BlockMeta>,
     records: u64,
+    offset: u64,
 }
 
-impl Writer {
+impl<'w> Writer<'w> {
+    /// A writer of the data file `sink`.
+    pub fn new(sink: &'w mut (dyn Write + Send)) -> Writer<'w> {
+        Writer {
+            sink,
+            block: Vec::new(),
+            blocks: Vec::new(),
+            records: 0,
+            offset: 0,
+        }
+    }
+
     /// Appends one record whose key is `key` (keys must not decrease).
-    pub fn push(&mut self, key: u64, record: &[u8]) {
+    pub fn push(&mut self, key: u64, record: &[u8]) -> std::io::Result<()> {
         if self.records.is_multiple_of(RECORDS_PER_BLOCK as u64) {
-            self.close_block();
+            self.close_block()?;
             self.blocks.push(BlockMeta {
-                offset: self.data.len() as u64,
+                offset: self.offset,
                 len: 0,
                 first: key,
                 checksum: 0,
             });
         }
-        self.data.extend_from_slice(record);
+        self.block.extend_from_slice(record);
         self.records += 1;
+        Ok(())
     }
 
-    fn close_block(&mut self) {
-        if let Some(b) = self.blocks.last_mut() {
-            let bytes = &self.data[b.offset as usize..];
-            b.len = bytes.len() as u32;
-            b.checksum = xxhash_rust::xxh3::xxh3_64(bytes);
+    fn close_block(&mut self) -> std::io::Result<()> {
+        if let Some(b) = self
+            .blocks
+            .last_mut()
+            .filter(|b| b.len == 0 && !self.block.is_empty())
+        {
+            b.len = self.block.len() as u32;
+            b.checksum = xxhash_rust::xxh3::xxh3_64(&self.block);
+            self.sink.write_all(&self.block)?;
+            self.offset += self.block.len() as u64;
+            self.block.clear();
         }
+        Ok(())
     }
 
-    /// The data file and its meta file.
-    pub fn finish(mut self, filter: Option<&Bloom>) -> (Vec<u8>, Vec<u8>) {
-        self.close_block();
+    /// Bytes of data written so far.
+    pub fn bytes(&self) -> u64 {
+        self.offset + self.block.len() as u64
+    }
+
+    /// Writes the last block; returns the meta file's bytes.
+    pub fn finish(mut self, filter: Option<&Bloom>) -> std::io::Result<Vec<u8>> {
+        self.close_block()?;
         let mut meta = Vec::with_capacity(40 + self.blocks.len() * BLOCK_META);
         meta.extend_from_slice(MAGIC);
         meta.extend_from_slice(&self.records.to_le_bytes());
-        meta.extend_from_slice(&(self.data.len() as u64).to_le_bytes());
+        meta.extend_from_slice(&self.offset.to_le_bytes());
         meta.extend_from_slice(&(self.blocks.len() as u32).to_le_bytes());
         for b in &self.blocks {
             meta.extend_from_slice(&b.offset.to_le_bytes());
@@ -87,7 +114,7 @@ impl Writer {
         }
         let sum = xxhash_rust::xxh3::xxh3_64(&meta);
         meta.extend_from_slice(&sum.to_le_bytes());
-        (self.data, meta)
+        Ok(meta)
     }
 }
 
@@ -239,15 +266,16 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("cd-blocks-{}", std::process::id()));
         let out = OutputDir::parse(dir.to_str().unwrap());
         out.prepare().unwrap();
-        let mut w = Writer::default();
+        let mut data = Vec::new();
+        let mut w = Writer::new(&mut data);
         let mut f = Bloom::with_keys(200);
         // 200 records with keys 0, 0, 2, 2, 4, ... (pairs share a key, across block edges too).
         for i in 0..200u64 {
             let key = i / 2 * 2;
             f.insert(crate::lsh::mix64(key));
-            w.push(key, &(i as u32).to_le_bytes());
+            w.push(key, &(i as u32).to_le_bytes()).unwrap();
         }
-        let (data, meta) = w.finish(Some(&f));
+        let meta = w.finish(Some(&f)).unwrap();
         out.write_bytes("d.bin", data).unwrap();
         out.write_bytes("d.bin.meta", meta.clone()).unwrap();
         let b = Blocked::load(&out, "d.bin").unwrap();

@@ -11,20 +11,19 @@
 
 use crate::config::{IndexKeys, Method};
 use crate::error::{Error, Result};
-use crate::index::batch::{self, DocRecord, DocsWriter, Written};
+use crate::index::batch::{self, Written};
 use crate::io::output::OutputDir;
 use crate::io::{band_rows, store, work};
 use crate::minhash::SigSource;
 use crate::plan::Plan;
 use crate::simhash;
 use crate::stages::lookup::read_exact;
-use crate::text::shingle::ShingleSets;
 
 /// Counters of an index task: bytes written and bytes a reader holds in memory.
 pub type IndexStats = Written;
 
-/// Documents whose shingle keys are read from the store at a time.
-const KEY_WINDOW: usize = 8_192;
+/// Documents read from the store at a time by the per-document task.
+const WINDOW: usize = 8_192;
 
 /// The index task `t` (see the module documentation).
 pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
@@ -55,50 +54,73 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
                 || f64::from(shingles) < cfg.min_shingles as f64 / cfg.threshold
         }
     };
-    let mut w = DocsWriter::default();
+    // Each per-document file is streamed in its own pass over the store, a window of documents
+    // at a time, so the task holds one window, never the batch.
+    let windows: Vec<Vec<u32>> = (0..plan.parts.len())
+        .flat_map(|p| {
+            let r = plan.part_range(p);
+            let docs: Vec<u32> = (r.start as u32..r.end as u32).collect();
+            docs.chunks(WINDOW).map(<[u32]>::to_vec).collect::<Vec<_>>()
+        })
+        .collect();
+    let fetch = |docs: &[u32], ids: bool, keys: bool| {
+        let wanted = store::Wanted { ids, keys };
+        store::fetch(work, &plan.parts, plan.store_k(), docs.to_vec(), wanted)
+    };
+    let mut w = batch::put(&dir, batch::DOCS, None, |out| {
+        for docs in &windows {
+            let sigs = fetch(docs, false, false)?;
+            for &d in docs {
+                let rec = sigs.sig(d);
+                let record = if simhash {
+                    let fp = simhash::record_fingerprint(rec);
+                    batch::simhash_record(fp, simhash::record_features(rec), sigs.shingles(d))
+                } else {
+                    batch::minhash_record(rec, sigs.shingles(d))
+                };
+                batch::push(out, &dir, batch::DOCS, d.into(), &record)?;
+            }
+        }
+        Ok(())
+    })?;
+    w += batch::put(&dir, batch::IDS, None, |out| {
+        for docs in &windows {
+            let f = fetch(docs, true, false)?;
+            for &d in docs {
+                batch::push(out, &dir, batch::IDS, d.into(), &batch::id_record(f.id(d)))?;
+            }
+        }
+        Ok(())
+    })?;
+    w += batch::put(&dir, batch::KEYS, None, |out| {
+        for docs in &windows {
+            let sigs = fetch(docs, false, false)?;
+            let short: Vec<u32> = docs
+                .iter()
+                .copied()
+                .filter(|&d| sigs.shingles(d) > 0 && keeps_keys(sigs.shingles(d), sigs.sig(d)))
+                .collect();
+            let mut sets = fetch(&short, false, true)?.into_sets();
+            sets.sort_dedup();
+            for d in short {
+                let keys = sets.get(d).unwrap_or(&[]);
+                batch::push(
+                    out,
+                    &dir,
+                    batch::KEYS,
+                    d.into(),
+                    &batch::keys_record(d, keys),
+                )?;
+            }
+        }
+        Ok(())
+    })?;
+    let mut exact = Vec::with_capacity(plan.documents as usize);
     for p in 0..plan.parts.len() {
         let r = plan.part_range(p);
-        let docs: Vec<u32> = (r.start as u32..r.end as u32).collect();
-        let ids = store::Wanted {
-            ids: true,
-            keys: false,
-        };
-        let sigs = store::fetch(work, &plan.parts, plan.store_k(), docs.clone(), ids)?;
-        let exact = read_exact(work, p, docs.len())?;
-        let short: Vec<u32> = docs
-            .iter()
-            .copied()
-            .filter(|&d| sigs.shingles(d) > 0 && keeps_keys(sigs.shingles(d), sigs.sig(d)))
-            .collect();
-        let keys = store::Wanted {
-            ids: false,
-            keys: true,
-        };
-        // Keys a window of documents at a time (all of a part's keys would be ~3 KB per document).
-        let mut sets = ShingleSets::default();
-        let mut next_short = 0;
-        for (i, &d) in docs.iter().enumerate() {
-            if i.is_multiple_of(KEY_WINDOW) {
-                let end = short.partition_point(|&x| x < d + KEY_WINDOW as u32);
-                let want = short[next_short..end].to_vec();
-                next_short = end;
-                sets = store::fetch(work, &plan.parts, plan.store_k(), want, keys)?.into_sets();
-                sets.sort_dedup();
-            }
-            let rec = sigs.sig(d);
-            let record = if simhash {
-                let fp = simhash::record_fingerprint(rec);
-                batch::simhash_record(fp, simhash::record_features(rec), sigs.shingles(d))
-            } else {
-                batch::minhash_record(rec, sigs.shingles(d))
-            };
-            w.push(DocRecord {
-                record,
-                id: sigs.id(d),
-                exact: exact[i],
-                keys: sets.get(d),
-            });
-        }
+        let hashes = read_exact(work, p, (r.end - r.start) as usize)?;
+        exact.extend(hashes.into_iter().zip(r.start as u32..r.end as u32));
     }
-    w.finish(&dir)
+    w += batch::write_exact(&dir, exact)?;
+    Ok(w)
 }

@@ -254,6 +254,29 @@ pub fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
 }
 
+/// Asserts that each field of `obj` named in `fields` (a schema's `{"name": "type|type"}`) has
+/// one of the listed JSON types ("number" also accepts an integer).
+pub fn check_fields(obj: &serde_json::Value, fields: &serde_json::Value) {
+    let kind = |v: &serde_json::Value| match v {
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Number(n) if n.is_u64() || n.is_i64() => "integer",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::Object(_) => "object",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Bool(_) => "boolean",
+        serde_json::Value::Null => "null",
+    };
+    for (k, t) in fields.as_object().unwrap() {
+        let got = kind(&obj[k.as_str()]);
+        let ok = t
+            .as_str()
+            .unwrap()
+            .split('|')
+            .any(|w| w == got || (w == "number" && got == "integer"));
+        assert!(ok, "field {k}: {got}, want {t}");
+    }
+}
+
 /// Exact ground truth by brute force: the components of the graph of pairs with Jaccard >= t
 /// over word 5-gram shingles (CJK characters as tokens), as a component id per document.
 pub fn truth_components(texts: &[&str], t: f64) -> Vec<u32> {
