@@ -43,10 +43,10 @@ bench-peers: build
 bench-kernels:
 	RAYON_NUM_THREADS=1 POLARS_MAX_THREADS=1 taskset -c 0 $(CARGO) run --release --locked --example kernels -- '$(or $(KERNEL_INPUT),../shared/corpus/dev-small/shard-*.parquet)'
 
-## The retained index at scale: make bench-index [NIGHTS=10 NIGHT_DOCS=1000000 NEW_DOCS=1000000 KEYS=short METHOD=minhash]
+## The retained index at scale: make bench-index [NIGHTS=10 NIGHT_DOCS=1000000 NEW_DOCS=1000000 KEYS=short METHOD=minhash ARGS=...]
 bench-index: build
 	NIGHTS=$(or $(NIGHTS),10) NIGHT_DOCS=$(or $(NIGHT_DOCS),1000000) NEW_DOCS=$(or $(NEW_DOCS),1000000) \
-	  KEYS=$(or $(KEYS),short) METHOD=$(or $(METHOD),minhash) bash benches/index.sh
+	  KEYS=$(or $(KEYS),short) METHOD=$(or $(METHOD),minhash) ARGS='$(ARGS)' bash benches/index.sh
 
 ## The development corpus as 4 nights through one index, scored: make bench-nights [WINDOW=4] [ARGS='--index-keys short']
 bench-nights: build

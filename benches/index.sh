@@ -8,7 +8,7 @@
 #
 #   make bench-index                                  # 10 x 1M indexed, 1M new (~25 min, ~10 GB)
 #   make bench-index NIGHTS=10 NIGHT_DOCS=100000 NEW_DOCS=100000
-#   make bench-index KEYS=all METHOD=simhash
+#   make bench-index METHOD=simhash ARGS='--simhash-min-features 0'
 set -euo pipefail
 target=${CARGO_TARGET_DIR:-$HOME/.cache/corpus-dedup-target}
 bin=$target/release/corpus-dedup
@@ -19,8 +19,11 @@ new=${NEW_DOCS:-1000000}
 keys=${KEYS:-short}
 method=${METHOD:-minhash}
 repeat=${REPEAT:-2}
-root=${BENCH_DIR:-/tmp/corpus-dedup-bench-index}/$method-$keys-$nights-$per-$new
-mkdir -p "$root"
+args=${ARGS:-}
+base=${BENCH_DIR:-/tmp/corpus-dedup-bench-index}
+corpora=$base/corpora-$nights-$per-$new
+root=$base/$method-$keys-$nights-$per-$new${args:+-$(printf %s "$args" | tr -c 'a-z0-9' '_')}
+mkdir -p "$root" "$corpora"
 say() { echo "bench-index: $*" >&2; }
 # Copies of the binaries, so a rebuild during the benchmark does not change what it measures.
 cp "$bin" "$root/corpus-dedup"; cp "$gen" "$root/gen-corpus"
@@ -32,15 +35,16 @@ corpus() { # corpus DIR DOCS SEED NAME
   "$gen" --out "$1" --docs "$2" --shards 4 --lang mixed --seed "$3" --name "$4" >/dev/null
   touch "$1/done"
 }
-for n in $(seq 1 "$nights"); do corpus "$root/n$n" "$per" $((100 + n)) "n$n"; done
-corpus "$root/new" "$new" 99 new
-say "corpora ready under $root"
+for n in $(seq 1 "$nights"); do corpus "$corpora/n$n" "$per" $((100 + n)) "n$n"; done
+corpus "$corpora/new" "$new" 99 new
+say "corpora ready under $corpora"
 
 # run INPUT OUT [ARGS...]: one run on 2 threads; prints "seconds peak_rss_mib".
 run() {
   local input=$1 out=$2; shift 2
+  # shellcheck disable=SC2086 # ARGS are flags meant to split into words
   /usr/bin/time -f "%e %M" -o "$root/time.txt" "$bin" run --input "$input" --output "$out" \
-    --method "$method" --threads 2 --quiet "$@" >/dev/null
+    --method "$method" --threads 2 --quiet $args "$@" >/dev/null
   awk '{printf "%s %.0f\n", $1, $2 / 1024}' "$root/time.txt"
 }
 build() { # build INDEX NIGHTS
@@ -48,7 +52,7 @@ build() { # build INDEX NIGHTS
   rm -rf "$1"
   for n in $(seq 1 "$2"); do
     say "indexing night $n of $2 into $1"
-    run "$root/n$n/*.parquet" "$root/out-build" --index "$1" --batch "night-$(printf %03d "$n")" \
+    run "$corpora/n$n/*.parquet" "$root/out-build" --index "$1" --batch "night-$(printf %03d "$n")" \
       --window 100000 --index-keys "$keys" >/dev/null
   done
   touch "$1/built"
@@ -62,8 +66,8 @@ declare -A secs rss
 for r in $(seq 0 "$repeat"); do
   for way in alone index-1 index-all; do
     case $way in
-      alone) t=$(run "$root/new/*.parquet" "$root/out-$way") ;;
-      *) t=$(run "$root/new/*.parquet" "$root/out-$way" --index "$root/$way" --batch tonight \
+      alone) t=$(run "$corpora/new/*.parquet" "$root/out-$way") ;;
+      *) t=$(run "$corpora/new/*.parquet" "$root/out-$way" --index "$root/$way" --batch tonight \
               --window 100000 --index-keys "$keys") ;;
     esac
     # Repetition 0 warms the page cache and adds tonight's batch; it is not counted.
@@ -73,7 +77,7 @@ for r in $(seq 0 "$repeat"); do
   done
 done
 median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-python3 - "$root" "$nights" "$per" "$new" "$keys" "$method" \
+python3 - "$root" "$nights" "$per" "$new" "$keys" "$method $args" \
   "$(echo "${secs[alone]}" | median)" "$(echo "${secs[index-1]}" | median)" "$(echo "${secs[index-all]}" | median)" \
   "${rss[alone]}" "${rss[index-1]}" "${rss[index-all]}" <<'PY'
 import json, sys

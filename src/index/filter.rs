@@ -81,10 +81,12 @@ impl Bloom {
         if n == 0 {
             return None;
         }
-        let blocks = body
-            .chunks_exact(32)
-            .map(|c| std::array::from_fn(|i| crate::io::u32_at(c, i * 4)))
-            .collect();
+        let mut blocks = vec![[0u32; 8]; n];
+        for (block, bytes) in blocks.iter_mut().zip(body.chunks_exact(32)) {
+            for (w, b) in block.iter_mut().zip(bytes.chunks_exact(4)) {
+                *w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            }
+        }
         Some((Bloom { blocks }, 4 + n * 32))
     }
 }

@@ -98,14 +98,17 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
     };
     // Band keys of the part's documents (none for a document without shingles or features).
     let simhash = cfg.method == Method::Simhash;
-    let indexed = |q: usize| {
-        let rec = sigs.sig(first + q as u32);
-        if simhash {
-            simhash::record_features(rec) > 0
-        } else {
-            sigs.shingles(first + q as u32) > 0
-        }
-    };
+    let indexed: Vec<bool> = (0..n)
+        .into_par_iter()
+        .map(|q| {
+            let d = first + q as u32;
+            if simhash {
+                simhash::record_features(sigs.sig(d)) > 0
+            } else {
+                sigs.shingles(d) > 0
+            }
+        })
+        .collect();
     let mut keys = vec![0u64; n * bands];
     keys.par_chunks_mut(bands.max(1))
         .enumerate()
@@ -118,6 +121,21 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
                 crate::lsh::band_keys(rec, cfg.rows, out);
             }
         });
+    // Each band's keys in key order: a filter's block follows from the key's high bits, so
+    // probing in key order walks every filter front to back instead of missing the cache on
+    // each probe (which made the lookup cost grow with the number of batches).
+    let sorted: Vec<Vec<(u64, u32)>> = (0..bands)
+        .into_par_iter()
+        .map(|b| {
+            let mut v: Vec<(u64, u32)> = (0..n)
+                .filter(|&q| indexed[q])
+                .map(|q| (keys[q * bands + b], q as u32))
+                .collect();
+            v.sort_unstable();
+            v
+        })
+        .collect();
+    drop(keys);
     let mut best: Vec<Option<Match>> = vec![None; n];
     for (bi, r) in readers.iter().enumerate() {
         let bi = bi as u32;
@@ -131,17 +149,25 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
         for (q, x) in r.find_exact(&queries)? {
             best[q] = Some((bi, x, 1.0, true));
         }
-        // 2. Band keys through the filters, then the sorted keys.
+        // 2. Band keys through the filters, then the sorted keys (bands in parallel).
+        let per_band: Vec<(u64, Vec<(usize, u32)>)> = (0..bands)
+            .into_par_iter()
+            .map(|b| {
+                // The filter first, in key order; the few keys that pass are then checked
+                // against the matches so far (in document order that would miss the cache).
+                let queries: Vec<(usize, u64)> = sorted[b]
+                    .iter()
+                    .filter(|&&(key, _)| r.band_may_have(b, key))
+                    .map(|&(key, q)| (q as usize, key))
+                    .filter(|&(q, _)| open(q, &best))
+                    .collect();
+                Ok((queries.len() as u64, r.find_band(b, &queries)?))
+            })
+            .collect::<Result<_>>()?;
         let mut cands: Vec<(usize, u32)> = Vec::new();
-        for b in 0..bands {
-            let queries: Vec<(usize, u64)> = (0..n)
-                .filter(|&q| {
-                    indexed(q) && open(q, &best) && r.band_may_have(b, keys[q * bands + b])
-                })
-                .map(|q| (q, keys[q * bands + b]))
-                .collect();
-            stats.filter_passes += queries.len() as u64;
-            cands.extend(r.find_band(b, &queries)?);
+        for (passes, found) in per_band {
+            stats.filter_passes += passes;
+            cands.extend(found);
         }
         cands.par_sort_unstable();
         cands.dedup();
