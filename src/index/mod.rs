@@ -264,12 +264,14 @@ pub fn commit(
     let index = ip.dir();
     let _lock = Lock::acquire(&ip.location)?;
     let head = read_head(&index)?;
-    let done = head
-        .as_ref()
-        .and_then(|h| h.batches.last())
-        .is_some_and(|b| b.name == added.name && b.dir == added.dir);
+    // The head this batch already committed (a rerun after a crash past the commit).
+    let done = head.as_ref().filter(|h| {
+        h.batches
+            .last()
+            .is_some_and(|b| b.name == added.name && b.dir == added.dir)
+    });
     let generation = head.as_ref().map_or(0, |h| h.generation);
-    if !done && generation != ip.generation {
+    if done.is_none() && generation != ip.generation {
         return Err(Error::Index {
             index: ip.location.clone(),
             msg: format!(
@@ -278,8 +280,8 @@ pub fn commit(
             ),
         });
     }
-    let new_head = if done {
-        head.clone().unwrap_or_else(|| unreachable_head(ip))
+    let new_head = if let Some(h) = done {
+        h.clone()
     } else {
         let mut all = ip.compare.clone();
         all.push(added.clone());
@@ -332,18 +334,6 @@ pub fn commit(
             .sum(),
         filter_bytes: new_head.batches.iter().map(|b| b.filter_bytes).sum(),
     })
-}
-
-/// The head a commit found already written (never absent when `done`).
-fn unreachable_head(ip: &IndexPlan) -> Head {
-    Head {
-        format: FORMAT,
-        generation: ip.generation,
-        settings: ip.settings.clone(),
-        batches: Vec::new(),
-        retired: Vec::new(),
-        frequencies: None,
-    }
 }
 
 /// The lock on an index, held while a run uses it; released when dropped.
@@ -419,12 +409,13 @@ impl Lock {
                     let who = object::get_opt(&url)?
                         .map(|b| String::from_utf8_lossy(&b).trim().to_string())
                         .unwrap_or_default();
-                    if !stale(&who)
-                        || !{
-                            object::delete(&url)?;
-                            object::put_new(&url, me.into_bytes())?
-                        }
-                    {
+                    // A lock object naming a dead process of this host is replaced; if another
+                    // run replaced it first, the conditional PUT fails and so does this run.
+                    let taken_over = stale(&who) && {
+                        object::delete(&url)?;
+                        object::put_new(&url, me.into_bytes())?
+                    };
+                    if !taken_over {
                         return Err(in_use(who));
                     }
                 }

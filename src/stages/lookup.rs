@@ -321,18 +321,12 @@ fn verify(
         ids: false,
         keys: true,
     };
-    let tonight = store::fetch(work, &plan.parts, plan.store_k(), tq, wanted)?.into_sets();
+    // Both sides as sorted sets: the store keeps keys in text order, the index sorted.
+    let mut tonight = store::fetch(work, &plan.parts, plan.store_k(), tq, wanted)?.into_sets();
+    tonight.sort_dedup();
     let theirs: AHashMap<u32, Vec<u32>> = r.keys(&tx)?;
-    let set = |v: &[u32]| {
-        let mut s = v.to_vec();
-        s.sort_unstable();
-        s.dedup();
-        s
-    };
     let exact_j = |q: usize, x: u32| -> Option<f64> {
-        let a = tonight.get(first + q as u32)?;
-        let b = theirs.get(&x)?;
-        Some(jaccard(&set(a), &set(b)))
+        Some(jaccard(tonight.get(first + q as u32)?, theirs.get(&x)?))
     };
     Ok(cands
         .par_iter()
