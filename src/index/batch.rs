@@ -5,7 +5,7 @@
 //!
 //! | file            | record (sorted by)                               | filter over   | bytes/doc |
 //! |-----------------|--------------------------------------------------|---------------|-----------|
-//! | `bands/bBBB.bin`| 16 bits of the band key, document (by key, doc)  | 64-bit key    | 6 per band|
+//! | `bands/bBBB.bin`| 16 bits of the band key, document, SimHash: fingerprint (by key, doc) | 64-bit key | 6 (14) per band |
 //! | `exact.bin`     | 128-bit hash of the normalised text, document    | its low 64 bits | 20      |
 //! | `docs.bin`      | MinHash: K b-bit values (8 bits), shingle count; SimHash: fingerprint, features, shingles | - | K + 4 / 16 |
 //! | `ids.bin`       | id length, id bytes                              | -             | 4 + id    |
@@ -91,7 +91,8 @@ pub fn push(w: &mut Writer, dir: &OutputDir, name: &str, key: u64, rec: &[u8]) -
     })
 }
 
-/// Bytes of a band record: a 16-bit key fragment and the document.
+/// Bytes of a band record: a 16-bit key fragment and the document, then (SimHash) the document's
+/// 64-bit fingerprint, so a lookup checks the Hamming distance without reading `docs.bin`.
 const BAND_RECORD: usize = 6;
 
 /// The 16 bits of a band key a band record keeps (bits 32..48: the block's fences hold the high
@@ -100,19 +101,29 @@ fn fragment(key: u64) -> u16 {
     (key >> 32) as u16
 }
 
-/// Writes band `b`'s file from its (64-bit key, document) rows, in any order.
-pub fn write_band(dir: &OutputDir, b: usize, mut rows: Vec<(u64, u32)>) -> Result<Written> {
+/// Writes band `b`'s file from its (64-bit key, document, value) rows, in any order; the value
+/// (SimHash's fingerprint) is stored when `values`.
+pub fn write_band(
+    dir: &OutputDir,
+    b: usize,
+    mut rows: Vec<(u64, u32, u64)>,
+    values: bool,
+) -> Result<Written> {
     let mut filter = Bloom::with_keys(rows.len());
-    for &(key, _) in &rows {
+    for &(key, _, _) in &rows {
         filter.insert(key);
     }
-    rows.par_sort_unstable_by_key(|&(k, d)| (k >> 32, d));
+    rows.par_sort_unstable_by_key(|&(k, d, _)| (k >> 32, d));
     let name = band_file(b);
     put(dir, &name, Some(&filter), |w| {
-        for &(key, doc) in &rows {
-            let mut rec = [0u8; BAND_RECORD];
-            rec[..2].copy_from_slice(&fragment(key).to_le_bytes());
-            rec[2..].copy_from_slice(&doc.to_le_bytes());
+        let mut rec = Vec::with_capacity(BAND_RECORD + 8);
+        for &(key, doc, value) in &rows {
+            rec.clear();
+            rec.extend_from_slice(&fragment(key).to_le_bytes());
+            rec.extend_from_slice(&doc.to_le_bytes());
+            if values {
+                rec.extend_from_slice(&value.to_le_bytes());
+            }
             push(w, dir, &name, key >> 32, &rec)?;
         }
         Ok(())
@@ -221,7 +232,14 @@ impl BatchReader {
     /// admit the query's high 32 bits and its 16-bit fragment equals the query's: a block of
     /// 64 records then yields a false candidate about once in 1,000 probes, which verification
     /// rejects.
-    pub fn find_band(&self, b: usize, queries: &[(usize, u64)]) -> Result<Vec<(usize, u32)>> {
+    /// `keep(query, value)` is asked of each match with the record's value (SimHash: its
+    /// fingerprint; 0 without values) and drops the match when false.
+    pub fn find_band(
+        &self,
+        b: usize,
+        queries: &[(usize, u64)],
+        keep: impl Fn(usize, u64) -> bool,
+    ) -> Result<Vec<(usize, u32)>> {
         let file = &self.bands[b];
         let mut blocks: Vec<usize> = queries
             .iter()
@@ -230,6 +248,14 @@ impl BatchReader {
         blocks.sort_unstable();
         blocks.dedup();
         let data = file.read(&self.dir, &blocks)?;
+        // Record size from the block: 64 records (fewer in the last block).
+        let per = crate::index::blocks::RECORDS_PER_BLOCK as u64;
+        let size = |i: usize, len: usize| {
+            let n = file.records().saturating_sub(i as u64 * per).min(per) as usize;
+            (n > 0 && len % n == 0)
+                .then(|| len / n)
+                .filter(|&s| s >= BAND_RECORD)
+        };
         let mut out = Vec::new();
         for &(q, key) in queries {
             let frag = fragment(key).to_le_bytes();
@@ -237,8 +263,17 @@ impl BatchReader {
                 let Ok(j) = blocks.binary_search(&i) else {
                     continue;
                 };
-                for rec in data[j].chunks_exact(BAND_RECORD) {
-                    if rec[..2] == frag {
+                let rs = size(i, data[j].len()).ok_or_else(|| Error::IndexFile {
+                    path: self.dir.location(&band_file(b)),
+                    msg: format!("block {i} does not hold whole records"),
+                })?;
+                for rec in data[j].chunks_exact(rs) {
+                    let value = if rs >= BAND_RECORD + 8 {
+                        u64_at(rec, BAND_RECORD)
+                    } else {
+                        0
+                    };
+                    if rec[..2] == frag && keep(q, value) {
                         out.push((q, u32_at(rec, 2)));
                     }
                 }
@@ -432,10 +467,10 @@ mod tests {
         let dir = index.child(&entry.dir);
         dir.prepare().unwrap();
         dir.child("bands").prepare().unwrap();
-        let rows: Vec<(u64, u32)> = (0..150u32)
-            .map(|d| (crate::lsh::mix64(u64::from(d % 50)), d))
+        let rows: Vec<(u64, u32, u64)> = (0..150u32)
+            .map(|d| (crate::lsh::mix64(u64::from(d % 50)), d, 0))
             .collect();
-        write_band(&dir, 0, rows).unwrap();
+        write_band(&dir, 0, rows, false).unwrap();
         let keys = vec![7u32, 8, 9];
         put(&dir, DOCS, None, |w| {
             (0..150u32)
@@ -462,7 +497,7 @@ mod tests {
         assert!(r.memory_bytes() > 0);
         let key = crate::lsh::mix64(3);
         assert!(r.band_may_have(0, key));
-        let mut found = r.find_band(0, &[(0, key)]).unwrap();
+        let mut found = r.find_band(0, &[(0, key)], |_, _| true).unwrap();
         found.sort_unstable();
         assert_eq!(found, vec![(0, 3), (0, 53), (0, 103)]);
         // Exact: the first document with the text wins.

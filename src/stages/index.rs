@@ -36,12 +36,13 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
         let mut rows = Vec::new();
         for r in 0..plan.bucket_ranges {
             for p in 0..plan.parts.len() {
-                band_rows::read(work, &work::band_rows_file(t, r, p), |key, doc, _| {
-                    rows.push((key, doc));
+                band_rows::read(work, &work::band_rows_file(t, r, p), |key, doc, fp| {
+                    rows.push((key, doc, fp));
                 })?;
             }
         }
-        return batch::write_band(&dir, t, rows);
+        let simhash = plan.config.method == Method::Simhash;
+        return batch::write_band(&dir, t, rows, simhash);
     }
     let cfg = &plan.config;
     let simhash = cfg.method == Method::Simhash;

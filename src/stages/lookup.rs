@@ -121,6 +121,17 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
                 crate::lsh::band_keys(rec, cfg.rows, out);
             }
         });
+    let fps: Vec<u64> = (0..n)
+        .into_par_iter()
+        .map(|q| {
+            let rec = sigs.sig(first + q as u32);
+            if simhash {
+                simhash::record_fingerprint(rec)
+            } else {
+                0
+            }
+        })
+        .collect();
     // Each band's keys in key order: a filter's block follows from the key's high bits, so
     // probing in key order walks every filter front to back instead of missing the cache on
     // each probe (which made the lookup cost grow with the number of batches).
@@ -161,7 +172,12 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
                     .map(|&(key, q)| (q as usize, key))
                     .filter(|&(q, _)| open(q, &best))
                     .collect();
-                Ok((queries.len() as u64, r.find_band(b, &queries)?))
+                // SimHash: a bucket only says that one block of bits agrees; the records carry
+                // the fingerprints, so only pairs within the Hamming distance become candidates.
+                let near = |q: usize, fp: u64| {
+                    !simhash || simhash::hamming(fps[q], fp) as usize <= cfg.hamming
+                };
+                Ok((queries.len() as u64, r.find_band(b, &queries, near)?))
             })
             .collect::<Result<_>>()?;
         let mut cands: Vec<(usize, u32)> = Vec::new();
