@@ -182,6 +182,16 @@ fn run_tasks(
     keep_work: bool,
     pool: &rayon::ThreadPool,
 ) -> Result<serde_json::Value> {
+    // The index is this run's from the plan (which reads its head) to the commit. Its lock,
+    // settings and batch name are checked before anything is written to the output.
+    let _lock = match &cfg.index {
+        Some(index) => {
+            let lock = crate::index::Lock::acquire(index)?;
+            crate::index::plan(cfg, 0)?;
+            Some(lock)
+        }
+        None => None,
+    };
     let out = OutputDir::parse(&cfg.output);
     out.prepare()?;
     let work = match work {
@@ -192,11 +202,6 @@ fn run_tasks(
     if let Some(dir) = work.local_dir() {
         crate::io::output::prepare_dir(dir)?;
     }
-    // The index is this run's from the plan (which reads its head) to the commit.
-    let _lock = match &cfg.index {
-        Some(index) => Some(crate::index::Lock::acquire(index)?),
-        None => None,
-    };
     let plan = pool.install(|| Plan::build(cfg, layout.tasks, layout.bucket_ranges))?;
     let resumed = install_plan(&work, &plan, cfg.quiet)?;
     let mut walls = Vec::new();
