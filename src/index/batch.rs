@@ -252,7 +252,7 @@ impl BatchReader {
         let per = crate::index::blocks::RECORDS_PER_BLOCK as u64;
         let size = |i: usize, len: usize| {
             let n = file.records().saturating_sub(i as u64 * per).min(per) as usize;
-            (n > 0 && len % n == 0)
+            (n > 0 && len.is_multiple_of(n))
                 .then(|| len / n)
                 .filter(|&s| s >= BAND_RECORD)
         };
@@ -347,7 +347,7 @@ impl BatchReader {
     /// The `docs.bin` records of `docs` (sorted, unique).
     pub fn records(&self, docs: &[u32]) -> Result<AHashMap<u32, Vec<u8>>> {
         self.per_doc(&self.docs, docs, |bytes, n| {
-            (n > 0 && bytes.len() % n == 0).then(|| {
+            (n > 0 && bytes.len().is_multiple_of(n)).then(|| {
                 bytes
                     .chunks_exact(bytes.len() / n)
                     .map(<[u8]>::to_vec)
