@@ -148,6 +148,9 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
         .collect();
     drop(keys);
     let mut best: Vec<Option<Match>> = vec![None; n];
+    // Documents with an exact copy in the index (their earliest match may still be a
+    // near-duplicate with a smaller number in the same batch).
+    let mut copy: Vec<bool> = vec![false; n];
     for (bi, r) in readers.iter().enumerate() {
         let bi = bi as u32;
         // A document with a match in an earlier batch looks no further.
@@ -159,6 +162,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
             .collect();
         for (q, x) in r.find_exact(&queries)? {
             best[q] = Some((bi, x, 1.0, true));
+            copy[q] = true;
         }
         // 2. Band keys through the filters, then the sorted keys (bands in parallel).
         let per_band: Vec<(u64, Vec<(usize, u32)>)> = (0..bands)
@@ -223,7 +227,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
     }
     rows.sort_unstable_by_key(|r| r.0);
     stats.matched = rows.len() as u64;
-    stats.exact = rows.iter().filter(|r| r.1 .3).count() as u64;
+    stats.exact = rows.iter().filter(|r| copy[(r.0 - first) as usize]).count() as u64;
     // Tonight's document has an exact copy in the index even if a near-duplicate is earlier.
     let mut df = DataFrame::new(
         rows.len(),
@@ -243,7 +247,9 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
             ),
             Column::new(
                 "exact".into(),
-                rows.iter().map(|r| r.1 .3).collect::<Vec<bool>>(),
+                rows.iter()
+                    .map(|r| copy[(r.0 - first) as usize])
+                    .collect::<Vec<bool>>(),
             ),
             Column::new(
                 "xid".into(),
