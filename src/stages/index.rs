@@ -68,11 +68,16 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
         let wanted = store::Wanted { ids, keys };
         store::fetch(work, &plan.parts, plan.store_k(), docs.to_vec(), wanted)
     };
+    // The documents whose keys the batch keeps, found while their records are written.
+    let mut short: Vec<u32> = Vec::new();
     let mut w = batch::put(&dir, batch::DOCS, None, |out| {
         for docs in &windows {
             let sigs = fetch(docs, false, false)?;
             for &d in docs {
                 let rec = sigs.sig(d);
+                if sigs.shingles(d) > 0 && keeps_keys(sigs.shingles(d), rec) {
+                    short.push(d);
+                }
                 let record = if simhash {
                     let fp = simhash::record_fingerprint(rec);
                     batch::simhash_record(fp, simhash::record_features(rec), sigs.shingles(d))
@@ -94,16 +99,10 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
         Ok(())
     })?;
     w += batch::put(&dir, batch::KEYS, None, |out| {
-        for docs in &windows {
-            let sigs = fetch(docs, false, false)?;
-            let short: Vec<u32> = docs
-                .iter()
-                .copied()
-                .filter(|&d| sigs.shingles(d) > 0 && keeps_keys(sigs.shingles(d), sigs.sig(d)))
-                .collect();
-            let mut sets = fetch(&short, false, true)?.into_sets();
+        for docs in short.chunks(WINDOW) {
+            let mut sets = fetch(docs, false, true)?.into_sets();
             sets.sort_dedup();
-            for d in short {
+            for &d in docs {
                 let keys = sets.get(d).unwrap_or(&[]);
                 batch::push(
                     out,

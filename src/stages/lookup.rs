@@ -49,8 +49,8 @@ pub struct LookupStats {
 }
 
 /// A verified match: (batch position in the plan's compare list, document in that batch,
-/// similarity, exact copy).
-type Match = (u32, u32, f32, bool);
+/// similarity).
+type Match = (u32, u32, f32);
 
 /// Reads part `p`'s exact-text hashes.
 pub fn read_exact(work: &OutputDir, p: usize, n: usize) -> Result<Vec<u128>> {
@@ -109,29 +109,21 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
             }
         })
         .collect();
+    let fps: Vec<u64> = (0..n)
+        .into_par_iter()
+        .map(|q| match simhash {
+            true => simhash::record_fingerprint(sigs.sig(first + q as u32)),
+            false => 0,
+        })
+        .collect();
+    let block_index = plan.block_index();
     let mut keys = vec![0u64; n * bands];
     keys.par_chunks_mut(bands.max(1))
         .enumerate()
-        .for_each(|(q, out)| {
-            let rec = sigs.sig(first + q as u32);
-            if simhash {
-                plan.block_index()
-                    .bucket_keys(simhash::record_fingerprint(rec), out);
-            } else {
-                crate::lsh::band_keys(rec, cfg.rows, out);
-            }
+        .for_each(|(q, out)| match simhash {
+            true => block_index.bucket_keys(fps[q], out),
+            false => crate::lsh::band_keys(sigs.sig(first + q as u32), cfg.rows, out),
         });
-    let fps: Vec<u64> = (0..n)
-        .into_par_iter()
-        .map(|q| {
-            let rec = sigs.sig(first + q as u32);
-            if simhash {
-                simhash::record_fingerprint(rec)
-            } else {
-                0
-            }
-        })
-        .collect();
     // Each band's keys in key order: a filter's block follows from the key's high bits, so
     // probing in key order walks every filter front to back instead of missing the cache on
     // each probe (which made the lookup cost grow with the number of batches).
@@ -161,7 +153,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
             .map(|q| (q, exact[q]))
             .collect();
         for (q, x) in r.find_exact(&queries)? {
-            best[q] = Some((bi, x, 1.0, true));
+            best[q] = Some((bi, x, 1.0));
             copy[q] = true;
         }
         // 2. Band keys through the filters, then the sorted keys (bands in parallel).
@@ -196,7 +188,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
         stats.candidates += cands.len() as u64;
         for (q, m) in verify(work, plan, &sigs, first, r, &cands)? {
             if best[q].is_none_or(|b| (m.0, m.1) < (b.0, b.1)) {
-                best[q] = Some((bi, m.1, m.2, m.3));
+                best[q] = Some((bi, m.1, m.2));
             }
         }
     }
@@ -228,7 +220,6 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
     rows.sort_unstable_by_key(|r| r.0);
     stats.matched = rows.len() as u64;
     stats.exact = rows.iter().filter(|r| copy[(r.0 - first) as usize]).count() as u64;
-    // Tonight's document has an exact copy in the index even if a near-duplicate is earlier.
     let mut df = DataFrame::new(
         rows.len(),
         vec![
@@ -245,6 +236,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
                 "similarity".into(),
                 rows.iter().map(|r| r.1 .2).collect::<Vec<f32>>(),
             ),
+            // An exact copy in the index, also where the earliest match is a near-duplicate.
             Column::new(
                 "exact".into(),
                 rows.iter()
@@ -371,7 +363,7 @@ fn verify(
             } else {
                 batch::bbit_estimate(mine, rec)
             };
-            (sim >= cfg.threshold || simhash).then_some((q, (0, x, sim as f32, false)))
+            (sim >= cfg.threshold || simhash).then_some((q, (0, x, sim as f32)))
         })
         .collect())
 }
