@@ -95,6 +95,20 @@ pub enum Error {
     #[error("index '{index}' is in use by {holder}; wait for that run to finish (a lock left by a process that died on this host is taken over automatically)")]
     IndexInUse { index: String, holder: String },
 
+    /// A manifest (for `apply`, `explain`, `report`) is missing, unreadable or not one this tool
+    /// wrote.
+    #[error("cannot use manifest '{path}': {msg}")]
+    Manifest { path: String, msg: String },
+
+    /// An input shard differs from the one the manifest was made from.
+    #[error("input shard '{file}' changed since the manifest was made ({what}). The manifest names rows by position, so it only fits the shards the run read: restore those, or run `corpus-dedup run` again on the current shards and apply its manifest")]
+    ShardChanged { file: String, what: String },
+
+    /// A request about a run's output that cannot be answered as asked (an id not in the
+    /// manifest, an output name used twice).
+    #[error("{0}")]
+    Request(String),
+
     /// The corpus has more documents than the 32-bit document index supports.
     #[error("the input has {0} documents; this version supports at most 4,294,967,294 per run: split the input into several runs")]
     TooManyDocuments(u64),

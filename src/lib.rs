@@ -8,16 +8,20 @@
 //! tasks ([`stages`], one module per stage); [`executor`] runs a task, or a whole plan in this
 //! process; [`config`] holds the one validated configuration. docs/ARCHITECTURE.md has the map.
 
+pub mod apply;
 pub mod config;
 pub mod corpus;
 pub mod error;
 pub mod executor;
+pub mod explain;
 pub mod hooks;
 pub mod index;
 pub mod io;
 pub mod lsh;
 pub mod minhash;
 pub mod plan;
+pub mod progress;
+pub mod results;
 pub mod simhash;
 pub mod stages;
 pub mod synth;

@@ -1,5 +1,6 @@
 //! The `corpus-dedup` command line.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -55,6 +56,44 @@ enum Command {
         #[arg(long, value_name = "DIR|URL")]
         work: String,
     },
+    /// Write the deduplicated shards: each input shard's kept rows, same name, schema, row order
+    /// and codec. Rerun the same command after a crash to finish (complete shards are skipped).
+    Apply {
+        /// The manifest a run wrote (OUT/manifest.parquet, local or s3://).
+        #[arg(long, value_name = "FILE|URL")]
+        manifest: String,
+        /// Directory (or s3:// prefix) for the kept rows.
+        #[arg(long, value_name = "DIR|URL")]
+        output: String,
+        /// Also write the dropped rows here, with duplicate_of and similarity, for audit.
+        #[arg(long, value_name = "DIR|URL")]
+        dropped: Option<String>,
+        /// Print rows and bytes per shard; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+        /// Worker threads (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+    },
+    /// Show the cluster of one document: its kept document, every member's similarity (the
+    /// run's, the MinHash estimate and the exact Jaccard) and a word diff against the keeper.
+    Explain {
+        /// The output directory of a run (local or s3://).
+        #[arg(value_name = "OUT")]
+        output: String,
+        /// The document's id (as in the manifest).
+        #[arg(long)]
+        id: String,
+        /// Members shown at most (the keeper and the document always are).
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run one task of a planned run (what a cluster scheduler launches).
     Task {
         /// The stage.
@@ -96,6 +135,9 @@ fn run(
     let cfg = resolve(config, flags)?;
     let summary = executor::local::run(&cfg, &layout, work.as_deref(), keep_work)
         .with_context(|| format!("corpus-dedup run failed (output '{}')", cfg.output))?;
+    if !cfg.quiet && std::io::stderr().is_terminal() {
+        eprint!("{}", human_summary(&summary, &cfg.output));
+    }
     let field = |k: &str| summary.get(k).cloned().unwrap_or_default();
     let seconds = summary["total_seconds"].as_f64().unwrap_or(0.0);
     let line = serde_json::json!({
@@ -109,6 +151,42 @@ fn run(
     });
     println!("{line}");
     Ok(())
+}
+
+/// The end of a run for a person on a terminal: what was kept and dropped, and where the files
+/// are (the JSON line follows on stdout).
+fn human_summary(summary: &serde_json::Value, output: &str) -> String {
+    use corpus_dedup::progress::thousands;
+    let n = |k: &str| summary[k].as_u64().unwrap_or(0);
+    let (docs, dropped) = (n("documents_in"), n("documents_dropped"));
+    let exact = n("exact_duplicates").min(dropped);
+    let share = 100.0 * dropped as f64 / docs.max(1) as f64;
+    let mut s = format!(
+        "corpus-dedup: {} documents ({:.1} MB of text) in {:.1} s, peak memory {:.0} MiB\n",
+        thousands(docs),
+        n("text_bytes") as f64 / 1e6,
+        summary["total_seconds"].as_f64().unwrap_or(0.0),
+        summary["peak_rss_mib"].as_f64().unwrap_or(0.0),
+    );
+    s += &format!("  kept     {}\n", thousands(n("documents_kept")));
+    s += &format!(
+        "  dropped  {} ({share:.1}%): {} exact copies, {} near duplicates; {} clusters\n",
+        thousands(dropped),
+        thousands(exact),
+        thousands(dropped - exact),
+        thousands(n("clusters")),
+    );
+    if let Some(against) = summary["index"]["dropped_against"].as_object() {
+        let earlier: u64 = against.values().filter_map(|v| v.as_u64()).sum();
+        s += &format!(
+            "           {} of them against earlier batches in the index\n",
+            thousands(earlier)
+        );
+    }
+    let at = |name: &str| corpus_dedup::results::in_output(output, name);
+    s += &format!("  manifest {}\n", at("manifest.parquet"));
+    s += &format!("  summary  {}\n", at("summary.json"));
+    s
 }
 
 fn plan(
@@ -132,6 +210,47 @@ fn plan(
     })
     .with_context(|| format!("corpus-dedup plan failed (work '{work}')"))?;
     println!("{}", corpus_dedup::plan::task_counts(&plan));
+    Ok(())
+}
+
+fn apply(opts: corpus_dedup::apply::ApplyOptions, threads: Option<usize>) -> anyhow::Result<()> {
+    let threads =
+        threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    std::env::set_var("POLARS_MAX_THREADS", threads.to_string());
+    let report = executor::local::in_pool(threads, || corpus_dedup::apply::apply(&opts))
+        .with_context(|| format!("corpus-dedup apply failed (manifest '{}')", opts.manifest))?;
+    if opts.dry_run {
+        print!("{}", corpus_dedup::apply::dry_run_table(&report));
+    }
+    let line = serde_json::json!({
+        "dry_run": report.dry_run,
+        "shards": report.shards.len(),
+        "shards_written": report.shards_written,
+        "shards_already_complete": report.shards_already_complete,
+        "rows_in": report.rows_in,
+        "rows_kept": report.rows_kept,
+        "rows_dropped": report.rows_dropped,
+        "bytes_in": report.bytes_in,
+        "bytes_out": report.bytes_out,
+        "seconds": (report.seconds * 1000.0).round() / 1000.0,
+        "output": report.output,
+        "dropped": report.dropped,
+    });
+    println!("{line}");
+    Ok(())
+}
+
+fn explain(output: String, id: String, limit: usize, json: bool) -> anyhow::Result<()> {
+    let e = corpus_dedup::explain::explain(&output, &id, limit)
+        .with_context(|| format!("corpus-dedup explain failed (output '{output}')"))?;
+    if json {
+        println!("{}", serde_json::to_string(&e)?);
+    } else {
+        print!(
+            "{}",
+            corpus_dedup::explain::to_text(&e, std::io::stdout().is_terminal())
+        );
+    }
     Ok(())
 }
 
@@ -166,7 +285,19 @@ fn task(
         if let Some(done) = corpus_dedup::io::work::read_marker(&dir, stage, index)? {
             return Ok((done, true));
         }
-        executor::run_task(&dir, &plan, stage, index, None).map(|r| (r, false))
+        // On a terminal, the task's progress (documents of its part, or the task itself).
+        let weight = if stage.per_part() {
+            plan.parts.get(index).map_or(1, |p| p.1)
+        } else {
+            1
+        };
+        let unit = if stage.per_part() { "docs" } else { "tasks" };
+        let pb = corpus_dedup::progress::bar(false, weight, stage.name(), unit);
+        corpus_dedup::progress::set_current(Some(pb.clone()));
+        let report = executor::run_task(&dir, &plan, stage, index, None);
+        corpus_dedup::progress::set_current(None);
+        pb.finish_and_clear();
+        report.map(|r| (r, false))
     })
     .context(what)?;
     let (report, skipped) = report;
@@ -227,6 +358,29 @@ fn main() -> ExitCode {
             layout,
             work,
         } => plan(config, settings, layout, work),
+        Command::Apply {
+            manifest,
+            output,
+            dropped,
+            dry_run,
+            quiet,
+            threads,
+        } => apply(
+            corpus_dedup::apply::ApplyOptions {
+                manifest,
+                output,
+                dropped,
+                dry_run,
+                quiet,
+            },
+            threads,
+        ),
+        Command::Explain {
+            output,
+            id,
+            limit,
+            json,
+        } => explain(output, id, limit, json),
         Command::Task {
             stage,
             task: index,

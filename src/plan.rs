@@ -39,7 +39,7 @@ use crate::simhash::BlockIndex;
 
 /// Plan file format version, raised whenever the meaning of a work file changes, so that a work
 /// directory left by another build is discarded instead of resumed.
-pub const FORMAT: u32 = 7;
+pub const FORMAT: u32 = 8;
 
 /// Documents per part when `--tasks` is not given. A part's tasks hold its signatures and band
 /// keys (~700 bytes per document: ~170 MB) but only one chunk of its text at a time.
@@ -94,6 +94,20 @@ pub const STAGES: [Stage; 10] = [
 ];
 
 impl Stage {
+    /// True for a stage with one task per part: its progress is counted in documents.
+    pub fn per_part(self) -> bool {
+        matches!(
+            self,
+            Stage::Sample | Stage::Signatures | Stage::Lookup | Stage::Verify | Stage::Manifest
+        )
+    }
+
+    /// True for a stage whose tasks advance the progress bar themselves as they go
+    /// ([`crate::progress::advance`]), by their part's documents in all.
+    pub fn reports_progress(self) -> bool {
+        matches!(self, Stage::Signatures | Stage::Manifest)
+    }
+
     /// The stage's name (as on the command line).
     pub fn name(self) -> &'static str {
         match self {
@@ -120,6 +134,12 @@ pub struct InputFile {
     /// Rows of each row group, in order (empty: read as one group).
     #[serde(default)]
     pub row_groups: Vec<u64>,
+    /// Size of the file in bytes and its footer's fingerprint ([`input::Footer`]), recorded in
+    /// the manifest so `apply` can tell a shard changed since the run.
+    #[serde(default)]
+    pub bytes: u64,
+    #[serde(default)]
+    pub fingerprint: String,
 }
 
 /// The plan of one run.
@@ -144,18 +164,20 @@ impl Plan {
     /// cuts the documents into `tasks` parts (default: one per [`DOCS_PER_PART`] documents).
     pub fn build(cfg: &Config, tasks: Option<usize>, bucket_ranges: Option<usize>) -> Result<Plan> {
         let names = input::expand_inputs(&cfg.input)?;
-        let rows: Vec<(u64, Vec<u64>)> = names
+        let rows: Vec<((u64, Vec<u64>), input::Footer)> = names
             .par_iter()
-            .map(|f| input::count_rows(f, cfg))
+            .map(|f| Ok((input::count_rows(f, cfg)?, input::Footer::read(f)?)))
             .collect::<Result<_>>()?;
         let mut files = Vec::with_capacity(names.len());
         let mut next = 0u64;
-        for (file, (rows, row_groups)) in names.into_iter().zip(rows) {
+        for (file, ((rows, row_groups), footer)) in names.into_iter().zip(rows) {
             files.push(InputFile {
                 file,
                 rows,
                 first_doc: next,
                 row_groups,
+                bytes: footer.file_bytes,
+                fingerprint: footer.fingerprint(),
             });
             next += rows;
         }
@@ -437,6 +459,8 @@ mod tests {
                 file: format!("f{i}"),
                 rows: r,
                 first_doc: next,
+                bytes: 0,
+                fingerprint: String::new(),
             });
             next += r;
         }

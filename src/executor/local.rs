@@ -17,8 +17,6 @@
 
 use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressStyle};
-
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::executor::run_task;
@@ -48,21 +46,6 @@ pub fn run(
 ) -> Result<serde_json::Value> {
     let pool = pool(cfg.threads)?;
     run_tasks(cfg, layout, work, keep_work, &pool)
-}
-
-/// A progress bar of `len` steps for `what` (hidden with `--quiet`).
-fn bar(quiet: bool, len: u64, what: &str) -> ProgressBar {
-    if quiet {
-        return ProgressBar::hidden();
-    }
-    let pb = ProgressBar::new(len);
-    if let Ok(style) =
-        ProgressStyle::with_template("{msg:>12} [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})")
-    {
-        pb.set_style(style.progress_chars("=> "));
-    }
-    pb.set_message(what.to_string());
-    pb
 }
 
 /// A rayon pool of `threads` threads.
@@ -221,13 +204,25 @@ fn run_tasks(
                 n - pending.len()
             );
         }
-        let pb = bar(cfg.quiet, pending.len() as u64, stage.name());
-        run_concurrently(pool, &pending, |t| {
+        // Stages with a task per part count documents; the others count tasks.
+        let weight = |t: usize| match stage.per_part() {
+            true => plan.parts[t].1,
+            false => 1,
+        };
+        let unit = if stage.per_part() { "docs" } else { "tasks" };
+        let total = pending.iter().map(|&t| weight(t)).sum();
+        let pb = crate::progress::bar(cfg.quiet, total, stage.name(), unit);
+        crate::progress::set_current(Some(pb.clone()));
+        let result = run_concurrently(pool, &pending, |t| {
             run_task(&work, &plan, stage, t, None)?;
-            pb.inc(1);
+            if !stage.reports_progress() {
+                pb.inc(weight(t));
+            }
             Ok(())
-        })?;
+        });
+        crate::progress::set_current(None);
         pb.finish_and_clear();
+        result?;
         walls.push((stage, start.elapsed().as_secs_f64()));
     }
     // Nothing reads the document store after the manifest stage, and it is most of the work

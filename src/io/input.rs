@@ -48,6 +48,86 @@ pub fn expand_inputs(patterns: &[String]) -> Result<Vec<String>> {
     Ok(files)
 }
 
+/// Reads a byte range of one file.
+type RangeRead = dyn Fn(std::ops::Range<u64>) -> Result<Vec<u8>>;
+
+/// The footer of a Parquet file (its metadata: schema, row groups, every column chunk's offset,
+/// size, codec and statistics) and the file's size.
+pub struct Footer {
+    pub file_bytes: u64,
+    /// The footer's bytes, without the trailing length and magic.
+    pub raw: Vec<u8>,
+}
+
+impl Footer {
+    /// Reads the footer of a local file or an `s3://` object (two small reads).
+    pub fn read(file: &str) -> Result<Footer> {
+        let err = |msg: String| Error::Parquet {
+            file: file.to_string(),
+            msg,
+        };
+        let (file_bytes, read): (u64, Box<RangeRead>) = if object::is_url(file) {
+            let url = file.to_string();
+            let size = object::size(&url)?;
+            let read = move |r: std::ops::Range<u64>| {
+                Ok(object::get_ranges(&url, &[r])?.pop().unwrap_or_default())
+            };
+            (size, Box::new(read))
+        } else {
+            use std::os::unix::fs::FileExt;
+            let f = std::fs::File::open(file).map_err(|e| err(e.to_string()))?;
+            let size = f.metadata().map_err(|e| err(e.to_string()))?.len();
+            let name = file.to_string();
+            let read = move |r: std::ops::Range<u64>| {
+                let mut buf = vec![0u8; (r.end - r.start) as usize];
+                f.read_exact_at(&mut buf, r.start)
+                    .map_err(|e| Error::Parquet {
+                        file: name.clone(),
+                        msg: e.to_string(),
+                    })?;
+                Ok(buf)
+            };
+            (size, Box::new(read))
+        };
+        let not_parquet = || err("not a Parquet file (no PAR1 footer)".into());
+        if file_bytes < 12 {
+            return Err(not_parquet());
+        }
+        let tail = read(file_bytes - 8..file_bytes)?;
+        if tail[4..] != *b"PAR1" {
+            return Err(not_parquet());
+        }
+        let len = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]) as u64;
+        if len + 12 > file_bytes {
+            return Err(not_parquet());
+        }
+        let raw = read(file_bytes - 8 - len..file_bytes - 8)?;
+        Ok(Footer { file_bytes, raw })
+    }
+
+    /// The footer's xxh3-64 in hex: it covers every column chunk's offset, size and statistics,
+    /// so a rewritten shard gets another one.
+    pub fn fingerprint(&self) -> String {
+        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&self.raw))
+    }
+
+    /// The parsed footer.
+    pub fn metadata(&self, file: &str) -> Result<polars_parquet::parquet::metadata::FileMetadata> {
+        // A minimal file around the footer: magic, footer, length, magic.
+        let mut buf = Vec::with_capacity(self.raw.len() + 12);
+        buf.extend_from_slice(b"PAR1");
+        buf.extend_from_slice(&self.raw);
+        buf.extend_from_slice(&(self.raw.len() as u32).to_le_bytes());
+        buf.extend_from_slice(b"PAR1");
+        polars_parquet::parquet::read::read_metadata(&mut std::io::Cursor::new(buf)).map_err(|e| {
+            Error::Parquet {
+                file: file.to_string(),
+                msg: e.to_string(),
+            }
+        })
+    }
+}
+
 /// The columns of one shard that the pipeline uses, each as one contiguous chunk.
 pub struct Shard {
     /// The file, as given.
@@ -91,7 +171,7 @@ fn column_list(schema: &Schema) -> String {
 
 /// Opens a shard lazily: `bytes`, when given, is the file's content already fetched (object
 /// storage); otherwise the file (local path or `s3://` URL) is scanned by polars.
-fn scan(file: &str, bytes: Option<Vec<u8>>) -> Result<LazyFrame> {
+pub fn scan(file: &str, bytes: Option<Vec<u8>>) -> Result<LazyFrame> {
     // Hive partitioning off: a shard is one file, whatever directory names it sits under.
     let args = ScanArgsParquet {
         hive_options: HiveOptions::new_disabled(),

@@ -319,6 +319,16 @@ pub fn get_opt(url: &str) -> Result<Option<Vec<u8>>> {
     })
 }
 
+/// The size of an object in bytes.
+pub fn size(url: &str) -> Result<u64> {
+    let (bucket, key) = split_url(url)?;
+    let store = store(bucket)?;
+    runtime()?
+        .block_on(store.head(&Path::from(key)))
+        .map(|m| m.size)
+        .map_err(|e| store_err("read", url, e))
+}
+
 /// Fetches byte ranges of one object (adjacent ranges are coalesced into one request).
 pub fn get_ranges(url: &str, ranges: &[std::ops::Range<u64>]) -> Result<Vec<Vec<u8>>> {
     let (bucket, key) = split_url(url)?;

@@ -194,6 +194,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<()> {
                 manifest_window(work, plan, first, keepers, known, indexed.as_ref())
             })
             .collect::<Result<_>>()?;
+        crate::progress::advance(group.iter().map(|w| w.1.len() as u64).sum());
         for (id, file, keep, duplicate_of, similarity) in built.into_iter().flatten() {
             rows.ids.push(id);
             rows.files.push(file);

@@ -26,6 +26,22 @@ use crate::stages::verify::VerifyStats;
 /// Rows per row group of the merged manifest (polars' default row group size).
 pub const ROW_GROUP: usize = 512 * 512;
 
+/// Manifest metadata key of the input shards as the run read them ([`inputs_json`]).
+pub const INPUTS_KEY: &str = "corpus_dedup.inputs";
+
+/// The input shards as the run read them: name, rows, size and footer fingerprint of each, so
+/// `apply` can refuse a shard that changed since.
+pub fn inputs_json(plan: &Plan) -> serde_json::Value {
+    plan.files
+        .iter()
+        .map(|f| {
+            serde_json::json!({
+                "file": f.file, "rows": f.rows, "bytes": f.bytes, "fingerprint": f.fingerprint,
+            })
+        })
+        .collect()
+}
+
 /// Wall times of the stages when one process ran them (`run`); `None` for a distributed run.
 pub type StageWalls<'a> = Option<&'a [(Stage, f64)]>;
 
@@ -163,6 +179,7 @@ pub fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_jso
             "corpus_dedup.config".to_string(),
             cfg.result_json().to_string(),
         ),
+        (INPUTS_KEY.to_string(), inputs_json(plan).to_string()),
     ];
     out.write_with("manifest.parquet", |w| {
         write_manifest(w, work, plan, metadata)

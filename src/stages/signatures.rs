@@ -484,6 +484,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
                         .map(|i| xxhash_rust::xxh3::xxh3_64(i.as_bytes())),
                 );
                 drop(corpus);
+                crate::progress::advance(n as u64);
                 if tx.send((chunk.sigs, chunk.keys, chunk.ids)).is_err() {
                     break; // the writer stopped on an error, reported below
                 }

@@ -3,8 +3,10 @@
 
 mod common;
 
+mod apply;
 mod bad_input;
 mod dev_corpus;
+mod explain;
 mod index;
 mod ray;
 mod run;

@@ -76,8 +76,14 @@ fn upload_samples(server: &Server, bucket: &str, prefix: &str) -> Vec<PathBuf> {
 }
 
 fn run_s3(server: &Server, secret: &str, args: &[&str]) -> Output {
-    cd(["run", "--quiet"])
+    s3_cmd(server, secret, ["run", "--quiet"])
         .args(args)
+        .output()
+}
+
+/// `corpus-dedup ARGS...` with the credentials and endpoint of `server`.
+fn s3_cmd<'a>(server: &Server, secret: &str, args: impl IntoIterator<Item = &'a str>) -> Cmd {
+    cd(args)
         .env("AWS_ACCESS_KEY_ID", KEY)
         .env("AWS_SECRET_ACCESS_KEY", secret)
         .env(
@@ -87,7 +93,6 @@ fn run_s3(server: &Server, secret: &str, args: &[&str]) -> Output {
         .env("AWS_ALLOW_HTTP", "true")
         .env_remove("AWS_REGION")
         .env_remove("AWS_SESSION_TOKEN")
-        .output()
 }
 
 fn failure(o: &Output) -> String {
@@ -194,6 +199,64 @@ fn s3_input_and_output_give_the_local_manifest() {
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(manifest(&out).len(), l.len());
+}
+
+#[test]
+fn apply_reads_and_writes_s3_and_gives_the_local_shards() {
+    let Some(server) = start("s3-apply") else {
+        return;
+    };
+    upload_samples(&server, "crawl", "night");
+    let o = run_s3(
+        &server,
+        SECRET,
+        &[
+            "--input",
+            "s3://crawl/night/*.parquet",
+            "--output",
+            "s3://crawl/runs/r1",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let apply = || {
+        s3_cmd(&server, SECRET, ["apply", "--quiet"])
+            .args(["--manifest", "s3://crawl/runs/r1/manifest.parquet"])
+            .args([
+                "--output",
+                "s3://crawl/dedup",
+                "--dropped",
+                "s3://crawl/audit",
+            ])
+            .ok()
+    };
+    apply();
+    // The same shards as a local apply of a local run.
+    let local = temp_dir("s3-apply-local");
+    run_ok(
+        &format!("{}/data-samples/*.parquet", env!("CARGO_MANIFEST_DIR")),
+        &local.join("out"),
+        &[],
+    );
+    cd(["apply", "--quiet", "--manifest"])
+        .arg(local.join("out/manifest.parquet"))
+        .arg("--output")
+        .arg(local.join("kept"))
+        .ok();
+    let mut names: Vec<_> = std::fs::read_dir(local.join("kept"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    assert!(!names.is_empty());
+    for n in &names {
+        let remote = std::fs::read(server.root.join("crawl/dedup").join(n)).unwrap();
+        assert_eq!(remote, std::fs::read(local.join("kept").join(n)).unwrap());
+        assert!(server.root.join("crawl/audit").join(n).exists());
+    }
+    // A rerun finds every shard complete.
+    let o = apply();
+    let line = String::from_utf8_lossy(&o.stdout);
+    assert!(line.contains("\"shards_written\":0"), "{line}");
 }
 
 #[test]

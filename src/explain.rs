@@ -1,0 +1,334 @@
+//! `corpus-dedup explain OUT --id ID`: the cluster of one document, for a person deciding whether
+//! a drop was right.
+//!
+//! From the manifest: the document's cluster, its kept document and every member with the
+//! similarity the run recorded. From the input shards the manifest names (which must be the ones
+//! the run read): the texts, each member's similarity to the keeper recomputed two ways (the
+//! MinHash estimate from signatures made with the run's settings, and the exact Jaccard of the
+//! shingle sets) and a word diff against the keeper.
+
+use std::collections::BTreeMap;
+
+use polars::prelude::*;
+use serde::Serialize;
+
+use crate::config::{Config, Method};
+use crate::error::{Error, Result};
+use crate::results::{in_output, texts, Manifest};
+use crate::text::diff::{word_diff, Piece};
+use crate::text::shingle::{jaccard, shingle_hashes, shingle_key, shingle_set, Scratch};
+
+/// One member of the cluster.
+#[derive(Debug, Clone, Serialize)]
+pub struct Member {
+    pub id: String,
+    pub file: String,
+    pub row: u64,
+    pub keep: bool,
+    /// The similarity to the keeper the run recorded (null for the keeper).
+    pub similarity: Option<f32>,
+    /// MinHash: the signature estimate of the Jaccard similarity to the keeper, recomputed
+    /// (SimHash: null, the run's Hamming similarity is `similarity`).
+    pub estimate: Option<f64>,
+    /// The exact Jaccard similarity of the shingle sets to the keeper's.
+    pub jaccard: Option<f64>,
+    /// Bytes of text.
+    pub text_bytes: usize,
+    /// Word diff from the keeper's text to this one (empty for the keeper).
+    pub diff: Vec<Piece>,
+}
+
+/// The kept document of the cluster.
+#[derive(Debug, Clone, Serialize)]
+pub struct Keeper {
+    pub id: String,
+    /// `--index` runs: the batch the keeper is in (this run's name when it is in this run).
+    pub batch: Option<String>,
+    /// Whether the keeper is a document of this run (else its text is in an earlier batch's
+    /// shards, which the index does not keep).
+    pub in_this_run: bool,
+}
+
+/// The answer to `explain`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Explanation {
+    pub id: String,
+    pub keep: bool,
+    pub cluster_id: Option<u64>,
+    pub cluster_size: usize,
+    pub keeper: Keeper,
+    pub method: Method,
+    pub threshold: f64,
+    /// Members shown (the keeper first, then the asked document, then the others in manifest
+    /// order, up to the limit).
+    pub members: Vec<Member>,
+    /// Members left out by the limit.
+    pub members_not_shown: usize,
+}
+
+/// Explains the document `id` of the run in `out`, showing at most `limit` members.
+pub fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
+    let m = Manifest::read(&in_output(out, "manifest.parquet"))?;
+    let merr = |e: PolarsError| Error::Manifest {
+        path: m.location.clone(),
+        msg: e.to_string(),
+    };
+    let ids = m.column("id")?.str().map_err(merr)?;
+    let Some(at) = ids.iter().position(|x| x == Some(id)) else {
+        return Err(Error::Request(format!(
+            "no document with id '{id}' in {}: ids are the input's id column (or FILE:ROW where a shard has none)",
+            m.location
+        )));
+    };
+    let cluster = m.column("cluster_id")?.u64().map_err(merr)?;
+    let keep = m.column("keep")?.bool().map_err(merr)?;
+    let files = m.column("file")?.str().map_err(merr)?;
+    let rows = m.column("row")?.u64().map_err(merr)?;
+    let sims = m.column("similarity")?.f32().map_err(merr)?;
+    let dup_of = m.column("duplicate_of")?.str().map_err(merr)?;
+    let batch = m
+        .frame
+        .column("duplicate_of_batch")
+        .ok()
+        .and_then(|c| c.str().ok().cloned());
+    let cluster_id = cluster.get(at);
+    let mut members: Vec<usize> = match cluster_id {
+        Some(c) => (0..m.frame.height())
+            .filter(|&i| cluster.get(i) == Some(c))
+            .collect(),
+        None => vec![at],
+    };
+    let size = members.len();
+    let kept_member = members.iter().copied().find(|&i| keep.get(i) == Some(true));
+    let keeper = match kept_member {
+        Some(k) => Keeper {
+            id: ids.get(k).unwrap_or_default().to_string(),
+            batch: m.config.batch.clone(),
+            in_this_run: true,
+        },
+        // No member kept: the keeper is in an earlier batch of the index (or the document is
+        // a singleton and is its own keeper).
+        None => match dup_of.get(at) {
+            Some(d) => Keeper {
+                id: d.to_string(),
+                batch: batch.as_ref().and_then(|b| b.get(at)).map(str::to_string),
+                in_this_run: false,
+            },
+            None => Keeper {
+                id: id.to_string(),
+                batch: m.config.batch.clone(),
+                in_this_run: true,
+            },
+        },
+    };
+    // Keeper first, then the asked document, then the rest.
+    members.sort_by_key(|&i| (Some(i) != kept_member, i != at, i));
+    let shown: Vec<usize> = members.iter().copied().take(limit.max(2)).collect();
+    let text = read_texts(&m, &shown, files, rows)?;
+    let keeper_text = kept_member.and_then(|k| text.get(&k).cloned().flatten());
+    let sim = Similarity::new(&m.config);
+    let keeper_sets = keeper_text.as_deref().map(|t| sim.sets(t));
+    let members_out = shown
+        .iter()
+        .map(|&i| {
+            let t = text.get(&i).cloned().flatten().unwrap_or_default();
+            let is_keeper = Some(i) == kept_member;
+            let (estimate, jacc, diff) = match (&keeper_sets, &keeper_text) {
+                (Some(ks), Some(kt)) if !is_keeper => {
+                    let mine = sim.sets(&t);
+                    (
+                        sim.estimate(ks, &mine),
+                        sim.jaccard(ks, &mine),
+                        word_diff(kt, &t),
+                    )
+                }
+                _ => (None, None, Vec::new()),
+            };
+            Member {
+                id: ids.get(i).unwrap_or_default().to_string(),
+                file: files.get(i).unwrap_or_default().to_string(),
+                row: rows.get(i).unwrap_or_default(),
+                keep: keep.get(i).unwrap_or(true),
+                similarity: sims.get(i),
+                estimate,
+                jaccard: jacc,
+                text_bytes: t.len(),
+                diff,
+            }
+        })
+        .collect();
+    Ok(Explanation {
+        id: id.to_string(),
+        keep: keep.get(at).unwrap_or(true),
+        cluster_id,
+        cluster_size: size,
+        keeper,
+        method: m.config.method,
+        threshold: m.config.threshold,
+        members: members_out,
+        members_not_shown: size - shown.len(),
+    })
+}
+
+/// The texts of manifest rows `which`, read from their shards (one read per shard).
+fn read_texts(
+    m: &Manifest,
+    which: &[usize],
+    files: &StringChunked,
+    rows: &UInt64Chunked,
+) -> Result<BTreeMap<usize, Option<String>>> {
+    let mut by_file: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for &i in which {
+        by_file
+            .entry(files.get(i).unwrap_or_default())
+            .or_default()
+            .push(i);
+    }
+    let mut out = BTreeMap::new();
+    for (file, idx) in by_file {
+        if let Some(rec) = m.inputs.iter().find(|f| f.file == file) {
+            rec.check_unchanged()?;
+        }
+        let want: Vec<u64> = idx
+            .iter()
+            .map(|&i| rows.get(i).unwrap_or_default())
+            .collect();
+        for (i, t) in idx.into_iter().zip(texts(file, &want, &m.config)?) {
+            out.insert(i, t);
+        }
+    }
+    Ok(out)
+}
+
+/// Shingle sets and similarities with the run's settings.
+pub struct Similarity {
+    cfg: Config,
+    perms: Option<crate::minhash::Permutations>,
+}
+
+/// A document's shingle keys: text order (for the signature) and as a sorted set.
+pub struct Sets {
+    keys: Vec<u32>,
+    set: Vec<u64>,
+}
+
+impl Similarity {
+    pub fn new(cfg: &Config) -> Self {
+        let perms =
+            (cfg.method == Method::Minhash).then(|| crate::stages::signatures::permutations(cfg));
+        Similarity {
+            cfg: cfg.clone(),
+            perms,
+        }
+    }
+
+    /// The shingles of `text` as the run made them.
+    pub fn sets(&self, text: &str) -> Sets {
+        let (tok, n) = (self.cfg.effective_tokenizer(), self.cfg.ngram);
+        let mut scratch = Scratch::default();
+        let mut hashes = Vec::new();
+        shingle_hashes(text, tok, n, &mut scratch, &mut hashes);
+        let keys = hashes.iter().map(|&h| shingle_key(h)).collect();
+        let mut set = Vec::new();
+        shingle_set(text, tok, n, &mut scratch, &mut set);
+        Sets { keys, set }
+    }
+
+    /// MinHash: the signature estimate of the Jaccard similarity (None for SimHash or an empty
+    /// document).
+    pub fn estimate(&self, a: &Sets, b: &Sets) -> Option<f64> {
+        let perms = self.perms.as_ref()?;
+        if a.keys.is_empty() || b.keys.is_empty() {
+            return None;
+        }
+        let mut sa = vec![0u32; perms.len()];
+        let mut sb = vec![0u32; perms.len()];
+        perms.signature(&a.keys, &mut sa);
+        perms.signature(&b.keys, &mut sb);
+        Some(crate::minhash::estimate_jaccard(&sa, &sb))
+    }
+
+    /// The exact Jaccard similarity of the shingle sets (None when one is empty).
+    pub fn jaccard(&self, a: &Sets, b: &Sets) -> Option<f64> {
+        (!a.set.is_empty() && !b.set.is_empty()).then(|| jaccard(&a.set, &b.set))
+    }
+}
+
+/// The explanation for a person: `color` for a terminal.
+pub fn to_text(e: &Explanation, color: bool) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let status = if e.keep { "kept" } else { "dropped" };
+    let _ = writeln!(s, "{} is {status}.", e.id);
+    if e.cluster_id.is_none() && e.keep {
+        let _ = writeln!(s, "It has no near-duplicate in this run.");
+        return s;
+    }
+    let batch = e
+        .keeper
+        .batch
+        .as_deref()
+        .map(|b| format!(" (batch {b})"))
+        .unwrap_or_default();
+    if !e.keeper.in_this_run {
+        let _ = writeln!(
+            s,
+            "Its kept document is {}{batch}, in an earlier batch of the index: its text is in that night's shards, which this output does not name.",
+            e.keeper.id
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "Cluster {} has {} documents; the kept one is {}{batch}. Method {}, threshold {}.",
+            e.cluster_id.map_or("-".into(), |c| c.to_string()),
+            e.cluster_size,
+            e.keeper.id,
+            match e.method {
+                Method::Minhash => "MinHash",
+                Method::Simhash => "SimHash",
+            },
+            e.threshold
+        );
+    }
+    let num = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "{:<5} {:>10} {:>9} {:>8} {:>8}  id (file:row)",
+        "", "similarity", "estimate", "jaccard", "bytes"
+    );
+    for mb in &e.members {
+        let _ = writeln!(
+            s,
+            "{:<5} {:>10} {:>9} {:>8} {:>8}  {} ({}:{})",
+            if mb.keep { "keep" } else { "drop" },
+            num(mb.similarity.map(f64::from)),
+            num(mb.estimate),
+            num(mb.jaccard),
+            mb.text_bytes,
+            mb.id,
+            mb.file,
+            mb.row
+        );
+    }
+    if e.members_not_shown > 0 {
+        let _ = writeln!(s, "... and {} more (--limit)", e.members_not_shown);
+    }
+    for mb in e.members.iter().filter(|m| !m.diff.is_empty()) {
+        let _ = writeln!(s);
+        let _ = writeln!(s, "--- {} (kept) -> {} ---", e.keeper.id, mb.id);
+        let body = if mb
+            .diff
+            .iter()
+            .all(|p| matches!(p, Piece::Same(_) | Piece::Gap(_)))
+        {
+            "(the same words; they differ only in case, spacing or punctuation)".to_string()
+        } else if color {
+            crate::text::diff::to_ansi(&mb.diff)
+        } else {
+            crate::text::diff::to_plain(&mb.diff)
+        };
+        let _ = writeln!(s, "{}", body.trim());
+    }
+    s
+}
