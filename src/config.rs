@@ -225,6 +225,9 @@ pub struct Settings {
     #[arg(long)]
     #[serde(default)]
     pub allow_duplicate_ids: bool,
+    /// A column to break the report's drop rates down by (a domain or source column).
+    #[arg(long, value_name = "COLUMN")]
+    pub report_group: Option<String>,
     /// No progress bars.
     #[arg(long)]
     #[serde(default)]
@@ -279,6 +282,9 @@ pub struct Config {
     pub threads: usize,
     pub keep: Keep,
     pub allow_duplicate_ids: bool,
+    /// The column the report breaks drop rates down by (`--report-group`).
+    #[serde(default)]
+    pub report_group: Option<String>,
     #[serde(skip)]
     pub quiet: bool,
 }
@@ -342,6 +348,7 @@ impl Settings {
             threads: self.threads.or(base.threads),
             keep: self.keep.or(base.keep),
             allow_duplicate_ids: self.allow_duplicate_ids || base.allow_duplicate_ids,
+            report_group: self.report_group.or(base.report_group),
             quiet: self.quiet || base.quiet,
         }
     }
@@ -486,6 +493,7 @@ impl Settings {
             threads,
             keep: self.keep.unwrap_or(Keep::First),
             allow_duplicate_ids: self.allow_duplicate_ids,
+            report_group: self.report_group,
             quiet: self.quiet,
         })
     }

@@ -21,6 +21,7 @@ pub mod lsh;
 pub mod minhash;
 pub mod plan;
 pub mod progress;
+pub mod report;
 pub mod results;
 pub mod simhash;
 pub mod stages;

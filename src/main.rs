@@ -78,6 +78,12 @@ enum Command {
         #[arg(long)]
         threads: Option<usize>,
     },
+    /// Rebuild OUT/report.html (the run's report) from OUT's summary.json and manifest.
+    Report {
+        /// The output directory of a run (local or s3://).
+        #[arg(value_name = "OUT")]
+        output: String,
+    },
     /// Show the cluster of one document: its kept document, every member's similarity (the
     /// run's, the MinHash estimate and the exact Jaccard) and a word diff against the keeper.
     Explain {
@@ -186,6 +192,7 @@ fn human_summary(summary: &serde_json::Value, output: &str) -> String {
     let at = |name: &str| corpus_dedup::results::in_output(output, name);
     s += &format!("  manifest {}\n", at("manifest.parquet"));
     s += &format!("  summary  {}\n", at("summary.json"));
+    s += &format!("  report   {}\n", at("report.html"));
     s
 }
 
@@ -235,6 +242,17 @@ fn apply(opts: corpus_dedup::apply::ApplyOptions, threads: Option<usize>) -> any
         "seconds": (report.seconds * 1000.0).round() / 1000.0,
         "output": report.output,
         "dropped": report.dropped,
+    });
+    println!("{line}");
+    Ok(())
+}
+
+fn report(output: String) -> anyhow::Result<()> {
+    let bytes = corpus_dedup::report::write(&output)
+        .with_context(|| format!("corpus-dedup report failed (output '{output}')"))?;
+    let line = serde_json::json!({
+        "report": corpus_dedup::results::in_output(&output, corpus_dedup::report::REPORT),
+        "bytes": bytes,
     });
     println!("{line}");
     Ok(())
@@ -375,6 +393,7 @@ fn main() -> ExitCode {
             },
             threads,
         ),
+        Command::Report { output } => report(output),
         Command::Explain {
             output,
             id,

@@ -9,7 +9,22 @@ use serde::{Deserialize, Serialize};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::io::{input, object};
-use crate::stages::merge::INPUTS_KEY;
+
+/// Manifest metadata key of the input shards as the run read them ([`inputs_json`]).
+pub const INPUTS_KEY: &str = "corpus_dedup.inputs";
+
+/// The input shards as the run read them: name, rows, size and footer fingerprint of each, so
+/// `apply` can refuse a shard that changed since.
+pub fn inputs_json(plan: &crate::plan::Plan) -> serde_json::Value {
+    plan.files
+        .iter()
+        .map(|f| {
+            serde_json::json!({
+                "file": f.file, "rows": f.rows, "bytes": f.bytes, "fingerprint": f.fingerprint,
+            })
+        })
+        .collect()
+}
 
 /// An input shard as the run read it (recorded in the manifest's metadata).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

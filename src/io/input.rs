@@ -138,6 +138,8 @@ pub struct Shard {
     pub id: Option<StringChunked>,
     /// Priority column for `--keep COLUMN`, cast to f64.
     pub priority: Option<Float64Chunked>,
+    /// The `--report-group` column, cast to strings.
+    pub group: Option<StringChunked>,
     /// Row of the file that row 0 here is (non-zero when a row range was read).
     pub first_row: u64,
 }
@@ -193,6 +195,9 @@ struct Selection {
     has_id: bool,
     priority_column: Option<String>,
 }
+
+/// Name under which the `--report-group` column is read (it may be the text or id column too).
+const GROUP_ALIAS: &str = "__corpus_dedup_group";
 
 /// Checks the shard's columns (names and types) and lists what to read.
 fn select_columns(file: &str, schema: &Schema, cfg: &Config) -> Result<Selection> {
@@ -264,6 +269,31 @@ fn select_columns(file: &str, schema: &Schema, cfg: &Config) -> Result<Selection
                     column: pc.to_string(),
                     available: column_list(schema),
                     flag: "keep",
+                })
+            }
+        }
+    }
+
+    if let Some(g) = &cfg.report_group {
+        match schema.get(g) {
+            Some(dt) if dt.is_string() || dt.is_integer() || dt.is_bool() => {
+                select.push(col(g.as_str()).cast(DataType::String).alias(GROUP_ALIAS));
+            }
+            Some(dt) => {
+                return Err(Error::ColumnType {
+                    file: file.to_string(),
+                    column: g.clone(),
+                    found: dt.to_string(),
+                    expected: "string, integer or boolean",
+                    hint: "--report-group takes a column of labels such as a domain or source name",
+                })
+            }
+            None => {
+                return Err(Error::MissingColumn {
+                    file: file.to_string(),
+                    column: g.clone(),
+                    available: column_list(schema),
+                    flag: "report-group",
                 })
             }
         }
@@ -378,11 +408,23 @@ pub fn read_shard(
         ),
         None => None,
     };
+    let group = match &cfg.report_group {
+        Some(_) => Some(
+            df.column(GROUP_ALIAS)
+                .map_err(pe)?
+                .str()
+                .map_err(pe)?
+                .rechunk()
+                .into_owned(),
+        ),
+        None => None,
+    };
     Ok(Shard {
         first_row: rows.map_or(0, |r| r.start),
         file: file.to_string(),
         text,
         id,
         priority,
+        group,
     })
 }

@@ -15,8 +15,11 @@
 //! duplicate within tonight), null when kept; a document whose keeper is an indexed one names its
 //! id in duplicate_of.
 
+use std::collections::BTreeMap;
+
 use polars::prelude::*;
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::io::output::{OutputDir, ParquetUse};
@@ -25,6 +28,7 @@ use crate::minhash::SigSource;
 use crate::plan::Plan;
 use crate::stages::cluster::INDEXED;
 use crate::stages::verify;
+use crate::text::script::Script;
 
 /// The manifest columns of a run of documents, in document order.
 #[derive(Debug, Default)]
@@ -147,8 +151,151 @@ fn manifest_window(
         .collect())
 }
 
-/// The manifest task of part `p`: the part's rows of the manifest.
-pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<()> {
+/// Documents and text bytes, all and dropped, of one slice of the input (a file, a script
+/// class, a `--report-group` value).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tally {
+    pub documents: u64,
+    pub dropped: u64,
+    pub bytes: u64,
+    pub bytes_dropped: u64,
+}
+
+impl Tally {
+    fn add(&mut self, bytes: u64, dropped: bool) {
+        self.documents += 1;
+        self.bytes += bytes;
+        if dropped {
+            self.dropped += 1;
+            self.bytes_dropped += bytes;
+        }
+    }
+
+    /// Share of the documents dropped.
+    pub fn drop_rate(&self) -> f64 {
+        self.dropped as f64 / self.documents.max(1) as f64
+    }
+}
+
+impl std::ops::AddAssign for Tally {
+    fn add_assign(&mut self, o: Tally) {
+        self.documents += o.documents;
+        self.dropped += o.dropped;
+        self.bytes += o.bytes;
+        self.bytes_dropped += o.bytes_dropped;
+    }
+}
+
+/// Length buckets of the report: bucket `i` holds texts of `2^i .. 2^(i+1)` bytes (bucket 0 also
+/// holds empty ones), the last one everything longer.
+pub const LENGTH_BUCKETS: usize = 24;
+
+/// What a manifest task tallies for the report, from the documents' keep flags and the text
+/// lengths, scripts and groups the signatures task recorded.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Breakdown {
+    pub by_file: BTreeMap<String, Tally>,
+    /// Keyed by [`Script`] name.
+    pub by_script: BTreeMap<String, Tally>,
+    /// `--report-group` values (empty without it; a null value is `(null)`).
+    pub by_group: BTreeMap<String, Tally>,
+    /// Kept and dropped documents per length bucket ([`LENGTH_BUCKETS`]).
+    pub length_kept: Vec<u64>,
+    pub length_dropped: Vec<u64>,
+}
+
+impl Breakdown {
+    /// Adds another part's tallies.
+    pub fn merge(&mut self, other: Breakdown) {
+        for (mine, theirs) in [
+            (&mut self.by_file, other.by_file),
+            (&mut self.by_script, other.by_script),
+            (&mut self.by_group, other.by_group),
+        ] {
+            for (k, t) in theirs {
+                *mine.entry(k).or_default() += t;
+            }
+        }
+        for (mine, theirs) in [
+            (&mut self.length_kept, other.length_kept),
+            (&mut self.length_dropped, other.length_dropped),
+        ] {
+            mine.resize(LENGTH_BUCKETS, 0);
+            for (a, b) in mine.iter_mut().zip(theirs) {
+                *a += b;
+            }
+        }
+    }
+}
+
+/// The length bucket of a text of `bytes` bytes.
+pub fn length_bucket(bytes: u64) -> usize {
+    (63 - bytes.max(1).leading_zeros() as usize).min(LENGTH_BUCKETS - 1)
+}
+
+/// Tallies a part's documents for the report.
+fn breakdown(work: &OutputDir, plan: &Plan, p: usize, rows: &ManifestRows) -> Result<Breakdown> {
+    let docs = work.read_parquet(&part_file("docs", p))?;
+    let text_len = u32s(&docs, "text_len", "manifest")?;
+    let script = u32s(&docs, "script", "manifest")?;
+    let group = match plan.config.report_group {
+        Some(_) => Some(series(&docs, "group", "manifest")?),
+        None => None,
+    };
+    let group = match &group {
+        Some(g) => Some(g.str().map_err(polars_err("manifest"))?),
+        None => None,
+    };
+    let mut b = Breakdown {
+        length_kept: vec![0; LENGTH_BUCKETS],
+        length_dropped: vec![0; LENGTH_BUCKETS],
+        ..Breakdown::default()
+    };
+    let script_name = |c: u32| {
+        serde_json::to_value(Script::from_code(c as u8))
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    };
+    let names: Vec<String> = (0..Script::ALL.len() as u32).map(script_name).collect();
+    for (i, ((file, _), &keep)) in rows.files.iter().zip(&rows.keep).enumerate() {
+        let bytes = u64::from(text_len.get(i).copied().unwrap_or(0));
+        let dropped = !keep;
+        match b.by_file.get_mut(file) {
+            Some(t) => t.add(bytes, dropped),
+            None => b
+                .by_file
+                .entry(file.clone())
+                .or_default()
+                .add(bytes, dropped),
+        }
+        let s = script.get(i).copied().unwrap_or(Script::None.code().into()) as usize;
+        let name = names.get(s).cloned().unwrap_or_default();
+        b.by_script.entry(name).or_default().add(bytes, dropped);
+        if let Some(g) = group {
+            let key = g.get(i).unwrap_or("(null)");
+            match b.by_group.get_mut(key) {
+                Some(t) => t.add(bytes, dropped),
+                None => b
+                    .by_group
+                    .entry(key.to_string())
+                    .or_default()
+                    .add(bytes, dropped),
+            }
+        }
+        let hist = if dropped {
+            &mut b.length_dropped
+        } else {
+            &mut b.length_kept
+        };
+        hist[length_bucket(bytes)] += 1;
+    }
+    Ok(b)
+}
+
+/// The manifest task of part `p`: the part's rows of the manifest; returns its tallies for the
+/// report.
+pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> {
     let range = plan.part_range(p);
     let cl = work.read_parquet(&part_file("cluster", p))?;
     let keeper = u32s(&cl, "keeper", "manifest")?;
@@ -208,11 +355,13 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<()> {
         let b = b.str().map_err(polars_err("manifest"))?;
         rows.duplicate_of_batch = Some(b.iter().map(|x| x.map(str::to_string)).collect());
     }
+    let tallies = breakdown(work, plan, p, &rows)?;
     let mut df = manifest_frame(rows, cluster_id)?;
     work.write_parquet(
         &part_file("manifest", p),
         &mut df,
         Vec::new(),
         ParquetUse::Work,
-    )
+    )?;
+    Ok(tallies)
 }

@@ -20,27 +20,12 @@ use crate::plan::{Plan, Stage};
 use crate::stages::candidates::CandidateStats;
 use crate::stages::cluster::ClusterStats;
 use crate::stages::lookup::LookupStats;
+use crate::stages::manifest::Breakdown;
 use crate::stages::signatures::SignatureStats;
 use crate::stages::verify::VerifyStats;
 
 /// Rows per row group of the merged manifest (polars' default row group size).
 pub const ROW_GROUP: usize = 512 * 512;
-
-/// Manifest metadata key of the input shards as the run read them ([`inputs_json`]).
-pub const INPUTS_KEY: &str = "corpus_dedup.inputs";
-
-/// The input shards as the run read them: name, rows, size and footer fingerprint of each, so
-/// `apply` can refuse a shard that changed since.
-pub fn inputs_json(plan: &Plan) -> serde_json::Value {
-    plan.files
-        .iter()
-        .map(|f| {
-            serde_json::json!({
-                "file": f.file, "rows": f.rows, "bytes": f.bytes, "fingerprint": f.fingerprint,
-            })
-        })
-        .collect()
-}
 
 /// Wall times of the stages when one process ran them (`run`); `None` for a distributed run.
 pub type StageWalls<'a> = Option<&'a [(Stage, f64)]>;
@@ -105,7 +90,22 @@ pub struct Summary {
     pub threads: usize,
     /// `--index`: what tonight's batch met in the retained index and what the index is now.
     pub index: Option<IndexSummary>,
+    /// Documents and text bytes, all and dropped, per input file, script class and
+    /// `--report-group` value, and per text length (the report's figures).
+    pub breakdown: SummaryBreakdown,
+    /// Seconds spent writing report.html.
+    pub report_seconds: f64,
     pub config: serde_json::Value,
+}
+
+/// The breakdown in the summary: `--report-group` values limited to the largest and the
+/// outliers ([`crate::report::keep_groups`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryBreakdown {
+    #[serde(flatten)]
+    pub tallies: Breakdown,
+    /// `--report-group` values in the input (the summary may keep fewer).
+    pub groups_total: usize,
 }
 
 /// The retained index part of the summary.
@@ -179,7 +179,10 @@ pub fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_jso
             "corpus_dedup.config".to_string(),
             cfg.result_json().to_string(),
         ),
-        (INPUTS_KEY.to_string(), inputs_json(plan).to_string()),
+        (
+            crate::results::INPUTS_KEY.to_string(),
+            crate::results::inputs_json(plan).to_string(),
+        ),
     ];
     out.write_with("manifest.parquet", |w| {
         write_manifest(w, work, plan, metadata)
@@ -221,6 +224,14 @@ pub fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_jso
         .first()
         .map(TaskReport::stats)
         .unwrap_or_default();
+    let mut breakdown = Breakdown::default();
+    for r in of(Stage::Manifest) {
+        breakdown.merge(r.stats());
+    }
+    let groups_total = breakdown.by_group.len();
+    let overall = (plan.documents - cl.documents_kept) as f64 / plan.documents.max(1) as f64;
+    breakdown.by_group =
+        crate::report::keep_groups(std::mem::take(&mut breakdown.by_group), overall);
     let index = match &plan.index {
         Some(ip) => Some(commit_index(
             work,
@@ -250,7 +261,7 @@ pub fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_jso
         peak_rss_mib: peak_rss_mib(),
     });
     let total: f64 = stages.iter().map(|s| s.seconds).sum();
-    let summary = Summary {
+    let mut summary = Summary {
         tool: "corpus-dedup",
         version: env!("CARGO_PKG_VERSION"),
         input_files: plan.files.len(),
@@ -279,9 +290,23 @@ pub fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_jso
         mb_per_second: sig.text_bytes as f64 / 1e6 / total.max(1e-9),
         threads: cfg.threads,
         index,
+        breakdown: SummaryBreakdown {
+            tallies: breakdown,
+            groups_total,
+        },
+        report_seconds: 0.0,
         config: cfg.to_json(),
     };
+    // The report is built from the summary (less its own time) and the manifest just written.
+    let start = std::time::Instant::now();
+    let report = crate::report::build_with(
+        &cfg.output,
+        serde_json::to_value(&summary).unwrap_or_default(),
+    )?;
+    let page = crate::report::html::render(&report);
+    summary.report_seconds = start.elapsed().as_secs_f64();
     write_summary(&out, &summary)?;
+    out.write_bytes(crate::report::REPORT, page.into_bytes())?;
     Ok(serde_json::to_value(&summary).unwrap_or_default())
 }
 

@@ -39,6 +39,7 @@ use crate::minhash::{Permutations, Signatures};
 use crate::plan::{Plan, DOCS_PER_CHUNK};
 use crate::simhash::{self, BlockIndex, DocFrequency, FeatureParams, Features};
 use crate::stages::{frequencies, sample};
+use crate::text::script::{classify, Script};
 use crate::text::shingle::{shingle_hashes, shingle_key, Scratch};
 
 /// The shingle keys of a run of documents (text order, repeats kept), stored flat in batches of
@@ -395,6 +396,9 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
     let mut band_rows: Vec<(Vec<u64>, Vec<u32>, Vec<u64>)> =
         vec![Default::default(); bands * ranges];
     let mut text_len: Vec<u32> = Vec::with_capacity(count as usize);
+    // For the report: each document's script class, and its `--report-group` value.
+    let mut script: Vec<u32> = Vec::with_capacity(count as usize);
+    let mut group: Vec<Option<String>> = Vec::new();
     let mut id_hash: Vec<u64> = Vec::with_capacity(count as usize);
     let mut priority: Vec<Option<f64>> = Vec::with_capacity(count as usize);
     // Exact-text hashes of the part, and those seen so far: a later copy of a text gets no band
@@ -455,10 +459,19 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
                         }
                     }
                 }
+                script.par_extend(
+                    (0..n as u32)
+                        .into_par_iter()
+                        .with_min_len(512)
+                        .map(|d| u32::from(corpus.text(d).map_or(Script::None, classify).code())),
+                );
                 for shard in &corpus.shards {
                     match &shard.priority {
                         Some(pr) => priority.extend(pr.iter()),
                         None => priority.extend(std::iter::repeat_n(None, shard.len())),
+                    }
+                    if let Some(g) = &shard.group {
+                        group.extend(g.iter().map(|v| v.map(str::to_string)));
                     }
                 }
                 for (d, ks) in chunk.band_keys.chunks(bands.max(1)).enumerate() {
@@ -512,17 +525,18 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
         })?;
 
     work.write_bytes(&work::exact_file(p), exact)?;
-    // Keep data for the cluster task, and the id hashes for the duplicate-id check.
-    write_frame(
-        work,
-        &part_file("docs", p),
-        "signatures",
-        vec![
-            Column::new("text_len".into(), text_len),
-            Column::new("id_hash".into(), id_hash),
-            Column::new("priority".into(), priority),
-        ],
-    )?;
+    // Keep data for the cluster task, the id hashes for the duplicate-id check, and what the
+    // manifest task tallies for the report.
+    let mut columns = vec![
+        Column::new("text_len".into(), text_len),
+        Column::new("id_hash".into(), id_hash),
+        Column::new("priority".into(), priority),
+        Column::new("script".into(), script),
+    ];
+    if cfg.report_group.is_some() {
+        columns.push(Column::new("group".into(), group));
+    }
+    write_frame(work, &part_file("docs", p), "signatures", columns)?;
     Ok(stats)
 }
 

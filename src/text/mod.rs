@@ -3,5 +3,6 @@
 pub mod diff;
 pub mod features;
 pub mod normalize;
+pub mod script;
 pub mod shingle;
 pub mod tokenize;

@@ -9,6 +9,7 @@ mod dev_corpus;
 mod explain;
 mod index;
 mod ray;
+mod report;
 mod run;
 mod s3;
 mod slurm;

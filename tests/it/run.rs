@@ -150,6 +150,17 @@ fn output_matches_schemas() {
     for st in s["stages"].as_array().unwrap() {
         check_fields(st, &sschema["stage_fields"]);
     }
+    check_fields(&s["breakdown"], &sschema["breakdown_fields"]);
+    for t in s["breakdown"]["by_file"].as_object().unwrap().values() {
+        check_fields(t, &sschema["tally_fields"]);
+    }
+    let in_files: u64 = s["breakdown"]["by_file"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|t| t["documents"].as_u64().unwrap())
+        .sum();
+    assert_eq!(in_files, s["documents_in"].as_u64().unwrap());
     for k in sschema["lsh_s_curve_keys"].as_array().unwrap() {
         assert!(s["lsh_s_curve"][k.as_str().unwrap()].is_number());
     }

@@ -180,7 +180,7 @@ fn s3_input_and_output_give_the_local_manifest() {
     }
     let mut names = Vec::new();
     files_under(&remote, &mut names);
-    assert_eq!(names.len(), 2, "{names:?}");
+    assert_eq!(names.len(), 3, "{names:?}");
 
     // Mixed local and s3 inputs: each file once, in sorted order (local paths sort before s3://).
     let out = temp_dir("s3-mixed");

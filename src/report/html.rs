@@ -1,0 +1,733 @@
+//! The report page: one HTML string with inline CSS and SVG; no script, no external reference.
+
+use std::fmt::Write;
+
+use super::svg::{decades, esc, linear_ticks, Axis, Chart, Mark};
+use super::{Doc, Report, Row, SNIPPET};
+use crate::config::Method;
+use crate::stages::manifest::{Tally, LENGTH_BUCKETS};
+use crate::text::diff::Piece;
+
+/// Characters of a text shown when unfolded.
+const FULL_TEXT: usize = 20_000;
+/// Rows of a per-file or per-group table shown before folding the rest.
+const TABLE_ROWS: usize = 30;
+
+const KEPT: &str = "#4c78a8";
+const DROPPED: &str = "#e45756";
+const LINE: &str = "#54a24b";
+
+const CSS: &str = r#"
+:root { --fg:#1d2430; --muted:#5b6575; --line:#d9dee6; --bg:#ffffff; --panel:#f5f7fa; --bad:#b42318; --badbg:#fef3f2; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", "Noto Sans CJK SC", sans-serif; color: var(--fg); background: var(--bg); margin: 0; }
+main { max-width: 1180px; margin: 0 auto; padding: 24px 28px 48px; }
+h1 { font-size: 24px; margin: 0 0 4px; }
+h2 { font-size: 18px; margin: 36px 0 10px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
+h3 { font-size: 14px; margin: 0 0 6px; color: var(--muted); font-weight: 600; }
+.sub { color: var(--muted); margin: 0 0 20px; }
+.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(200px, 1fr)); gap: 12px; }
+.card { background: var(--panel); border: 1px solid var(--line); border-radius: 8px; padding: 12px 14px; }
+.card .big { font-size: 22px; font-weight: 650; }
+.card .small { color: var(--muted); font-size: 12.5px; }
+.alert { background: var(--badbg); border: 1px solid #fecdca; color: var(--bad); border-radius: 8px; padding: 10px 14px; margin: 16px 0 0; }
+.ok { background: #ecfdf3; border: 1px solid #abefc6; color: #067647; border-radius: 8px; padding: 10px 14px; margin: 16px 0 0; }
+table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }
+th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { font-weight: 600; color: var(--muted); font-size: 12.5px; }
+td.n, th.n { text-align: right; }
+tr.flag td { background: var(--badbg); }
+.badge { display: inline-block; font-size: 11px; font-weight: 650; color: #fff; background: var(--bad); border-radius: 4px; padding: 0 5px; margin-left: 6px; }
+.bar { display: inline-block; height: 9px; background: var(--line); width: 120px; vertical-align: middle; margin-right: 6px; border-radius: 2px; overflow: hidden; }
+.bar i { display: block; height: 100%; background: #e45756; }
+.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(440px, 1fr)); gap: 18px; }
+figure { margin: 0; } figcaption { font-weight: 600; font-size: 13px; margin: 0 0 6px; }
+.chart { width: 100%; height: auto; background: var(--panel); border: 1px solid var(--line); border-radius: 8px; }
+.chart .grid { stroke: #e6e9ef; } .chart .axis { stroke: #8b95a5; }
+.chart .tick { font-size: 10px; fill: var(--muted); } .chart .label { font-size: 11px; fill: var(--fg); }
+.chart .rule { stroke: #1d2430; stroke-dasharray: 4 3; } .chart .rule-label { font-size: 10px; fill: #1d2430; }
+.note { color: var(--muted); font-size: 12.5px; margin: 6px 0 0; }
+details { border: 1px solid var(--line); border-radius: 8px; margin: 8px 0; background: var(--bg); }
+details > summary { cursor: pointer; padding: 8px 12px; list-style-position: inside; }
+details[open] > summary { border-bottom: 1px solid var(--line); }
+details .body { padding: 8px 12px; }
+.text { white-space: pre-wrap; word-break: break-word; font: 12.5px/1.5 ui-monospace, SFMono-Regular, Menlo, Consolas, "Noto Sans Mono CJK SC", monospace; background: var(--panel); padding: 8px 10px; border-radius: 6px; margin: 4px 0; max-height: 420px; overflow: auto; }
+.diff del { background: #fde2e1; color: #8a1c13; text-decoration: line-through; }
+.diff ins { background: #d3f5dd; color: #0b5b26; text-decoration: none; }
+.diff .gap { color: var(--muted); font-style: italic; }
+.id { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12.5px; }
+footer { margin-top: 40px; color: var(--muted); font-size: 12.5px; }
+"#;
+
+/// `n` as a short count: 950, 12.3K, 4.5M.
+pub fn short_count(n: u64) -> String {
+    match n {
+        0..=9_999 => n.to_string(),
+        10_000..=999_999 => format!("{:.1}K", n as f64 / 1e3),
+        1_000_000..=999_999_999 => format!("{:.1}M", n as f64 / 1e6),
+        _ => format!("{:.1}G", n as f64 / 1e9),
+    }
+}
+
+/// Bytes for a person: 512 B, 3.4 MB, 1.2 GB.
+fn bytes(n: u64) -> String {
+    match n {
+        0..=999 => format!("{n} B"),
+        1_000..=999_999 => format!("{:.1} KB", n as f64 / 1e3),
+        1_000_000..=999_999_999 => format!("{:.1} MB", n as f64 / 1e6),
+        _ => format!("{:.2} GB", n as f64 / 1e9),
+    }
+}
+
+fn pct(part: u64, whole: u64) -> String {
+    format!("{:.1}%", 100.0 * part as f64 / whole.max(1) as f64)
+}
+
+fn num(v: &serde_json::Value, k: &str) -> u64 {
+    v[k].as_u64().unwrap_or(0)
+}
+
+/// Renders the report.
+pub fn render(r: &Report) -> String {
+    let s = &r.summary;
+    let mut h = String::with_capacity(64 << 10);
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>corpus-dedup report</title><style>{CSS}</style></head><body><main>"
+    );
+    header(&mut h, r);
+    headline(&mut h, r);
+    alerts(&mut h, r);
+    slices(&mut h, r);
+    charts(&mut h, r);
+    clusters(&mut h, r);
+    pairs(&mut h, r);
+    index(&mut h, s);
+    settings(&mut h, s);
+    let _ = writeln!(
+        h,
+        "<footer>Written by corpus-dedup {} from summary.json and manifest.parquet, with texts read from the input in {} reads (the input has {} row groups). Rebuild it with <code>corpus-dedup report OUT</code>.</footer></main></body></html>",
+        esc(s["version"].as_str().unwrap_or("")),
+        r.texts_read,
+        r.row_groups
+    );
+    h
+}
+
+fn header(h: &mut String, r: &Report) {
+    let s = &r.summary;
+    let method = match r.method {
+        Method::Minhash => "MinHash LSH",
+        Method::Simhash => "SimHash",
+    };
+    let batch = s["index"]["batch"]
+        .as_str()
+        .map(|b| format!(" · batch <b>{}</b>", esc(b)))
+        .unwrap_or_default();
+    let _ = write!(
+        h,
+        "<h1>Deduplication report</h1><p class=\"sub\">{} input files · {method}, threshold {}{batch}</p>",
+        num(s, "input_files"),
+        r.threshold
+    );
+}
+
+fn card(h: &mut String, title: &str, big: &str, small: &str) {
+    let _ = write!(
+        h,
+        "<div class=\"card\"><h3>{}</h3><div class=\"big\">{}</div><div class=\"small\">{}</div></div>",
+        esc(title),
+        big,
+        small
+    );
+}
+
+fn headline(h: &mut String, r: &Report) {
+    let s = &r.summary;
+    let (docs, kept, dropped) = (
+        num(s, "documents_in"),
+        num(s, "documents_kept"),
+        num(s, "documents_dropped"),
+    );
+    let total: Tally = r
+        .breakdown
+        .by_file
+        .values()
+        .fold(Tally::default(), |mut a, t| {
+            a += *t;
+            a
+        });
+    let exact = num(s, "exact_duplicates").min(dropped);
+    let largest = r.cluster_sizes.keys().next_back().copied().unwrap_or(0);
+    h.push_str("<div class=\"cards\">");
+    use crate::progress::thousands as t;
+    card(
+        h,
+        "Documents",
+        &t(docs),
+        &format!(
+            "kept {} · dropped {} ({})",
+            t(kept),
+            t(dropped),
+            pct(dropped, docs)
+        ),
+    );
+    card(
+        h,
+        "Text",
+        &bytes(total.bytes),
+        &format!(
+            "kept {} · dropped {} ({})",
+            bytes(total.bytes - total.bytes_dropped),
+            bytes(total.bytes_dropped),
+            pct(total.bytes_dropped, total.bytes)
+        ),
+    );
+    card(
+        h,
+        "Exact copies dropped",
+        &t(exact),
+        &format!("exact copies, and {} near duplicates", t(dropped - exact)),
+    );
+    card(
+        h,
+        "Clusters",
+        &t(num(s, "clusters")),
+        &format!("of 2 or more documents; the largest has {}", t(largest)),
+    );
+    card(
+        h,
+        "Time",
+        &format!("{:.1} s", s["total_seconds"].as_f64().unwrap_or(0.0)),
+        &format!(
+            "peak memory {:.0} MiB · {} threads · {} docs/s",
+            s["peak_rss_mib"].as_f64().unwrap_or(0.0),
+            num(s, "threads"),
+            short_count(s["docs_per_second"].as_f64().unwrap_or(0.0) as u64)
+        ),
+    );
+    h.push_str("</div>");
+}
+
+fn alerts(h: &mut String, r: &Report) {
+    let flagged: Vec<&Row> = r
+        .files
+        .iter()
+        .chain(&r.groups)
+        .filter(|x| x.outlier)
+        .collect();
+    let overall = pct(
+        num(&r.summary, "documents_dropped"),
+        num(&r.summary, "documents_in"),
+    );
+    if flagged.is_empty() {
+        let _ = write!(
+            h,
+            "<div class=\"ok\">No input file{} loses far more than the {overall} dropped overall.</div>",
+            if r.groups.is_empty() { "" } else { " or group" }
+        );
+        return;
+    }
+    let names: Vec<String> = flagged
+        .iter()
+        .take(8)
+        .map(|x| {
+            format!(
+                "<b>{}</b> ({})",
+                esc(short_name(&x.name)),
+                pct(x.tally.dropped, x.tally.documents)
+            )
+        })
+        .collect();
+    let _ = write!(
+        h,
+        "<div class=\"alert\">Check {} slice{} of the input that lose far more than the {overall} dropped overall: {}{}. A false giant cluster can wipe out a source; <code>corpus-dedup explain OUT --id ID</code> shows why a document went.</div>",
+        flagged.len(),
+        if flagged.len() == 1 { "" } else { "s" },
+        names.join(", "),
+        if flagged.len() > 8 { ", ..." } else { "" }
+    );
+}
+
+/// The file name of a path or URL.
+fn short_name(s: &str) -> &str {
+    s.rsplit('/').next().unwrap_or(s)
+}
+
+fn table(h: &mut String, what: &str, rows: &[Row], full_names: bool) {
+    let head = format!(
+        "<table><tr><th>{what}</th><th class=\"n\">documents</th><th class=\"n\">dropped</th><th>drop rate</th><th class=\"n\">text dropped</th></tr>"
+    );
+    let line = |x: &Row| {
+        let rate = x.tally.drop_rate();
+        let name = if full_names {
+            &x.name[..]
+        } else {
+            short_name(&x.name)
+        };
+        format!(
+            "<tr{}><td title=\"{}\">{}{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td><span class=\"bar\"><i style=\"width:{:.1}%\"></i></span>{}</td><td class=\"n\">{}</td></tr>",
+            if x.outlier { " class=\"flag\"" } else { "" },
+            esc(&x.name),
+            esc(name),
+            if x.outlier { "<span class=\"badge\">high</span>" } else { "" },
+            x.tally.documents,
+            x.tally.dropped,
+            rate * 100.0,
+            pct(x.tally.dropped, x.tally.documents),
+            bytes(x.tally.bytes_dropped),
+        )
+    };
+    h.push_str(&head);
+    for x in rows.iter().take(TABLE_ROWS) {
+        h.push_str(&line(x));
+    }
+    h.push_str("</table>");
+    if rows.len() > TABLE_ROWS {
+        let _ = write!(
+            h,
+            "<details><summary>{} more</summary><div class=\"body\">{head}",
+            rows.len() - TABLE_ROWS
+        );
+        for x in &rows[TABLE_ROWS..] {
+            h.push_str(&line(x));
+        }
+        h.push_str("</table></div></details>");
+    }
+}
+
+fn slices(h: &mut String, r: &Report) {
+    h.push_str("<h2>Drop rate per input file</h2>");
+    // Outliers first, then input order.
+    let mut files = r.files.clone();
+    files.sort_by_key(|x| !x.outlier);
+    table(h, "file", &files, false);
+    if let Some(col) = r.summary["config"]["report_group"].as_str() {
+        let _ = write!(h, "<h2>Drop rate per {}</h2>", esc(col));
+        table(h, col, &r.groups, true);
+        if r.groups_total > r.groups.len() as u64 {
+            let _ = write!(
+                h,
+                "<p class=\"note\">{} values in all; the summary keeps the {} largest and every outlier.</p>",
+                r.groups_total,
+                r.groups.len()
+            );
+        }
+    }
+    h.push_str("<h2>Per script</h2>");
+    let mut scripts = r.scripts.clone();
+    for x in &mut scripts {
+        x.name = serde_json::from_value::<crate::text::script::Script>(serde_json::Value::String(
+            x.name.clone(),
+        ))
+        .map(|s| s.label().to_string())
+        .unwrap_or_else(|_| x.name.clone());
+    }
+    table(h, "script (of the first 600 characters)", &scripts, true);
+}
+
+fn charts(h: &mut String, r: &Report) {
+    h.push_str("<h2>Clusters and similarities</h2><div class=\"charts\">");
+    // Cluster sizes, log-log.
+    let max_size = r.cluster_sizes.keys().next_back().copied().unwrap_or(2) as f64;
+    let max_count = r.cluster_sizes.values().copied().max().unwrap_or(1) as f64;
+    let pts: Vec<(f64, f64)> = r
+        .cluster_sizes
+        .iter()
+        .map(|(&s, &n)| (s as f64, n as f64))
+        .collect();
+    let sizes = Chart {
+        title: "Clusters per size (log-log)".into(),
+        x: Axis {
+            lo: 1.0,
+            hi: (max_size * 1.5).max(10.0),
+            log: true,
+        },
+        y: Axis {
+            lo: 0.8,
+            hi: (max_count * 1.5).max(10.0),
+            log: true,
+        },
+        x_ticks: decades(1.0, (max_size * 1.5).max(10.0)),
+        y_ticks: decades(1.0, (max_count * 1.5).max(10.0)),
+        x_label: "cluster size (documents)".into(),
+        y_label: "clusters".into(),
+        marks: vec![Mark::Line(pts.clone(), "#9ecae9"), Mark::Dots(pts, KEPT)],
+        legend: vec![],
+    };
+    h.push_str(&sizes.render());
+
+    // Similarity of dropped documents to their keepers.
+    let lo = ((r.threshold - 0.2).max(0.0) * 100.0).floor() / 100.0;
+    let width = 0.01;
+    let n_buckets = ((1.0 - lo) / width).round() as usize + 1;
+    let mut counts = vec![0u64; n_buckets];
+    for &v in &r.similarities {
+        let b = (((f64::from(v) - lo) / width).floor().max(0.0) as usize).min(n_buckets - 1);
+        counts[b] += 1;
+    }
+    let top = counts.iter().copied().max().unwrap_or(1).max(1) as f64;
+    let sim = Chart {
+        title: "Similarity of each dropped document to its kept one".into(),
+        x: Axis {
+            lo,
+            hi: 1.0 + width,
+            log: false,
+        },
+        y: Axis {
+            lo: 0.0,
+            hi: top * 1.1,
+            log: false,
+        },
+        x_ticks: (0..=((1.0 - lo) / 0.05).round() as usize)
+            .map(|i| lo + 0.05 * i as f64)
+            .map(|x| (x + width / 2.0, format!("{x:.2}")))
+            .collect(),
+        y_ticks: linear_ticks(top),
+        x_label: "similarity (1.00 = exact copy)".into(),
+        y_label: "documents".into(),
+        marks: vec![
+            Mark::Bars(
+                counts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &c)| (lo + width * i as f64, lo + width * (i + 1) as f64, c as f64))
+                    .collect(),
+                DROPPED,
+            ),
+            Mark::Rule(r.threshold, format!("threshold {}", r.threshold)),
+        ],
+        legend: vec![],
+    };
+    h.push_str(&sim.render());
+
+    // The S-curve of the LSH layout.
+    if let (Some(b), Some(rows)) = (
+        r.summary["lsh_bands"].as_u64(),
+        r.summary["lsh_rows"].as_u64(),
+    ) {
+        let pts: Vec<(f64, f64)> = (0..=100)
+            .map(|i| {
+                let s = i as f64 / 100.0;
+                (
+                    s,
+                    crate::lsh::candidate_probability(s, b as usize, rows as usize),
+                )
+            })
+            .collect();
+        let curve = Chart {
+            title: format!("P(candidate) for {b} bands x {rows} rows"),
+            x: Axis {
+                lo: 0.0,
+                hi: 1.0,
+                log: false,
+            },
+            y: Axis {
+                lo: 0.0,
+                hi: 1.0,
+                log: false,
+            },
+            x_ticks: (0..=5)
+                .map(|i| (i as f64 / 5.0, format!("{:.1}", i as f64 / 5.0)))
+                .collect(),
+            y_ticks: (0..=4)
+                .map(|i| (i as f64 / 4.0, format!("{:.2}", i as f64 / 4.0)))
+                .collect(),
+            x_label: "Jaccard similarity".into(),
+            y_label: "P(found as candidate)".into(),
+            marks: vec![
+                Mark::Line(pts, LINE),
+                Mark::Rule(r.threshold, format!("threshold {}", r.threshold)),
+            ],
+            legend: vec![],
+        };
+        h.push_str(&curve.render());
+    }
+
+    // Text length, kept vs dropped.
+    let kept = &r.breakdown.length_kept;
+    let dropped = &r.breakdown.length_dropped;
+    let used: Vec<usize> = (0..LENGTH_BUCKETS)
+        .filter(|&i| kept.get(i).copied().unwrap_or(0) + dropped.get(i).copied().unwrap_or(0) > 0)
+        .collect();
+    if let (Some(&first), Some(&last)) = (used.first(), used.last()) {
+        let top = used
+            .iter()
+            .map(|&i| {
+                kept.get(i)
+                    .copied()
+                    .unwrap_or(0)
+                    .max(dropped.get(i).copied().unwrap_or(0))
+            })
+            .max()
+            .unwrap_or(1)
+            .max(1) as f64;
+        let bars = |v: &Vec<u64>, off: f64| {
+            (first..=last)
+                .map(|i| {
+                    let x = i as f64 + off;
+                    (x, x + 0.45, v.get(i).copied().unwrap_or(0) as f64)
+                })
+                .collect::<Vec<_>>()
+        };
+        let label = |i: usize| match i {
+            0..=9 => format!("{} B", 1u64 << i),
+            10..=19 => format!("{} KiB", 1u64 << (i - 10)),
+            _ => format!("{} MiB", 1u64 << (i - 20)),
+        };
+        let length = Chart {
+            title: "Text length, kept and dropped documents".into(),
+            x: Axis {
+                lo: first as f64,
+                hi: last as f64 + 1.0,
+                log: false,
+            },
+            y: Axis {
+                lo: 0.0,
+                hi: top * 1.1,
+                log: false,
+            },
+            x_ticks: (first..=last)
+                .step_by(((last - first) / 8).max(1))
+                .map(|i| (i as f64 + 0.5, label(i)))
+                .collect(),
+            y_ticks: linear_ticks(top),
+            x_label: "text bytes (from)".into(),
+            y_label: "documents".into(),
+            marks: vec![
+                Mark::Bars(bars(kept, 0.05), KEPT),
+                Mark::Bars(bars(dropped, 0.5), DROPPED),
+            ],
+            legend: vec![(KEPT, "kept".into()), (DROPPED, "dropped".into())],
+        };
+        h.push_str(&length.render());
+    }
+    h.push_str("</div>");
+}
+
+/// A text, its first [`SNIPPET`] characters shown and the rest folded.
+fn text_block(h: &mut String, d: &Doc) {
+    let t = match &d.text {
+        None => {
+            let _ = write!(
+                h,
+                "<div class=\"note\">Text not read for the report (it reads a bounded part of the input): <code>corpus-dedup explain OUT --id {}</code> shows it.</div>",
+                esc(&d.id)
+            );
+            return;
+        }
+        Some(None) => {
+            h.push_str("<div class=\"note\">(null text)</div>");
+            return;
+        }
+        Some(Some(t)) => t,
+    };
+    let cut = t.char_indices().nth(SNIPPET).map_or(t.len(), |(i, _)| i);
+    let _ = write!(h, "<div class=\"text\">{}", esc(&t[..cut]));
+    if cut < t.len() {
+        let end = t.char_indices().nth(FULL_TEXT).map_or(t.len(), |(i, _)| i);
+        let _ = write!(
+            h,
+            "…</div><details><summary>whole text ({})</summary><div class=\"body\"><div class=\"text\">{}{}</div></div></details>",
+            bytes(t.len() as u64),
+            esc(&t[..end]),
+            if end < t.len() { "\n[… cut]" } else { "" }
+        );
+    } else {
+        h.push_str("</div>");
+    }
+}
+
+fn doc_ref(d: &Doc) -> String {
+    format!(
+        "<span class=\"id\">{}</span> <span class=\"note\">{}:{}</span>",
+        esc(&d.id),
+        esc(short_name(&d.file)),
+        d.row
+    )
+}
+
+fn clusters(h: &mut String, r: &Report) {
+    h.push_str("<h2>Largest clusters</h2>");
+    if r.clusters.is_empty() {
+        h.push_str("<p class=\"note\">No clusters: every document is unique.</p>");
+        return;
+    }
+    for (n, c) in r.clusters.iter().enumerate() {
+        let keeper = match (&c.keeper, &c.keeper_elsewhere) {
+            (Some(k), _) => doc_ref(k),
+            (None, Some(id)) => format!(
+                "<span class=\"id\">{}</span> (in an earlier batch)",
+                esc(id)
+            ),
+            _ => "-".into(),
+        };
+        let _ = write!(
+            h,
+            "<details{}><summary><b>{} documents</b> · cluster {} · kept {}</summary><div class=\"body\">",
+            if n == 0 { " open" } else { "" },
+            c.size,
+            c.cluster_id,
+            keeper
+        );
+        if let Some(k) = &c.keeper {
+            h.push_str("<h3>kept</h3>");
+            text_block(h, k);
+        }
+        for (d, s) in &c.members {
+            let _ = write!(
+                h,
+                "<h3>dropped {} · similarity {}</h3>",
+                doc_ref(d),
+                s.map_or("-".into(), |v| format!("{v:.3}"))
+            );
+            text_block(h, d);
+        }
+        if c.size as usize > c.members.len() + 1 {
+            let _ = write!(
+                h,
+                "<p class=\"note\">{} more members: <code>corpus-dedup explain OUT --id {}</code> lists them all.</p>",
+                c.size as usize - c.members.len() - 1,
+                esc(&c.members.first().map(|m| m.0.id.clone()).unwrap_or_default())
+            );
+        }
+        h.push_str("</div></details>");
+    }
+}
+
+fn diff_html(pieces: &[Piece]) -> String {
+    let parts: Vec<String> = pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Same(t) => esc(t),
+            Piece::Removed(t) => format!("<del>{}</del>", esc(t)),
+            Piece::Added(t) => format!("<ins>{}</ins>", esc(t)),
+            Piece::Gap(n) => format!("<span class=\"gap\">[… {n} equal words …]</span>"),
+            Piece::More(n) => format!("<span class=\"gap\">[… {n} more changes …]</span>"),
+        })
+        .collect();
+    parts.join(" ")
+}
+
+fn pairs(h: &mut String, r: &Report) {
+    let _ = write!(
+        h,
+        "<h2>Just above the threshold</h2><p class=\"note\">A sample of dropped documents whose similarity to their kept document is within 0.03 above {}: the drops most worth a look. Word diff against the kept document: <del>only in the kept one</del>, <ins>only in the dropped one</ins>.</p>",
+        r.threshold
+    );
+    if r.pairs.is_empty() {
+        h.push_str("<p class=\"note\">None in this run.</p>");
+        return;
+    }
+    for (n, p) in r.pairs.iter().enumerate() {
+        let _ = write!(
+            h,
+            "<details{}><summary>similarity <b>{:.3}</b>{} · dropped {} · kept {}</summary><div class=\"body\"><div class=\"text diff\">{}</div></div></details>",
+            if n == 0 { " open" } else { "" },
+            p.similarity,
+            p.jaccard.map(|j| format!(" (exact Jaccard {j:.3})")).unwrap_or_default(),
+            doc_ref(&p.doc),
+            doc_ref(&p.keeper),
+            diff_html(&p.diff)
+        );
+    }
+}
+
+fn index(h: &mut String, s: &serde_json::Value) {
+    let ix = &s["index"];
+    if ix.is_null() {
+        return;
+    }
+    let _ = write!(
+        h,
+        "<h2>Against earlier batches</h2><p class=\"note\">Batch <b>{}</b> was compared with {} earlier batch(es) in the index <code>{}</code> (window {}).</p><table><tr><th>batch</th><th class=\"n\">tonight's documents dropped against it</th></tr>",
+        esc(ix["batch"].as_str().unwrap_or("")),
+        ix["compared_with"].as_array().map_or(0, |a| a.len()),
+        esc(ix["location"].as_str().unwrap_or("")),
+        ix["window"]
+    );
+    for b in ix["compared_with"].as_array().into_iter().flatten() {
+        let name = b.as_str().unwrap_or("");
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td class=\"n\">{}</td></tr>",
+            esc(name),
+            ix["dropped_against"][name].as_u64().unwrap_or(0)
+        );
+    }
+    let _ = write!(
+        h,
+        "<tr><td>{} (within tonight)</td><td class=\"n\">{}</td></tr></table><p class=\"note\">Added: {}. Expired: {}. The index holds {} documents in {} on disk ({:.0} B per document), {} of filters in memory.</p>",
+        esc(ix["batch"].as_str().unwrap_or("")),
+        ix["dropped_within_batch"].as_u64().unwrap_or(0),
+        list(&ix["batches_added"]),
+        list(&ix["batches_expired"]),
+        short_count(ix["documents_indexed"].as_u64().unwrap_or(0)),
+        bytes(ix["index_bytes_on_disk"].as_u64().unwrap_or(0)),
+        ix["index_bytes_per_document"].as_f64().unwrap_or(0.0),
+        bytes(ix["filter_bytes_in_memory"].as_u64().unwrap_or(0)),
+    );
+}
+
+fn list(v: &serde_json::Value) -> String {
+    let names: Vec<String> = v
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|x| x.as_str().map(esc))
+        .collect();
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+fn settings(h: &mut String, s: &serde_json::Value) {
+    h.push_str("<h2>Settings and stages</h2><div class=\"charts\"><div><table><tr><th>setting</th><th>value</th></tr>");
+    let c = &s["config"];
+    let minhash = c["method"].as_str() == Some("minhash");
+    let mut keys = vec![
+        "method",
+        "threshold",
+        "ngram",
+        "tokenizer",
+        "seed",
+        "text_column",
+        "id_column",
+        "keep",
+    ];
+    if minhash {
+        keys.extend(["num_perm", "sketch", "verify"]);
+    } else {
+        keys.extend(["hamming", "simhash_blocks", "simhash_max_df"]);
+    }
+    for k in keys {
+        let v = match &c[k] {
+            serde_json::Value::String(x) => x.clone(),
+            serde_json::Value::Null => "-".into(),
+            other => other.to_string(),
+        };
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td></tr>",
+            k.replace('_', "-"),
+            esc(&v)
+        );
+    }
+    if let (Some(b), Some(r)) = (s["lsh_bands"].as_u64(), s["lsh_rows"].as_u64()) {
+        let _ = write!(h, "<tr><td>bands x rows</td><td>{b} x {r}</td></tr>");
+    }
+    h.push_str("</table></div><div><table><tr><th>stage</th><th class=\"n\">tasks</th><th class=\"n\">seconds</th><th class=\"n\">peak MiB</th></tr>");
+    for st in s["stages"].as_array().into_iter().flatten() {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{:.2}</td><td class=\"n\">{:.0}</td></tr>",
+            esc(st["stage"].as_str().unwrap_or("")),
+            st["tasks"],
+            st["seconds"].as_f64().unwrap_or(0.0),
+            st["peak_rss_mib"].as_f64().unwrap_or(0.0)
+        );
+    }
+    h.push_str("</table></div></div>");
+}

@@ -1,0 +1,558 @@
+//! `OUT/report.html`: what a person looks at in the morning. One self-contained file (inline CSS
+//! and SVG, no script, nothing from the network) built from `summary.json`, the manifest and a
+//! few dozen texts read back from the shards (row by row, so its cost does not grow with the
+//! corpus beyond one pass over the manifest).
+//!
+//! [`build`] gathers the figures ([`Report`]); [`html`] renders them. `run` writes the report
+//! after the summary; `corpus-dedup report OUT` rebuilds it from an existing output.
+
+pub mod html;
+mod svg;
+
+use std::collections::{BTreeMap, HashMap};
+
+use polars::prelude::*;
+
+use crate::config::Method;
+use crate::error::{Error, Result};
+use crate::explain::Similarity;
+use crate::results::{in_output, read_location, Manifest};
+use crate::stages::manifest::{Breakdown, Tally};
+use crate::text::diff::{word_diff, Piece};
+
+/// Largest clusters shown.
+const LARGEST: usize = 10;
+/// Members shown per large cluster, and looked at to find them.
+const MEMBERS_SHOWN: usize = 3;
+const MEMBER_CANDIDATES: usize = 256;
+/// Near-threshold documents looked at to find the pairs shown.
+const PAIR_CANDIDATES: usize = 4096;
+/// Share of the input's row groups the report may decode for its texts (at least one): the run
+/// decodes each once, so this bounds the report's reading to a quarter of that.
+const ROW_GROUP_SHARE: usize = 4;
+/// Pairs just above the threshold shown.
+const PAIRS: usize = 8;
+/// Width of the "just above the threshold" band of similarities.
+const NEAR: f64 = 0.03;
+/// Characters of a text shown before folding.
+const SNIPPET: usize = 280;
+/// `--report-group` values kept in the summary: the largest ones, plus every outlier.
+pub const GROUPS_KEPT: usize = 1000;
+
+/// A slice of the input whose drop rate stands out (see [`outlier`]).
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub name: String,
+    pub tally: Tally,
+    pub outlier: bool,
+}
+
+/// True when a slice of `t.documents` (at least 20) documents loses far more than the whole
+/// input's share `overall`: over twice the share and over 4 standard errors above it, or at least
+/// 90% of it (one false giant cluster can wipe out a source).
+pub fn outlier(t: &Tally, overall: f64) -> bool {
+    if t.documents < 20 {
+        return false;
+    }
+    let rate = t.drop_rate();
+    let se = (overall * (1.0 - overall) / t.documents as f64).sqrt();
+    rate >= 0.9 || (rate > 2.0 * overall && rate > overall + 4.0 * se)
+}
+
+/// The `--report-group` tallies the summary keeps: the [`GROUPS_KEPT`] largest and every outlier.
+pub fn keep_groups(groups: BTreeMap<String, Tally>, overall: f64) -> BTreeMap<String, Tally> {
+    if groups.len() <= GROUPS_KEPT {
+        return groups;
+    }
+    let mut by_size: Vec<(&String, &Tally)> = groups.iter().collect();
+    by_size.sort_by(|a, b| b.1.documents.cmp(&a.1.documents).then(a.0.cmp(b.0)));
+    let mut keep: std::collections::BTreeSet<String> = by_size
+        .iter()
+        .take(GROUPS_KEPT)
+        .map(|(k, _)| (*k).clone())
+        .collect();
+    keep.extend(
+        groups
+            .iter()
+            .filter(|(_, t)| outlier(t, overall))
+            .map(|(k, _)| k.clone()),
+    );
+    groups
+        .into_iter()
+        .filter(|(k, _)| keep.contains(k))
+        .collect()
+}
+
+/// A document shown in the report.
+#[derive(Debug, Clone)]
+pub struct Doc {
+    pub id: String,
+    pub file: String,
+    pub row: u64,
+    /// None: not read (outside the report's row-group budget); Some(None): a null text.
+    pub text: Option<Option<String>>,
+}
+
+/// One of the largest clusters.
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    pub cluster_id: u64,
+    pub size: u64,
+    /// The kept member (None when the keeper is in an earlier batch of the index).
+    pub keeper: Option<Doc>,
+    /// Its id when it is not in this run.
+    pub keeper_elsewhere: Option<String>,
+    pub members: Vec<(Doc, Option<f32>)>,
+}
+
+/// A dropped document just above the threshold, with its keeper.
+#[derive(Debug, Clone)]
+pub struct Pair {
+    pub doc: Doc,
+    pub keeper: Doc,
+    pub similarity: f32,
+    /// Exact Jaccard of the shingle sets, recomputed.
+    pub jaccard: Option<f64>,
+    pub diff: Vec<Piece>,
+}
+
+/// Everything the report shows.
+pub struct Report {
+    pub summary: serde_json::Value,
+    pub method: Method,
+    pub threshold: f64,
+    pub breakdown: Breakdown,
+    pub files: Vec<Row>,
+    pub groups: Vec<Row>,
+    /// Groups in the input (the summary keeps the largest and the outliers).
+    pub groups_total: u64,
+    pub scripts: Vec<Row>,
+    /// Similarities of the dropped documents to their keepers.
+    pub similarities: Vec<f32>,
+    pub clusters: Vec<Cluster>,
+    pub pairs: Vec<Pair>,
+    /// Documents per cluster size (sizes >= 2).
+    pub cluster_sizes: BTreeMap<u64, u64>,
+    /// Reads of the input for the texts shown (a row group's span or a single row), and the
+    /// input's row groups.
+    pub texts_read: usize,
+    pub row_groups: usize,
+}
+
+/// Gathers the report of the output `out` (local directory or `s3://` prefix) from its
+/// summary.json and manifest.
+pub fn build(out: &str) -> Result<Report> {
+    let summary_at = in_output(out, "summary.json");
+    let summary: serde_json::Value = read_location(&summary_at)?
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .ok_or_else(|| Error::Manifest {
+            path: summary_at.clone(),
+            msg: "missing or unreadable; the report needs the summary.json a run wrote".into(),
+        })?;
+    build_with(out, summary)
+}
+
+/// Gathers the report of the output `out` with its summary given.
+pub fn build_with(out: &str, summary: serde_json::Value) -> Result<Report> {
+    let m = Manifest::read(&in_output(out, "manifest.parquet"))?;
+    let breakdown: Breakdown =
+        serde_json::from_value(summary["breakdown"].clone()).unwrap_or_default();
+    let overall = summary["documents_dropped"].as_f64().unwrap_or(0.0)
+        / summary["documents_in"].as_f64().unwrap_or(1.0).max(1.0);
+    let rows = |map: &BTreeMap<String, Tally>| -> Vec<Row> {
+        map.iter()
+            .map(|(k, t)| Row {
+                name: k.clone(),
+                tally: *t,
+                outlier: outlier(t, overall),
+            })
+            .collect()
+    };
+    let files = rows(&breakdown.by_file);
+    let mut groups = rows(&breakdown.by_group);
+    // Outliers first, then by size.
+    groups.sort_by(|a, b| {
+        b.outlier
+            .cmp(&a.outlier)
+            .then(b.tally.documents.cmp(&a.tally.documents))
+            .then(a.name.cmp(&b.name))
+    });
+    let scripts = rows(&breakdown.by_script);
+    let groups_total = summary["breakdown"]["groups_total"]
+        .as_u64()
+        .unwrap_or(groups.len() as u64);
+
+    let merr = |e: PolarsError| Error::Manifest {
+        path: m.location.clone(),
+        msg: e.to_string(),
+    };
+    let keep = m.column("keep")?.bool().map_err(merr)?;
+    let sims = m.column("similarity")?.f32().map_err(merr)?;
+    let cluster = m.column("cluster_id")?.u64().map_err(merr)?;
+    let ids = m.column("id")?.str().map_err(merr)?;
+    let dup_of = m.column("duplicate_of")?.str().map_err(merr)?;
+    let files_col = m.column("file")?.str().map_err(merr)?;
+    let rows_col = m.column("row")?.u64().map_err(merr)?;
+    let similarities: Vec<f32> = keep
+        .iter()
+        .zip(sims.iter())
+        .filter(|(k, _)| *k == Some(false))
+        .filter_map(|(_, s)| s)
+        .collect();
+
+    // Cluster sizes and the largest clusters.
+    let mut size: HashMap<u64, u64> = HashMap::new();
+    for c in cluster.iter().flatten() {
+        *size.entry(c).or_default() += 1;
+    }
+    let mut cluster_sizes: BTreeMap<u64, u64> = BTreeMap::new();
+    for &s in size.values() {
+        *cluster_sizes.entry(s).or_default() += 1;
+    }
+    let mut largest: Vec<(u64, u64)> = size.iter().map(|(&c, &n)| (c, n)).collect();
+    largest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    largest.truncate(LARGEST);
+    let wanted: HashMap<u64, usize> = largest
+        .iter()
+        .enumerate()
+        .map(|(i, &(c, _))| (c, i))
+        .collect();
+    let mut keepers: Vec<Option<usize>> = vec![None; largest.len()];
+    let mut candidates: Vec<Vec<usize>> = vec![Vec::new(); largest.len()];
+    let mut elsewhere: Vec<Option<String>> = vec![None; largest.len()];
+    for (i, c) in cluster.iter().enumerate() {
+        let Some(&slot) = c.and_then(|c| wanted.get(&c)) else {
+            continue;
+        };
+        if keep.get(i) == Some(true) {
+            keepers[slot] = Some(i);
+        } else {
+            if candidates[slot].len() < MEMBER_CANDIDATES {
+                candidates[slot].push(i);
+            }
+            if elsewhere[slot].is_none() {
+                elsewhere[slot] = dup_of.get(i).map(str::to_string);
+            }
+        }
+    }
+
+    // Pairs just above the threshold, a deterministic sample (by id hash).
+    let threshold = m.config.threshold;
+    let lo = match m.config.method {
+        Method::Minhash => threshold,
+        Method::Simhash => crate::simhash::similarity(m.config.hamming as u32),
+    };
+    let mut near: Vec<(u64, usize)> = (0..m.frame.height())
+        .filter(|&i| keep.get(i) == Some(false))
+        .filter(|&i| {
+            sims.get(i)
+                .is_some_and(|s| f64::from(s) >= lo - 1e-6 && f64::from(s) < lo + NEAR)
+        })
+        .map(|i| {
+            let h = xxhash_rust::xxh3::xxh3_64(ids.get(i).unwrap_or("").as_bytes());
+            (h, i)
+        })
+        .collect();
+    near.sort_unstable();
+    near.truncate(PAIR_CANDIDATES);
+    let id_row: HashMap<&str, usize> = {
+        let want: std::collections::HashSet<&str> =
+            near.iter().filter_map(|&(_, i)| dup_of.get(i)).collect();
+        ids.iter()
+            .enumerate()
+            .filter_map(|(i, id)| id.filter(|x| want.contains(x)).map(|x| (x, i)))
+            .filter(|&(_, i)| keep.get(i) == Some(true))
+            .collect()
+    };
+
+    // Which texts are read, within the row-group budget: keepers of the largest clusters first,
+    // then pairs, then members in row groups already chosen.
+    let mut budget = Budget::new(&m)?;
+    let at = |i: usize| (files_col.get(i).unwrap_or(""), rows_col.get(i).unwrap_or(0));
+    let mut read: std::collections::BTreeSet<usize> = std::collections::BTreeSet::new();
+    for k in keepers.iter().flatten() {
+        if budget.take(&[at(*k)]) {
+            read.insert(*k);
+        }
+    }
+    let mut pair_rows: Vec<(usize, usize)> = Vec::new();
+    for &(_, i) in &near {
+        if pair_rows.len() == PAIRS {
+            break;
+        }
+        let Some(&k) = dup_of.get(i).and_then(|d| id_row.get(d)) else {
+            continue;
+        };
+        if budget.take(&[at(i), at(k)]) {
+            pair_rows.push((i, k));
+            read.extend([i, k]);
+        }
+    }
+    // Members: those readable at no cost first, then others while the budget allows.
+    let members: Vec<Vec<usize>> = candidates
+        .iter()
+        .map(|c| {
+            let mut chosen: Vec<usize> = c
+                .iter()
+                .copied()
+                .filter(|&i| budget.free(at(i)))
+                .take(MEMBERS_SHOWN)
+                .collect();
+            for &i in c {
+                if chosen.len() == MEMBERS_SHOWN {
+                    break;
+                }
+                if !chosen.contains(&i) && budget.take(&[at(i)]) {
+                    chosen.push(i);
+                }
+            }
+            chosen.sort_unstable();
+            chosen
+        })
+        .collect();
+    read.extend(members.iter().flatten());
+    let texts = read_rows(
+        &m,
+        &budget,
+        &read.into_iter().collect::<Vec<_>>(),
+        files_col,
+        rows_col,
+    )?;
+    let doc = |i: usize| Doc {
+        id: ids.get(i).unwrap_or("").to_string(),
+        file: files_col.get(i).unwrap_or("").to_string(),
+        row: rows_col.get(i).unwrap_or(0),
+        text: texts.get(&i).cloned(),
+    };
+    let clusters = largest
+        .iter()
+        .enumerate()
+        .map(|(slot, &(c, n))| Cluster {
+            cluster_id: c,
+            size: n,
+            keeper: keepers[slot].map(doc),
+            keeper_elsewhere: keepers[slot]
+                .is_none()
+                .then(|| elsewhere[slot].clone())
+                .flatten(),
+            members: members[slot]
+                .iter()
+                .map(|&i| (doc(i), sims.get(i)))
+                .collect(),
+        })
+        .collect();
+    let texts_read = budget.reads();
+    let row_groups = budget.total;
+    let sim = Similarity::new(&m.config);
+    let pairs = pair_rows
+        .iter()
+        .map(|&(i, k)| {
+            let (d, kd) = (doc(i), doc(k));
+            let (a, b) = (
+                kd.text.clone().flatten().unwrap_or_default(),
+                d.text.clone().flatten().unwrap_or_default(),
+            );
+            Pair {
+                jaccard: sim.jaccard(&sim.sets(&a), &sim.sets(&b)),
+                diff: word_diff(&a, &b),
+                similarity: sims.get(i).unwrap_or(0.0),
+                doc: d,
+                keeper: kd,
+            }
+        })
+        .collect();
+    Ok(Report {
+        method: m.config.method,
+        threshold: lo,
+        summary,
+        breakdown,
+        files,
+        groups,
+        groups_total,
+        scripts,
+        similarities,
+        clusters,
+        pairs,
+        cluster_sizes,
+        texts_read,
+        row_groups,
+    })
+}
+
+/// Row groups of at most this many rows are read whole (from the first wanted row to the last);
+/// a row in a larger group is read alone, as a one-row slice (the reader skips the pages
+/// before it, so the cost is about one call, ~10 ms, instead of decoding the group).
+const SMALL_GROUP: u64 = 20_000;
+/// One-row reads at most.
+const MAX_ROW_READS: usize = 64;
+
+/// What the report may read for its texts: a share of the small row groups (an `s3://` shard is
+/// one: it is fetched whole), at most a [`ROW_GROUP_SHARE`]th of them, and up to
+/// [`MAX_ROW_READS`] single rows of large groups.
+struct Budget {
+    /// Per input file: its index, and the first row of each row group and the end.
+    files: HashMap<String, (usize, Vec<u64>, bool)>,
+    chosen: std::collections::BTreeSet<(usize, usize)>,
+    row_reads: usize,
+    max_groups: usize,
+    /// Row groups in the input.
+    total: usize,
+}
+
+impl Budget {
+    fn new(m: &Manifest) -> Result<Budget> {
+        use rayon::prelude::*;
+        let bounds: Vec<(Vec<u64>, bool)> = m
+            .inputs
+            .par_iter()
+            .map(|rec| {
+                let footer = rec.check_unchanged()?;
+                if crate::io::object::is_url(&rec.file) {
+                    return Ok((vec![0, rec.rows], true));
+                }
+                let mut b = vec![0u64];
+                for g in footer.metadata(&rec.file)?.row_groups.iter() {
+                    b.push(b.last().copied().unwrap_or(0) + g.num_rows() as u64);
+                }
+                Ok((b, false))
+            })
+            .collect::<Result<_>>()?;
+        let total: usize = bounds.iter().map(|b| b.0.len().saturating_sub(1)).sum();
+        let small_groups = bounds
+            .iter()
+            .map(|(b, whole)| {
+                b.windows(2)
+                    .filter(|w| *whole || w[1] - w[0] <= SMALL_GROUP)
+                    .count()
+            })
+            .sum::<usize>();
+        let files = m
+            .inputs
+            .iter()
+            .zip(bounds)
+            .enumerate()
+            .map(|(i, (rec, (b, whole)))| (rec.file.clone(), (i, b, whole)))
+            .collect();
+        Ok(Budget {
+            files,
+            chosen: Default::default(),
+            row_reads: 0,
+            max_groups: (small_groups / ROW_GROUP_SHARE).max(1),
+            total,
+        })
+    }
+
+    /// The row group (input index, group) of a row, its row range, and whether it is read whole.
+    fn group(
+        &self,
+        (file, row): (&str, u64),
+    ) -> Option<((usize, usize), std::ops::Range<u64>, bool)> {
+        let (i, b, whole) = self.files.get(file)?;
+        let g = b.partition_point(|&s| s <= row).checked_sub(1)?;
+        let range = b[g]..*b.get(g + 1)?;
+        let small = *whole || range.end - range.start <= SMALL_GROUP;
+        Some(((*i, g), range, small))
+    }
+
+    /// Whether a row can be read without spending more of the budget.
+    fn free(&self, at: (&str, u64)) -> bool {
+        self.group(at)
+            .is_some_and(|(g, _, small)| small && self.chosen.contains(&g))
+    }
+
+    /// Spends the budget on all of `rows` if it allows; false (nothing spent) otherwise.
+    fn take(&mut self, rows: &[(&str, u64)]) -> bool {
+        let Some(groups) = rows
+            .iter()
+            .map(|&r| self.group(r))
+            .collect::<Option<Vec<_>>>()
+        else {
+            return false;
+        };
+        let mut new: Vec<(usize, usize)> = groups
+            .iter()
+            .filter(|(g, _, small)| *small && !self.chosen.contains(g))
+            .map(|x| x.0)
+            .collect();
+        new.sort_unstable();
+        new.dedup();
+        let reads = groups.iter().filter(|x| !x.2).count();
+        if self.chosen.len() + new.len() > self.max_groups || self.row_reads + reads > MAX_ROW_READS
+        {
+            return false;
+        }
+        self.chosen.extend(new);
+        self.row_reads += reads;
+        true
+    }
+
+    /// Row groups (or single rows) decoded.
+    fn reads(&self) -> usize {
+        self.chosen.len() + self.row_reads
+    }
+}
+
+/// A read of the report: a file, its rows to read, and the manifest rows in them.
+type Span<'a> = (&'a str, std::ops::Range<u64>, Vec<usize>);
+
+/// The texts of manifest rows `which` (all within the budget): the wanted span of each small
+/// row group read once, each row of a large group read alone, all in parallel; an `s3://` shard
+/// fetched once.
+fn read_rows(
+    m: &Manifest,
+    budget: &Budget,
+    which: &[usize],
+    files: &StringChunked,
+    rows: &UInt64Chunked,
+) -> Result<BTreeMap<usize, Option<String>>> {
+    use rayon::prelude::*;
+    // (file, rows to read, manifest rows in them).
+    let mut spans: BTreeMap<(usize, usize, u64), Span> = BTreeMap::new();
+    for &i in which {
+        let at = (files.get(i).unwrap_or(""), rows.get(i).unwrap_or(0));
+        let Some(((f, g), range, small)) = budget.group(at) else {
+            continue;
+        };
+        let key = if small { (f, g, 0) } else { (f, g, at.1 + 1) };
+        let e = spans
+            .entry(key)
+            .or_insert((at.0, at.1..at.1 + 1, Vec::new()));
+        e.1 = e.1.start.min(at.1)..e.1.end.max(at.1 + 1);
+        e.2.push(i);
+        debug_assert!(range.contains(&at.1));
+    }
+    let texts: Vec<Vec<(usize, Option<String>)>> = spans
+        .into_values()
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .with_max_len(1)
+        .map(|(file, span, idx)| {
+            let (bytes, slice) = if crate::io::object::is_url(file) {
+                (crate::io::object::get_all(&[file.to_string()])?.pop(), None)
+            } else {
+                (None, Some(span.clone()))
+            };
+            let first = slice.as_ref().map_or(0, |r| r.start);
+            let shard = crate::io::input::read_shard(file, bytes, slice, &m.config)?;
+            Ok(idx
+                .into_iter()
+                .map(|i| {
+                    let r = (rows.get(i).unwrap_or(0) - first) as usize;
+                    (i, shard.text.get(r).map(str::to_string))
+                })
+                .collect())
+        })
+        .collect::<Result<_>>()?;
+    Ok(texts.into_iter().flatten().collect())
+}
+
+/// Rebuilds `out/report.html` from the output's summary and manifest; returns its size in bytes.
+pub fn write(out: &str) -> Result<usize> {
+    let page = html::render(&build(out)?);
+    let n = page.len();
+    crate::io::output::OutputDir::parse(out).write_bytes(REPORT, page.into_bytes())?;
+    Ok(n)
+}
+
+/// The report's file name in the output.
+pub const REPORT: &str = "report.html";
