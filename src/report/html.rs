@@ -323,7 +323,7 @@ fn slices(h: &mut String, r: &Report) {
         .map(|s| s.label().to_string())
         .unwrap_or_else(|_| x.name.clone());
     }
-    table(h, "script (of the first 600 characters)", &scripts, true);
+    table(h, "script (of the first 256 bytes)", &scripts, true);
 }
 
 fn charts(h: &mut String, r: &Report) {

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::text::tokenize::is_cjk;
 
-/// Characters sampled from the start of a document.
-const SAMPLE: usize = 600;
+/// Bytes sampled from the start of a document (cut back to a character boundary).
+const SAMPLE: usize = 256;
 
 /// A document's script class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -54,16 +54,46 @@ impl Script {
     }
 }
 
-/// The script class of the letters among the first [`SAMPLE`] characters of `text`.
+/// The script class of the letters in the first [`SAMPLE`] bytes of `text`. ASCII bytes are
+/// counted as bytes; only other characters are decoded (it runs on every document).
 pub fn classify(text: &str) -> Script {
+    let mut end = text.len().min(SAMPLE);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let head = &text.as_bytes()[..end];
+    // Most documents start in ASCII: both checks below are vectorised loops.
+    if head.is_ascii() {
+        return match head.iter().filter(|b| b.is_ascii_alphabetic()).count() {
+            0 => Script::None,
+            _ => Script::Latin,
+        };
+    }
     let (mut letters, mut cjk, mut latin) = (0u32, 0u32, 0u32);
-    for c in text.chars().take(SAMPLE).filter(|c| c.is_alphabetic()) {
-        letters += 1;
+    let mut i = 0;
+    while i < head.len() {
+        let b = head[i];
+        if b < 0x80 {
+            if b.is_ascii_alphabetic() {
+                letters += 1;
+                latin += 1;
+            }
+            i += 1;
+            continue;
+        }
+        let Some(c) = text[i..end].chars().next() else {
+            break;
+        };
+        i += c.len_utf8();
+        // Range checks first: the general letter test is a table search.
         if is_cjk(c) {
             cjk += 1;
-        } else if c.is_ascii_alphabetic() || ('\u{00C0}'..='\u{024F}').contains(&c) {
+        } else if ('\u{00C0}'..='\u{024F}').contains(&c) && c.is_alphabetic() {
             latin += 1;
+        } else if !c.is_alphabetic() {
+            continue;
         }
+        letters += 1;
     }
     if letters == 0 {
         return Script::None;
@@ -87,11 +117,18 @@ mod tests {
     #[test]
     fn scripts_are_told_apart() {
         assert_eq!(classify("The quick brown fox, café."), Script::Latin);
+        assert_eq!(
+            classify("Ça a été très intéressant, déjà vu"),
+            Script::Latin
+        );
         assert_eq!(classify("今天天气很好，我们去公园。"), Script::Cjk);
         assert_eq!(classify("Rust 编程语言很快而且很安全 safe"), Script::Mixed);
         assert_eq!(classify("Привет, как дела?"), Script::Other);
         assert_eq!(classify("12345 -- !!"), Script::None);
+        assert_eq!(classify("１２３ ——"), Script::None);
         assert_eq!(classify(""), Script::None);
+        // The sample is cut at a character boundary.
+        assert_eq!(classify(&"字".repeat(1000)), Script::Cjk);
         for s in Script::ALL {
             assert_eq!(Script::from_code(s.code()), s);
         }
