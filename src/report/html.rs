@@ -399,7 +399,23 @@ fn charts(h: &mut String, r: &Report) {
         ],
         legend: vec![],
     };
+    // The chart and its note share one grid cell.
+    h.push_str("<div>");
     h.push_str(&sim.render());
+    let below = r
+        .similarities
+        .iter()
+        .filter(|&&v| f64::from(v) < r.threshold - 1e-6)
+        .count() as u64;
+    if below > 0 {
+        let _ = write!(
+            h,
+            "<p class=\"note\">{} dropped documents ({} of the drops) are less similar than the threshold to their kept document: they joined its cluster through other members (a chain of near duplicates).</p>",
+            crate::progress::thousands(below),
+            pct(below, r.similarities.len() as u64)
+        );
+    }
+    h.push_str("</div>");
 
     // The S-curve of the LSH layout.
     if let (Some(b), Some(rows)) = (
