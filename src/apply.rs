@@ -25,17 +25,23 @@ use crate::io::input::{self, Footer};
 use crate::io::output::OutputDir;
 use crate::results::{Manifest, RecordedInput};
 
-/// What `apply` is asked to do.
-#[derive(Debug, Clone)]
+/// What `apply` is asked to do (its command-line flags).
+#[derive(Debug, Clone, clap::Args)]
 pub struct ApplyOptions {
-    /// The manifest (local path or `s3://` URL).
+    /// The manifest a run wrote (OUT/manifest.parquet, local or s3://).
+    #[arg(long, value_name = "FILE|URL")]
     pub manifest: String,
-    /// Directory (or `s3://` prefix) for the kept rows.
+    /// Directory (or s3:// prefix) for the kept rows.
+    #[arg(long, value_name = "DIR|URL")]
     pub output: String,
-    /// Directory for the dropped rows, if wanted.
+    /// Also write the dropped rows here, with duplicate_of and similarity, for audit.
+    #[arg(long, value_name = "DIR|URL")]
     pub dropped: Option<String>,
-    /// Report what would be written, write nothing.
+    /// Print rows and bytes per shard; write nothing.
+    #[arg(long)]
     pub dry_run: bool,
+    /// No progress bar.
+    #[arg(long)]
     pub quiet: bool,
 }
 

@@ -69,28 +69,16 @@ pub struct Explanation {
 /// Explains the document `id` of the run in `out`, showing at most `limit` members.
 pub fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
     let m = Manifest::read(&in_output(out, "manifest.parquet"))?;
-    let merr = |e: PolarsError| Error::Manifest {
-        path: m.location.clone(),
-        msg: e.to_string(),
-    };
-    let ids = m.column("id")?.str().map_err(merr)?;
+    let c = m.columns()?;
+    let ids = c.id;
     let Some(at) = ids.iter().position(|x| x == Some(id)) else {
         return Err(Error::Request(format!(
             "no document with id '{id}' in {}: ids are the input's id column (or FILE:ROW where a shard has none)",
             m.location
         )));
     };
-    let cluster = m.column("cluster_id")?.u64().map_err(merr)?;
-    let keep = m.column("keep")?.bool().map_err(merr)?;
-    let files = m.column("file")?.str().map_err(merr)?;
-    let rows = m.column("row")?.u64().map_err(merr)?;
-    let sims = m.column("similarity")?.f32().map_err(merr)?;
-    let dup_of = m.column("duplicate_of")?.str().map_err(merr)?;
-    let batch = m
-        .frame
-        .column("duplicate_of_batch")
-        .ok()
-        .and_then(|c| c.str().ok().cloned());
+    let (cluster, keep, files, rows) = (c.cluster, c.keep, c.file, c.row);
+    let (sims, dup_of, batch) = (c.similarity, c.duplicate_of, c.batch);
     let cluster_id = cluster.get(at);
     let mut members: Vec<usize> = match cluster_id {
         Some(c) => (0..m.frame.height())
@@ -111,7 +99,7 @@ pub fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
         None => match dup_of.get(at) {
             Some(d) => Keeper {
                 id: d.to_string(),
-                batch: batch.as_ref().and_then(|b| b.get(at)).map(str::to_string),
+                batch: batch.and_then(|b| b.get(at)).map(str::to_string),
                 in_this_run: false,
             },
             None => Keeper {

@@ -59,21 +59,8 @@ enum Command {
     /// Write the deduplicated shards: each input shard's kept rows, same name, schema, row order
     /// and codec. Rerun the same command after a crash to finish (complete shards are skipped).
     Apply {
-        /// The manifest a run wrote (OUT/manifest.parquet, local or s3://).
-        #[arg(long, value_name = "FILE|URL")]
-        manifest: String,
-        /// Directory (or s3:// prefix) for the kept rows.
-        #[arg(long, value_name = "DIR|URL")]
-        output: String,
-        /// Also write the dropped rows here, with duplicate_of and similarity, for audit.
-        #[arg(long, value_name = "DIR|URL")]
-        dropped: Option<String>,
-        /// Print rows and bytes per shard; write nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// No progress bar.
-        #[arg(long)]
-        quiet: bool,
+        #[command(flatten)]
+        options: corpus_dedup::apply::ApplyOptions,
         /// Worker threads (default: all cores).
         #[arg(long)]
         threads: Option<usize>,
@@ -376,23 +363,7 @@ fn main() -> ExitCode {
             layout,
             work,
         } => plan(config, settings, layout, work),
-        Command::Apply {
-            manifest,
-            output,
-            dropped,
-            dry_run,
-            quiet,
-            threads,
-        } => apply(
-            corpus_dedup::apply::ApplyOptions {
-                manifest,
-                output,
-                dropped,
-                dry_run,
-                quiet,
-            },
-            threads,
-        ),
+        Command::Apply { options, threads } => apply(options, threads),
         Command::Report { output } => report(output),
         Command::Explain {
             output,

@@ -67,6 +67,18 @@ impl RecordedInput {
     }
 }
 
+/// The columns of a manifest (`duplicate_of_batch` only with `--index`).
+pub struct Columns<'a> {
+    pub id: &'a StringChunked,
+    pub file: &'a StringChunked,
+    pub row: &'a UInt64Chunked,
+    pub keep: &'a BooleanChunked,
+    pub cluster: &'a UInt64Chunked,
+    pub duplicate_of: &'a StringChunked,
+    pub similarity: &'a Float32Chunked,
+    pub batch: Option<&'a StringChunked>,
+}
+
 /// A manifest read back.
 pub struct Manifest {
     /// Where it was read from.
@@ -151,6 +163,28 @@ impl Manifest {
         self.frame.column(name).map_err(|e| Error::Manifest {
             path: self.location.clone(),
             msg: e.to_string(),
+        })
+    }
+
+    /// The manifest's columns, typed.
+    pub fn columns(&self) -> Result<Columns<'_>> {
+        let err = |e: PolarsError| Error::Manifest {
+            path: self.location.clone(),
+            msg: e.to_string(),
+        };
+        Ok(Columns {
+            id: self.column("id")?.str().map_err(err)?,
+            file: self.column("file")?.str().map_err(err)?,
+            row: self.column("row")?.u64().map_err(err)?,
+            keep: self.column("keep")?.bool().map_err(err)?,
+            cluster: self.column("cluster_id")?.u64().map_err(err)?,
+            duplicate_of: self.column("duplicate_of")?.str().map_err(err)?,
+            similarity: self.column("similarity")?.f32().map_err(err)?,
+            batch: self
+                .frame
+                .column("duplicate_of_batch")
+                .ok()
+                .and_then(|c| c.str().ok()),
         })
     }
 

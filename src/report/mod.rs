@@ -182,17 +182,9 @@ pub fn build_with(out: &str, summary: serde_json::Value) -> Result<Report> {
         .as_u64()
         .unwrap_or(groups.len() as u64);
 
-    let merr = |e: PolarsError| Error::Manifest {
-        path: m.location.clone(),
-        msg: e.to_string(),
-    };
-    let keep = m.column("keep")?.bool().map_err(merr)?;
-    let sims = m.column("similarity")?.f32().map_err(merr)?;
-    let cluster = m.column("cluster_id")?.u64().map_err(merr)?;
-    let ids = m.column("id")?.str().map_err(merr)?;
-    let dup_of = m.column("duplicate_of")?.str().map_err(merr)?;
-    let files_col = m.column("file")?.str().map_err(merr)?;
-    let rows_col = m.column("row")?.u64().map_err(merr)?;
+    let c = m.columns()?;
+    let (keep, sims, cluster, ids) = (c.keep, c.similarity, c.cluster, c.id);
+    let (dup_of, files_col, rows_col) = (c.duplicate_of, c.file, c.row);
     let similarities: Vec<f32> = keep
         .iter()
         .zip(sims.iter())

@@ -233,6 +233,14 @@ pub fn length_bucket(bytes: u64) -> usize {
     (63 - bytes.max(1).leading_zeros() as usize).min(LENGTH_BUCKETS - 1)
 }
 
+/// Counts a document of `bytes` under `key` (the key is copied only the first time).
+fn count(map: &mut BTreeMap<String, Tally>, key: &str, bytes: u64, dropped: bool) {
+    match map.get_mut(key) {
+        Some(t) => t.add(bytes, dropped),
+        None => map.entry(key.to_string()).or_default().add(bytes, dropped),
+    }
+}
+
 /// Tallies a part's documents for the report.
 fn breakdown(work: &OutputDir, plan: &Plan, p: usize, rows: &ManifestRows) -> Result<Breakdown> {
     let docs = work.read_parquet(&part_file("docs", p))?;
@@ -261,27 +269,17 @@ fn breakdown(work: &OutputDir, plan: &Plan, p: usize, rows: &ManifestRows) -> Re
     for (i, ((file, _), &keep)) in rows.files.iter().zip(&rows.keep).enumerate() {
         let bytes = u64::from(text_len.get(i).copied().unwrap_or(0));
         let dropped = !keep;
-        match b.by_file.get_mut(file) {
-            Some(t) => t.add(bytes, dropped),
-            None => b
-                .by_file
-                .entry(file.clone())
-                .or_default()
-                .add(bytes, dropped),
-        }
+        count(&mut b.by_file, file, bytes, dropped);
         let s = script.get(i).copied().unwrap_or(Script::None.code().into()) as usize;
         let name = names.get(s).cloned().unwrap_or_default();
         b.by_script.entry(name).or_default().add(bytes, dropped);
         if let Some(g) = group {
-            let key = g.get(i).unwrap_or("(null)");
-            match b.by_group.get_mut(key) {
-                Some(t) => t.add(bytes, dropped),
-                None => b
-                    .by_group
-                    .entry(key.to_string())
-                    .or_default()
-                    .add(bytes, dropped),
-            }
+            count(
+                &mut b.by_group,
+                g.get(i).unwrap_or("(null)"),
+                bytes,
+                dropped,
+            );
         }
         let hist = if dropped {
             &mut b.length_dropped

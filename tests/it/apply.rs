@@ -40,14 +40,17 @@ fn apply_writes_each_shards_kept_rows_with_its_schema_and_resumes() {
     let manifest_path = out.join("manifest.parquet");
     let kept = dir.join("kept");
     let dropped = dir.join("dropped");
-    let o = cd(["apply", "--quiet", "--manifest"])
-        .arg(&manifest_path)
-        .arg("--output")
-        .arg(&kept)
-        .arg("--dropped")
-        .arg(&dropped)
-        .ok();
-    let line = json_line(&o);
+    let apply = |extra: &[&str]| {
+        cd(["apply", "--quiet", "--manifest"])
+            .arg(&manifest_path)
+            .arg("--output")
+            .arg(&kept)
+            .arg("--dropped")
+            .arg(&dropped)
+            .args(extra)
+            .ok()
+    };
+    let line = json_line(&apply(&[]));
     assert_eq!(line["shards_written"], 3);
     let n_kept = m.iter().filter(|r| r.keep).count();
     assert_eq!(line["rows_kept"], n_kept);
@@ -91,14 +94,7 @@ fn apply_writes_each_shards_kept_rows_with_its_schema_and_resumes() {
         .map(|f| std::fs::read(kept.join(f)).unwrap())
         .collect();
     std::fs::remove_file(kept.join(files[1])).unwrap();
-    let o = cd(["apply", "--quiet", "--threads", "1", "--manifest"])
-        .arg(&manifest_path)
-        .arg("--output")
-        .arg(&kept)
-        .arg("--dropped")
-        .arg(&dropped)
-        .ok();
-    let line = json_line(&o);
+    let line = json_line(&apply(&["--threads", "1"]));
     assert_eq!(line["shards_written"], 1);
     assert_eq!(line["shards_already_complete"], 2);
     for (f, b) in files.iter().zip(&before) {
