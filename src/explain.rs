@@ -25,7 +25,8 @@ pub struct Member {
     pub file: String,
     pub row: u64,
     pub keep: bool,
-    /// The similarity to the keeper the run recorded (null for the keeper).
+    /// The similarity to the keeper the run recorded (null for the keeper; SimHash: 1 -
+    /// Hamming distance / 64).
     pub similarity: Option<f32>,
     /// MinHash: the signature estimate of the Jaccard similarity to the keeper, recomputed
     /// (SimHash: null, the run's Hamming similarity is `similarity`).
@@ -58,7 +59,10 @@ pub struct Explanation {
     pub cluster_size: usize,
     pub keeper: Keeper,
     pub method: Method,
+    /// MinHash: the Jaccard threshold.
     pub threshold: f64,
+    /// SimHash: the largest Hamming distance of a duplicate.
+    pub hamming: usize,
     /// Members shown (the keeper first, then the asked document, then the others in manifest
     /// order, up to the limit).
     pub members: Vec<Member>,
@@ -153,6 +157,7 @@ pub fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
         keeper,
         method: m.config.method,
         threshold: m.config.threshold,
+        hamming: m.config.hamming,
         members: members_out,
         members_not_shown: size - shown.len(),
     })
@@ -267,15 +272,18 @@ pub fn to_text(e: &Explanation, color: bool) -> String {
     } else {
         let _ = writeln!(
             s,
-            "Cluster {} has {} documents; the kept one is {}{batch}. Method {}, threshold {}.",
+            "Cluster {} has {} documents; the kept one is {}{batch}. {}.",
             e.cluster_id.map_or("-".into(), |c| c.to_string()),
             e.cluster_size,
             e.keeper.id,
             match e.method {
-                Method::Minhash => "MinHash",
-                Method::Simhash => "SimHash",
-            },
-            e.threshold
+                Method::Minhash => format!("MinHash, threshold {}", e.threshold),
+                Method::Simhash => format!(
+                    "SimHash, Hamming distance at most {} (similarity {:.3} or more)",
+                    e.hamming,
+                    crate::simhash::similarity(e.hamming as u32)
+                ),
+            }
         );
     }
     let num = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));

@@ -463,6 +463,7 @@ mod tests {
             documents: 150,
             bytes: 0,
             filter_bytes: 0,
+            dropped: None,
         };
         let dir = index.child(&entry.dir);
         dir.prepare().unwrap();

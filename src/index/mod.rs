@@ -61,6 +61,9 @@ pub struct BatchEntry {
     pub bytes: u64,
     /// Bytes a lookup holds in memory for it (filters and block tables).
     pub filter_bytes: u64,
+    /// Its documents its own run dropped (none in heads written before this was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<u64>,
 }
 
 /// index.json.
@@ -242,6 +245,8 @@ pub fn plan(cfg: &Config, fingerprint: u64) -> Result<Option<IndexPlan>> {
 pub struct Committed {
     /// Batches in the window after the commit, oldest first.
     pub batches: Vec<String>,
+    /// The same batches with their documents and drops, for the report's history.
+    pub window: Vec<BatchEntry>,
     pub batches_added: Vec<String>,
     pub batches_expired: Vec<String>,
     /// Documents in the window's batches.
@@ -323,6 +328,7 @@ pub fn commit(
     }
     Ok(Committed {
         batches: new_head.batches.iter().map(|b| b.name.clone()).collect(),
+        window: new_head.batches.clone(),
         batches_added: vec![added.name.clone()],
         batches_expired: new_head.retired.iter().map(|b| b.name.clone()).collect(),
         documents: new_head.batches.iter().map(|b| b.documents).sum(),

@@ -124,11 +124,17 @@ fn header(h: &mut String, r: &Report) {
         .as_str()
         .map(|b| format!(" · batch <b>{}</b>", esc(b)))
         .unwrap_or_default();
+    let rule = match r.method {
+        Method::Minhash => format!("threshold {}", r.threshold),
+        Method::Simhash => format!(
+            "Hamming distance at most {} (similarity {:.3} or more)",
+            s["config"]["hamming"], r.threshold
+        ),
+    };
     let _ = write!(
         h,
-        "<h1>Deduplication report</h1><p class=\"sub\">{} input files · {method}, threshold {}{batch}</p>",
+        "<h1>Deduplication report</h1><p class=\"sub\">{} input files · {method}, {rule}{batch}</p>",
         num(s, "input_files"),
-        r.threshold
     );
 }
 
@@ -628,7 +634,7 @@ fn diff_html(pieces: &[Piece]) -> String {
 fn pairs(h: &mut String, r: &Report) {
     let _ = write!(
         h,
-        "<h2>Just above the threshold</h2><p class=\"note\">A sample of dropped documents whose similarity to their kept document is within 0.03 above {}: the drops most worth a look. Word diff against the kept document: <del>only in the kept one</del>, <ins>only in the dropped one</ins>.</p>",
+        "<h2>Just above the threshold</h2><p class=\"note\">A sample of dropped documents whose similarity to their kept document is within 0.03 above {:.3}: the drops most worth a look. Word diff against the kept document: <del>only in the kept one</del>, <ins>only in the dropped one</ins>.</p>",
         r.threshold
     );
     if r.pairs.is_empty() {
@@ -656,26 +662,37 @@ fn index(h: &mut String, s: &serde_json::Value) {
     }
     let _ = write!(
         h,
-        "<h2>Against earlier batches</h2><p class=\"note\">Batch <b>{}</b> was compared with {} earlier batch(es) in the index <code>{}</code> (window {}).</p><table><tr><th>batch</th><th class=\"n\">tonight's documents dropped against it</th></tr>",
+        "<h2>Against earlier batches</h2><p class=\"note\">Batch <b>{}</b> was compared with {} earlier batch(es) in the index <code>{}</code> (window {}). Each batch of the window now, oldest first: its documents, what its own run dropped, and what tonight lost against it.</p><table><tr><th>batch</th><th class=\"n\">documents</th><th class=\"n\">dropped by its run</th><th class=\"n\">tonight's documents dropped against it</th></tr>",
         esc(ix["batch"].as_str().unwrap_or("")),
         ix["compared_with"].as_array().map_or(0, |a| a.len()),
         esc(ix["location"].as_str().unwrap_or("")),
         ix["window"]
     );
-    for b in ix["compared_with"].as_array().into_iter().flatten() {
-        let name = b.as_str().unwrap_or("");
+    let tonight = ix["batch"].as_str().unwrap_or("");
+    for b in ix["history"].as_array().into_iter().flatten() {
+        let name = b["batch"].as_str().unwrap_or("");
+        let docs = b["documents"].as_u64().unwrap_or(0);
+        let own = b["dropped"].as_u64().map_or("-".to_string(), |d| {
+            format!("{} ({})", crate::progress::thousands(d), pct(d, docs))
+        });
+        let against = if name == tonight {
+            format!(
+                "{} within tonight",
+                crate::progress::thousands(ix["dropped_within_batch"].as_u64().unwrap_or(0))
+            )
+        } else {
+            crate::progress::thousands(ix["dropped_against"][name].as_u64().unwrap_or(0))
+        };
         let _ = write!(
             h,
-            "<tr><td>{}</td><td class=\"n\">{}</td></tr>",
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{own}</td><td class=\"n\">{against}</td></tr>",
             esc(name),
-            ix["dropped_against"][name].as_u64().unwrap_or(0)
+            crate::progress::thousands(docs)
         );
     }
     let _ = write!(
         h,
-        "<tr><td>{} (within tonight)</td><td class=\"n\">{}</td></tr></table><p class=\"note\">Added: {}. Expired: {}. The index holds {} documents in {} on disk ({:.0} B per document), {} of filters in memory.</p>",
-        esc(ix["batch"].as_str().unwrap_or("")),
-        ix["dropped_within_batch"].as_u64().unwrap_or(0),
+        "</table><p class=\"note\">Added: {}. Expired: {}. The index holds {} documents in {} on disk ({:.0} B per document), {} of filters in memory.</p>",
         list(&ix["batches_added"]),
         list(&ix["batches_expired"]),
         short_count(ix["documents_indexed"].as_u64().unwrap_or(0)),

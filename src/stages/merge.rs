@@ -122,6 +122,9 @@ pub struct IndexSummary {
     pub dropped_within_batch: u64,
     /// The batches in the window now, oldest first.
     pub batches: Vec<String>,
+    /// The same batches with their documents and what their own runs dropped (the change from
+    /// night to night).
+    pub history: Vec<BatchHistory>,
     pub batches_added: Vec<String>,
     pub batches_expired: Vec<String>,
     /// Documents in the window's batches.
@@ -137,6 +140,15 @@ pub struct IndexSummary {
     pub filter_bytes_per_document: f64,
     /// Filter passes (block reads) and candidates of tonight's lookups.
     pub lookup: LookupStats,
+}
+
+/// A batch of the window: its documents and its own run's drops (null for batches committed
+/// before drops were recorded).
+#[derive(Debug, Clone, Serialize)]
+pub struct BatchHistory {
+    pub batch: String,
+    pub documents: u64,
+    pub dropped: Option<u64>,
 }
 
 /// P(candidate | s) at a few similarities, for the summary.
@@ -339,17 +351,18 @@ fn commit_index(
     } else {
         None
     };
+    let dropped = plan.documents - cl.documents_kept;
     let added = BatchEntry {
         name: ip.batch.clone(),
         dir: ip.dir.clone(),
         documents: plan.documents,
         bytes: w.bytes,
         filter_bytes: w.memory,
+        dropped: Some(dropped),
     };
     let c = crate::index::commit(ip, added, frequencies)?;
     let per = |bytes: u64, docs: u64| (bytes as f64 / docs.max(1) as f64 * 10.0).round() / 10.0;
     let against: u64 = cl.dropped_against.values().sum();
-    let dropped = plan.documents - cl.documents_kept;
     Ok(IndexSummary {
         location: ip.location.clone(),
         batch: ip.batch.clone(),
@@ -357,6 +370,15 @@ fn commit_index(
         compared_with: ip.compare.iter().map(|b| b.name.clone()).collect(),
         dropped_against: cl.dropped_against.clone(),
         dropped_within_batch: dropped - against,
+        history: c
+            .window
+            .iter()
+            .map(|b| BatchHistory {
+                batch: b.name.clone(),
+                documents: b.documents,
+                dropped: b.dropped,
+            })
+            .collect(),
         batches: c.batches,
         batches_added: c.batches_added,
         batches_expired: c.batches_expired,

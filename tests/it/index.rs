@@ -137,6 +137,18 @@ fn nightly_batches_drop_what_an_incremental_run_can_know() {
             against + ix["dropped_within_batch"].as_u64().unwrap(),
             s["documents_dropped"].as_u64().unwrap()
         );
+        // The window's history: every night's documents and its own run's drops, tonight last,
+        // and the report's table of it.
+        let history = ix["history"].as_array().unwrap();
+        assert_eq!(history.len(), n);
+        assert_eq!(history[n - 1]["dropped"], s["documents_dropped"]);
+        assert_eq!(history[n - 1]["documents"], s["documents_in"]);
+        let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+        assert!(report.contains("Against earlier batches"));
+        for b in history {
+            let name = b["batch"].as_str().unwrap();
+            assert!(report.contains(&format!("<tr><td>{name}</td>")), "{name}");
+        }
     }
     assert!(
         against_earlier > 20,

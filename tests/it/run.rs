@@ -420,3 +420,50 @@ fn simhash_finds_near_duplicates_with_the_same_contract() {
         std::fs::read(out1.join("manifest.parquet")).unwrap()
     );
 }
+
+/// On a terminal (a pseudo-terminal made by util-linux `script`), `run` shows progress in
+/// documents and ends with a human summary before the JSON line; with `--quiet` neither.
+#[test]
+fn a_terminal_gets_progress_in_documents_and_a_human_summary() {
+    let Some(script) = installed(
+        std::path::PathBuf::from("/usr/bin/script"),
+        "script (util-linux)",
+    ) else {
+        return;
+    };
+    let dir = temp_dir("run-terminal");
+    std::fs::create_dir_all(dir.join("in")).unwrap();
+    let (glob, _) = three_shards(&dir.join("in"));
+    let on_terminal = |quiet: bool| {
+        let out = dir.join(if quiet { "quiet" } else { "loud" });
+        let cmd = format!(
+            "{} run --input '{glob}' --output '{}' --tasks 1 --threads 1 {}",
+            env!("CARGO_BIN_EXE_corpus-dedup"),
+            out.display(),
+            if quiet { "--quiet" } else { "" }
+        );
+        let o = std::process::Command::new(&script)
+            .args(["-qec", &cmd, "/dev/null"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let text = on_terminal(false);
+    assert!(
+        text.contains("signatures [") && text.contains("/420 docs"),
+        "{text}"
+    );
+    assert!(text.contains("corpus-dedup: 420 documents"), "{text}");
+    assert!(
+        text.contains("  kept ") && text.contains("report.html"),
+        "{text}"
+    );
+    assert!(text.contains("\"documents_in\":420"), "{text}");
+    let quiet = on_terminal(true);
+    assert!(
+        !quiet.contains("docs (") && !quiet.contains("corpus-dedup: 420"),
+        "{quiet}"
+    );
+    assert!(quiet.contains("\"documents_in\":420"), "{quiet}");
+}
