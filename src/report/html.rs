@@ -204,7 +204,10 @@ fn headline(h: &mut String, r: &Report) {
     card(
         h,
         "Time",
-        &format!("{:.1} s", s["total_seconds"].as_f64().unwrap_or(0.0)),
+        &match s["total_seconds"].as_f64().unwrap_or(0.0) {
+            t if t < 10.0 => format!("{t:.2} s"),
+            t => format!("{t:.1} s"),
+        },
         &format!(
             "peak memory {:.0} MiB · {} threads · {} docs/s",
             s["peak_rss_mib"].as_f64().unwrap_or(0.0),
@@ -247,9 +250,10 @@ fn alerts(h: &mut String, r: &Report) {
         .collect();
     let _ = write!(
         h,
-        "<div class=\"alert\">Check {} slice{} of the input that lose far more than the {overall} dropped overall: {}{}. A false giant cluster can wipe out a source; <code>corpus-dedup explain OUT --id ID</code> shows why a document went.</div>",
+        "<div class=\"alert\">Check {} slice{} of the input that lose{} far more than the {overall} dropped overall: {}{}. A false giant cluster can wipe out a source; <code>corpus-dedup explain OUT --id ID</code> shows why a document went.</div>",
         flagged.len(),
         if flagged.len() == 1 { "" } else { "s" },
+        if flagged.len() == 1 { "s" } else { "" },
         names.join(", "),
         if flagged.len() > 8 { ", ..." } else { "" }
     );
