@@ -54,12 +54,12 @@ pub enum Error {
     },
 
     /// Writing an output failed.
-    #[error("cannot write output '{path}': {msg}. Check that the output directory is writable and has free space")]
+    #[error("{}", output_message(path, msg))]
     Output { path: String, msg: String },
 
     /// A work file of a task run (plan, store, band, pair, edge or cluster file) is missing,
     /// unreadable or fails its check.
-    #[error("cannot use work file '{path}': {msg}. The work directory is damaged or belongs to another run: delete it (or pick a new --work / --output) and run again")]
+    #[error("cannot use work file '{path}': {msg}. The work directory is damaged: if no corpus-dedup run is using it (`run` locks it while it runs; a cluster job's tasks share it until its merge), delete it or pick a new --work / --output, then run again")]
     WorkFile { path: String, msg: String },
 
     /// A task was asked for that the plan does not have, or a stage ran before its inputs exist.
@@ -109,9 +109,32 @@ pub enum Error {
     #[error("{0}")]
     Request(String),
 
+    /// An input shard changed between the plan and a task that reads it.
+    #[error("input shard '{file}' changed after the run was planned ({what}). Rerun the same command: `run` plans again over the shards as they are now (a cluster job: run `plan` again with a new --work)")]
+    InputChanged { file: String, what: String },
+
+    /// Another run holds the lock of an output or work directory.
+    #[error("'{dir}' is in use by {holder}: another corpus-dedup run is writing there. Wait for it to finish (or rerun with --wait), or use another --output / --work; do not delete the directory while that run is alive (a lock left by a process that died on this host is taken over automatically)")]
+    DirInUse { dir: String, holder: String },
+
     /// The corpus has more documents than the 32-bit document index supports.
     #[error("the input has {0} documents; this version supports at most 4,294,967,294 per run: split the input into several runs")]
     TooManyDocuments(u64),
+}
+
+/// The message of [`Error::Output`]: the common causes (a full disk, no permission, a read-only
+/// file system; recognised by the OS error number in `msg`) said first, with what to do.
+fn output_message(path: &str, msg: &str) -> String {
+    let os = |n: i32| msg.contains(&format!("(os error {n})"));
+    if os(28) || os(122) {
+        format!("no space left on device writing '{path}' ({msg}): free space there, or point --output / --work at a larger disk, then rerun the same command (finished tasks are kept)")
+    } else if os(13) || os(1) {
+        format!("permission denied writing '{path}' ({msg}): make the directory writable for this user, or choose another --output / --work")
+    } else if os(30) {
+        format!("read-only file system at '{path}' ({msg}): choose a writable --output / --work")
+    } else {
+        format!("cannot write output '{path}': {msg}. Check that the output directory is writable and has free space")
+    }
 }
 
 /// Result alias for the library.

@@ -5,6 +5,8 @@
 //!   after writing its outputs and before its completion marker (once only when ONCE_FILE is
 //!   given: the file records that it happened). The crash tests use it. `index-commit:0` is the
 //!   moment before a run replaces the index head.
+//! - `CORPUS_DEDUP_PAUSE=STAGE:TASK:SECONDS`: the task sleeps that long at the same point (the
+//!   lock and signal tests stop a run there).
 //! - `CORPUS_DEDUP_CHUNK_ROWS=N`: the signatures chunk size (tests use tiny chunks to cross many
 //!   chunk and shard boundaries); it never changes a result.
 
@@ -21,7 +23,25 @@ pub fn chunk_rows(default: u64) -> u64 {
 
 /// The crash hook: called between a task's outputs and its marker (`stage`: the stage's name).
 pub fn crash_point(stage: &str, task: usize) {
+    pause_if(stage, task);
     crash_if(stage, task);
+}
+
+fn pause_if(name: &str, task: usize) {
+    if !cfg!(feature = "test-hooks") {
+        return;
+    }
+    let Ok(spec) = std::env::var("CORPUS_DEDUP_PAUSE") else {
+        return;
+    };
+    let mut it = spec.splitn(3, ':');
+    let (Some(s), Some(t), Some(secs)) = (it.next(), it.next(), it.next()) else {
+        return;
+    };
+    if s == name && t.parse::<usize>().ok() == Some(task) {
+        let secs: f64 = secs.parse().unwrap_or(0.0);
+        std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+    }
 }
 
 /// The crash hook at a named point outside a task (`index-commit`: just before the index head

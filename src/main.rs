@@ -332,7 +332,40 @@ fn tune_allocator() {
     }
 }
 
+/// SIGINT and SIGTERM (Ctrl-C, a scheduler's time limit): blocked in every thread and taken by
+/// one thread that says what happened and ends the process at once with 128 + the signal. That
+/// is as safe as a crash, which every command survives: files are written under temporary names
+/// and renamed, a task's marker comes last, locks die with the process, and the next run sweeps
+/// temporary files and resumes. Must run before any other thread starts (they inherit the mask).
+fn handle_signals() {
+    #[cfg(unix)]
+    // SAFETY: the signal set is initialised by sigemptyset before use; pthread_sigmask and
+    // sigwait only read it; _exit ends the process without running anything else.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return;
+        }
+        std::thread::spawn(move || {
+            let mut sig: libc::c_int = 0;
+            if libc::sigwait(&set, &mut sig) == 0 {
+                let name = if sig == libc::SIGINT {
+                    "SIGINT"
+                } else {
+                    "SIGTERM"
+                };
+                eprintln!("\ncorpus-dedup: interrupted ({name}); rerun the same command to resume");
+                libc::_exit(128 + sig);
+            }
+        });
+    }
+}
+
 fn main() -> ExitCode {
+    handle_signals();
     tune_allocator();
     // A panic is a bug, not a user error: one paragraph on stderr, no backtrace dump.
     std::panic::set_hook(Box::new(|info| {

@@ -35,6 +35,58 @@ pub struct TaskOptions {
     /// documents).
     #[arg(long, value_name = "R")]
     pub bucket_ranges: Option<usize>,
+    /// When the output, work directory or index is in use by another run, wait for it instead
+    /// of failing.
+    #[arg(long)]
+    pub wait: bool,
+}
+
+/// The lock file `run` holds in its output and work directories.
+pub const RUN_LOCK: &str = ".corpus-dedup.lock";
+
+/// Takes a lock through `take`; with `wait`, retries every two seconds while another run holds
+/// it (saying so once, unless `quiet`).
+fn lock_with<T>(wait: bool, quiet: bool, take: impl Fn() -> Result<T>) -> Result<T> {
+    let mut said = false;
+    loop {
+        match take() {
+            Err(e @ (Error::IndexInUse { .. } | Error::DirInUse { .. })) if wait => {
+                if !quiet && !said {
+                    eprintln!("corpus-dedup: {e}\ncorpus-dedup: waiting for it (--wait)");
+                    said = true;
+                }
+                std::thread::sleep(std::time::Duration::from_secs(2));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The lock of a run's output directory (a file in it).
+fn dir_lock(dir: &str) -> Result<crate::io::lock::Lock> {
+    crate::io::lock::Lock::acquire(dir, RUN_LOCK, |holder| Error::DirInUse {
+        dir: dir.to_string(),
+        holder,
+    })
+}
+
+/// The lock of a `--work` directory apart from the output: a file beside it
+/// (`.NAME.corpus-dedup.lock`), since a run may delete the work directory while it holds it.
+fn work_lock(work: &str) -> Result<crate::io::lock::Lock> {
+    let w = work.trim_end_matches('/');
+    let (parent, name) = match w.rsplit_once('/') {
+        // A bucket's root has no parent to hold the file: the lock goes inside.
+        Some(("s3:/", _)) => return dir_lock(work),
+        Some(("", n)) => ("/", n),
+        Some((p, n)) => (p, n),
+        None => (".", w),
+    };
+    crate::io::lock::Lock::acquire(parent, &format!(".{name}{RUN_LOCK}"), |holder| {
+        Error::DirInUse {
+            dir: work.to_string(),
+            holder,
+        }
+    })
 }
 
 /// Runs the job; returns the summary (as written to summary.json).
@@ -166,26 +218,34 @@ fn run_tasks(
     pool: &rayon::ThreadPool,
 ) -> Result<serde_json::Value> {
     // The index is this run's from the plan (which reads its head) to the commit. Its lock,
-    // settings and batch name are checked before anything is written to the output.
+    // settings and batch name are checked, and the plan made (globs, columns, footers), before
+    // anything is written: a run that fails there leaves no trace.
+    let (wait, quiet) = (layout.wait, cfg.quiet);
     let _lock = match &cfg.index {
         Some(index) => {
-            let lock = crate::index::Lock::acquire(index)?;
+            let lock = lock_with(wait, quiet, || crate::index::Lock::acquire(index))?;
             crate::index::plan(cfg, 0)?;
             Some(lock)
         }
         None => None,
     };
+    let plan = pool.install(|| Plan::build(cfg, layout.tasks, layout.bucket_ranges))?;
+    // One run per output and work directory at a time.
+    let _out_lock = lock_with(wait, quiet, || dir_lock(&cfg.output))?;
     let out = OutputDir::parse(&cfg.output);
     out.prepare()?;
-    let work = match work {
-        Some(w) => OutputDir::parse(w),
-        None => out.child("_work"),
-    }
-    .scratch();
+    let (work_name, work) = match work {
+        Some(w) => (w.to_string(), OutputDir::parse(w)),
+        None => (out.location("_work"), out.child("_work")),
+    };
+    let _work_lock = match work_name.trim_end_matches('/') == out.location("_work") {
+        true => None,
+        false => Some(lock_with(wait, quiet, || work_lock(&work_name))?),
+    };
+    let work = work.scratch();
     if let Some(dir) = work.local_dir() {
         crate::io::output::prepare_dir(dir)?;
     }
-    let plan = pool.install(|| Plan::build(cfg, layout.tasks, layout.bucket_ranges))?;
     let resumed = install_plan(&work, &plan, cfg.quiet)?;
     let mut walls = Vec::new();
     for stage in plan.stages().into_iter().filter(|&s| s != Stage::Merge) {

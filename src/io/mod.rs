@@ -4,6 +4,7 @@
 
 pub mod band_rows;
 pub mod input;
+pub mod lock;
 pub mod object;
 pub mod output;
 pub mod pairs;

@@ -380,10 +380,43 @@ impl Kernel {
     }
 }
 
+/// Fails when a shard of part `p` is not the one the plan counted (its size or Parquet footer
+/// differs, or it is gone): the plan's row ranges would not fit it.
+fn check_inputs(plan: &Plan, p: usize) -> Result<()> {
+    let names: std::collections::BTreeSet<String> =
+        plan.slices(p).into_iter().map(|(f, _)| f).collect();
+    for f in plan.files.iter().filter(|f| names.contains(&f.file)) {
+        if f.fingerprint.is_empty() {
+            continue;
+        }
+        let changed = |what: String| Error::InputChanged {
+            file: f.file.clone(),
+            what,
+        };
+        let footer = crate::io::input::Footer::read(&f.file).map_err(|e| match e {
+            Error::Parquet { msg, .. } | Error::ObjectStore { msg, .. } => {
+                changed(format!("it cannot be read now: {msg}"))
+            }
+            other => other,
+        })?;
+        if footer.file_bytes != f.bytes || footer.fingerprint() != f.fingerprint {
+            return Err(changed(format!(
+                "{} bytes and footer {} when planned, {} bytes and footer {} now",
+                f.bytes,
+                f.fingerprint,
+                footer.file_bytes,
+                footer.fingerprint()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The signatures task of part `p` (see the module documentation).
 pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
     let cfg = &plan.config;
     let (first, count) = plan.parts[p];
+    check_inputs(plan, p)?;
     let kernel = Kernel::new(work, plan, p)?;
     let simhash = matches!(kernel, Kernel::Simhash { .. });
     let (bands, ranges) = (plan.bands(), plan.bucket_ranges);

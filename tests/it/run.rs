@@ -467,3 +467,156 @@ fn a_terminal_gets_progress_in_documents_and_a_human_summary() {
     );
     assert!(quiet.contains("\"documents_in\":420"), "{quiet}");
 }
+
+/// Two runs on one output: the second fails at once naming the first (its lock), with advice
+/// that never destroys the first run's work; `--wait` waits for it instead. A run that fails
+/// before any work (an empty glob) leaves nothing behind.
+#[test]
+fn a_second_run_on_a_busy_output_is_refused_or_waits() {
+    let dir = temp_dir("run-busy");
+    std::fs::create_dir_all(dir.join("in")).unwrap();
+    let (glob, _) = three_shards(&dir.join("in"));
+    let out = dir.join("out");
+    // The first run sleeps in its verify task (the pause hook) while it holds the lock.
+    let mut first = std::process::Command::new(env!("CARGO_BIN_EXE_corpus-dedup"))
+        .args(["run", "--quiet", "--input", &glob, "--output"])
+        .arg(&out)
+        .env("CORPUS_DEDUP_PAUSE", "verify:0:3")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !out.join(".corpus-dedup.lock").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first run did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let err = run_cmd(&glob, &out, &[]).fails();
+    assert!(
+        err.contains("is in use by pid") && err.contains("--wait"),
+        "{err}"
+    );
+    assert!(!err.contains("delete it"), "{err}");
+    // --wait: finishes after the first, with the same manifest.
+    let waited = run_cmd(&glob, &out, &["--wait"]).ok();
+    assert!(first.wait().unwrap().success());
+    assert!(waited.status.success());
+    let m = manifest(&out);
+    assert_eq!(m.len(), 420);
+
+    // An empty glob: an error, and no output directory.
+    let none = dir.join("none");
+    let err = run_cmd(&format!("{}/nothing-*.parquet", dir.display()), &none, &[]).fails();
+    assert!(err.contains("matches no file"), "{err}");
+    assert!(!none.exists(), "a failed run left {}", none.display());
+}
+
+/// SIGTERM or SIGINT in the middle of a run: it stops at once with 143 / 130 and says how to
+/// resume; the same command then gives the manifest of an uninterrupted run.
+#[test]
+fn sigterm_and_sigint_stop_the_run_and_a_rerun_resumes() {
+    let dir = temp_dir("run-signals");
+    std::fs::create_dir_all(dir.join("in")).unwrap();
+    let (glob, _) = three_shards(&dir.join("in"));
+    let whole = dir.join("whole");
+    run_ok(&glob, &whole, &[]);
+    for (signal, code, stage) in [
+        (libc::SIGTERM, 143, "verify"),
+        (libc::SIGINT, 130, "manifest"),
+    ] {
+        let out = dir.join(format!("out-{code}"));
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_corpus-dedup"))
+            .args([
+                "run", "--quiet", "--tasks", "2", "--input", &glob, "--output",
+            ])
+            .arg(&out)
+            .env("CORPUS_DEDUP_PAUSE", format!("{stage}:0:30"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait until the paused task has written its outputs (its marker comes after the pause).
+        let part = out.join(format!(
+            "_work/{}/p00000.parquet",
+            if stage == "verify" {
+                "edges"
+            } else {
+                "manifest"
+            }
+        ));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !part.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{stage} did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let sent = std::time::Instant::now();
+        // SAFETY: kill(2) on a child this test started.
+        unsafe {
+            libc::kill(child.id() as i32, signal);
+        }
+        let o = child.wait_with_output().unwrap();
+        assert!(sent.elapsed().as_secs() < 5, "took {:?}", sent.elapsed());
+        assert_eq!(o.status.code(), Some(code));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("interrupted") && err.contains("rerun the same command to resume"),
+            "{err}"
+        );
+        assert!(!out.join("manifest.parquet").exists());
+        run_ok(&glob, &out, &["--tasks", "2"]);
+        assert_eq!(manifest_bytes(&out), manifest_bytes(&whole), "after {code}");
+    }
+}
+
+/// A full disk (a 2 MB tmpfs, when the test may mount one) ends the run with "no space left on
+/// device writing PATH" and no manifest; after space is freed the same command resumes and gives
+/// the manifest of a run that had room. A read-only output is named as such.
+#[test]
+fn a_full_disk_is_named_and_a_rerun_after_freeing_space_resumes() {
+    let dir = temp_dir("run-full-disk");
+    let disk = dir.join("disk");
+    std::fs::create_dir_all(&disk).unwrap();
+    let mount = |opts: &str| {
+        std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", opts, "tmpfs"])
+            .arg(&disk)
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !mount("size=2m") {
+        eprintln!("skipped: cannot mount a tmpfs (the test needs root)");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _guard = Unmount(disk.clone());
+    let glob = format!(
+        "{}/../shared/corpus/dev-small/shard-0000[01].parquet",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let whole = dir.join("whole");
+    run_ok(&glob, &whole, &[]);
+    let out = disk.join("out");
+    let err = run_cmd(&glob, &out, &[]).fails();
+    assert!(err.contains("no space left on device writing '"), "{err}");
+    assert!(err.contains("rerun the same command"), "{err}");
+    assert!(!err.contains("input changed"), "{err}");
+    assert!(!out.join("manifest.parquet").exists());
+    // More room, the same command: it resumes and finishes.
+    assert!(mount("remount,size=256m"));
+    run_ok(&glob, &out, &[]);
+    assert_eq!(manifest_bytes(&out), manifest_bytes(&whole));
+    // A read-only file system.
+    assert!(mount("remount,ro"));
+    let err = run_cmd(&glob, &disk.join("out2"), &[]).fails();
+    assert!(err.contains("read-only file system at '"), "{err}");
+}

@@ -459,7 +459,7 @@ fn an_index_on_s3_gives_the_local_index_manifests_and_is_locked() {
     let e = failure(&run_s3(&server, SECRET, &args));
     assert!(e.contains("index 's3://crawl/index' is in use by pid 1 on another-host since 2026-11-23T01:00:00Z"), "{e}");
     // One left by a process of this host that no longer runs is taken over.
-    let host = corpus_dedup::index::hostname();
+    let host = corpus_dedup::io::lock::hostname();
     std::fs::write(
         &lock,
         format!("pid 2147483000 on {host} since 2026-11-23T01:00:00Z"),

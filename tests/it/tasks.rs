@@ -275,3 +275,40 @@ fn a_damaged_work_file_is_reported_not_used() {
         "{err}"
     );
 }
+
+/// A shard rewritten or removed between the plan and a task that reads it is named, with what to
+/// do; `run` then plans again over the shards as they are.
+#[test]
+fn a_shard_changed_after_the_plan_is_named() {
+    let dir = temp_dir("tasks-shard-changed");
+    let (glob, _) = three_shards(&dir);
+    let (work, out) = (dir.join("work"), dir.join("out"));
+    cd(["plan", "--quiet", "--input", &glob, "--output"])
+        .arg(&out)
+        .arg("--work")
+        .arg(&work)
+        .args(["--tasks", "3"])
+        .ok();
+    let task = |t: &str| {
+        cd(["task", "signatures", "--task", t, "--tasks", "3"])
+            .arg("--work")
+            .arg(&work)
+    };
+    // The mixed shard loses a row; the Chinese one disappears.
+    let mixed = dir.join("b-mixed.parquet");
+    let df = read_df(&mixed);
+    write_df(&mixed, df.slice(1, df.height() - 1));
+    let err = task("1").fails();
+    assert!(
+        err.contains("b-mixed.parquet' changed after the run was planned")
+            && err.contains("Rerun the same command"),
+        "{err}"
+    );
+    std::fs::rename(dir.join("c-zh.parquet"), dir.join("c-zh.moved")).unwrap();
+    let err = task("2").fails();
+    assert!(
+        err.contains("c-zh.parquet' changed after the run was planned")
+            && err.contains("cannot be read now"),
+        "{err}"
+    );
+}
