@@ -11,7 +11,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-peers bench-kernels bench-scale bench-index bench-nights s3-demo clean-out
+.PHONY: build dedup test samples bench bench-peers bench-kernels bench-scale bench-index bench-nights soak s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -55,6 +55,10 @@ bench-nights: build
 ## Memory and time per stage with every task its own process: make bench-scale INPUT='dir/*.parquet' NAME=1M
 bench-scale: build
 	bash benches/scale.sh '$(INPUT)' $(or $(NAME),scale)
+
+## Kill -9 three times during a run, resume, compare with an uninterrupted run: make soak INPUT='dir/*.parquet'
+soak: build
+	bash benches/soak.sh '$(INPUT)'
 
 ## s3:// input and output against a local S3-compatible server (s3s-fs) on loopback.
 s3-demo: build

@@ -107,6 +107,15 @@ impl Cmd {
         self
     }
 
+    /// Starts it with stdout and stderr piped, and returns the running process.
+    pub fn spawn(mut self) -> std::process::Child {
+        self.cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
     /// Runs it and returns what happened.
     pub fn output(mut self) -> Output {
         self.cmd.output().unwrap()

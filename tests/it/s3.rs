@@ -16,6 +16,7 @@ struct Server {
     child: Child,
     port: u16,
     root: PathBuf,
+    bin: PathBuf,
 }
 
 impl Drop for Server {
@@ -41,7 +42,11 @@ fn start(name: &str) -> Option<Server> {
     )?;
     let root = temp_dir(name).join("s3root");
     std::fs::create_dir_all(&root).unwrap();
-    let port = free_port();
+    Some(serve(&bin, root, free_port()))
+}
+
+/// Runs s3s-fs over `root` on `port` (a restart keeps both).
+fn serve(bin: &Path, root: PathBuf, port: u16) -> Server {
     let child = Command::new(bin)
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
         .args(["--access-key", KEY, "--secret-key", SECRET])
@@ -55,7 +60,12 @@ fn start(name: &str) -> Option<Server> {
         assert!(Instant::now() < deadline, "s3s-fs did not start");
         std::thread::sleep(Duration::from_millis(20));
     }
-    Some(Server { child, port, root })
+    Server {
+        child,
+        port,
+        root,
+        bin: bin.to_path_buf(),
+    }
 }
 
 /// Puts the sample shards into `bucket/prefix/` (s3s-fs stores an object as a file).
@@ -259,6 +269,69 @@ fn apply_reads_and_writes_s3_and_gives_the_local_shards() {
     assert!(line.contains("\"shards_written\":0"), "{line}");
 }
 
+/// The S3 endpoint goes away in the middle of a run (after the first signatures task wrote its
+/// work files): the run retries, then fails with a clear message; with the server back, the same
+/// command resumes from the work directory on S3 and gives the manifest of an undisturbed run.
+#[test]
+fn an_s3_outage_fails_clearly_and_the_rerun_resumes() {
+    let Some(server) = start("s3-outage") else {
+        return;
+    };
+    upload_samples(&server, "crawl", "night");
+    let args = [
+        "--input",
+        "s3://crawl/night/*.parquet",
+        "--output",
+        "s3://crawl/out",
+        "--work",
+        "s3://crawl/work",
+        "--tasks",
+        "3",
+    ];
+    let o = run_s3(
+        &server,
+        SECRET,
+        &[
+            "--input",
+            "s3://crawl/night/*.parquet",
+            "--output",
+            "s3://crawl/ref",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let running = s3_cmd(&server, SECRET, ["run", "--quiet"])
+        .args(args)
+        .env("CORPUS_DEDUP_PAUSE", "signatures:0:2")
+        .spawn();
+    // The first task's store is on the server: stop the server while the task pauses.
+    let store = server.root.join("crawl/work/store/p00000.sig");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !store.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the run did not reach signatures"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (bin, root, port) = (server.bin.clone(), server.root.clone(), server.port);
+    drop(server);
+    let o = running.wait_with_output().unwrap();
+    let err = failure(&o);
+    assert!(
+        err.contains("s3://crawl/") && err.contains("Hint:"),
+        "{err}"
+    );
+    // The server is back: the same command finishes from the work directory on S3.
+    let server = serve(&bin, root, port);
+    let o = run_s3(&server, SECRET, &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (a, b) = (
+        manifest(&server.root.join("crawl/ref")),
+        manifest(&server.root.join("crawl/out")),
+    );
+    assert_eq!(comparable(&a), comparable(&b));
+}
+
 #[test]
 fn s3_errors_are_clear() {
     let Some(server) = start("s3-errors") else {
@@ -319,6 +392,7 @@ fn s3_errors_are_clear() {
         child: Command::new("true").spawn().unwrap(),
         port,
         root: PathBuf::new(),
+        bin: PathBuf::new(),
     };
     let err = failure(&run_s3(
         &fake,
