@@ -256,14 +256,7 @@ fn output_names(inputs: &[RecordedInput]) -> Result<Vec<String>> {
 /// The tag of an existing output file, `None` when there is none (or it has no tag).
 fn existing_tag(dir: &OutputDir, name: &str) -> Result<Option<String>> {
     let location = dir.location(name);
-    let exists = match dir.local_dir() {
-        Some(d) => d.join(name).is_file(),
-        None => crate::io::object::size(&location).is_ok(),
-    };
-    if !exists {
-        return Ok(None);
-    }
-    // An unreadable file counts as absent: it is written again.
+    // A missing or unreadable file counts as absent: it is written (again).
     let Ok(footer) = Footer::read(&location) else {
         return Ok(None);
     };

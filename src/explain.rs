@@ -7,14 +7,11 @@
 //! MinHash estimate from signatures made with the run's settings, and the exact Jaccard of the
 //! shingle sets) and a word diff against the keeper.
 
-use std::collections::BTreeMap;
-
-use polars::prelude::*;
 use serde::Serialize;
 
 use crate::config::{Config, Method};
 use crate::error::{Error, Result};
-use crate::results::{in_output, texts, Manifest};
+use crate::results::{in_output, read_texts, Manifest, RowGroups};
 use crate::text::diff::{word_diff, Piece};
 use crate::text::shingle::{jaccard, shingle_hashes, shingle_key, shingle_set, Scratch};
 
@@ -116,7 +113,8 @@ pub fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
     // Keeper first, then the asked document, then the rest.
     members.sort_by_key(|&i| (Some(i) != kept_member, i != at, i));
     let shown: Vec<usize> = members.iter().copied().take(limit.max(2)).collect();
-    let text = read_texts(&m, &shown, files, rows)?;
+    let shown_files: Vec<&str> = shown.iter().filter_map(|&i| files.get(i)).collect();
+    let text = read_texts(&m, &RowGroups::of(&m, Some(&shown_files))?, &shown)?;
     let keeper_text = kept_member.and_then(|k| text.get(&k).cloned().flatten());
     let sim = Similarity::new(&m.config);
     let keeper_sets = keeper_text.as_deref().map(|t| sim.sets(t));
@@ -161,36 +159,6 @@ pub fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
         members: members_out,
         members_not_shown: size - shown.len(),
     })
-}
-
-/// The texts of manifest rows `which`, read from their shards (one read per shard).
-fn read_texts(
-    m: &Manifest,
-    which: &[usize],
-    files: &StringChunked,
-    rows: &UInt64Chunked,
-) -> Result<BTreeMap<usize, Option<String>>> {
-    let mut by_file: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for &i in which {
-        by_file
-            .entry(files.get(i).unwrap_or_default())
-            .or_default()
-            .push(i);
-    }
-    let mut out = BTreeMap::new();
-    for (file, idx) in by_file {
-        if let Some(rec) = m.inputs.iter().find(|f| f.file == file) {
-            rec.check_unchanged()?;
-        }
-        let want: Vec<u64> = idx
-            .iter()
-            .map(|&i| rows.get(i).unwrap_or_default())
-            .collect();
-        for (i, t) in idx.into_iter().zip(texts(file, &want, &m.config)?) {
-            out.insert(i, t);
-        }
-    }
-    Ok(out)
 }
 
 /// Shingle sets and similarities with the run's settings.

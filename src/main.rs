@@ -291,12 +291,7 @@ fn task(
             return Ok((done, true));
         }
         // On a terminal, the task's progress (documents of its part, or the task itself).
-        let weight = if stage.per_part() {
-            plan.parts.get(index).map_or(1, |p| p.1)
-        } else {
-            1
-        };
-        let unit = if stage.per_part() { "docs" } else { "tasks" };
+        let (weight, unit) = stage.progress(&plan, index);
         let pb = corpus_dedup::progress::bar(false, weight, stage.name(), unit);
         corpus_dedup::progress::set_current(Some(pb.clone()));
         let report = executor::run_task(&dir, &plan, stage, index, None);

@@ -108,6 +108,15 @@ impl Stage {
         matches!(self, Stage::Signatures | Stage::Manifest)
     }
 
+    /// A task's weight on the progress bar and its unit: its part's documents for a stage with a
+    /// task per part, else the task itself.
+    pub fn progress(self, plan: &Plan, task: usize) -> (u64, &'static str) {
+        match self.per_part() {
+            true => (plan.parts.get(task).map_or(1, |p| p.1), "docs"),
+            false => (1, "tasks"),
+        }
+    }
+
     /// The stage's name (as on the command line).
     pub fn name(self) -> &'static str {
         match self {

@@ -265,11 +265,8 @@ fn run_tasks(
             );
         }
         // Stages with a task per part count documents; the others count tasks.
-        let weight = |t: usize| match stage.per_part() {
-            true => plan.parts[t].1,
-            false => 1,
-        };
-        let unit = if stage.per_part() { "docs" } else { "tasks" };
+        let weight = |t: usize| stage.progress(&plan, t).0;
+        let unit = stage.progress(&plan, 0).1;
         let total = pending.iter().map(|&t| weight(t)).sum();
         let pb = crate::progress::bar(cfg.quiet, total, stage.name(), unit);
         crate::progress::set_current(Some(pb.clone()));

@@ -11,12 +11,10 @@ mod svg;
 
 use std::collections::{BTreeMap, HashMap};
 
-use polars::prelude::*;
-
 use crate::config::Method;
 use crate::error::{Error, Result};
 use crate::explain::Similarity;
-use crate::results::{in_output, read_location, Manifest};
+use crate::results::{in_output, read_location, read_texts, Manifest, RowGroups};
 use crate::stages::manifest::{Breakdown, Tally};
 use crate::text::diff::{word_diff, Piece};
 
@@ -303,13 +301,7 @@ pub fn build_with(out: &str, summary: serde_json::Value) -> Result<Report> {
         })
         .collect();
     read.extend(members.iter().flatten());
-    let texts = read_rows(
-        &m,
-        &budget,
-        &read.into_iter().collect::<Vec<_>>(),
-        files_col,
-        rows_col,
-    )?;
+    let texts = read_texts(&m, &budget.groups, &read.into_iter().collect::<Vec<_>>())?;
     let doc = |i: usize| Doc {
         id: ids.get(i).unwrap_or("").to_string(),
         file: files_col.get(i).unwrap_or("").to_string(),
@@ -334,7 +326,7 @@ pub fn build_with(out: &str, summary: serde_json::Value) -> Result<Report> {
         })
         .collect();
     let texts_read = budget.reads();
-    let row_groups = budget.total;
+    let row_groups = budget.groups.total;
     let sim = Similarity::new(&m.config);
     let pairs = pair_rows
         .iter()
@@ -371,10 +363,6 @@ pub fn build_with(out: &str, summary: serde_json::Value) -> Result<Report> {
     })
 }
 
-/// Row groups of at most this many rows are read whole (from the first wanted row to the last);
-/// a row in a larger group is read alone, as a one-row slice (the reader skips the pages
-/// before it, so the cost is about one call, ~10 ms, instead of decoding the group).
-const SMALL_GROUP: u64 = 20_000;
 /// One-row reads at most.
 const MAX_ROW_READS: usize = 64;
 
@@ -382,68 +370,26 @@ const MAX_ROW_READS: usize = 64;
 /// one: it is fetched whole), at most a [`ROW_GROUP_SHARE`]th of them, and up to
 /// [`MAX_ROW_READS`] single rows of large groups.
 struct Budget {
-    /// Per input file: its index, and the first row of each row group and the end.
-    files: HashMap<String, (usize, Vec<u64>, bool)>,
+    groups: RowGroups,
     chosen: std::collections::BTreeSet<(usize, usize)>,
     row_reads: usize,
     max_groups: usize,
-    /// Row groups in the input.
-    total: usize,
 }
 
 impl Budget {
     fn new(m: &Manifest) -> Result<Budget> {
-        use rayon::prelude::*;
-        let bounds: Vec<(Vec<u64>, bool)> = m
-            .inputs
-            .par_iter()
-            .map(|rec| {
-                let footer = rec.check_unchanged()?;
-                if crate::io::object::is_url(&rec.file) {
-                    return Ok((vec![0, rec.rows], true));
-                }
-                let mut b = vec![0u64];
-                for g in footer.metadata(&rec.file)?.row_groups.iter() {
-                    b.push(b.last().copied().unwrap_or(0) + g.num_rows() as u64);
-                }
-                Ok((b, false))
-            })
-            .collect::<Result<_>>()?;
-        let total: usize = bounds.iter().map(|b| b.0.len().saturating_sub(1)).sum();
-        let small_groups = bounds
-            .iter()
-            .map(|(b, whole)| {
-                b.windows(2)
-                    .filter(|w| *whole || w[1] - w[0] <= SMALL_GROUP)
-                    .count()
-            })
-            .sum::<usize>();
-        let files = m
-            .inputs
-            .iter()
-            .zip(bounds)
-            .enumerate()
-            .map(|(i, (rec, (b, whole)))| (rec.file.clone(), (i, b, whole)))
-            .collect();
+        let groups = RowGroups::of(m, None)?;
+        let max_groups = (groups.small / ROW_GROUP_SHARE).max(1);
         Ok(Budget {
-            files,
+            groups,
             chosen: Default::default(),
             row_reads: 0,
-            max_groups: (small_groups / ROW_GROUP_SHARE).max(1),
-            total,
+            max_groups,
         })
     }
 
-    /// The row group (input index, group) of a row, its row range, and whether it is read whole.
-    fn group(
-        &self,
-        (file, row): (&str, u64),
-    ) -> Option<((usize, usize), std::ops::Range<u64>, bool)> {
-        let (i, b, whole) = self.files.get(file)?;
-        let g = b.partition_point(|&s| s <= row).checked_sub(1)?;
-        let range = b[g]..*b.get(g + 1)?;
-        let small = *whole || range.end - range.start <= SMALL_GROUP;
-        Some(((*i, g), range, small))
+    fn group(&self, at: (&str, u64)) -> Option<((usize, usize), std::ops::Range<u64>, bool)> {
+        self.groups.group(at)
     }
 
     /// Whether a row can be read without spending more of the budget.
@@ -482,60 +428,6 @@ impl Budget {
     fn reads(&self) -> usize {
         self.chosen.len() + self.row_reads
     }
-}
-
-/// A read of the report: a file, its rows to read, and the manifest rows in them.
-type Span<'a> = (&'a str, std::ops::Range<u64>, Vec<usize>);
-
-/// The texts of manifest rows `which` (all within the budget): the wanted span of each small
-/// row group read once, each row of a large group read alone, all in parallel; an `s3://` shard
-/// fetched once.
-fn read_rows(
-    m: &Manifest,
-    budget: &Budget,
-    which: &[usize],
-    files: &StringChunked,
-    rows: &UInt64Chunked,
-) -> Result<BTreeMap<usize, Option<String>>> {
-    use rayon::prelude::*;
-    // (file, rows to read, manifest rows in them).
-    let mut spans: BTreeMap<(usize, usize, u64), Span> = BTreeMap::new();
-    for &i in which {
-        let at = (files.get(i).unwrap_or(""), rows.get(i).unwrap_or(0));
-        let Some(((f, g), range, small)) = budget.group(at) else {
-            continue;
-        };
-        let key = if small { (f, g, 0) } else { (f, g, at.1 + 1) };
-        let e = spans
-            .entry(key)
-            .or_insert((at.0, at.1..at.1 + 1, Vec::new()));
-        e.1 = e.1.start.min(at.1)..e.1.end.max(at.1 + 1);
-        e.2.push(i);
-        debug_assert!(range.contains(&at.1));
-    }
-    let texts: Vec<Vec<(usize, Option<String>)>> = spans
-        .into_values()
-        .collect::<Vec<_>>()
-        .into_par_iter()
-        .with_max_len(1)
-        .map(|(file, span, idx)| {
-            let (bytes, slice) = if crate::io::object::is_url(file) {
-                (crate::io::object::get_all(&[file.to_string()])?.pop(), None)
-            } else {
-                (None, Some(span.clone()))
-            };
-            let first = slice.as_ref().map_or(0, |r| r.start);
-            let shard = crate::io::input::read_shard(file, bytes, slice, &m.config)?;
-            Ok(idx
-                .into_iter()
-                .map(|i| {
-                    let r = (rows.get(i).unwrap_or(0) - first) as usize;
-                    (i, shard.text.get(r).map(str::to_string))
-                })
-                .collect())
-        })
-        .collect::<Result<_>>()?;
-    Ok(texts.into_iter().flatten().collect())
 }
 
 /// Rebuilds `out/report.html` from the output's summary and manifest; returns its size in bytes.
