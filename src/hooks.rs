@@ -27,18 +27,19 @@ pub fn crash_point(stage: &str, task: usize) {
     crash_if(stage, task);
 }
 
-fn pause_if(name: &str, task: usize) {
+/// `Some(rest)` when `VAR=NAME:TASK[:REST]` names this point (test builds only).
+fn matching(var: &str, name: &str, task: usize) -> Option<Option<String>> {
     if !cfg!(feature = "test-hooks") {
-        return;
+        return None;
     }
-    let Ok(spec) = std::env::var("CORPUS_DEDUP_PAUSE") else {
-        return;
-    };
+    let spec = std::env::var(var).ok()?;
     let mut it = spec.splitn(3, ':');
-    let (Some(s), Some(t), Some(secs)) = (it.next(), it.next(), it.next()) else {
-        return;
-    };
-    if s == name && t.parse::<usize>().ok() == Some(task) {
+    let (s, t) = (it.next()?, it.next()?);
+    (s == name && t.parse::<usize>().ok() == Some(task)).then(|| it.next().map(str::to_string))
+}
+
+fn pause_if(name: &str, task: usize) {
+    if let Some(Some(secs)) = matching("CORPUS_DEDUP_PAUSE", name, task) {
         let secs: f64 = secs.parse().unwrap_or(0.0);
         std::thread::sleep(std::time::Duration::from_secs_f64(secs));
     }
@@ -51,24 +52,14 @@ pub fn crash_at(point: &str) {
 }
 
 fn crash_if(name: &str, task: usize) {
-    if !cfg!(feature = "test-hooks") {
-        return;
-    }
-    let Ok(spec) = std::env::var("CORPUS_DEDUP_CRASH") else {
+    let Some(once) = matching("CORPUS_DEDUP_CRASH", name, task) else {
         return;
     };
-    let mut it = spec.splitn(3, ':');
-    let (Some(s), Some(t)) = (it.next(), it.next()) else {
-        return;
-    };
-    if s != name || t.parse::<usize>().ok() != Some(task) {
-        return;
-    }
-    if let Some(once) = it.next() {
-        if std::path::Path::new(once).exists() {
+    if let Some(once) = once {
+        if std::path::Path::new(&once).exists() {
             return;
         }
-        let _ = std::fs::write(once, b"");
+        let _ = std::fs::write(&once, b"");
     }
     eprintln!(
         "corpus-dedup: fault injection: killing process {} in {name} task {task}",
