@@ -147,6 +147,15 @@ pub fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
         .map(|k| k.unwrap_or(true))
         .collect();
     let names = output_names(&m.inputs)?;
+    // The settings that decide the manifest, less the input globs (a shard is known by its
+    // fingerprint, wherever it was read from).
+    let settings = {
+        let mut v = m.config.result_json();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("input");
+        }
+        v.to_string()
+    };
     // Every shard is checked before anything is written.
     let footers: Vec<Footer> = {
         use rayon::prelude::*;
@@ -187,7 +196,7 @@ pub fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
                 mask: &mask,
                 rows,
             };
-            let tag = shard.tag();
+            let tag = shard.tag(&settings);
             let kept_done = existing_tag(&kept_dir, &names[i])? == Some(tag.clone());
             let dropped_done = match &dropped_dir {
                 Some(d) => existing_tag(d, &names[i])? == Some(tag.clone()),
@@ -295,13 +304,16 @@ struct Shard<'a> {
 }
 
 impl Shard<'_> {
-    /// The shard's fingerprint and the rows kept: what an output written from it holds.
-    fn tag(&self) -> String {
+    /// What an output written from this shard holds: the shard's fingerprint, the rows kept, and
+    /// the run's settings (the same input and settings give the same manifest, so also the same
+    /// `duplicate_of` and `similarity` of the dropped rows).
+    fn tag(&self, settings: &str) -> String {
         let bits: Vec<u8> = self.mask.iter().map(|&k| u8::from(k)).collect();
         format!(
-            "{{\"input\":\"{}\",\"keep\":\"{:016x}\"}}",
+            "{{\"input\":\"{}\",\"keep\":\"{:016x}\",\"settings\":\"{:016x}\"}}",
             self.src.fingerprint,
-            xxhash_rust::xxh3::xxh3_64(&bits)
+            xxhash_rust::xxh3::xxh3_64(&bits),
+            xxhash_rust::xxh3::xxh3_64(settings.as_bytes())
         )
     }
 
