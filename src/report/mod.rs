@@ -143,9 +143,10 @@ pub fn build(out: &str) -> Result<Report> {
     let summary_at = in_output(out, "summary.json");
     let summary: serde_json::Value = read_location(&summary_at)?
         .and_then(|b| serde_json::from_slice(&b).ok())
-        .ok_or_else(|| Error::Manifest {
-            path: summary_at.clone(),
-            msg: "missing or unreadable; the report needs the summary.json a run wrote".into(),
+        .ok_or_else(|| {
+            Error::Request(format!(
+                "cannot read '{summary_at}' (missing or not JSON): the report needs the summary.json and manifest.parquet a `corpus-dedup run` wrote; is '{out}' the output directory of a run?"
+            ))
         })?;
     build_with(out, summary)
 }
