@@ -40,31 +40,12 @@ impl RecordedInput {
     /// Checks that the shard is still the one the run read: same size and footer (which holds
     /// the row count and every column chunk's offset, size and statistics).
     pub fn check_unchanged(&self) -> Result<input::Footer> {
-        let footer = input::Footer::read(&self.file).map_err(|e| match e {
-            Error::Parquet { msg, .. } | Error::ObjectStore { msg, .. } => Error::ShardChanged {
+        input::Footer::read_unchanged(&self.file, self.bytes, &self.fingerprint, |what| {
+            Error::ShardChanged {
                 file: self.file.clone(),
-                what: format!("it cannot be read now: {msg}"),
-            },
-            other => other,
-        })?;
-        let changed = |what: String| Error::ShardChanged {
-            file: self.file.clone(),
-            what,
-        };
-        if footer.file_bytes != self.bytes {
-            return Err(changed(format!(
-                "{} bytes then, {} now",
-                self.bytes, footer.file_bytes
-            )));
-        }
-        if footer.fingerprint() != self.fingerprint {
-            return Err(changed(format!(
-                "same size, but its Parquet footer differs: fingerprint {} then, {} now",
-                self.fingerprint,
-                footer.fingerprint()
-            )));
-        }
-        Ok(footer)
+                what,
+            }
+        })
     }
 }
 

@@ -242,9 +242,7 @@ pub fn plan(cfg: &Config, fingerprint: u64) -> Result<Option<IndexPlan>> {
 /// What a commit did, for the summary.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Committed {
-    /// Batches in the window after the commit, oldest first.
-    pub batches: Vec<String>,
-    /// The same batches with their documents and drops, for the report's history.
+    /// The batches in the window after the commit, oldest first.
     pub window: Vec<BatchEntry>,
     pub batches_added: Vec<String>,
     pub batches_expired: Vec<String>,
@@ -326,7 +324,6 @@ pub fn commit(
         }
     }
     Ok(Committed {
-        batches: new_head.batches.iter().map(|b| b.name.clone()).collect(),
         window: new_head.batches.clone(),
         batches_added: vec![added.name.clone()],
         batches_expired: new_head.retired.iter().map(|b| b.name.clone()).collect(),

@@ -105,6 +105,36 @@ impl Footer {
         Ok(Footer { file_bytes, raw })
     }
 
+    /// Reads the footer of `file` and checks that the file is still the one recorded as `bytes`
+    /// long with footer `fingerprint`; otherwise `changed(what)` says how it differs (or that it
+    /// cannot be read now).
+    pub fn read_unchanged(
+        file: &str,
+        bytes: u64,
+        fingerprint: &str,
+        changed: impl Fn(String) -> Error,
+    ) -> Result<Footer> {
+        let footer = Footer::read(file).map_err(|e| match e {
+            Error::Parquet { msg, .. } | Error::ObjectStore { msg, .. } => {
+                changed(format!("it cannot be read now: {msg}"))
+            }
+            other => other,
+        })?;
+        if footer.file_bytes != bytes {
+            return Err(changed(format!(
+                "{bytes} bytes then, {} now",
+                footer.file_bytes
+            )));
+        }
+        if footer.fingerprint() != fingerprint {
+            return Err(changed(format!(
+                "same size, but its Parquet footer differs: fingerprint {fingerprint} then, {} now",
+                footer.fingerprint()
+            )));
+        }
+        Ok(footer)
+    }
+
     /// The footer's xxh3-64 in hex: it covers every column chunk's offset, size and statistics,
     /// so a rewritten shard gets another one.
     pub fn fingerprint(&self) -> String {

@@ -379,7 +379,7 @@ fn commit_index(
                 dropped: b.dropped,
             })
             .collect(),
-        batches: c.batches,
+        batches: c.window.iter().map(|b| b.name.clone()).collect(),
         batches_added: c.batches_added,
         batches_expired: c.batches_expired,
         documents_indexed: c.documents,

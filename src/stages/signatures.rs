@@ -389,25 +389,12 @@ fn check_inputs(plan: &Plan, p: usize) -> Result<()> {
         if f.fingerprint.is_empty() {
             continue;
         }
-        let changed = |what: String| Error::InputChanged {
-            file: f.file.clone(),
-            what,
-        };
-        let footer = crate::io::input::Footer::read(&f.file).map_err(|e| match e {
-            Error::Parquet { msg, .. } | Error::ObjectStore { msg, .. } => {
-                changed(format!("it cannot be read now: {msg}"))
+        crate::io::input::Footer::read_unchanged(&f.file, f.bytes, &f.fingerprint, |what| {
+            Error::InputChanged {
+                file: f.file.clone(),
+                what,
             }
-            other => other,
         })?;
-        if footer.file_bytes != f.bytes || footer.fingerprint() != f.fingerprint {
-            return Err(changed(format!(
-                "{} bytes and footer {} when planned, {} bytes and footer {} now",
-                f.bytes,
-                f.fingerprint,
-                footer.file_bytes,
-                footer.fingerprint()
-            )));
-        }
     }
     Ok(())
 }

@@ -105,6 +105,16 @@ fn s3_cmd<'a>(server: &Server, secret: &str, args: impl IntoIterator<Item = &'a 
         .env_remove("AWS_SESSION_TOKEN")
 }
 
+/// Runs the shards uploaded under `crawl/night/` into `out` and asserts success.
+fn run_night_ok(server: &Server, out: &str) {
+    let o = run_s3(
+        server,
+        SECRET,
+        &["--input", "s3://crawl/night/*.parquet", "--output", out],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 fn failure(o: &Output) -> String {
     assert!(!o.status.success(), "expected failure");
     let err = String::from_utf8_lossy(&o.stderr).to_string();
@@ -217,17 +227,7 @@ fn apply_reads_and_writes_s3_and_gives_the_local_shards() {
         return;
     };
     upload_samples(&server, "crawl", "night");
-    let o = run_s3(
-        &server,
-        SECRET,
-        &[
-            "--input",
-            "s3://crawl/night/*.parquet",
-            "--output",
-            "s3://crawl/runs/r1",
-        ],
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    run_night_ok(&server, "s3://crawl/runs/r1");
     let apply = || {
         s3_cmd(&server, SECRET, ["apply", "--quiet"])
             .args(["--manifest", "s3://crawl/runs/r1/manifest.parquet"])
@@ -288,17 +288,7 @@ fn an_s3_outage_fails_clearly_and_the_rerun_resumes() {
         "--tasks",
         "3",
     ];
-    let o = run_s3(
-        &server,
-        SECRET,
-        &[
-            "--input",
-            "s3://crawl/night/*.parquet",
-            "--output",
-            "s3://crawl/ref",
-        ],
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    run_night_ok(&server, "s3://crawl/ref");
     let running = s3_cmd(&server, SECRET, ["run", "--quiet"])
         .args(args)
         .env("CORPUS_DEDUP_PAUSE", "signatures:0:2")
