@@ -108,6 +108,15 @@ impl Stage {
         matches!(self, Stage::Signatures | Stage::Manifest)
     }
 
+    /// Puts `tasks` in the order a local run starts them: the index stage's per-document task
+    /// (its last and longest) first, so the band tasks fill the other threads while it runs
+    /// instead of leaving them idle at the end.
+    pub fn start_order(self, tasks: &mut [usize]) {
+        if self == Stage::Index {
+            tasks.sort_by_key(|&t| std::cmp::Reverse(t));
+        }
+    }
+
     /// A task's weight on the progress bar and its unit: its part's documents for a stage with a
     /// task per part, else the task itself.
     pub fn progress(self, plan: &Plan, task: usize) -> (u64, &'static str) {

@@ -257,6 +257,7 @@ fn run_tasks(
                 pending.push(t);
             }
         }
+        stage.start_order(&mut pending);
         if resumed && !cfg.quiet {
             eprintln!(
                 "corpus-dedup: resuming {}: {} of {n} tasks already complete",

@@ -1,14 +1,19 @@
 //! Blocked record files: how every data file of the retained index is laid out.
 //!
 //! A data file is a sequence of records cut into blocks of [`RECORDS_PER_BLOCK`] records. Its
-//! companion `NAME.meta` holds, per block, the byte offset and length, the key of the block's
-//! first record (records are written in key order, so the keys are fences for a search) and an
-//! xxh3 checksum of the block, plus an optional Bloom filter over the file's keys; the meta file
-//! ends with an xxh3 of everything before it.
+//! companion `NAME.meta` holds, per block, the length, the key of the block's first record
+//! (records are written in key order, so the keys are fences for a search) and the low 32 bits
+//! of the block's xxh3, plus an optional Bloom filter over the file's keys; the meta file ends
+//! with an xxh3 of everything before it. Offsets are the running sum of the lengths.
+//!
+//! Meta version 2 (`CDIXMET2`, 16 bytes per block) is written; version 1 (`CDIXMET1`: 28 bytes
+//! per block, with the offset and the full 64-bit checksum) is still read, so batches written
+//! before stay usable in the window.
 //!
 //! Invariants:
-//! - A writer holds one block; a reader loads the meta whole (it is small: ~0.45 bytes per record plus the filter) and reads
-//!   data blocks by range, so looking up one key costs one block read (~64 records), never the file.
+//! - A writer holds one block; a reader loads the meta whole (it is small: 0.25 bytes per record
+//!   plus the filter) and reads data blocks by range, so looking up one key costs one block read
+//!   (~64 records), never the file.
 //! - Every block is checked against its checksum when read, and the meta against its own: a
 //!   truncated or altered file is reported by name, never read as data.
 
@@ -23,8 +28,12 @@ use crate::io::{u32_at, u64_at};
 /// Records per block: a lookup reads one block (512 bytes of band keys).
 pub const RECORDS_PER_BLOCK: usize = 64;
 
-const MAGIC: &[u8; 8] = b"CDIXMET1";
-const BLOCK_META: usize = 8 + 4 + 8 + 8;
+const MAGIC: &[u8; 8] = b"CDIXMET2";
+const MAGIC_V1: &[u8; 8] = b"CDIXMET1";
+/// Bytes per block in a meta file: length, first key, checksum (version 1: offset too, and a
+/// 64-bit checksum).
+const BLOCK_META: usize = 4 + 8 + 4;
+const BLOCK_META_V1: usize = 8 + 4 + 8 + 8;
 
 /// One block of a data file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +42,7 @@ struct BlockMeta {
     len: u32,
     /// Key of the block's first record.
     first: u64,
+    /// xxh3 of the block (version 2: its low 32 bits).
     checksum: u64,
 }
 
@@ -103,10 +113,9 @@ impl<'w> Writer<'w> {
         meta.extend_from_slice(&self.offset.to_le_bytes());
         meta.extend_from_slice(&(self.blocks.len() as u32).to_le_bytes());
         for b in &self.blocks {
-            meta.extend_from_slice(&b.offset.to_le_bytes());
             meta.extend_from_slice(&b.len.to_le_bytes());
             meta.extend_from_slice(&b.first.to_le_bytes());
-            meta.extend_from_slice(&b.checksum.to_le_bytes());
+            meta.extend_from_slice(&(b.checksum as u32).to_le_bytes());
         }
         meta.push(u8::from(filter.is_some()));
         if let Some(f) = filter {
@@ -131,6 +140,8 @@ pub struct Blocked {
     blocks: Vec<BlockMeta>,
     filter: Option<Bloom>,
     records: u64,
+    /// Version 2: the checksums are the low 32 bits of each block's xxh3.
+    short_sums: bool,
 }
 
 impl Blocked {
@@ -149,7 +160,8 @@ impl Blocked {
 
     fn parse(b: &[u8], name: &str) -> std::result::Result<Blocked, String> {
         let short = || "truncated".to_string();
-        if b.len() < 8 + 8 + 8 + 4 + 1 + 8 || &b[..8] != MAGIC {
+        let v1 = b.get(..8) == Some(&MAGIC_V1[..]);
+        if b.len() < 8 + 8 + 8 + 4 + 1 + 8 || !(v1 || &b[..8] == MAGIC) {
             return Err("not an index meta file (bad header)".into());
         }
         let body = &b[..b.len() - 8];
@@ -157,18 +169,36 @@ impl Blocked {
             return Err("checksum mismatch (the file was altered or cut short)".into());
         }
         let records = u64_at(b, 8);
+        let data_bytes = u64_at(b, 16);
         let n = u32_at(b, 24) as usize;
         let mut at = 28;
         let mut blocks = Vec::with_capacity(n);
+        let mut offset = 0u64;
         for _ in 0..n {
-            let m = body.get(at..at + BLOCK_META).ok_or_else(short)?;
-            blocks.push(BlockMeta {
-                offset: u64_at(m, 0),
-                len: u32_at(m, 8),
-                first: u64_at(m, 12),
-                checksum: u64_at(m, 20),
-            });
-            at += BLOCK_META;
+            let size = if v1 { BLOCK_META_V1 } else { BLOCK_META };
+            let m = body.get(at..at + size).ok_or_else(short)?;
+            let block = match v1 {
+                true => BlockMeta {
+                    offset: u64_at(m, 0),
+                    len: u32_at(m, 8),
+                    first: u64_at(m, 12),
+                    checksum: u64_at(m, 20),
+                },
+                false => BlockMeta {
+                    offset,
+                    len: u32_at(m, 0),
+                    first: u64_at(m, 4),
+                    checksum: u64::from(u32_at(m, 12)),
+                },
+            };
+            offset = block.offset + u64::from(block.len);
+            blocks.push(block);
+            at += size;
+        }
+        if offset != data_bytes {
+            return Err(format!(
+                "its blocks end at byte {offset}, not at the {data_bytes} bytes it records"
+            ));
         }
         let filter = match body.get(at) {
             Some(1) => Some(Bloom::read(&body[at + 1..]).ok_or_else(short)?.0),
@@ -180,6 +210,7 @@ impl Blocked {
             blocks,
             filter,
             records,
+            short_sums: !v1,
         })
     }
 
@@ -200,7 +231,8 @@ impl Blocked {
 
     /// Bytes this meta holds in memory (filter and block table).
     pub fn memory_bytes(&self) -> usize {
-        self.filter.as_ref().map_or(0, Bloom::bytes) + self.blocks.len() * BLOCK_META
+        self.filter.as_ref().map_or(0, Bloom::bytes)
+            + self.blocks.len() * std::mem::size_of::<BlockMeta>()
     }
 
     /// The blocks that can hold records with key `key` (records sorted by key).
@@ -244,7 +276,13 @@ impl Blocked {
         for (j, &i) in wanted.iter().enumerate() {
             let bytes = got.get(j);
             let b = self.blocks[i];
-            if bytes.len() != b.len as usize || xxhash_rust::xxh3::xxh3_64(bytes) != b.checksum {
+            let sum = xxhash_rust::xxh3::xxh3_64(bytes);
+            let sum = if self.short_sums {
+                sum & 0xffff_ffff
+            } else {
+                sum
+            };
+            if bytes.len() != b.len as usize || sum != b.checksum {
                 return Err(damaged(format!(
                     "block {i} (bytes {}..{}) fails its checksum",
                     b.offset,
@@ -260,6 +298,28 @@ impl Blocked {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The version-1 meta of a data file whose version-2 meta is `meta`.
+    fn version_1(meta: &[u8], data: &[u8]) -> Vec<u8> {
+        let n = u32_at(meta, 24) as usize;
+        let mut v1 = MAGIC_V1.to_vec();
+        v1.extend_from_slice(&meta[8..28]);
+        let mut offset = 0u64;
+        for i in 0..n {
+            let m = &meta[28 + i * BLOCK_META..];
+            let len = u32_at(m, 0);
+            let block = &data[offset as usize..(offset + u64::from(len)) as usize];
+            v1.extend_from_slice(&offset.to_le_bytes());
+            v1.extend_from_slice(&len.to_le_bytes());
+            v1.extend_from_slice(&m[4..12]);
+            v1.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(block).to_le_bytes());
+            offset += u64::from(len);
+        }
+        v1.extend_from_slice(&meta[28 + n * BLOCK_META..meta.len() - 8]);
+        let sum = xxhash_rust::xxh3::xxh3_64(&v1);
+        v1.extend_from_slice(&sum.to_le_bytes());
+        v1
+    }
 
     #[test]
     fn write_load_search_and_detect_damage() {
@@ -288,6 +348,15 @@ mod tests {
         let blocks = b.read(&out, &[1, 2]).unwrap();
         assert_eq!(blocks[0].len(), 64 * 4);
         assert_eq!(u32_at(&blocks[1], 0), 128);
+        // A version-1 meta of the same file (offsets, 64-bit checksums) reads the same.
+        let data = std::fs::read(dir.join("d.bin")).unwrap();
+        out.write_bytes("d.bin.meta", version_1(&meta, &data))
+            .unwrap();
+        let old = Blocked::load(&out, "d.bin").unwrap();
+        assert_eq!((old.records(), old.blocks_with(128)), (200, 1..3));
+        assert_eq!(old.read(&out, &[1, 2]).unwrap(), blocks);
+        assert_eq!(old.filter(), b.filter());
+        out.write_bytes("d.bin.meta", meta.clone()).unwrap();
         // One flipped data byte: the block read fails, naming the file.
         let mut data = std::fs::read(dir.join("d.bin")).unwrap();
         data[300] ^= 1;

@@ -2,7 +2,8 @@
 //! in `INDEX/batches/NAME-HASH/`, written before the merge task names them in the index head.
 //!
 //! Tasks: one per band (or SimHash block table), which gathers the band's rows from every part
-//! and writes its sorted key file and filter; and one more (the last) for the per-document files:
+//! and writes its sorted key file and filter; and one more (the last, started first by a local
+//! run) for the per-document files:
 //! records (b-bit signatures or fingerprints), ids, exact-text hashes and the shingle keys of short
 //! documents. Which documents keep their keys (sorted, deduplicated): MinHash with
 //! `--index-keys all`, every one; with `short`, those with fewer than min-shingles / threshold
@@ -55,8 +56,8 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
                 || f64::from(shingles) < cfg.min_shingles as f64 / cfg.threshold
         }
     };
-    // Each per-document file is streamed in its own pass over the store, a window of documents
-    // at a time, so the task holds one window, never the batch.
+    // The records and the ids are streamed together in one pass over the store, a window of
+    // documents at a time, so the task holds one window, never the batch.
     let windows: Vec<Vec<u32>> = (0..plan.parts.len())
         .flat_map(|p| {
             let r = plan.part_range(p);
@@ -70,34 +71,32 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
     };
     // The documents whose keys the batch keeps, found while their records are written.
     let mut short: Vec<u32> = Vec::new();
+    let mut ids_written = Written::default();
     let mut w = batch::put(&dir, batch::DOCS, None, |out| {
-        for docs in &windows {
-            let sigs = fetch(docs, false, false)?;
-            for &d in docs {
-                let rec = sigs.sig(d);
-                if sigs.shingles(d) > 0 && keeps_keys(sigs.shingles(d), rec) {
-                    short.push(d);
+        ids_written = batch::put(&dir, batch::IDS, None, |ids_out| {
+            for docs in &windows {
+                let f = fetch(docs, true, false)?;
+                for &d in docs {
+                    let rec = f.sig(d);
+                    if f.shingles(d) > 0 && keeps_keys(f.shingles(d), rec) {
+                        short.push(d);
+                    }
+                    let record = if simhash {
+                        let fp = simhash::record_fingerprint(rec);
+                        batch::simhash_record(fp, simhash::record_features(rec), f.shingles(d))
+                    } else {
+                        batch::minhash_record(rec, f.shingles(d))
+                    };
+                    batch::push(out, &dir, batch::DOCS, d.into(), &record)?;
+                    let id = batch::id_record(f.id(d));
+                    batch::push(ids_out, &dir, batch::IDS, d.into(), &id)?;
                 }
-                let record = if simhash {
-                    let fp = simhash::record_fingerprint(rec);
-                    batch::simhash_record(fp, simhash::record_features(rec), sigs.shingles(d))
-                } else {
-                    batch::minhash_record(rec, sigs.shingles(d))
-                };
-                batch::push(out, &dir, batch::DOCS, d.into(), &record)?;
             }
-        }
+            Ok(())
+        })?;
         Ok(())
     })?;
-    w += batch::put(&dir, batch::IDS, None, |out| {
-        for docs in &windows {
-            let f = fetch(docs, true, false)?;
-            for &d in docs {
-                batch::push(out, &dir, batch::IDS, d.into(), &batch::id_record(f.id(d)))?;
-            }
-        }
-        Ok(())
-    })?;
+    w += ids_written;
     w += batch::put(&dir, batch::KEYS, None, |out| {
         for docs in short.chunks(WINDOW) {
             let mut sets = fetch(docs, false, true)?.into_sets();

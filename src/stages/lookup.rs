@@ -87,10 +87,10 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
     let exact = read_exact(work, p, n)?;
     let index = ip.dir();
     let bands = plan.bands();
-    let readers: Vec<BatchReader> = ip
+    let readers: Vec<std::sync::Arc<BatchReader>> = ip
         .compare
         .par_iter()
-        .map(|e| BatchReader::open(&index, e, bands))
+        .map(|e| BatchReader::open_shared(&index, e, bands))
         .collect::<Result<_>>()?;
     let mut stats = LookupStats {
         filter_bytes: readers.iter().map(|r| r.memory_bytes() as u64).sum(),
@@ -139,6 +139,12 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
         })
         .collect();
     drop(keys);
+    // The exact-text hashes the same way, by the low 64 bits the exact filters hold.
+    let mut exact_sorted: Vec<(u64, u32)> = (0..n)
+        .filter(|&q| exact[q] != 0)
+        .map(|q| (exact[q] as u64, q as u32))
+        .collect();
+    exact_sorted.par_sort_unstable();
     let mut best: Vec<Option<Match>> = vec![None; n];
     // Documents with an exact copy in the index (their earliest match may still be a
     // near-duplicate with a smaller number in the same batch).
@@ -148,8 +154,11 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
         // A document with a match in an earlier batch looks no further.
         let open = |q: usize, best: &[Option<Match>]| best[q].is_none_or(|m| m.0 >= bi);
         // 1. Exact copies.
-        let queries: Vec<(usize, u128)> = (0..n)
-            .filter(|&q| exact[q] != 0 && best[q].is_none() && r.exact_may_have(exact[q]))
+        let queries: Vec<(usize, u128)> = r
+            .exact_may_have(&exact_sorted)
+            .into_iter()
+            .map(|(_, q)| q as usize)
+            .filter(|&q| best[q].is_none())
             .map(|q| (q, exact[q]))
             .collect();
         for (q, x) in r.find_exact(&queries)? {
@@ -162,10 +171,10 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
             .map(|b| {
                 // The filter first, in key order; the few keys that pass are then checked
                 // against the matches so far (in document order that would miss the cache).
-                let queries: Vec<(usize, u64)> = sorted[b]
-                    .iter()
-                    .filter(|&&(key, _)| r.band_may_have(b, key))
-                    .map(|&(key, q)| (q as usize, key))
+                let queries: Vec<(usize, u64)> = r
+                    .band_may_have(b, &sorted[b])
+                    .into_iter()
+                    .map(|(key, q)| (q as usize, key))
                     .filter(|&(q, _)| open(q, &best))
                     .collect();
                 // SimHash: a bucket only says that one block of bits agrees; the records carry
