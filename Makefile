@@ -11,7 +11,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-peers bench-kernels bench-scale bench-index bench-nights soak s3-demo clean-out
+.PHONY: build dedup test samples bench bench-peers bench-kernels bench-scale bench-index bench-nights bench-sketch soak s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -47,6 +47,10 @@ bench-kernels:
 bench-index: build
 	NIGHTS=$(or $(NIGHTS),10) NIGHT_DOCS=$(or $(NIGHT_DOCS),1000000) NEW_DOCS=$(or $(NEW_DOCS),1000000) \
 	  KEYS=$(or $(KEYS),short) METHOD=$(or $(METHOD),minhash) ARGS='$(ARGS)' bash benches/index.sh
+
+## Quality of the classic and oph sketches over seeds 1-SEEDS: make bench-sketch [CORPORA='dir ...'] [SEEDS=15]
+bench-sketch: build
+	CORPORA='$(or $(CORPORA),../shared/corpus/dev-small)' SEEDS=$(or $(SEEDS),15) bash benches/sketch.sh
 
 ## The development corpus as 4 nights through one index, scored: make bench-nights [WINDOW=4] [ARGS='--index-keys short']
 bench-nights: build
