@@ -518,6 +518,31 @@ mod tests {
         Ok(())
     }
 
+    /// The estimate's errors over `n` random set pairs of `common` shared keys and `own` keys only
+    /// in each set, pair `i` sketched with `perms(i)`: (J, mean error, variance of the error).
+    fn estimate_errors(
+        n: usize,
+        common: usize,
+        own: usize,
+        perms: impl Fn(u64) -> Permutations,
+    ) -> (f64, f64, f64) {
+        let j = common as f64 / (common + 2 * own) as f64;
+        let errors: Vec<f64> = (0..n as u64)
+            .map(|pair| {
+                let p = perms(pair);
+                let gen = |off: u64, len: usize| {
+                    (0..len as u64).map(move |i| mix64(pair << 44 ^ off << 40 ^ i) as u32)
+                };
+                let a: Vec<u32> = gen(1, common).chain(gen(2, own)).collect();
+                let b: Vec<u32> = gen(1, common).chain(gen(3, own)).collect();
+                estimate_jaccard(&sig(&p, &a), &sig(&p, &b)) - j
+            })
+            .collect();
+        let mean = errors.iter().sum::<f64>() / n as f64;
+        let var = errors.iter().map(|e| (e - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        (j, mean, var)
+    }
+
     /// Over 2,000 random set pairs per Jaccard value, the estimate is unbiased and spread as the
     /// binomial model says (positions that behaved as independent draws): the mean error is within
     /// 4 standard errors of the mean, and the variance within 15% (~4.7 of its standard errors,
@@ -528,19 +553,7 @@ mod tests {
         let (k, n) = (128, 2000);
         let p = Permutations::new(k, 42);
         for (common, own) in [(500, 250), (800, 100), (900, 25)] {
-            let j = common as f64 / (common + 2 * own) as f64;
-            let errors: Vec<f64> = (0..n as u64)
-                .map(|pair| {
-                    let gen = |off: u64, len: usize| {
-                        (0..len as u64).map(move |i| mix64(pair << 44 ^ off << 40 ^ i) as u32)
-                    };
-                    let a: Vec<u32> = gen(1, common).chain(gen(2, own)).collect();
-                    let b: Vec<u32> = gen(1, common).chain(gen(3, own)).collect();
-                    estimate_jaccard(&sig(&p, &a), &sig(&p, &b)) - j
-                })
-                .collect();
-            let mean = errors.iter().sum::<f64>() / n as f64;
-            let var = errors.iter().map(|e| (e - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+            let (j, mean, var) = estimate_errors(n, common, own, |_| p.clone());
             let model = j * (1.0 - j) / k as f64;
             assert!(
                 mean.abs() <= 4.0 * (model / n as f64).sqrt(),
@@ -581,20 +594,8 @@ mod tests {
             // `common` shared keys and `own` keys only in each set: J = common / union.
             let common = (union as f64 * j).round() as usize;
             let own = (union - common) / 2;
-            let j = common as f64 / (common + 2 * own) as f64;
-            let errors: Vec<f64> = (0..n as u64)
-                .map(|pair| {
-                    let p = Permutations::with_sketch(k, pair, Sketch::Oph);
-                    let gen = |off: u64, len: usize| {
-                        (0..len as u64).map(move |i| mix64(pair << 44 ^ off << 40 ^ i) as u32)
-                    };
-                    let a: Vec<u32> = gen(1, common).chain(gen(2, own)).collect();
-                    let b: Vec<u32> = gen(1, common).chain(gen(3, own)).collect();
-                    estimate_jaccard(&sig(&p, &a), &sig(&p, &b)) - j
-                })
-                .collect();
-            let mean = errors.iter().sum::<f64>() / n as f64;
-            let var = errors.iter().map(|e| (e - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+            let oph = |pair| Permutations::with_sketch(k, pair, Sketch::Oph);
+            let (j, mean, var) = estimate_errors(n, common, own, oph);
             let model = j * (1.0 - j) / k as f64;
             eprintln!(
                 "oph, {union} keys, J = {j:.3}: mean error {mean:+.5}, variance {:.3} x binomial",
