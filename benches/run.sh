@@ -48,11 +48,22 @@ run "threads=2" 0,1 --threads 2
 run "threads=1 --tokenizer jieba" 0 --threads 1 --tokenizer jieba
 run "threads=1 --verify exact" 0 --threads 1 --verify exact
 run "threads=1 --verify estimate" 0 --threads 1 --verify estimate
-run "threads=1 --sketch oph" 0 --threads 1 --sketch oph
+run "threads=1 --sketch classic" 0 --threads 1 --sketch classic
 for k in 3 4 5 6 7 8; do
   run "threads=1 --method simhash --hamming $k" 0 --threads 1 --method simhash --hamming "$k"
 done
 run "threads=1 --method simhash --simhash-min-features 0" 0 --threads 1 --method simhash --simhash-min-features 0
+# End to end against the kernels it cannot skip (Parquet decode, shingle hashes, MinHash), both
+# on one pinned core over the same shards.
+kernels=$(RAYON_NUM_THREADS=1 POLARS_MAX_THREADS=1 taskset -c 0 cargo run --release --locked --quiet \
+  --example kernels -- "$CORPUS/shard-*.parquet" | sed -n 's/^signature-path kernels: .* = \([0-9.]*\) s$/\1/p')
+wall1=$(cut -d' ' -f1 < "$work/threads=1 (default, chars).time")
+python3 - "$wall1" "$kernels" >> "$out" <<'PY'
+import sys
+wall, kernels = map(float, sys.argv[1:])
+print()
+print(f"End to end vs the signature-path kernels (one core, same shards): {wall:.2f} s / {kernels:.3f} s = {wall / kernels:.2f}x")
+PY
 {
   echo
   echo "Detected share of each planted variant kind (the corpus' planted.parquet; not all light/medium variants reach Jaccard 0.8):"

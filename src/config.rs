@@ -55,11 +55,12 @@ pub enum Verify {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Sketch {
-    /// K independent hash functions, each shingle hashed K times (the default).
-    #[default]
+    /// K independent hash functions, each shingle hashed K times.
     Classic,
     /// One-permutation hashing: each shingle hashed once into one of K bins, empty bins filled
-    /// by optimal densification; several times faster to compute, measured quality in README.
+    /// by optimal densification; several times faster to compute, the same recall and precision
+    /// over 15 seeds on three corpora (docs/PERFORMANCE.md). The default.
+    #[default]
     Oph,
 }
 

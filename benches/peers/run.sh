@@ -49,8 +49,8 @@ PY
 }
 row corpus-dedup "$("$BIN" --version | cut -d' ' -f2)" "defaults, --threads 1" \
   "$BIN" run --quiet --threads 1 --input "$CORPUS/shard-*.parquet" --output "$work/corpus-dedup"
-row corpus-dedup-oph "$("$BIN" --version | cut -d' ' -f2)" "--sketch oph, --threads 1" \
-  "$BIN" run --quiet --threads 1 --sketch oph --input "$CORPUS/shard-*.parquet" --output "$work/corpus-dedup-oph"
+row corpus-dedup-classic "$("$BIN" --version | cut -d' ' -f2)" "--sketch classic, --threads 1" \
+  "$BIN" run --quiet --threads 1 --sketch classic --input "$CORPUS/shard-*.parquet" --output "$work/corpus-dedup-classic"
 row gaoya-words "$(ver gaoya)" "native word 5-grams (CJK runs = 1 word)" "$PY" benches/peers/run_peer.py gaoya-words "$CORPUS" "$work/gaoya-words"
 row rensa "$(ver rensa)" "canonical shingles, RMinHashLSH + est. J" "$PY" benches/peers/run_peer.py rensa "$CORPUS" "$work/rensa"
 row datasketch "$(ver datasketch)" "canonical shingles, MinHashLSH + est. J" "$PY" benches/peers/run_peer.py datasketch "$CORPUS" "$work/datasketch"
@@ -61,10 +61,10 @@ import re, sys
 rows = [l for l in open(sys.argv[1]) if l.startswith("| ") and not l.startswith("| tool")]
 mbs = {r.split("|")[1].strip(): float(r.split("|")[7]) for r in rows}
 us = mbs.pop("corpus-dedup")
-oph = mbs.pop("corpus-dedup-oph")
+classic = mbs.pop("corpus-dedup-classic")
 print()
 print("Speed ratio of corpus-dedup (MB/s) over each peer in this run: " + ", ".join(f"{k} {us / v:.1f}x" for k, v in mbs.items()))
 print()
-print("With --sketch oph: " + ", ".join(f"{k} {oph / v:.1f}x" for k, v in mbs.items()))
+print("With --sketch classic: " + ", ".join(f"{k} {classic / v:.1f}x" for k, v in mbs.items()))
 PY
 cat "$out"

@@ -12,10 +12,10 @@ fn dev_small_recall_and_precision_per_language() {
     scores_on_dev_small("default", &[]);
 }
 
-/// The one-permutation sketch is held to the same targets.
+/// The classic sketch (K hash functions) is held to the same targets.
 #[test]
-fn dev_small_recall_and_precision_with_the_oph_sketch() {
-    scores_on_dev_small("oph", &["--sketch", "oph"]);
+fn dev_small_recall_and_precision_with_the_classic_sketch() {
+    scores_on_dev_small("classic", &["--sketch", "classic"]);
 }
 
 fn scores_on_dev_small(name: &str, args: &[&str]) {
