@@ -116,7 +116,7 @@ pub fn write_band(
         filter.insert(key);
     }
     // Records are ordered by (high 32 bits of the key, document), which is one u64: sorting
-    // those (plus the value only where there is one) is about twice as fast as the row tuples.
+    // those (plus the value only where there is one) is cheaper than sorting the row tuples.
     let order = |k: u64, d: u32| (k >> 32) << 32 | u64::from(d);
     let sorted: Vec<(u64, u64)> = if values {
         rows.par_sort_unstable_by_key(|&(k, d, _)| order(k, d));
@@ -203,18 +203,9 @@ type Slot = (String, Arc<Mutex<Weak<BatchReader>>>);
 static OPEN: Mutex<Vec<Slot>> = Mutex::new(Vec::new());
 
 impl BatchReader {
-    /// Opens batch `entry` of the index in `index` (with `bands` band files).
-    pub fn open(index: &OutputDir, entry: &BatchEntry, bands: usize) -> Result<BatchReader> {
-        Self::load(index, entry, bands, true)
-    }
-
-    /// The batch `entry` as [`BatchReader::open`] gives it, shared with any other task of this
-    /// process that has it open.
-    pub fn open_shared(
-        index: &OutputDir,
-        entry: &BatchEntry,
-        bands: usize,
-    ) -> Result<Arc<BatchReader>> {
+    /// Opens batch `entry` of the index in `index` (with `bands` band files), shared with any
+    /// other task of this process that has it open.
+    pub fn open(index: &OutputDir, entry: &BatchEntry, bands: usize) -> Result<Arc<BatchReader>> {
         let dir = index.child(&entry.dir).location("");
         let slot = {
             let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
@@ -234,28 +225,22 @@ impl BatchReader {
         {
             return Ok(r);
         }
-        // Loaded without parallel work while the slot is locked: a pool thread waiting for
-        // parallel work could take up another task's open of this same batch and block on the
-        // lock it holds itself.
-        let r = Arc::new(Self::load(index, entry, bands, false)?);
+        let r = Arc::new(Self::load(index, entry, bands)?);
         *held = Arc::downgrade(&r);
         Ok(r)
     }
 
-    fn load(
-        index: &OutputDir,
-        entry: &BatchEntry,
-        bands: usize,
-        parallel: bool,
-    ) -> Result<BatchReader> {
+    /// Loads the batch's metas one after another (callers open batches in parallel). Nothing
+    /// here runs parallel work: a pool thread waiting for it while the slot is locked could take
+    /// up another task's open of this same batch and block on the lock it holds itself.
+    fn load(index: &OutputDir, entry: &BatchEntry, bands: usize) -> Result<BatchReader> {
         let dir = index.child(&entry.dir);
         let mut names: Vec<String> = (0..bands).map(band_file).collect();
         names.extend([EXACT, DOCS, IDS, KEYS].map(String::from));
-        let load = |n: &String| Blocked::load(&dir, n);
-        let mut metas: Vec<Blocked> = match parallel {
-            true => names.par_iter().map(load).collect::<Result<_>>()?,
-            false => names.iter().map(load).collect::<Result<_>>()?,
-        };
+        let mut metas: Vec<Blocked> = names
+            .iter()
+            .map(|n| Blocked::load(&dir, n))
+            .collect::<Result<_>>()?;
         let keys = metas.pop();
         let ids = metas.pop();
         let docs = metas.pop();

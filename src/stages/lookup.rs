@@ -90,7 +90,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
     let readers: Vec<std::sync::Arc<BatchReader>> = ip
         .compare
         .par_iter()
-        .map(|e| BatchReader::open_shared(&index, e, bands))
+        .map(|e| BatchReader::open(&index, e, bands))
         .collect::<Result<_>>()?;
     let mut stats = LookupStats {
         filter_bytes: readers.iter().map(|r| r.memory_bytes() as u64).sum(),
