@@ -172,6 +172,16 @@ pub fn run_ok(input: &str, out: &Path, extra: &[&str]) -> Output {
     run_cmd(input, out, extra).ok()
 }
 
+/// Waits until `path` exists (a running process got as far as writing it); fails the test
+/// after `secs` seconds, saying that `what` did not happen.
+pub fn wait_for(path: &Path, secs: u64, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !path.exists() {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// The bytes of `OUT/manifest.parquet`.
 pub fn manifest_bytes(out: &Path) -> Vec<u8> {
     std::fs::read(out.join("manifest.parquet")).unwrap()

@@ -478,21 +478,14 @@ fn a_second_run_on_a_busy_output_is_refused_or_waits() {
     let (glob, _) = three_shards(&dir.join("in"));
     let out = dir.join("out");
     // The first run sleeps in its verify task (the pause hook) while it holds the lock.
-    let mut first = std::process::Command::new(env!("CARGO_BIN_EXE_corpus-dedup"))
-        .args(["run", "--quiet", "--input", &glob, "--output"])
-        .arg(&out)
+    let first = run_cmd(&glob, &out, &[])
         .env("CORPUS_DEDUP_PAUSE", "verify:0:3")
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !out.join(".corpus-dedup.lock").exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the first run did not start"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+        .spawn();
+    wait_for(
+        &out.join(".corpus-dedup.lock"),
+        20,
+        "the first run did not start",
+    );
     let err = run_cmd(&glob, &out, &[]).fails();
     assert!(
         err.contains("is in use by pid") && err.contains("--wait"),
@@ -501,7 +494,7 @@ fn a_second_run_on_a_busy_output_is_refused_or_waits() {
     assert!(!err.contains("delete it"), "{err}");
     // --wait: finishes after the first, with the same manifest.
     let waited = run_cmd(&glob, &out, &["--wait"]).ok();
-    assert!(first.wait().unwrap().success());
+    assert!(first.wait_with_output().unwrap().status.success());
     assert!(waited.status.success());
     let m = manifest(&out);
     assert_eq!(m.len(), 420);
@@ -527,16 +520,9 @@ fn sigterm_and_sigint_stop_the_run_and_a_rerun_resumes() {
         (libc::SIGINT, 130, "manifest"),
     ] {
         let out = dir.join(format!("out-{code}"));
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_corpus-dedup"))
-            .args([
-                "run", "--quiet", "--tasks", "2", "--input", &glob, "--output",
-            ])
-            .arg(&out)
+        let child = run_cmd(&glob, &out, &["--tasks", "2"])
             .env("CORPUS_DEDUP_PAUSE", format!("{stage}:0:30"))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+            .spawn();
         // Wait until the paused task has written its outputs (its marker comes after the pause).
         let part = out.join(format!(
             "_work/{}/p00000.parquet",
@@ -546,14 +532,7 @@ fn sigterm_and_sigint_stop_the_run_and_a_rerun_resumes() {
                 "manifest"
             }
         ));
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while !part.exists() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{stage} did not start"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        wait_for(&part, 30, &format!("{stage} did not start"));
         let sent = std::time::Instant::now();
         // SAFETY: kill(2) on a child this test started.
         unsafe {

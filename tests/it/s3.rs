@@ -295,14 +295,7 @@ fn an_s3_outage_fails_clearly_and_the_rerun_resumes() {
         .spawn();
     // The first task's store is on the server: stop the server while the task pauses.
     let store = server.root.join("crawl/work/store/p00000.sig");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !store.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "the run did not reach signatures"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for(&store, 30, "the run did not reach signatures");
     let (bin, root, port) = (server.bin.clone(), server.root.clone(), server.port);
     drop(server);
     let o = running.wait_with_output().unwrap();
