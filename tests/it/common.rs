@@ -344,9 +344,10 @@ pub fn doc_scores(truth: &[u32], dropped: &[bool]) -> (f64, f64) {
     )
 }
 
-/// Writes an English, a Chinese and a mixed shard; returns the glob and all documents in
-/// manifest order (files sorted by name).
+/// Writes an English, a Chinese and a mixed shard into `dir` (made if missing); returns the glob
+/// and all documents in manifest order (files sorted by name).
 pub fn three_shards(dir: &std::path::Path) -> (String, Vec<corpus_dedup::synth::Doc>) {
+    std::fs::create_dir_all(dir).unwrap();
     let en = corpus_dedup::synth::generate(160, corpus_dedup::synth::Lang::En, 21, "en");
     let mixed = corpus_dedup::synth::generate(120, corpus_dedup::synth::Lang::Mixed, 23, "mx");
     let zh = corpus_dedup::synth::generate(140, corpus_dedup::synth::Lang::Zh, 22, "zh");

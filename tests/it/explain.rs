@@ -6,7 +6,6 @@ use crate::common::*;
 fn explain_shows_the_cluster_with_similarities_and_a_diff() {
     let dir = temp_dir("explain");
     let input = dir.join("in");
-    std::fs::create_dir_all(&input).unwrap();
     let (glob, _) = three_shards(&input);
     let out = dir.join("out");
     run_ok(&glob, &out, &[]);

@@ -432,7 +432,6 @@ fn a_terminal_gets_progress_in_documents_and_a_human_summary() {
         return;
     };
     let dir = temp_dir("run-terminal");
-    std::fs::create_dir_all(dir.join("in")).unwrap();
     let (glob, _) = three_shards(&dir.join("in"));
     let on_terminal = |quiet: bool| {
         let out = dir.join(if quiet { "quiet" } else { "loud" });
@@ -474,7 +473,6 @@ fn a_terminal_gets_progress_in_documents_and_a_human_summary() {
 #[test]
 fn a_second_run_on_a_busy_output_is_refused_or_waits() {
     let dir = temp_dir("run-busy");
-    std::fs::create_dir_all(dir.join("in")).unwrap();
     let (glob, _) = three_shards(&dir.join("in"));
     let out = dir.join("out");
     // The first run sleeps in its verify task (the pause hook) while it holds the lock.
@@ -511,7 +509,6 @@ fn a_second_run_on_a_busy_output_is_refused_or_waits() {
 #[test]
 fn sigterm_and_sigint_stop_the_run_and_a_rerun_resumes() {
     let dir = temp_dir("run-signals");
-    std::fs::create_dir_all(dir.join("in")).unwrap();
     let (glob, _) = three_shards(&dir.join("in"));
     let whole = dir.join("whole");
     run_ok(&glob, &whole, &[]);
