@@ -35,7 +35,8 @@ samples: build
 bench: build
 	bash benches/run.sh
 
-## corpus-dedup beside datasketch, rensa and gaoya (PyPI) on the same shards, one core each.
+## corpus-dedup beside datasketch, rensa, gaoya and datatrove (PyPI) on the same shards, one core each:
+## make bench-peers [CORPUS=dir] [PEERS='gaoya-words rensa' (default: all)]
 bench-peers: build
 	bash benches/peers/run.sh
 
@@ -44,8 +45,9 @@ bench-kernels:
 	RAYON_NUM_THREADS=1 POLARS_MAX_THREADS=1 taskset -c 0 $(CARGO) run --release --locked --example kernels -- '$(or $(KERNEL_INPUT),../shared/corpus/dev-small/shard-*.parquet)'
 
 ## The retained index at scale: make bench-index [NIGHTS=10 NIGHT_DOCS=1000000 NEW_DOCS=1000000 KEYS=short METHOD=minhash ARGS=...]
+## [DISTINCT=NIGHTS: generated corpora, reused in turn] [REPEAT=2: alternations after the warm-up]
 bench-index: build
-	NIGHTS=$(or $(NIGHTS),10) NIGHT_DOCS=$(or $(NIGHT_DOCS),1000000) NEW_DOCS=$(or $(NEW_DOCS),1000000) \
+	DISTINCT=$(or $(DISTINCT),$(or $(NIGHTS),10)) REPEAT=$(or $(REPEAT),2) NIGHTS=$(or $(NIGHTS),10) NIGHT_DOCS=$(or $(NIGHT_DOCS),1000000) NEW_DOCS=$(or $(NEW_DOCS),1000000) \
 	  KEYS=$(or $(KEYS),short) METHOD=$(or $(METHOD),minhash) ARGS='$(ARGS)' bash benches/index.sh
 
 ## Quality of the classic and oph sketches over seeds 1-SEEDS: make bench-sketch [CORPORA='dir ...'] [SEEDS=15]

@@ -9,11 +9,20 @@
 #   make bench-index                                  # 10 x 1M indexed, 1M new (~25 min, ~10 GB)
 #   make bench-index NIGHTS=10 NIGHT_DOCS=100000 NEW_DOCS=100000
 #   make bench-index METHOD=simhash ARGS='--simhash-min-features 0'
+#   make bench-index METHOD=simhash NIGHTS=50 DISTINCT=10 ARGS='--simhash-min-features 0'
+#
+# DISTINCT (default NIGHTS) corpora are generated; night n indexes corpus (n - 1) % DISTINCT + 1, so
+# 50 nights of 1M documents need 10 corpora on disk, not 50. A repeated corpus is indexed again in
+# full (a batch holds every document of its night, duplicates of earlier nights included), so the
+# index holds NIGHTS x NIGHT_DOCS entries either way, and a lookup's cost follows the number of
+# entries in the buckets it reads, not whether they repeat. A stopped build resumes at the first
+# night its index lacks.
 set -euo pipefail
 target=${CARGO_TARGET_DIR:-$HOME/.cache/corpus-dedup-target}
 bin=$target/release/corpus-dedup
 gen=$target/release/gen-corpus
 nights=${NIGHTS:-10}
+distinct=${DISTINCT:-$nights}
 per=${NIGHT_DOCS:-1000000}
 new=${NEW_DOCS:-1000000}
 keys=${KEYS:-short}
@@ -21,7 +30,7 @@ method=${METHOD:-minhash}
 repeat=${REPEAT:-2}
 args=${ARGS:-}
 base=${BENCH_DIR:-/tmp/corpus-dedup-bench-index}
-corpora=$base/corpora-$nights-$per-$new
+corpora=$base/corpora-$distinct-$per-$new
 root=$base/$method-$keys-$nights-$per-$new${args:+-$(printf %s "$args" | tr -c 'a-z0-9' '_')}
 mkdir -p "$root" "$corpora"
 say() { echo "bench-index: $*" >&2; }
@@ -35,7 +44,7 @@ corpus() { # corpus DIR DOCS SEED NAME
   "$gen" --out "$1" --docs "$2" --shards 4 --lang mixed --seed "$3" --name "$4" >/dev/null
   touch "$1/done"
 }
-for n in $(seq 1 "$nights"); do corpus "$corpora/n$n" "$per" $((100 + n)) "n$n"; done
+for n in $(seq 1 "$distinct"); do corpus "$corpora/n$n" "$per" $((100 + n)) "n$n"; done
 corpus "$corpora/new" "$new" 99 new
 say "corpora ready under $corpora"
 
@@ -47,12 +56,15 @@ run() {
     --method "$method" --threads 2 --quiet $args "$@" >/dev/null
   awk '{printf "%s %.0f\n", $1, $2 / 1024}' "$root/time.txt"
 }
-build() { # build INDEX NIGHTS
+build() { # build INDEX NIGHTS: adds the nights INDEX does not list yet
   [ -f "$1/built" ] && return
-  rm -rf "$1"
   for n in $(seq 1 "$2"); do
-    say "indexing night $n of $2 into $1"
-    run "$corpora/n$n/*.parquet" "$root/out-build" --index "$1" --batch "night-$(printf %03d "$n")" \
+    local name c
+    name=night-$(printf %03d "$n")
+    grep -q "\"$name\"" "$1/index.json" 2>/dev/null && continue
+    c=$(( (n - 1) % distinct + 1 ))
+    say "indexing night $n of $2 (corpus n$c) into $1"
+    run "$corpora/n$c/*.parquet" "$root/out-build" --index "$1" --batch "$name" \
       --window 100000 --index-keys "$keys" >/dev/null
   done
   touch "$1/built"

@@ -2,7 +2,8 @@
 # make bench-peers: corpus-dedup beside peer tools (PyPI: datasketch, rensa, gaoya, datatrove) on the same
 # Parquet shards, each pinned to one core, scored by the corpus' own scorer. Writes
 # benches/results/peers.md and prints it. CORPUS defaults to ../shared/corpus/dev-small (it needs
-# the corpus' ground truth files for the quality columns).
+# the corpus' ground truth files for the quality columns). PEERS='gaoya-words rensa' runs only those
+# peers (default: all five) beside the two corpus-dedup rows.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CORPUS=${CORPUS:-../shared/corpus/dev-small}
@@ -27,6 +28,7 @@ out=benches/results/peers.md
   echo "# Peer benchmark ($(date -u +%Y-%m-%d), one pinned core each, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))"
   echo
   echo "Corpus: $CORPUS ($docs docs, $text_bytes bytes of text in $bytes bytes of Parquet). Command: make bench-peers."
+  echo "Peers run: ${PEERS:-all}."
   echo "All tools: 128 permutations, threshold 0.8, word 5-grams, LSH 16x8 (corpus-dedup: 18x7 + exact check; datatrove: bucket matches, no check)."
   echo
   echo "| tool | version | settings | wall s | CPU s | docs/s | MB/s | peak RSS MiB | doc recall | doc precision | recall en | recall zh |"
@@ -47,15 +49,16 @@ print(f"| {name} | {version} | {settings} | {wall:.2f} | {float(user)+float(sys_
       f"{int(nbytes)/1e6/wall:.1f} | {int(rss)/1024:.0f} | {g('doc_recall')} | {g('doc_precision')} | {g('en')} | {g('zh')} |")
 PY
 }
+want() { [ -z "${PEERS:-}" ] || [[ " $PEERS " == *" $1 "* ]]; }
 row corpus-dedup "$("$BIN" --version | cut -d' ' -f2)" "defaults, --threads 1" \
   "$BIN" run --quiet --threads 1 --input "$CORPUS/shard-*.parquet" --output "$work/corpus-dedup"
 row corpus-dedup-classic "$("$BIN" --version | cut -d' ' -f2)" "--sketch classic, --threads 1" \
   "$BIN" run --quiet --threads 1 --sketch classic --input "$CORPUS/shard-*.parquet" --output "$work/corpus-dedup-classic"
-row gaoya-words "$(ver gaoya)" "native word 5-grams (CJK runs = 1 word)" "$PY" benches/peers/run_peer.py gaoya-words "$CORPUS" "$work/gaoya-words"
-row rensa "$(ver rensa)" "canonical shingles, RMinHashLSH + est. J" "$PY" benches/peers/run_peer.py rensa "$CORPUS" "$work/rensa"
-row datasketch "$(ver datasketch)" "canonical shingles, MinHashLSH + est. J" "$PY" benches/peers/run_peer.py datasketch "$CORPUS" "$work/datasketch"
-row gaoya-canon "$(ver gaoya)" "canonical shingles (Python analyzer)" "$PY" benches/peers/run_peer.py gaoya-canon "$CORPUS" "$work/gaoya-canon"
-row datatrove "$(ver datatrove)" "own MinHash stages 16x8, canonical tokens, no Jaccard check" "$PY" benches/peers/run_peer.py datatrove "$CORPUS" "$work/datatrove"
+want gaoya-words && row gaoya-words "$(ver gaoya)" "native word 5-grams (CJK runs = 1 word)" "$PY" benches/peers/run_peer.py gaoya-words "$CORPUS" "$work/gaoya-words"
+want rensa && row rensa "$(ver rensa)" "canonical shingles, RMinHashLSH + est. J" "$PY" benches/peers/run_peer.py rensa "$CORPUS" "$work/rensa"
+want datasketch && row datasketch "$(ver datasketch)" "canonical shingles, MinHashLSH + est. J" "$PY" benches/peers/run_peer.py datasketch "$CORPUS" "$work/datasketch"
+want gaoya-canon && row gaoya-canon "$(ver gaoya)" "canonical shingles (Python analyzer)" "$PY" benches/peers/run_peer.py gaoya-canon "$CORPUS" "$work/gaoya-canon"
+want datatrove && row datatrove "$(ver datatrove)" "own MinHash stages 16x8, canonical tokens, no Jaccard check" "$PY" benches/peers/run_peer.py datatrove "$CORPUS" "$work/datatrove"
 python3 - "$out" <<'PY' >> "$out"
 import re, sys
 rows = [l for l in open(sys.argv[1]) if l.startswith("| ") and not l.startswith("| tool")]
