@@ -11,7 +11,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-peers bench-kernels bench-scale bench-index bench-nights bench-sketch soak s3-demo clean-out
+.PHONY: build dedup test samples bench bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-sketch soak s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -34,6 +34,12 @@ samples: build
 ## Speed, memory and quality on the development corpus (../shared/corpus) with --threads 1.
 bench: build
 	bash benches/run.sh
+
+## End to end over the signature-path kernels and two threads over one, alternated rounds, medians:
+## make bench-ratios [CORPUS=dir] [ROUNDS=5]
+bench-ratios: build
+	$(CARGO) build --release --locked --example kernels
+	bash benches/ratios.sh
 
 ## corpus-dedup beside datasketch, rensa, gaoya and datatrove (PyPI) on the same shards, one core each:
 ## make bench-peers [CORPUS=dir] [PEERS='gaoya-words rensa' (default: all)]

@@ -35,8 +35,12 @@ fn best<T>(mut f: impl FnMut() -> T) -> (f64, T) {
 }
 
 fn main() -> anyhow::Result<()> {
+    // `--signature-path`: only the kernels every run goes through, and their sum (`make
+    // bench-ratios` alternates this with whole runs).
+    let path_only = std::env::args().any(|a| a == "--signature-path");
     let glob = std::env::args()
-        .nth(1)
+        .skip(1)
+        .find(|a| !a.starts_with("--"))
         .unwrap_or_else(|| "../shared/corpus/dev-small/shard-*.parquet".into());
     let cfg = Settings {
         input: vec![glob.clone()],
@@ -64,90 +68,9 @@ fn main() -> anyhow::Result<()> {
         format!("{:.0} docs/s", n as f64 / t_read),
     );
 
-    let mut norm = String::new();
-    let (t, _) = best(|| {
-        texts
-            .iter()
-            .map(|t| {
-                normalize_into(t, &mut norm);
-                norm.len()
-            })
-            .sum::<usize>()
-    });
-    row(
-        "normalise (NFKC on non-trivial runs, lowercase, punctuation)",
-        t,
-        String::new(),
-    );
-
-    let normalized: Vec<String> = texts
-        .iter()
-        .map(|t| {
-            let mut s = String::new();
-            normalize_into(t, &mut s);
-            s
-        })
-        .collect();
-    for (name, tok) in [
-        ("tokenise: chars (CJK char = token)", Tokenizer::Chars),
-        ("tokenise: words (whitespace)", Tokenizer::Words),
-        ("tokenise: jieba (Han runs)", Tokenizer::Jieba),
-    ] {
-        let (t, count) = best(|| {
-            normalized
-                .iter()
-                .map(|s| {
-                    let mut c = 0usize;
-                    tokenize(s, tok, |_| c += 1);
-                    c
-                })
-                .sum::<usize>()
-        });
-        row(name, t, format!("{:.0} M tokens/s", count as f64 / t / 1e6));
+    if !path_only {
+        steps(&texts, &row);
     }
-
-    // The pipeline's path: tokens hashed in place in a padded copy of the normalised text.
-    let mut buf = String::new();
-    let token_hashes: Vec<Vec<u64>> = normalized
-        .iter()
-        .map(|s| {
-            let mut v = Vec::new();
-            buf.clear();
-            buf.push_str(s);
-            shingle_token_hashes(&mut buf, Tokenizer::Chars, &mut v);
-            v
-        })
-        .collect();
-    let mut v = Vec::new();
-    let (t, count) = best(|| {
-        normalized
-            .iter()
-            .map(|s| {
-                buf.clear();
-                buf.push_str(s);
-                shingle_token_hashes(&mut buf, Tokenizer::Chars, &mut v);
-                v.len()
-            })
-            .sum::<usize>()
-    });
-    let _ = count;
-    row("tokenise + token hash (chars)", t, String::new());
-    let mut out = Vec::new();
-    let (t, count) = best(|| {
-        token_hashes
-            .iter()
-            .map(|h| {
-                out.clear();
-                ngrams(h, 5, &mut out);
-                out.len()
-            })
-            .sum::<usize>()
-    });
-    row(
-        "5-gram hashes from token hashes (rolling)",
-        t,
-        format!("{:.0} M shingles/s", count as f64 / t / 1e6),
-    );
 
     let mut scratch = Scratch::default();
     let mut hashes = Vec::new();
@@ -176,20 +99,22 @@ fn main() -> anyhow::Result<()> {
     let total_shingles: usize = shingles.iter().map(Vec::len).sum();
     let perms = Permutations::new(128, 42);
     let mut sig = vec![0u32; 128];
-    let (t, _) = best(|| {
-        for s in &shingles {
-            perms.signature(s, &mut sig);
-        }
-    });
-    row(
-        "MinHash K=128 over shingle keys",
-        t,
-        format!(
-            "{:.1} M shingles/s, {:.2} G hash-min/s",
-            total_shingles as f64 / t / 1e6,
-            total_shingles as f64 * 128.0 / t / 1e9
-        ),
-    );
+    if !path_only {
+        let (t, _) = best(|| {
+            for s in &shingles {
+                perms.signature(s, &mut sig);
+            }
+        });
+        row(
+            "MinHash K=128 over shingle keys",
+            t,
+            format!(
+                "{:.1} M shingles/s, {:.2} G hash-min/s",
+                total_shingles as f64 / t / 1e6,
+                total_shingles as f64 * 128.0 / t / 1e9
+            ),
+        );
+    }
     let oph = Permutations::with_sketch(128, 42, Sketch::Oph);
     let (t_oph, _) = best(|| {
         for s in &shingles {
@@ -207,6 +132,9 @@ fn main() -> anyhow::Result<()> {
     println!(
         "\nsignature-path kernels: read + decode {t_read:.3} s + shingle hashes {t_shingle:.3} s + MinHash (oph) {t_oph:.3} s = {path:.3} s\n"
     );
+    if path_only {
+        return Ok(());
+    }
 
     let mut values = vec![0u32; n * 128];
     for (i, s) in shingles.iter().enumerate() {
@@ -308,4 +236,93 @@ fn main() -> anyhow::Result<()> {
         format!("{:.1} M edges/s", edges.len() as f64 / t / 1e6),
     );
     Ok(())
+}
+
+/// The steps inside "shingle hashes of a text", each alone: normalise, the three tokenisers,
+/// token hashing, rolling n-grams.
+fn steps(texts: &[&str], row: &impl Fn(&str, f64, String)) {
+    let mut norm = String::new();
+    let (t, _) = best(|| {
+        texts
+            .iter()
+            .map(|t| {
+                normalize_into(t, &mut norm);
+                norm.len()
+            })
+            .sum::<usize>()
+    });
+    row(
+        "normalise (NFKC on non-trivial runs, lowercase, punctuation)",
+        t,
+        String::new(),
+    );
+
+    let normalized: Vec<String> = texts
+        .iter()
+        .map(|t| {
+            let mut s = String::new();
+            normalize_into(t, &mut s);
+            s
+        })
+        .collect();
+    for (name, tok) in [
+        ("tokenise: chars (CJK char = token)", Tokenizer::Chars),
+        ("tokenise: words (whitespace)", Tokenizer::Words),
+        ("tokenise: jieba (Han runs)", Tokenizer::Jieba),
+    ] {
+        let (t, count) = best(|| {
+            normalized
+                .iter()
+                .map(|s| {
+                    let mut c = 0usize;
+                    tokenize(s, tok, |_| c += 1);
+                    c
+                })
+                .sum::<usize>()
+        });
+        row(name, t, format!("{:.0} M tokens/s", count as f64 / t / 1e6));
+    }
+
+    // The pipeline's path: tokens hashed in place in a padded copy of the normalised text.
+    let mut buf = String::new();
+    let token_hashes: Vec<Vec<u64>> = normalized
+        .iter()
+        .map(|s| {
+            let mut v = Vec::new();
+            buf.clear();
+            buf.push_str(s);
+            shingle_token_hashes(&mut buf, Tokenizer::Chars, &mut v);
+            v
+        })
+        .collect();
+    let mut v = Vec::new();
+    let (t, count) = best(|| {
+        normalized
+            .iter()
+            .map(|s| {
+                buf.clear();
+                buf.push_str(s);
+                shingle_token_hashes(&mut buf, Tokenizer::Chars, &mut v);
+                v.len()
+            })
+            .sum::<usize>()
+    });
+    let _ = count;
+    row("tokenise + token hash (chars)", t, String::new());
+    let mut out = Vec::new();
+    let (t, count) = best(|| {
+        token_hashes
+            .iter()
+            .map(|h| {
+                out.clear();
+                ngrams(h, 5, &mut out);
+                out.len()
+            })
+            .sum::<usize>()
+    });
+    row(
+        "5-gram hashes from token hashes (rolling)",
+        t,
+        format!("{:.0} M shingles/s", count as f64 / t / 1e6),
+    );
 }

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# make bench-ratios: the speed ratios of issue 22, measured the way this project makes speed
+# claims: rounds alternated in the same minutes, medians of the per-round ratios. Each round runs,
+# on the same shards, the signature-path kernels on one pinned core (`kernels --signature-path`:
+# Parquet read + decode, shingle hashes, MinHash oph; best of three each), a whole run on that
+# core (--threads 1) and a whole run on two cores (--threads 2). Writes benches/results/ratios.md.
+#
+#   make bench-ratios                                  # dev-small, 5 rounds
+#   make bench-ratios CORPUS=/tmp/dev-large ROUNDS=7   # the 100k corpus
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CORPUS=${CORPUS:-../shared/corpus/dev-small}
+ROUNDS=${ROUNDS:-5}
+target=${CARGO_TARGET_DIR:-$HOME/.cache/corpus-dedup-target}
+BIN=$target/release/corpus-dedup
+KERNELS=$target/release/examples/kernels
+[ -d "$CORPUS" ] || { echo "bench-ratios: corpus $CORPUS not found (set CORPUS=dir)"; exit 1; }
+[ -x "$BIN" ] && [ -x "$KERNELS" ] || { echo "bench-ratios: build first (make bench-ratios builds both)"; exit 1; }
+work=${TMPDIR:-/tmp}/corpus-dedup-ratios
+rm -rf "$work"; mkdir -p "$work" benches/results
+input="$CORPUS/shard-*.parquet"
+
+wall() { # wall CORES THREADS: seconds of one run
+  rm -rf "$work/out"
+  /usr/bin/time -f '%e' -o "$work/time" taskset -c "$1" "$BIN" run --quiet --threads "$2" \
+    --input "$input" --output "$work/out" > /dev/null
+  cat "$work/time"
+}
+: > "$work/rounds"
+for r in $(seq 1 "$ROUNDS"); do
+  k=$(RAYON_NUM_THREADS=1 POLARS_MAX_THREADS=1 taskset -c 0 "$KERNELS" --signature-path "$input" |
+    sed -n 's/^signature-path kernels: .* = \([0-9.]*\) s$/\1/p')
+  t1=$(wall 0 1)
+  t2=$(wall 0,1 2)
+  echo "$r $k $t1 $t2" | tee -a "$work/rounds" >&2
+done
+out=benches/results/ratios.md
+python3 - "$work/rounds" "$CORPUS" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" > "$out" <<'PY'
+import statistics, sys, datetime
+rounds = [list(map(float, l.split()))[1:] for l in open(sys.argv[1]) if l.strip()]
+print(f"# Speed ratios ({datetime.date.today()}, {sys.argv[3]}; command: make bench-ratios CORPUS={sys.argv[2]} ROUNDS={len(rounds)})")
+print()
+print("| round | signature-path kernels, 1 core | run, 1 thread | run, 2 threads | run / kernels | 1 thread / 2 threads |")
+print("|---|---|---|---|---|---|")
+for i, (k, t1, t2) in enumerate(rounds, 1):
+    print(f"| {i} | {k:.3f} s | {t1:.2f} s | {t2:.2f} s | {t1 / k:.2f}x | {t1 / t2:.2f}x |")
+med = lambda xs: statistics.median(xs)
+print()
+print(f"Median of the rounds: end to end / kernels **{med([t1 / k for k, t1, _ in rounds]):.2f}x** "
+      f"(target <= 1.5x), two threads over one **{med([t1 / t2 for _, t1, t2 in rounds]):.2f}x** (target >= 1.8x).")
+PY
+cat "$out"
