@@ -53,7 +53,7 @@ bench-kernels:
 ## The retained index at scale: make bench-index [NIGHTS=10 NIGHT_DOCS=1000000 NEW_DOCS=1000000 KEYS=short METHOD=minhash ARGS=...]
 ## [DISTINCT=NIGHTS: generated corpora, reused in turn] [REPEAT=2: alternations after the warm-up]
 bench-index: build
-	DISTINCT=$(or $(DISTINCT),$(or $(NIGHTS),10)) REPEAT=$(or $(REPEAT),2) NIGHTS=$(or $(NIGHTS),10) NIGHT_DOCS=$(or $(NIGHT_DOCS),1000000) NEW_DOCS=$(or $(NEW_DOCS),1000000) \
+	DISTINCT='$(DISTINCT)' REPEAT='$(REPEAT)' NIGHTS=$(or $(NIGHTS),10) NIGHT_DOCS=$(or $(NIGHT_DOCS),1000000) NEW_DOCS=$(or $(NEW_DOCS),1000000) \
 	  KEYS=$(or $(KEYS),short) METHOD=$(or $(METHOD),minhash) ARGS='$(ARGS)' bash benches/index.sh
 
 ## Quality of the classic and oph sketches over seeds 1-SEEDS: make bench-sketch [CORPORA='dir ...'] [SEEDS=15]

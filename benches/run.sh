@@ -54,9 +54,9 @@ for k in 3 4 5 6 7 8; do
 done
 run "threads=1 --method simhash --simhash-min-features 0" 0 --threads 1 --method simhash --simhash-min-features 0
 # End to end against the kernels it cannot skip (Parquet decode, shingle hashes, MinHash), both
-# on one pinned core over the same shards.
+# on one pinned core over the same shards (make bench-ratios alternates them for the medians).
 kernels=$(RAYON_NUM_THREADS=1 POLARS_MAX_THREADS=1 taskset -c 0 cargo run --release --locked --quiet \
-  --example kernels -- "$CORPUS/shard-*.parquet" | sed -n 's/^signature-path kernels: .* = \([0-9.]*\) s$/\1/p')
+  --example kernels -- --signature-path "$CORPUS/shard-*.parquet" | sed -n 's/^signature-path kernels: .* = \([0-9.]*\) s$/\1/p')
 wall1=$(cut -d' ' -f1 < "$work/threads=1 (default, chars).time")
 python3 - "$wall1" "$kernels" >> "$out" <<'PY'
 import sys
