@@ -387,6 +387,59 @@ pub fn fetch(
     Ok(out)
 }
 
+/// The ids of all of one part's documents, read as one piece of the store's ids file.
+#[derive(Debug, Default)]
+pub struct PartIds {
+    ids: String,
+    /// End of each document's id in `ids` (its start is the previous end, or 0).
+    ends: Vec<usize>,
+}
+
+impl PartIds {
+    /// The id of the part's document `i` (0-based within the part).
+    pub fn get(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.ids[start..self.ends[i]]
+    }
+}
+
+/// Reads the ids of every document of part `p` in one read, without the records: `id_len` and
+/// `id_hash` (xxh3-64 of each id, as the record's id checksum) come from the part's
+/// `docs/pP.parquet`, beside the store; they delimit and check each id.
+pub fn part_ids(work: &OutputDir, p: usize, id_len: &[u32], id_hash: &[u64]) -> Result<PartIds> {
+    let name = ids_name(p);
+    let bad = |msg: &str| Error::WorkFile {
+        path: work.location(&name),
+        msg: msg.to_string(),
+    };
+    let bytes = work.read(&name)?.ok_or_else(|| bad("missing"))?;
+    let mut ends = Vec::with_capacity(id_len.len());
+    let mut end = 0usize;
+    for &n in id_len {
+        end += n as usize;
+        ends.push(end);
+    }
+    if end != bytes.len() || id_hash.len() != ends.len() {
+        return Err(bad(
+            "its length does not match the part's ids (damaged file)",
+        ));
+    }
+    (0..ends.len())
+        .into_par_iter()
+        .with_min_len(1024)
+        .try_for_each(|i| {
+            let b = &bytes[if i == 0 { 0 } else { ends[i - 1] }..ends[i]];
+            if xxh3_64(b) != id_hash[i] {
+                return Err(bad("checksum mismatch (damaged file)"));
+            }
+            // Each id valid on its own, so every end is a character boundary of the whole.
+            std::str::from_utf8(b).map_err(|_| bad("invalid UTF-8 id"))?;
+            Ok(())
+        })?;
+    let ids = String::from_utf8(bytes).map_err(|_| bad("invalid UTF-8 id"))?;
+    Ok(PartIds { ids, ends })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -501,6 +554,32 @@ mod tests {
         };
         let mut w = Writer::new(files, 2, 0, 1).unwrap();
         assert!(w.append(&head_of(&sigs), |_| &[1, 2], |_| "x").is_err());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn part_ids_read_in_one_piece_and_checked() {
+        let dir = std::env::temp_dir().join(format!("cd-store-ids-{}", std::process::id()));
+        let work = OutputDir::Local(dir.clone());
+        let ids = ["a", "", "日本", "id-3"];
+        let len: Vec<u32> = ids.iter().map(|i| i.len() as u32).collect();
+        let hash: Vec<u64> = ids.iter().map(|i| xxh3_64(i.as_bytes())).collect();
+        work.write_bytes(&ids_name(0), ids.concat().into_bytes())
+            .unwrap();
+        let got = part_ids(&work, 0, &len, &hash).unwrap();
+        assert_eq!((0..4).map(|i| got.get(i)).collect::<Vec<_>>(), ids);
+        // A damaged byte, a wrong length and a missing file each name the file.
+        let mut bytes = ids.concat().into_bytes();
+        bytes[3] ^= 1;
+        work.write_bytes(&ids_name(0), bytes).unwrap();
+        let e = part_ids(&work, 0, &len, &hash).unwrap_err().to_string();
+        assert!(e.contains("p00000.ids") && e.contains("checksum"), "{e}");
+        let e = part_ids(&work, 0, &len[..3], &hash[..3])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("length"), "{e}");
+        let e = part_ids(&work, 1, &len, &hash).unwrap_err().to_string();
+        assert!(e.contains("p00001.ids") && e.contains("missing"), "{e}");
         let _ = std::fs::remove_dir_all(dir);
     }
 

@@ -9,7 +9,9 @@
 //!
 //! Columns: id (Utf8), file (Utf8), row (UInt64), keep (Boolean), cluster_id (UInt64, null for
 //! singletons), duplicate_of (Utf8, null when kept), similarity (Float32, null when kept; the
-//! similarity of the document to its cluster's kept document). Rows are in global index order, so
+//! similarity of the document to its cluster's kept document). The part's ids are read in one
+//! piece ([`store::part_ids`]); only keepers in other parts and the documents whose similarity is
+//! computed here are read from the stores' records. Rows are in global index order, so
 //! the file is byte-identical for the same input and configuration. With `--index`, also
 //! duplicate_of_batch (Utf8): the batch of the dropped document's keeper (tonight's own name for a
 //! duplicate within tonight), null when kept; a document whose keeper is an indexed one names its
@@ -23,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::io::output::{OutputDir, ParquetUse};
+use crate::io::store::{self, PartIds};
 use crate::io::work::{part_file, polars_err, series, u32s};
 use crate::minhash::SigSource;
 use crate::plan::Plan;
@@ -94,26 +97,51 @@ fn indexed_similarity(plan: &Plan, mine: &[u32], record: &[u8]) -> f64 {
     }
 }
 
+/// The part's own documents, `range`, and their ids.
+struct Own<'a> {
+    range: std::ops::Range<u32>,
+    ids: &'a PartIds,
+}
+
+impl Own<'_> {
+    fn holds(&self, d: u32) -> bool {
+        self.range.contains(&d)
+    }
+
+    fn id(&self, d: u32) -> &str {
+        self.ids.get((d - self.range.start) as usize)
+    }
+}
+
 /// The manifest rows of the window of documents `first ..` whose keepers are `keepers` (and
 /// similarities to them, where a verified edge gives it, `known`).
 fn manifest_window(
     work: &OutputDir,
     plan: &Plan,
-    first: u32,
-    keepers: &[u32],
-    known: &[Option<f32>],
+    (first, keepers, known): ManifestWindow,
+    own: &Own,
     indexed: Option<&Indexed>,
 ) -> Result<Vec<ManifestRow>> {
-    let own = first..first + keepers.len() as u32;
-    let mut also: Vec<u32> = own
+    let window = first..first + keepers.len() as u32;
+    // From the stores: the ids of keepers in other parts, and the signatures of documents whose
+    // similarity to an indexed keeper is still to be computed (the part's own ids are in `own`).
+    let mut also: Vec<u32> = window
         .clone()
-        .chain(keepers.iter().copied().filter(|&k| k != INDEXED))
+        .zip(keepers.iter().copied().zip(known))
+        .filter(|&(_, (kd, s))| kd == INDEXED && s.is_none())
+        .map(|(d, _)| d)
+        .chain(
+            keepers
+                .iter()
+                .copied()
+                .filter(|&k| k != INDEXED && !own.holds(k)),
+        )
         .collect();
     also.par_sort_unstable();
     also.dedup();
     // Dropped documents with no verified edge to their keeper: similarity computed the way
     // verification would compute it for that pair.
-    let unknown: Vec<(u32, u32)> = own
+    let unknown: Vec<(u32, u32)> = window
         .zip(keepers.iter().copied())
         .zip(known)
         .filter(|&((d, kd), s)| d != kd && kd != INDEXED && s.is_none())
@@ -138,10 +166,11 @@ fn manifest_window(
             });
             let duplicate_of = (d != kd).then(|| match indexed.filter(|_| kd == INDEXED) {
                 Some(ix) => ix.id.get((d - ix.first) as usize).unwrap_or("").to_string(),
+                None if own.holds(kd) => own.id(kd).to_string(),
                 None => fetched.id(kd).to_string(),
             });
             (
-                fetched.id(d).to_string(),
+                own.id(d).to_string(),
                 (f.to_string(), r),
                 d == kd,
                 duplicate_of,
@@ -241,13 +270,12 @@ fn count(map: &mut BTreeMap<String, Tally>, key: &str, bytes: u64, dropped: bool
     }
 }
 
-/// Tallies a part's documents for the report.
-fn breakdown(work: &OutputDir, plan: &Plan, p: usize, rows: &ManifestRows) -> Result<Breakdown> {
-    let docs = work.read_parquet(&part_file("docs", p))?;
-    let text_len = u32s(&docs, "text_len", "manifest")?;
-    let script = u32s(&docs, "script", "manifest")?;
+/// Tallies a part's documents (`docs`: its `docs/pP.parquet`) for the report.
+fn breakdown(plan: &Plan, docs: &DataFrame, rows: &ManifestRows) -> Result<Breakdown> {
+    let text_len = u32s(docs, "text_len", "manifest")?;
+    let script = u32s(docs, "script", "manifest")?;
     let group = match plan.config.report_group {
-        Some(_) => Some(series(&docs, "group", "manifest")?),
+        Some(_) => Some(series(docs, "group", "manifest")?),
         None => None,
     };
     let group = match &group {
@@ -296,6 +324,17 @@ fn breakdown(work: &OutputDir, plan: &Plan, p: usize, rows: &ManifestRows) -> Re
 pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> {
     let range = plan.part_range(p);
     let cl = work.read_parquet(&part_file("cluster", p))?;
+    let docs = work.read_parquet(&part_file("docs", p))?;
+    let id_hash: Vec<u64> = series(&docs, "id_hash", "manifest")?
+        .u64()
+        .map_err(polars_err("manifest"))?
+        .into_no_null_iter()
+        .collect();
+    let own_ids = store::part_ids(work, p, &u32s(&docs, "id_len", "manifest")?, &id_hash)?;
+    let own = Own {
+        range: range.start as u32..range.end as u32,
+        ids: &own_ids,
+    };
     let keeper = u32s(&cl, "keeper", "manifest")?;
     let cluster_id = cl
         .column("cluster_id")
@@ -335,9 +374,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> {
         let built: Vec<Vec<ManifestRow>> = group
             .par_iter()
             .with_max_len(1)
-            .map(|&(first, keepers, known)| {
-                manifest_window(work, plan, first, keepers, known, indexed.as_ref())
-            })
+            .map(|&w| manifest_window(work, plan, w, &own, indexed.as_ref()))
             .collect::<Result<_>>()?;
         crate::progress::advance(group.iter().map(|w| w.1.len() as u64).sum());
         for (id, file, keep, duplicate_of, similarity) in built.into_iter().flatten() {
@@ -353,7 +390,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> {
         let b = b.str().map_err(polars_err("manifest"))?;
         rows.duplicate_of_batch = Some(b.iter().map(|x| x.map(str::to_string)).collect());
     }
-    let tallies = breakdown(work, plan, p, &rows)?;
+    let tallies = breakdown(plan, &docs, &rows)?;
     let mut df = manifest_frame(rows, cluster_id)?;
     work.write_parquet(
         &part_file("manifest", p),

@@ -68,16 +68,24 @@ struct KeyBatch {
 /// normalised text (each token's 64-bit hash, in order), so two texts that normalise to the same
 /// words, whatever the spacing, are exact copies; 0 when it has no shingle (a null or empty text
 /// is nobody's duplicate). Hashing the token hashes instead of the text costs 8 bytes per token.
-/// `buf` is reused between calls.
+/// `buf` is used (and reused between calls) only on a big-endian CPU: on a little-endian one the
+/// token hashes' own memory is those bytes.
 pub fn exact_hash(tokens: &[u64], shingles: usize, buf: &mut Vec<u8>) -> u128 {
     if shingles == 0 {
         return 0;
     }
-    buf.clear();
-    for t in tokens {
-        buf.extend_from_slice(&t.to_le_bytes());
-    }
-    xxhash_rust::xxh3::xxh3_128(buf).max(1)
+    let bytes: &[u8] = if cfg!(target_endian = "little") {
+        // SAFETY: any u64 is eight initialised bytes, u8 has alignment 1, and the length covers
+        // exactly the tokens' memory, borrowed for as long as `tokens` is.
+        unsafe { std::slice::from_raw_parts(tokens.as_ptr().cast::<u8>(), 8 * tokens.len()) }
+    } else {
+        buf.clear();
+        for t in tokens {
+            buf.extend_from_slice(&t.to_le_bytes());
+        }
+        buf
+    };
+    xxhash_rust::xxh3::xxh3_128(bytes).max(1)
 }
 
 /// The exact-text hashes of a column (for SimHash runs that compute no shingle keys).
@@ -420,6 +428,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
     let mut script: Vec<u32> = Vec::with_capacity(count as usize);
     let mut group: Vec<Option<String>> = Vec::new();
     let mut id_hash: Vec<u64> = Vec::with_capacity(count as usize);
+    let mut id_len: Vec<u32> = Vec::with_capacity(count as usize);
     let mut priority: Vec<Option<f64>> = Vec::with_capacity(count as usize);
     // Exact-text hashes of the part, and those seen so far: a later copy of a text gets no band
     // rows (the cluster task joins it to the first copy, and any near-duplicate of it is one of
@@ -516,6 +525,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
                         .iter()
                         .map(|i| xxhash_rust::xxh3::xxh3_64(i.as_bytes())),
                 );
+                id_len.extend(chunk.ids.iter().map(|i| i.len() as u32));
                 drop(corpus);
                 crate::progress::advance(n as u64);
                 if tx.send((chunk.sigs, chunk.keys, chunk.ids)).is_err() {
@@ -545,11 +555,13 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
         })?;
 
     work.write_bytes(&work::exact_file(p), exact)?;
-    // Keep data for the cluster task, the id hashes for the duplicate-id check, and what the
-    // manifest task tallies for the report.
+    // Keep data for the cluster task, the id hashes for the duplicate-id check, the id lengths
+    // with which the manifest task reads the part's ids in one piece (checked on the hashes,
+    // [`store::part_ids`]), and what it tallies for the report.
     let mut columns = vec![
         Column::new("text_len".into(), text_len),
         Column::new("id_hash".into(), id_hash),
+        Column::new("id_len".into(), id_len),
         Column::new("priority".into(), priority),
         Column::new("script".into(), script),
     ];
@@ -569,6 +581,19 @@ pub fn bucket_range(bucket: u64, ranges: usize) -> usize {
 mod tests {
     use super::*;
     use polars::prelude::*;
+
+    #[test]
+    fn exact_hash_is_xxh3_128_of_the_little_endian_token_hashes() {
+        // Retained indexes hold these hashes: the value must not change with how it is computed.
+        let tokens = [1u64, u64::MAX, 0x0123_4567_89ab_cdef, 42];
+        let bytes: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
+        let mut buf = Vec::new();
+        assert_eq!(
+            exact_hash(&tokens, 1, &mut buf),
+            xxhash_rust::xxh3::xxh3_128(&bytes).max(1)
+        );
+        assert_eq!(exact_hash(&tokens, 0, &mut buf), 0);
+    }
 
     #[test]
     fn column_udf_handles_nulls_and_empties() {

@@ -263,15 +263,15 @@ fn a_damaged_work_file_is_reported_not_used() {
     let o = out.to_str().unwrap();
     let args = ["run", "--input", &glob, "--output", o, "--tasks", "2"];
     cd(args).killed_at("candidates:0");
-    // Flip one bit of the first document's signature in a document store (every document's
-    // signature and id are read again by the manifest stage).
-    let store = out.join("_work/store/p00001.sig");
+    // Flip one bit of the first document's id in a document store (every document's id is read
+    // again by the manifest stage, checked against the id hash the signatures task recorded).
+    let store = out.join("_work/store/p00001.ids");
     let mut b = std::fs::read(&store).unwrap();
-    b[25] ^= 0x01;
+    b[0] ^= 0x01;
     std::fs::write(&store, b).unwrap();
     let err = cd(args).fails();
     assert!(
-        err.contains("p00001.sig") && err.contains("checksum"),
+        err.contains("p00001.ids") && err.contains("checksum"),
         "{err}"
     );
 }
