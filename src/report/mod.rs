@@ -23,6 +23,8 @@ const LARGEST: usize = 10;
 /// Members shown per large cluster, and looked at to find them.
 const MEMBERS_SHOWN: usize = 3;
 const MEMBER_CANDIDATES: usize = 256;
+/// Members per large cluster worth decoding another row group for (the rest only when free).
+const MEMBERS_SPENT: usize = 2;
 /// Near-threshold documents looked at to find the pairs shown.
 const PAIR_CANDIDATES: usize = 4096;
 /// Share of the input's row groups the report may decode for its texts (at least one): the run
@@ -266,41 +268,56 @@ pub fn build_with(out: &str, summary: serde_json::Value) -> Result<Report> {
             read.insert(*k);
         }
     }
-    let mut pair_rows: Vec<(usize, usize)> = Vec::new();
-    for &(_, i) in &near {
+    // Pairs: those whose two texts are in row groups already chosen first (they cost nothing),
+    // then others while the budget allows; shown in sample order.
+    let near_pairs: Vec<(usize, usize)> = near
+        .iter()
+        .filter_map(|&(_, i)| dup_of.get(i).and_then(|d| id_row.get(d)).map(|&k| (i, k)))
+        .collect();
+    let mut pair_rows: Vec<(usize, usize)> = near_pairs
+        .iter()
+        .copied()
+        .filter(|&(i, k)| budget.free(at(i)) && budget.free(at(k)))
+        .take(PAIRS)
+        .collect();
+    for &(i, k) in &near_pairs {
         if pair_rows.len() == PAIRS {
             break;
         }
-        let Some(&k) = dup_of.get(i).and_then(|d| id_row.get(d)) else {
-            continue;
-        };
-        if budget.take(&[at(i), at(k)]) {
+        if !pair_rows.contains(&(i, k)) && budget.take(&[at(i), at(k)]) {
             pair_rows.push((i, k));
-            read.extend([i, k]);
         }
     }
-    // Members: those readable at no cost first, then others while the budget allows.
-    let members: Vec<Vec<usize>> = candidates
+    let order: HashMap<(usize, usize), usize> = near_pairs
         .iter()
-        .map(|c| {
-            let mut chosen: Vec<usize> = c
-                .iter()
-                .copied()
-                .filter(|&i| budget.free(at(i)))
-                .take(MEMBERS_SHOWN)
-                .collect();
-            for &i in c {
-                if chosen.len() == MEMBERS_SHOWN {
-                    break;
-                }
-                if !chosen.contains(&i) && budget.take(&[at(i)]) {
-                    chosen.push(i);
-                }
-            }
-            chosen.sort_unstable();
-            chosen
-        })
+        .enumerate()
+        .map(|(n, &p)| (p, n))
         .collect();
+    pair_rows.sort_by_key(|p| order.get(p).copied().unwrap_or(usize::MAX));
+    read.extend(pair_rows.iter().flat_map(|&(i, k)| [i, k]));
+    // Members: those readable at no cost, else up to MEMBERS_SPENT while the budget allows.
+    // Members, one per cluster per round: one readable at no cost if there is one, else (in the
+    // first MEMBERS_SPENT rounds) one whose row group the budget still allows. Rounds across
+    // all clusters let a row group chosen for one cluster serve the others.
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); candidates.len()];
+    for round in 0..MEMBERS_SHOWN {
+        for (c, chosen) in candidates.iter().zip(members.iter_mut()) {
+            if chosen.len() != round {
+                continue;
+            }
+            let mut fresh = c.iter().copied().filter(|i| !chosen.contains(i));
+            let free = fresh.clone().find(|&i| budget.free(at(i)));
+            let pick = free.or_else(|| {
+                (round < MEMBERS_SPENT)
+                    .then(|| fresh.find(|&i| budget.take(&[at(i)])))
+                    .flatten()
+            });
+            chosen.extend(pick);
+        }
+    }
+    for chosen in &mut members {
+        chosen.sort_unstable();
+    }
     read.extend(members.iter().flatten());
     let texts = read_texts(&m, &budget.groups, &read.into_iter().collect::<Vec<_>>())?;
     let doc = |i: usize| Doc {
