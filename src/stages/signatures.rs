@@ -185,13 +185,20 @@ pub fn signature_column(
         .map_init(
             || (Scratch::default(), Vec::new(), Vec::new()),
             |(scratch, hashes, buf), (b, (sigs, counts))| {
+                // About one key per 4 bytes of text or fewer (words average more, a CJK char is
+                // 3 bytes): reserving that saves the growth copies of the batch's keys.
+                let first = b * KEY_BATCH;
+                let bytes: usize = (first..first + counts.len())
+                    .filter_map(|i| texts.get(i))
+                    .map(str::len)
+                    .sum();
                 let mut batch = KeyBatch {
-                    keys: Vec::new(),
+                    keys: Vec::with_capacity(bytes / 4),
                     ends: Vec::with_capacity(counts.len()),
                     exact: vec![0; counts.len()],
                 };
                 for (j, count) in counts.iter_mut().enumerate() {
-                    if let Some(text) = texts.get(b * KEY_BATCH + j) {
+                    if let Some(text) = texts.get(first + j) {
                         shingle_hashes(text, tokenizer, ngram, scratch, hashes);
                         batch.exact[j] = exact_hash(scratch.token_hashes(), hashes.len(), buf);
                         let start = batch.keys.len();

@@ -188,20 +188,20 @@ pub fn ngrams(hs: &[u64], n: usize, out: &mut Vec<u64>) {
         out.push(mix64(acc.wrapping_add(len as u64)));
         return;
     }
-    // Rolling polynomial (mod 2^64): drop the oldest token's term h * M^(n-1), shift, add the next.
-    out.reserve(len - n + 1);
-    let top = (1..n).fold(1u64, |p, _| p.wrapping_mul(M));
+    // Rolling polynomial (mod 2^64): drop the oldest token's term h * M^(n-1), shift, add the
+    // next. Written as acc * M + (next - oldest * M^n), the same value, so that only one multiply
+    // and one add depend on the previous n-gram (the loop is bound by that chain).
+    let top = (0..n).fold(1u64, |p, _| p.wrapping_mul(M));
     let mut acc = hs[..n]
         .iter()
         .fold(0u64, |a, &h| a.wrapping_mul(M).wrapping_add(h));
     out.push(mix64(acc));
-    for i in n..len {
+    out.extend(hs.iter().zip(&hs[n..]).map(|(&oldest, &next)| {
         acc = acc
-            .wrapping_sub(hs[i - n].wrapping_mul(top))
             .wrapping_mul(M)
-            .wrapping_add(hs[i]);
-        out.push(mix64(acc));
-    }
+            .wrapping_add(next.wrapping_sub(oldest.wrapping_mul(top)));
+        mix64(acc)
+    }));
 }
 
 /// Exact Jaccard similarity |A ∩ B| / |A ∪ B| of two sorted, deduplicated sets (1.0 for two empty
