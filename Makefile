@@ -11,7 +11,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-sketch soak s3-demo clean-out
+.PHONY: build dedup test samples bench bench-ab bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-sketch soak s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -36,6 +36,11 @@ bench: build
 	bash benches/run.sh
 
 ## End to end over the signature-path kernels and two threads over one, alternated rounds, medians:
+## Old and new binary alternated (per-stage medians, manifests compared):
+## make bench-ab OLD=old-binary NEW=new-binary [CORPUS=dir] [ROUNDS=5] [THREADS=1] [CORES=0]
+bench-ab:
+	bash benches/ab.sh
+
 ## make bench-ratios [CORPUS=dir] [ROUNDS=5]
 bench-ratios: build
 	$(CARGO) build --release --locked --example kernels

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Old and new binary alternated on the same shards: per-stage medians (from summary.json), wall
+# time per pair, and whether the manifests are byte-identical. The way to measure a change on a
+# VM whose speed drifts within the hour (docs/PERFORMANCE.md).
+#   make bench-ab OLD=/path/old-binary NEW=/path/new-binary [CORPUS=dir] [ROUNDS=5]
+#   [THREADS=1] [CORES=0]
+set -euo pipefail
+OLD=${OLD:?OLD=path of the old binary} NEW=${NEW:?NEW=path of the new binary}
+CORPUS=${CORPUS:-../shared/corpus/dev-small} ROUNDS=${ROUNDS:-5}
+THREADS=${THREADS:-1} CORES=${CORES:-0}
+work=$(mktemp -d "${TMPDIR:-/tmp}/corpus-dedup-ab.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+for r in $(seq 1 "$ROUNDS"); do
+  for v in old new; do
+    bin=$OLD; [ "$v" = new ] && bin=$NEW
+    rm -rf "$work/$v"
+    /usr/bin/time -f '%e' -o "$work/time" taskset -c "$CORES" "$bin" run --quiet \
+      --threads "$THREADS" --input "$CORPUS/shard-*.parquet" --output "$work/$v" > /dev/null
+    echo "$v $(cat "$work/time") $work/$v/summary.json" >> "$work/rounds"
+    python3 - "$work/$v/summary.json" "$(cat "$work/time")" "$v" >> "$work/stages" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+d = {x["stage"]: x["seconds"] for x in s["stages"]}
+d["report"] = s["report_seconds"]
+d["wall"] = float(sys.argv[2])
+print(sys.argv[3], json.dumps(d))
+PY
+  done
+  echo "round $r done" >&2
+done
+same=no
+cmp -s "$work/old/manifest.parquet" "$work/new/manifest.parquet" && same=yes
+python3 - "$work/stages" "$ROUNDS" "$THREADS" "$CORES" "$same" <<'PY'
+import json, statistics, sys
+by = {}
+for line in open(sys.argv[1]):
+    v, d = line.split(" ", 1)
+    by.setdefault(v, []).append(json.loads(d))
+print(f"{sys.argv[2]} alternated pairs, --threads {sys.argv[3]}, cores {sys.argv[4]}; medians:")
+print("| stage | old | new |")
+print("|---|---|---|")
+for k in by["old"][0]:
+    o = statistics.median(x[k] for x in by["old"])
+    n = statistics.median(x[k] for x in by["new"])
+    print(f"| {k} | {o:.3f} s | {n:.3f} s |")
+pairs = [b["wall"] / a["wall"] for a, b in zip(by["old"], by["new"])]
+print(f"Wall new/old per pair: {' '.join(f'{p:.3f}' for p in pairs)}; "
+      f"median {statistics.median(pairs):.3f}. Manifests byte-identical (last pair): {sys.argv[5]}.")
+PY
