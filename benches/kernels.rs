@@ -3,7 +3,8 @@
 //! usage: cargo run --release --example kernels -- [SHARD_GLOB]   (make bench-kernels)
 //! Default input: ../shared/corpus/dev-small/shard-*.parquet. Each step runs on the whole corpus
 //! (or its output) three times; the best time is reported as MB/s of input text (docs/s, items/s
-//! where text size is not the unit).
+//! where text size is not the unit). `--signature-path`: only the kernels every run goes through;
+//! `--scaling`: those kernels on one thread and on two, alternated (`make bench-ratios`).
 
 use std::time::Instant;
 
@@ -38,6 +39,9 @@ fn main() -> anyhow::Result<()> {
     // `--signature-path`: only the kernels every run goes through, and their sum (`make
     // bench-ratios` alternates this with whole runs).
     let path_only = std::env::args().any(|a| a == "--signature-path");
+    // `--scaling`: how much faster two threads make the signature kernels alone (no I/O, no
+    // serial part): the ceiling of a whole run's two-thread speed-up on this machine.
+    let scaling = std::env::args().any(|a| a == "--scaling");
     let glob = std::env::args()
         .skip(1)
         .find(|a| !a.starts_with("--"))
@@ -56,6 +60,9 @@ fn main() -> anyhow::Result<()> {
         .collect();
     let mb = texts.iter().map(|t| t.len()).sum::<usize>() as f64 / 1e6;
     let n = texts.len();
+    if scaling {
+        return two_thread_scaling(&texts);
+    }
     println!("input: {glob}: {n} docs, {mb:.1} MB of text, 1 thread\n");
     println!("| step | seconds | MB/s of text | other rate |");
     println!("|---|---|---|---|");
@@ -240,6 +247,56 @@ fn main() -> anyhow::Result<()> {
 
 /// The steps inside "shingle hashes of a text", each alone: normalise, the three tokenisers,
 /// token hashing, rolling n-grams.
+/// Shingle hashes, keys and the oph signature of every text, in batches of 64 texts spread over
+/// a pool of one thread and one of two, alternated five times: the median of the per-round
+/// ratios is what two cores can give a perfectly parallel kernel here.
+fn two_thread_scaling(texts: &[&str]) -> anyhow::Result<()> {
+    use rayon::prelude::*;
+    let oph = Permutations::with_sketch(128, 42, Sketch::Oph);
+    let work = |pool: &rayon::ThreadPool| {
+        let t = Instant::now();
+        let sum: u64 = pool.install(|| {
+            texts
+                .par_chunks(64)
+                .map(|batch| {
+                    let (mut scratch, mut hashes, mut keys) =
+                        (Scratch::default(), Vec::new(), Vec::new());
+                    let mut sig = vec![0u32; 128];
+                    let mut sum = 0u64;
+                    for t in batch {
+                        shingle_hashes(t, Tokenizer::Chars, 5, &mut scratch, &mut hashes);
+                        keys.clear();
+                        keys.extend(hashes.iter().map(|&h| shingle_key(h)));
+                        oph.signature(&keys, &mut sig);
+                        sum = sum.wrapping_add(u64::from(sig[0]));
+                    }
+                    sum
+                })
+                .reduce(|| 0, u64::wrapping_add)
+        });
+        (t.elapsed().as_secs_f64(), sum)
+    };
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
+    let two = rayon::ThreadPoolBuilder::new().num_threads(2).build()?;
+    let mut ratios = Vec::new();
+    for _ in 0..5 {
+        let (t1, s1) = work(&one);
+        let (t2, s2) = work(&two);
+        anyhow::ensure!(s1 == s2, "the two pools computed different signatures");
+        println!(
+            "one thread {t1:.3} s, two threads {t2:.3} s: {:.2}x",
+            t1 / t2
+        );
+        ratios.push(t1 / t2);
+    }
+    ratios.sort_by(f64::total_cmp);
+    println!(
+        "two-thread scaling of the signature kernels: {:.2}x (median of 5)",
+        ratios[2]
+    );
+    Ok(())
+}
+
 fn steps(texts: &[&str], row: &impl Fn(&str, f64, String)) {
     let mut norm = String::new();
     let (t, _) = best(|| {
