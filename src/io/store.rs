@@ -3,10 +3,10 @@
 //!
 //! Three files per part, little-endian:
 //! ```text
-//! store/pNNNNN.sig   header  "CDSTORE4" | k: u32 | docs: u32 | first_doc: u64        (24 bytes)
+//! store/pNNNNN.sig   header  "CDSTORE5" | k: u32 | docs: u32 | first_doc: u64        (24 bytes)
 //!                    record  signature [u32; k] | shingles: u32 | id_len: u32
-//!                            | id_offset: u64 | keys_offset: u64
-//!                            | check_record: u64 | check_id: u64 | check_keys: u64  (4k + 48 bytes)
+//!                            | id_offset: u64 | keys_offset: u64 | copy_of: u64
+//!                            | check_record: u64 | check_id: u64 | check_keys: u64  (4k + 56 bytes)
 //!                            ... one per document, in document order ...
 //! store/pNNNNN.ids   the id bytes of each document, in order
 //! store/pNNNNN.keys  the shingle keys ([u32; shingles]) of each document, in order
@@ -14,8 +14,12 @@
 //! The keys are the document's shingle keys in text order, repeats kept (see
 //! [`crate::text::shingle::shingle_key`]): exact verification compares the ones it needs
 //! ([`crate::text::shingle::KeyTable`]) instead of normalising, tokenising and hashing the text
-//! again. The offsets are the id's and the keys' positions in their files. The checksums are
-//! xxh3-64 of the record's first 4k + 24 bytes, of the id bytes and of the key bytes; each is
+//! again. The offsets are the id's and the keys' positions in their files. A document whose text
+//! is byte for byte an earlier one's of the same part (a raw copy, which the signatures task does
+//! not compute again) has `copy_of` = 1 + that original's position in the part, and no signature,
+//! shingle count or keys of its own: [`fetch`] gives it its original's (the first occurrence,
+//! never itself a copy); `copy_of` is 0 for every other document. The checksums are
+//! xxh3-64 of the record's first 4k + 32 bytes, of the id bytes and of the key bytes; each is
 //! verified on every read of what it covers, so a damaged file is reported rather than silently
 //! used. Record `i` is at `24 + i * (4k + 48)`: a task reads exactly the documents it needs, and
 //! of them only what it asks for ([`Wanted`]: verify's estimate pass reads records alone, its
@@ -32,13 +36,13 @@ use rayon::prelude::*;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Error, Result};
-use crate::io::output::OutputDir;
+use crate::io::output::{OutputDir, RangeBytes};
 use crate::io::work::store_files;
 use crate::io::{u32_at, u64_at};
 use crate::minhash::{SigSource, Signatures};
 use crate::text::shingle::ShingleSets;
 
-const MAGIC: &[u8; 8] = b"CDSTORE4";
+const MAGIC: &[u8; 8] = b"CDSTORE5";
 const HEADER: u64 = 24;
 
 // Part `p`'s three store files (names from [`crate::io::work::store_files`]).
@@ -58,7 +62,7 @@ fn keys_name(p: usize) -> String {
 }
 
 fn record_size(k: usize) -> u64 {
-    4 * k as u64 + 48
+    4 * k as u64 + 56
 }
 
 /// The three output streams of one part's store.
@@ -99,6 +103,8 @@ pub struct Writer<'w> {
     keys_offset: u64,
     rec: Vec<u8>,
     keys: Vec<u8>,
+    /// A raw copy's (absent) signature.
+    zeros: Vec<u32>,
 }
 
 impl<'w> Writer<'w> {
@@ -117,15 +123,19 @@ impl<'w> Writer<'w> {
             keys_offset: 0,
             rec: Vec::with_capacity(record_size(k) as usize),
             keys: Vec::new(),
+            zeros: vec![0; k],
         })
     }
 
-    /// Appends the documents of `sigs` (local index i), with their shingle keys and ids.
+    /// Appends the documents of `sigs` (local index i), with their shingle keys and ids. A raw
+    /// copy (`copy_of(i)`: its original's position in the part, an earlier document) is written
+    /// as a record naming that original, without signature, shingle count or keys.
     pub fn append<'a>(
         &mut self,
         sigs: &Signatures,
         keys: impl Fn(usize) -> &'a [u32],
         id: impl Fn(usize) -> &'a str,
+        copy_of: impl Fn(usize) -> Option<u32>,
     ) -> std::io::Result<()> {
         let k = self.k;
         if sigs.k != k || self.written + sigs.len() as u64 > self.docs {
@@ -137,9 +147,23 @@ impl<'w> Writer<'w> {
             )));
         }
         for i in 0..sigs.len() {
-            let sig = &sigs.values[i * k..(i + 1) * k];
-            let shingles = sigs.shingles[i];
-            let keys = keys(i);
+            let position = self.written + i as u64;
+            let (sig, shingles, keys, copy) = match copy_of(i) {
+                Some(o) if u64::from(o) < position => {
+                    (&self.zeros[..], 0, &[][..], u64::from(o) + 1)
+                }
+                Some(o) => {
+                    return Err(std::io::Error::other(format!(
+                        "document {position} of the part is named a copy of {o}, not an earlier one"
+                    )))
+                }
+                None => (
+                    &sigs.values[i * k..(i + 1) * k],
+                    sigs.shingles[i],
+                    keys(i),
+                    0,
+                ),
+            };
             if keys.len() != shingles as usize {
                 return Err(std::io::Error::other(format!(
                     "document {i} of the chunk has {shingles} shingles but {} keys",
@@ -157,6 +181,7 @@ impl<'w> Writer<'w> {
             rec.extend_from_slice(&(idb.len() as u32).to_le_bytes());
             rec.extend_from_slice(&self.id_offset.to_le_bytes());
             rec.extend_from_slice(&self.keys_offset.to_le_bytes());
+            rec.extend_from_slice(&copy.to_le_bytes());
             let check = xxh3_64(rec);
             rec.extend_from_slice(&check.to_le_bytes());
             rec.extend_from_slice(&xxh3_64(idb).to_le_bytes());
@@ -302,29 +327,67 @@ pub fn fetch(
             .collect();
         let records = work.read_ranges(&sig_name(p), &ranges)?;
         let at = 4 * k;
-        for j in 0..records.len() {
-            let r = records.get(j);
+        let check = |r: &[u8]| {
             if r.len() as u64 != rs {
                 return Err(bad_sig("short record"));
             }
-            if xxh3_64(&r[..at + 24]) != u64_at(r, at + 24) {
+            if xxh3_64(&r[..at + 32]) != u64_at(r, at + 32) {
                 return Err(bad_sig("checksum mismatch (damaged file)"));
             }
+            Ok(())
+        };
+        let copy_of = |r: &[u8]| u64_at(r, at + 24).checked_sub(1);
+        for j in 0..records.len() {
+            let r = records.get(j);
+            check(r)?;
+            if copy_of(r).is_some_and(|o| o >= out.docs[i + j] as u64 - first) {
+                return Err(bad_sig("a copy names a later original (damaged file)"));
+            }
         }
+        // Raw copies take signature, shingle count and keys from their originals' records.
+        let mut originals: Vec<u64> = (0..records.len())
+            .filter_map(|j| copy_of(records.get(j)))
+            .collect();
+        originals.sort_unstable();
+        originals.dedup();
+        let original_ranges: Vec<Range<u64>> = originals
+            .iter()
+            .map(|&o| HEADER + o * rs..HEADER + (o + 1) * rs)
+            .collect();
+        let original_records = match original_ranges.is_empty() {
+            true => RangeBytes::default(),
+            false => work.read_ranges(&sig_name(p), &original_ranges)?,
+        };
+        for j in 0..original_records.len() {
+            let r = original_records.get(j);
+            check(r)?;
+            if copy_of(r).is_some() {
+                return Err(bad_sig("a copy names another copy (damaged file)"));
+            }
+        }
+        // The record that holds document j's signature, shingle count and keys.
+        let source = |j: usize| -> &[u8] {
+            let r = records.get(j);
+            match copy_of(r).and_then(|o| originals.binary_search(&o).ok()) {
+                Some(x) => original_records.get(x),
+                None => r,
+            }
+        };
         // The ids' and keys' ranges, read only when wanted.
-        let extra = |wanted: bool, name: String, range: &dyn Fn(&[u8]) -> Range<u64>| {
+        let extra = |wanted: bool, name: String, range: &dyn Fn(usize) -> Range<u64>| {
             if !wanted {
                 return Ok(None);
             }
-            let ranges: Vec<Range<u64>> =
-                (0..records.len()).map(|j| range(records.get(j))).collect();
+            let ranges: Vec<Range<u64>> = (0..records.len()).map(range).collect();
             work.read_ranges(&name, &ranges).map(Some)
         };
-        let ids = extra(wanted.ids, ids_name(p), &|r| {
+        let ids = extra(wanted.ids, ids_name(p), &|j| {
+            let r = records.get(j);
             let off = u64_at(r, at + 8);
             off..off + u64::from(u32_at(r, at + 4))
         })?;
-        let keys = extra(wanted.keys, keys_name(p), &|r| {
+        let keys = extra(wanted.keys, keys_name(p), &|j| {
+            let r = source(j);
             let off = u64_at(r, at + 16);
             off..off + 4 * u64::from(u32_at(r, at))
         })?;
@@ -337,12 +400,12 @@ pub fn fetch(
             .enumerate()
             .with_min_len(64)
             .for_each(|(j, sig)| {
-                for (v, c) in sig.iter_mut().zip(records.get(j).chunks_exact(4)) {
+                for (v, c) in sig.iter_mut().zip(source(j).chunks_exact(4)) {
                     *v = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
                 }
             });
         out.shingles
-            .extend((0..records.len()).map(|j| u32_at(records.get(j), at)));
+            .extend((0..records.len()).map(|j| u32_at(source(j), at)));
         if ids.is_none() && keys.is_none() {
             i = end;
             continue;
@@ -355,7 +418,7 @@ pub fn fetch(
                 let mut id = String::new();
                 if let Some(ids) = &ids {
                     let b = ids.get(j);
-                    if xxh3_64(b) != u64_at(r, at + 32) {
+                    if xxh3_64(b) != u64_at(r, at + 40) {
                         return Err(bad(ids_name(p))("checksum mismatch (damaged file)"));
                     }
                     id = std::str::from_utf8(b)
@@ -365,7 +428,7 @@ pub fn fetch(
                 let mut set = Vec::new();
                 if let Some(keys) = &keys {
                     let b = keys.get(j);
-                    if xxh3_64(b) != u64_at(r, at + 40) {
+                    if xxh3_64(b) != u64_at(source(j), at + 48) {
                         return Err(bad(keys_name(p))("checksum mismatch (damaged file)"));
                     }
                     set = b.chunks_exact(4).map(|c| u32_at(c, 0)).collect();
@@ -459,8 +522,10 @@ mod tests {
             values: sigs.values[2..].to_vec(),
             shingles: sigs.shingles[1..].to_vec(),
         };
-        w.append(&head_of(sigs), |i| keys[i], |i| ids[i]).unwrap();
-        w.append(&tail, |i| keys[i + 1], |i| ids[i + 1]).unwrap();
+        w.append(&head_of(sigs), |i| keys[i], |i| ids[i], |_| None)
+            .unwrap();
+        w.append(&tail, |i| keys[i + 1], |i| ids[i + 1], |_| None)
+            .unwrap();
         w.finish().unwrap();
         [sig, idb, kb]
     }
@@ -553,7 +618,67 @@ mod tests {
             keys: &mut c,
         };
         let mut w = Writer::new(files, 2, 0, 1).unwrap();
-        assert!(w.append(&head_of(&sigs), |_| &[1, 2], |_| "x").is_err());
+        assert!(w
+            .append(&head_of(&sigs), |_| &[1, 2], |_| "x", |_| None)
+            .is_err());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn raw_copies_read_as_their_originals() {
+        let dir = std::env::temp_dir().join(format!("cd-store-copies-{}", std::process::id()));
+        let work = OutputDir::Local(dir.clone());
+        // Documents 0 and 1 computed; 2 a copy of 0 and 3 a copy of 1 (their values unused).
+        let sigs = Signatures {
+            k: 2,
+            values: vec![1, 2, 3, 4, 0, 0, 0, 0],
+            shingles: vec![3, 1, 0, 0],
+        };
+        let keys: [&[u32]; 4] = [&[5, 6, 5], &[8], &[], &[]];
+        let ids = ["a", "b", "c", "d"];
+        let copy_of = |i: usize| [None, None, Some(0), Some(1)][i];
+        let (mut sig, mut idb, mut kb) = (Vec::new(), Vec::new(), Vec::new());
+        let files = Files {
+            sig: &mut sig,
+            ids: &mut idb,
+            keys: &mut kb,
+        };
+        let mut w = Writer::new(files, 2, 0, 4).unwrap();
+        w.append(&sigs, |i| keys[i], |i| ids[i], copy_of).unwrap();
+        w.finish().unwrap();
+        // The copies' keys are not written again.
+        assert_eq!(kb.len(), 4 * 4);
+        work.write_bytes(&sig_name(0), sig).unwrap();
+        work.write_bytes(&ids_name(0), idb).unwrap();
+        work.write_bytes(&keys_name(0), kb).unwrap();
+        let all = Wanted {
+            ids: true,
+            keys: true,
+        };
+        for docs in [vec![2, 3], vec![0, 1, 2, 3], vec![3]] {
+            let f = fetch(&work, &[(0, 4)], 2, docs.clone(), all).unwrap();
+            for &d in &docs {
+                let o = copy_of(d as usize).map_or(d as usize, |o| o as usize);
+                assert_eq!(f.sig(d), &sigs.values[2 * o..2 * o + 2]);
+                assert_eq!(f.shingles(d), sigs.shingles[o]);
+                assert_eq!(f.id(d), ids[d as usize]);
+            }
+            let sets = f.into_sets();
+            for &d in &docs {
+                let o = copy_of(d as usize).map_or(d as usize, |o| o as usize);
+                assert_eq!(sets.get(d), Some(keys[o]));
+            }
+        }
+        // A copy must name an earlier document.
+        let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+        let files = Files {
+            sig: &mut a,
+            ids: &mut b,
+            keys: &mut c,
+        };
+        let mut w = Writer::new(files, 2, 0, 4).unwrap();
+        let e = w.append(&sigs, |i| keys[i], |i| ids[i], |i| (i == 1).then_some(1));
+        assert!(e.is_err());
         let _ = std::fs::remove_dir_all(dir);
     }
 

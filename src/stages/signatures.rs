@@ -15,6 +15,10 @@
 //! - Null and empty texts (no shingle, or for SimHash no weighted feature) get no band rows: they
 //!   can be no one's near-duplicate and stay singletons. Nor does a later exact copy of a text
 //!   of the same part (the exact pre-pass settles it).
+//! - A raw copy (a text byte for byte an earlier one's in the part: 128-bit hash of the bytes) is
+//!   not normalised, shingled or signed again: it takes its original's exact-text hash, and its
+//!   store record names the original instead of repeating signature and keys. Every file is the
+//!   same function of the documents as when copies were computed, except the store's records.
 //! - Everything is a function of the documents and the settings: how a part is chunked never
 //!   changes a file.
 //!
@@ -25,7 +29,7 @@
 //! again. SimHash stores its fingerprint and feature count as a three-value "signature"
 //! ([`simhash::to_record`]), and shingle keys for the short-document check.
 
-use polars::prelude::{Column, StringChunked};
+use polars::prelude::{BooleanChunked, Column, NewChunkedArray, PlSmallStr, StringChunked};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -317,8 +321,17 @@ impl Kernel {
         }
     }
 
-    /// The chunk's results; `first` is the global index of its first document.
-    fn compute(&self, corpus: &Corpus, first: u64, bands: usize, cfg: &Config) -> Chunk {
+    /// The chunk's results for its text columns `texts` (one per shard of `corpus`: the shards'
+    /// own, or with raw copies made null, [`without_copies`]); `first` is the global index of its
+    /// first document.
+    fn compute(
+        &self,
+        corpus: &Corpus,
+        texts: &[StringChunked],
+        first: u64,
+        bands: usize,
+        cfg: &Config,
+    ) -> Chunk {
         let tokenizer = cfg.effective_tokenizer();
         let n = corpus.len();
         let mut sigs = Signatures {
@@ -326,10 +339,10 @@ impl Kernel {
             ..Signatures::default()
         };
         let mut keys = ShingleKeys::default();
-        for (s, shard) in corpus.shards.iter().enumerate() {
+        for (s, text) in texts.iter().enumerate() {
             let (sg, kk) = match self {
                 Kernel::Minhash { perms, .. } => {
-                    signature_column(&shard.text, Some(perms), tokenizer, cfg.ngram)
+                    signature_column(text, Some(perms), tokenizer, cfg.ngram)
                 }
                 Kernel::Simhash {
                     params,
@@ -346,14 +359,13 @@ impl Kernel {
                             .ok()
                             .map(|j| sampled[j].1.as_slice())
                     };
-                    let fps = simhash::fingerprint_column(&shard.text, of, *params, df.as_ref());
+                    let fps = simhash::fingerprint_column(text, of, *params, df.as_ref());
                     let (counts, keys) = if *with_keys {
-                        let (counts, keys) =
-                            signature_column(&shard.text, None, tokenizer, cfg.ngram);
+                        let (counts, keys) = signature_column(text, None, tokenizer, cfg.ngram);
                         (counts.shingles, keys)
                     } else {
-                        let exact = exact_column(&shard.text, tokenizer, cfg.ngram);
-                        (vec![0; shard.len()], ShingleKeys::none(exact))
+                        let exact = exact_column(text, tokenizer, cfg.ngram);
+                        (vec![0; text.len()], ShingleKeys::none(exact))
                     };
                     let values = fps.values.iter().zip(&fps.features);
                     let sg = Signatures {
@@ -393,6 +405,72 @@ impl Kernel {
             ids,
         }
     }
+}
+
+/// Raw copies: each document of `texts` whose text is byte for byte an earlier one's in the part
+/// gets that first occurrence's position in the part (`first_seen`: 128-bit hash of the text ->
+/// position, filled as documents go by; `at`: the part position of `texts`' first document).
+/// Null texts are nobody's copy.
+fn raw_copies(
+    hashes: &[Option<u128>],
+    at: u32,
+    first_seen: &mut ahash::AHashMap<u128, u32>,
+) -> Vec<Option<u32>> {
+    let mut position = at;
+    hashes
+        .iter()
+        .map(|h| {
+            let copy = h.and_then(|h| match first_seen.entry(h) {
+                std::collections::hash_map::Entry::Occupied(o) => Some(*o.get()),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(position);
+                    None
+                }
+            });
+            position += 1;
+            copy
+        })
+        .collect()
+}
+
+/// The 128-bit hash (xxh3) of each document's raw text, for [`raw_copies`]; None for a null text.
+fn raw_hashes(corpus: &Corpus) -> Vec<Option<u128>> {
+    (0..corpus.len() as u32)
+        .into_par_iter()
+        .with_min_len(256)
+        .map(|d| {
+            corpus
+                .text(d)
+                .map(|t| xxhash_rust::xxh3::xxh3_128(t.as_bytes()))
+        })
+        .collect()
+}
+
+/// The text columns of a chunk's shards with the texts of raw copies (`copy_of[d]` set) made
+/// null, so the kernels skip them: the copies get their originals' results instead. Only the
+/// validity changes; no text is copied.
+fn without_copies(corpus: &Corpus, copy_of: &[Option<u32>]) -> Vec<StringChunked> {
+    corpus
+        .shards
+        .iter()
+        .enumerate()
+        .map(|(s, shard)| {
+            let at = corpus.start(s);
+            let copies = &copy_of[at..at + shard.len()];
+            if copies.iter().all(Option::is_none) {
+                return shard.text.clone();
+            }
+            let present = shard.text.is_not_null();
+            let keep: Vec<bool> = copies
+                .iter()
+                .zip(present.iter())
+                .map(|(c, p)| c.is_none() && p == Some(true))
+                .collect();
+            let keep = BooleanChunked::from_slice(PlSmallStr::EMPTY, &keep);
+            let validity = keep.downcast_iter().next().map(|a| a.values().clone());
+            shard.text.clone().with_validity(validity)
+        })
+        .collect()
 }
 
 /// Fails when a shard of part `p` is not the one the plan counted (its size or Parquet footer
@@ -454,44 +532,66 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
         msg: e.to_string(),
     };
     let chunks = plan.chunks(p, crate::hooks::chunk_rows(DOCS_PER_CHUNK));
-    let load = |i: usize| chunks.get(i).map(|c| Corpus::load_slices(c, cfg, |_| {}));
+    // A chunk is read with its raw texts' hashes (on the reading thread, beside the previous
+    // chunk's signatures).
+    let load = |i: usize| {
+        chunks.get(i).map(|c| {
+            Corpus::load_slices(c, cfg, |_| {}).map(|corpus| {
+                let hashes = raw_hashes(&corpus);
+                (corpus, hashes)
+            })
+        })
+    };
+    // Raw copies (a text byte for byte an earlier one's in the part) are not computed again:
+    // they take their original's results, and the store records them as copies.
+    let mut first_seen: ahash::AHashMap<u128, u32> = ahash::AHashMap::new();
+    // Per document of the part so far: whether it has a shingle (SimHash: a weighted feature).
+    let mut indexed: Vec<bool> = Vec::with_capacity(count as usize);
     store::write_part(work, p, |files| {
         let store = store::Writer::new(files, kernel.k(), first, count).map_err(store_err)?;
         // Three chunks in flight: the next one is read while this one is computed, and the
         // previous one is appended to the store by its own thread.
         std::thread::scope(|scope| {
-            type Stored = (Signatures, ShingleKeys, Vec<String>);
+            type Stored = (Signatures, ShingleKeys, Vec<String>, Vec<Option<u32>>);
             let (tx, rx) = std::sync::mpsc::sync_channel::<Stored>(0);
             let writer = scope.spawn(move || {
                 let mut store = store;
-                for (sigs, keys, ids) in rx {
-                    store.append(&sigs, |i| keys.get(i), |i| &ids[i])?;
+                for (sigs, keys, ids, copies) in rx {
+                    store.append(&sigs, |i| keys.get(i), |i| &ids[i], |i| copies[i])?;
                 }
                 store.finish()
             });
             let mut next = load(0);
             let mut i = 0;
-            while let Some(corpus) = next.take() {
-                let corpus = corpus?;
+            while let Some(loaded) = next.take() {
+                let (corpus, hashes) = loaded?;
                 let n = corpus.len();
                 let base = first + read;
+                let copy_of = raw_copies(&hashes, read as u32, &mut first_seen);
                 read += n as u64;
                 if read > count {
                     return Err(changed(read));
                 }
-                let (chunk, following) =
-                    rayon::join(|| kernel.compute(&corpus, base, bands, cfg), || load(i + 1));
+                let texts = without_copies(&corpus, &copy_of);
+                let (chunk, following) = rayon::join(
+                    || kernel.compute(&corpus, &texts, base, bands, cfg),
+                    || load(i + 1),
+                );
                 next = following;
                 i += 1;
                 for d in 0..n as u32 {
                     let t = corpus.text(d);
                     text_len.push(t.map_or(0, |t| t.len() as u32));
+                    let has = match copy_of[d as usize] {
+                        Some(o) => indexed[o as usize],
+                        None => kernel.indexed(&chunk.sigs, d as usize),
+                    };
+                    indexed.push(has);
                     match t {
                         None => stats.null_texts += 1,
                         Some(t) => {
                             stats.text_bytes += t.len() as u64;
-                            stats.empty_texts +=
-                                u64::from(!kernel.indexed(&chunk.sigs, d as usize));
+                            stats.empty_texts += u64::from(!has);
                         }
                     }
                 }
@@ -511,10 +611,18 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
                     }
                 }
                 for (d, ks) in chunk.band_keys.chunks(bands.max(1)).enumerate() {
-                    let h = chunk.keys.exact(d);
+                    let h = match copy_of[d] {
+                        // The original's, written earlier (it precedes its copies in the part).
+                        Some(o) => {
+                            let at = 16 * o as usize;
+                            exact[at..at + 16].try_into().map_or(0, u128::from_le_bytes)
+                        }
+                        None => chunk.keys.exact(d),
+                    };
                     exact.extend_from_slice(&h.to_le_bytes());
                     let repeat = h != 0 && !seen.insert(h);
-                    if repeat || !kernel.indexed(&chunk.sigs, d) {
+                    // A raw copy is also a repeat of its original's exact hash, or has none.
+                    if copy_of[d].is_some() || repeat || !kernel.indexed(&chunk.sigs, d) {
                         continue;
                     }
                     let fp = simhash.then(|| simhash::record_fingerprint(chunk.sigs.get(d as u32)));
@@ -535,7 +643,10 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
                 id_len.extend(chunk.ids.iter().map(|i| i.len() as u32));
                 drop(corpus);
                 crate::progress::advance(n as u64);
-                if tx.send((chunk.sigs, chunk.keys, chunk.ids)).is_err() {
+                if tx
+                    .send((chunk.sigs, chunk.keys, chunk.ids, copy_of))
+                    .is_err()
+                {
                     break; // the writer stopped on an error, reported below
                 }
             }
