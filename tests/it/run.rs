@@ -261,6 +261,11 @@ fn keep_rules_and_missing_ids() {
         Some(format!("{file}:2").as_str())
     );
     assert_eq!(rows[0].cluster_id, Some(0));
+    // Document 2 is a raw copy of document 0: not computed again, its store record names
+    // document 0. Document 1's similarity to it is the one to document 0.
+    let to_first = manifest(&dir.join("first"))[1].similarity;
+    assert!(to_first.is_some_and(|s| s > 0.8 && s < 1.0), "{to_first:?}");
+    assert_eq!(rows[1].similarity, to_first);
 }
 
 #[test]
