@@ -507,27 +507,38 @@ pub fn part_ids(work: &OutputDir, p: usize, id_len: &[u32], id_hash: &[u64]) -> 
 mod tests {
     use super::*;
 
-    /// The store of `sigs` (3 documents, k = 2) as its three files' bytes, written in two
-    /// chunks (the second's offsets continue from the first's).
-    fn three_docs(sigs: &Signatures, keys: [&[u32]; 3], ids: [&str; 3]) -> [Vec<u8>; 3] {
+    /// A store of `docs` documents from `first`, k = 2, written by `write` (then finished): its
+    /// three files' bytes, or the writer's first error.
+    fn store_bytes(
+        first: u64,
+        docs: u64,
+        write: impl FnOnce(&mut Writer) -> std::io::Result<()>,
+    ) -> std::io::Result<[Vec<u8>; 3]> {
         let (mut sig, mut idb, mut kb) = (Vec::new(), Vec::new(), Vec::new());
         let files = Files {
             sig: &mut sig,
             ids: &mut idb,
             keys: &mut kb,
         };
-        let mut w = Writer::new(files, 2, 10, 3).unwrap();
+        let mut w = Writer::new(files, 2, first, docs)?;
+        write(&mut w)?;
+        w.finish()?;
+        Ok([sig, idb, kb])
+    }
+
+    /// The store of `sigs` (3 documents, k = 2) as its three files' bytes, written in two
+    /// chunks (the second's offsets continue from the first's).
+    fn three_docs(sigs: &Signatures, keys: [&[u32]; 3], ids: [&str; 3]) -> [Vec<u8>; 3] {
         let tail = Signatures {
             k: 2,
             values: sigs.values[2..].to_vec(),
             shingles: sigs.shingles[1..].to_vec(),
         };
-        w.append(&head_of(sigs), |i| keys[i], |i| ids[i], |_| None)
-            .unwrap();
-        w.append(&tail, |i| keys[i + 1], |i| ids[i + 1], |_| None)
-            .unwrap();
-        w.finish().unwrap();
-        [sig, idb, kb]
+        store_bytes(10, 3, |w| {
+            w.append(&head_of(sigs), |i| keys[i], |i| ids[i], |_| None)?;
+            w.append(&tail, |i| keys[i + 1], |i| ids[i + 1], |_| None)
+        })
+        .unwrap()
     }
 
     #[test]
@@ -604,23 +615,9 @@ mod tests {
         assert!(fetch(&work, &parts, 2, vec![13], all).is_err());
         // A writer that gets fewer documents than announced fails at the end, and one whose keys
         // disagree with the shingle count at once.
-        let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
-        let files = Files {
-            sig: &mut a,
-            ids: &mut b,
-            keys: &mut c,
-        };
-        let w = Writer::new(files, 2, 0, 1).unwrap();
-        assert!(w.finish().is_err());
-        let files = Files {
-            sig: &mut a,
-            ids: &mut b,
-            keys: &mut c,
-        };
-        let mut w = Writer::new(files, 2, 0, 1).unwrap();
-        assert!(w
-            .append(&head_of(&sigs), |_| &[1, 2], |_| "x", |_| None)
-            .is_err());
+        assert!(store_bytes(0, 1, |_| Ok(())).is_err());
+        let wrong_keys = |w: &mut Writer| w.append(&head_of(&sigs), |_| &[1, 2], |_| "x", |_| None);
+        assert!(store_bytes(0, 1, wrong_keys).is_err());
         let _ = std::fs::remove_dir_all(dir);
     }
 
@@ -637,15 +634,8 @@ mod tests {
         let keys: [&[u32]; 4] = [&[5, 6, 5], &[8], &[], &[]];
         let ids = ["a", "b", "c", "d"];
         let copy_of = |i: usize| [None, None, Some(0), Some(1)][i];
-        let (mut sig, mut idb, mut kb) = (Vec::new(), Vec::new(), Vec::new());
-        let files = Files {
-            sig: &mut sig,
-            ids: &mut idb,
-            keys: &mut kb,
-        };
-        let mut w = Writer::new(files, 2, 0, 4).unwrap();
-        w.append(&sigs, |i| keys[i], |i| ids[i], copy_of).unwrap();
-        w.finish().unwrap();
+        let [sig, idb, kb] =
+            store_bytes(0, 4, |w| w.append(&sigs, |i| keys[i], |i| ids[i], copy_of)).unwrap();
         // The copies' keys are not written again.
         assert_eq!(kb.len(), 4 * 4);
         work.write_bytes(&sig_name(0), sig).unwrap();
@@ -670,15 +660,8 @@ mod tests {
             }
         }
         // A copy must name an earlier document.
-        let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
-        let files = Files {
-            sig: &mut a,
-            ids: &mut b,
-            keys: &mut c,
-        };
-        let mut w = Writer::new(files, 2, 0, 4).unwrap();
-        let e = w.append(&sigs, |i| keys[i], |i| ids[i], |i| (i == 1).then_some(1));
-        assert!(e.is_err());
+        let later = |i: usize| (i == 1).then_some(1);
+        assert!(store_bytes(0, 4, |w| w.append(&sigs, |i| keys[i], |i| ids[i], later)).is_err());
         let _ = std::fs::remove_dir_all(dir);
     }
 
