@@ -21,7 +21,7 @@
 //! never itself a copy); `copy_of` is 0 for every other document. The checksums are
 //! xxh3-64 of the record's first 4k + 32 bytes, of the id bytes and of the key bytes; each is
 //! verified on every read of what it covers, so a damaged file is reported rather than silently
-//! used. Record `i` is at `24 + i * (4k + 48)`: a task reads exactly the documents it needs, and
+//! used. Record `i` is at `24 + i * (4k + 56)`: a task reads exactly the documents it needs, and
 //! of them only what it asks for ([`Wanted`]: verify's estimate pass reads records alone, its
 //! exact checks the keys, the manifest the ids), so its memory and reads follow its own pairs,
 //! not the corpus. The files are appended to chunk by chunk as the signatures task reads its rows

@@ -15,10 +15,13 @@
 //! - Null and empty texts (no shingle, or for SimHash no weighted feature) get no band rows: they
 //!   can be no one's near-duplicate and stay singletons. Nor does a later exact copy of a text
 //!   of the same part (the exact pre-pass settles it).
-//! - A raw copy (a text byte for byte an earlier one's in the part: 128-bit hash of the bytes) is
-//!   not normalised, shingled or signed again: it takes its original's exact-text hash, and its
-//!   store record names the original instead of repeating signature and keys. Every file is the
-//!   same function of the documents as when copies were computed, except the store's records.
+//! - MinHash: a raw copy (a text byte for byte an earlier one's in the part: 128-bit hash of the
+//!   bytes) is not normalised, shingled or signed again: it takes its original's exact-text hash,
+//!   and its store record names the original instead of repeating signature and keys. Every file
+//!   is the same function of the documents as when copies were computed, except the store's
+//!   records. That holds because a MinHash document has band rows exactly when it has an
+//!   exact-text hash, which its copy then repeats; a SimHash document can have weighted features
+//!   without a shingle, so SimHash computes every text.
 //! - Everything is a function of the documents and the settings: how a part is chunked never
 //!   changes a file.
 //!
@@ -532,12 +535,15 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
         msg: e.to_string(),
     };
     let chunks = plan.chunks(p, crate::hooks::chunk_rows(DOCS_PER_CHUNK));
-    // A chunk is read with its raw texts' hashes (on the reading thread, beside the previous
-    // chunk's signatures).
+    // A chunk is read with its raw texts' hashes for MinHash (on the reading thread, beside the
+    // previous chunk's signatures); SimHash finds no raw copies (see the module documentation).
     let load = |i: usize| {
         chunks.get(i).map(|c| {
             Corpus::load_slices(c, cfg, |_| {}).map(|corpus| {
-                let hashes = raw_hashes(&corpus);
+                let hashes = match simhash {
+                    true => vec![None; corpus.len()],
+                    false => raw_hashes(&corpus),
+                };
                 (corpus, hashes)
             })
         })
@@ -566,8 +572,8 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
             while let Some(loaded) = next.take() {
                 let (corpus, hashes) = loaded?;
                 let n = corpus.len();
-                let base = first + read;
-                let copy_of = raw_copies(&hashes, read as u32, &mut first_seen);
+                let (base, at) = (first + read, read as usize);
+                let copy_of = raw_copies(&hashes, at as u32, &mut first_seen);
                 read += n as u64;
                 if read > count {
                     return Err(changed(read));
@@ -622,7 +628,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
                     exact.extend_from_slice(&h.to_le_bytes());
                     let repeat = h != 0 && !seen.insert(h);
                     // A raw copy is also a repeat of its original's exact hash, or has none.
-                    if copy_of[d].is_some() || repeat || !kernel.indexed(&chunk.sigs, d) {
+                    if copy_of[d].is_some() || repeat || !indexed[at + d] {
                         continue;
                     }
                     let fp = simhash.then(|| simhash::record_fingerprint(chunk.sigs.get(d as u32)));
