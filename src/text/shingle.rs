@@ -16,7 +16,7 @@
 use crate::config::Tokenizer;
 use crate::lsh::mix64;
 use crate::text::normalize::normalize_into;
-use crate::text::tokenize::{for_each_word, split_cjk};
+use crate::text::tokenize::{for_each_word, split_cjk, WordSink};
 
 const M: u64 = 0x9E37_79B9_7F4A_7C15;
 
@@ -139,21 +139,59 @@ pub fn token_hashes(norm: &mut String, tokenizer: Tokenizer, out: &mut Vec<u64>)
     out.clear();
     let len = norm.len();
     norm.push_str(PAD);
-    let padded = norm.as_bytes();
-    let base = padded.as_ptr() as usize;
-    // The loop of `tokenize`, with the common case (a word that needs no further split)
-    // hashed in place; CJK tokens are slices of `norm`, so their offsets in `padded` are
-    // pointer differences.
-    for_each_word(&padded[..len], |start, end, ascii| {
-        if ascii || tokenizer == Tokenizer::Words {
-            out.push(token_hash_at(padded, start, end - start));
-        } else if let Some(word) = norm.get(start..end) {
-            split_cjk(word, tokenizer, &mut |t: &str, _| {
-                out.push(token_hash_at(padded, t.as_ptr() as usize - base, t.len()))
-            });
-        }
-    });
+    let padded: &str = norm;
+    // The loop of `tokenize`, with the common case (a word that needs no further split) hashed
+    // in place, through a sink whose per-word step is always inlined into the word loop (as a
+    // closure it was inlined or not depending on unrelated code, moving the signature kernels
+    // by ~10%).
+    for_each_word(
+        &padded.as_bytes()[..len],
+        TokenSink {
+            padded,
+            tokenizer,
+            out,
+        },
+    );
     norm.truncate(len);
+}
+
+/// The per-word step of [`token_hashes`]: hashes an ASCII word (or any word with
+/// `Tokenizer::Words`) in place, and splits other words at CJK characters.
+struct TokenSink<'a> {
+    /// The normalised text with its spaces appended.
+    padded: &'a str,
+    tokenizer: Tokenizer,
+    out: &'a mut Vec<u64>,
+}
+
+impl WordSink for TokenSink<'_> {
+    #[inline(always)]
+    fn word(&mut self, start: usize, end: usize, ascii: bool) {
+        if ascii || self.tokenizer == Tokenizer::Words {
+            let hash = token_hash_at(self.padded.as_bytes(), start, end - start);
+            self.out.push(hash);
+        } else {
+            non_ascii_word(self.padded, start..end, self.tokenizer, self.out);
+        }
+    }
+}
+
+/// The token hashes of the non-ASCII word `padded[word]` (split at CJK characters), for
+/// [`token_hashes`]; `padded` is the normalised text with its spaces appended.
+#[inline(never)]
+fn non_ascii_word(
+    padded: &str,
+    word: std::ops::Range<usize>,
+    tokenizer: Tokenizer,
+    out: &mut Vec<u64>,
+) {
+    let Some(w) = padded.get(word) else {
+        return;
+    };
+    let (bytes, base) = (padded.as_bytes(), padded.as_ptr() as usize);
+    split_cjk(w, tokenizer, &mut |t: &str, _| {
+        out.push(token_hash_at(bytes, t.as_ptr() as usize - base, t.len()))
+    });
 }
 
 /// Writes the sorted, deduplicated shingle set of `text` into `out` (cleared first).

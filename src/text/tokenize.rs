@@ -70,7 +70,7 @@ pub fn tokenize_marked<'a>(
 /// block carries into the next one. The last, partial block is copied into a block of spaces,
 /// which also ends the last word.
 #[inline]
-pub fn for_each_word(bytes: &[u8], f: impl FnMut(usize, usize, bool)) {
+pub fn for_each_word(bytes: &[u8], f: impl WordSink) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: AVX2 is available (checked above).
@@ -79,13 +79,23 @@ pub fn for_each_word(bytes: &[u8], f: impl FnMut(usize, usize, bool)) {
     words_with(bytes, f, masks)
 }
 
+/// What [`for_each_word`] calls for each word: any `FnMut(start, end, ascii)`, or a type whose
+/// `word` is `#[inline(always)]`, for a hot caller whose per-word work must be inlined into the
+/// word loop whatever the inliner would choose for a closure.
+pub trait WordSink {
+    fn word(&mut self, start: usize, end: usize, ascii: bool);
+}
+
+impl<F: FnMut(usize, usize, bool)> WordSink for F {
+    #[inline(always)]
+    fn word(&mut self, start: usize, end: usize, ascii: bool) {
+        self(start, end, ascii);
+    }
+}
+
 /// The word loop of [`for_each_word`], with `masks` computing a block's masks.
 #[inline(always)]
-fn words_with(
-    bytes: &[u8],
-    mut f: impl FnMut(usize, usize, bool),
-    masks: impl Fn(&[u8; 64]) -> (u64, u64),
-) {
+fn words_with(bytes: &[u8], mut f: impl WordSink, masks: impl Fn(&[u8; 64]) -> (u64, u64)) {
     let mut st = WordState::default();
     let blocks = bytes.chunks_exact(64);
     let tail = blocks.remainder();
@@ -123,13 +133,7 @@ struct WordState {
 impl WordState {
     /// Takes the block of 64 bytes at `base` with masks `spaces` and `high`.
     #[inline(always)]
-    fn block(
-        &mut self,
-        base: usize,
-        spaces: u64,
-        high: u64,
-        f: &mut impl FnMut(usize, usize, bool),
-    ) {
+    fn block(&mut self, base: usize, spaces: u64, high: u64, f: &mut impl WordSink) {
         let words = !spaces;
         // Bit j of `before`: byte j - 1 is a word byte (for j = 0, the open word's last byte).
         let before = words << 1 | u64::from(self.open.is_some());
@@ -142,7 +146,7 @@ impl WordState {
             }
             let e = ends.trailing_zeros();
             let ascii = !self.non_ascii && high & ((1u64 << e) - 1) == 0;
-            f(start, base + e as usize, ascii);
+            f.word(start, base + e as usize, ascii);
             ends &= ends - 1;
             self.open = None;
         }
@@ -158,7 +162,7 @@ impl WordState {
             let e = ends.trailing_zeros();
             ends &= ends - 1;
             let inside = ((1u64 << e) - 1) & !((1u64 << s) - 1);
-            f(base + s as usize, base + e as usize, high & inside == 0);
+            f.word(base + s as usize, base + e as usize, high & inside == 0);
         }
     }
 }
@@ -172,7 +176,7 @@ mod avx2 {
     /// # Safety
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn for_each_word(bytes: &[u8], f: impl FnMut(usize, usize, bool)) {
+    pub(super) unsafe fn for_each_word(bytes: &[u8], f: impl super::WordSink) {
         super::words_with(bytes, f, |block| {
             // SAFETY: AVX2 is available (this function's contract); a block has 64 bytes, read
             // with unaligned loads.
