@@ -17,6 +17,7 @@
 //! duplicate within tonight), null when kept; a document whose keeper is an indexed one names its
 //! id in duplicate_of.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use polars::prelude::*;
@@ -33,14 +34,16 @@ use crate::stages::cluster::INDEXED;
 use crate::stages::verify;
 use crate::text::script::Script;
 
-/// The manifest columns of a run of documents, in document order.
+/// The manifest columns of a run of documents, in document order. Ids and file names are
+/// borrowed from the part's ids and the plan (no string per row); a keeper's id is owned only
+/// where it was read from another part's store.
 #[derive(Debug, Default)]
-pub struct ManifestRows {
-    pub ids: Vec<String>,
+pub struct ManifestRows<'a> {
+    pub ids: Vec<&'a str>,
     /// (file, row in file) of each document.
-    pub files: Vec<(String, u64)>,
+    pub files: Vec<(&'a str, u64)>,
     pub keep: Vec<bool>,
-    pub duplicate_of: Vec<Option<String>>,
+    pub duplicate_of: Vec<Option<Cow<'a, str>>>,
     pub similarity: Vec<Option<f32>>,
     /// `--index` only: the batch of each dropped document's keeper.
     pub duplicate_of_batch: Option<Vec<Option<String>>>,
@@ -50,14 +53,15 @@ pub struct ManifestRows {
 /// singletons) of the same length.
 pub fn manifest_frame(rows: ManifestRows, cluster_id: Column) -> Result<DataFrame> {
     let n = rows.ids.len();
-    let (file, row): (Vec<String>, Vec<u64>) = rows.files.into_iter().unzip();
+    let (file, row): (Vec<&str>, Vec<u64>) = rows.files.into_iter().unzip();
+    let duplicate_of: Vec<Option<&str>> = rows.duplicate_of.iter().map(|d| d.as_deref()).collect();
     let mut columns = vec![
         Column::new("id".into(), rows.ids),
         Column::new("file".into(), file),
         Column::new("row".into(), row),
         Column::new("keep".into(), rows.keep),
         cluster_id.with_name("cluster_id".into()),
-        Column::new("duplicate_of".into(), rows.duplicate_of),
+        Column::new("duplicate_of".into(), duplicate_of),
         Column::new("similarity".into(), rows.similarity),
     ];
     if let Some(batch) = rows.duplicate_of_batch {
@@ -74,7 +78,13 @@ pub fn manifest_frame(rows: ManifestRows, cluster_id: Column) -> Result<DataFram
 type ManifestWindow<'a> = (u32, &'a [u32], &'a [Option<f32>]);
 
 /// One manifest row: id, (file, row), keep, duplicate_of, similarity.
-type ManifestRow = (String, (String, u64), bool, Option<String>, Option<f32>);
+type ManifestRow<'a> = (
+    &'a str,
+    (&'a str, u64),
+    bool,
+    Option<Cow<'a, str>>,
+    Option<f32>,
+);
 
 /// `--index`: per document of a part, its indexed keeper's id and record (where its similarity
 /// is still to be computed).
@@ -103,25 +113,25 @@ struct Own<'a> {
     ids: &'a PartIds,
 }
 
-impl Own<'_> {
+impl<'a> Own<'a> {
     fn holds(&self, d: u32) -> bool {
         self.range.contains(&d)
     }
 
-    fn id(&self, d: u32) -> &str {
+    fn id(&self, d: u32) -> &'a str {
         self.ids.get((d - self.range.start) as usize)
     }
 }
 
 /// The manifest rows of the window of documents `first ..` whose keepers are `keepers` (and
 /// similarities to them, where a verified edge gives it, `known`).
-fn manifest_window(
+fn manifest_window<'a>(
     work: &OutputDir,
-    plan: &Plan,
+    plan: &'a Plan,
     (first, keepers, known): ManifestWindow,
-    own: &Own,
-    indexed: Option<&Indexed>,
-) -> Result<Vec<ManifestRow>> {
+    own: &Own<'a>,
+    indexed: Option<&Indexed<'a>>,
+) -> Result<Vec<ManifestRow<'a>>> {
     let window = first..first + keepers.len() as u32;
     // From the stores: the ids of keepers in other parts, and the signatures of documents whose
     // similarity to an indexed keeper is still to be computed (the part's own ids are in `own`).
@@ -165,17 +175,11 @@ fn manifest_window(
                 })
             });
             let duplicate_of = (d != kd).then(|| match indexed.filter(|_| kd == INDEXED) {
-                Some(ix) => ix.id.get((d - ix.first) as usize).unwrap_or("").to_string(),
-                None if own.holds(kd) => own.id(kd).to_string(),
-                None => fetched.id(kd).to_string(),
+                Some(ix) => Cow::Borrowed(ix.id.get((d - ix.first) as usize).unwrap_or("")),
+                None if own.holds(kd) => Cow::Borrowed(own.id(kd)),
+                None => Cow::Owned(fetched.id(kd).to_string()),
             });
-            (
-                own.id(d).to_string(),
-                (f.to_string(), r),
-                d == kd,
-                duplicate_of,
-                similarity,
-            )
+            (own.id(d), (f, r), d == kd, duplicate_of, similarity)
         })
         .collect())
 }
@@ -299,8 +303,12 @@ fn breakdown(plan: &Plan, docs: &DataFrame, rows: &ManifestRows) -> Result<Break
         let dropped = !keep;
         count(&mut b.by_file, file, bytes, dropped);
         let s = script.get(i).copied().unwrap_or(Script::None.code().into()) as usize;
-        let name = names.get(s).cloned().unwrap_or_default();
-        b.by_script.entry(name).or_default().add(bytes, dropped);
+        count(
+            &mut b.by_script,
+            names.get(s).map_or("", String::as_str),
+            bytes,
+            dropped,
+        );
         if let Some(g) = group {
             count(
                 &mut b.by_group,
