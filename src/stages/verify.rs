@@ -136,17 +136,38 @@ fn held_jaccard(a: u32, b: u32, sets: &ShingleSets) -> Option<f64> {
 }
 
 /// The pairs whose exact Jaccard (on the held `sets`) is at least `threshold`, in input order.
+/// Consecutive pairs with the same first document share one load of its keys
+/// ([`KeyTable::jaccards`]): pairs come sorted, and a document is often checked against several.
 pub fn exact_edges(pairs: &[(u32, u32)], sets: &ShingleSets, threshold: f64) -> Vec<Edge> {
-    pairs
+    let groups: Vec<&[(u32, u32)]> = pairs.chunk_by(|x, y| x.0 == y.0).collect();
+    groups
         .par_iter()
-        .with_min_len(64)
-        .filter_map(|&(a, b)| {
-            let s = held_jaccard(a, b, sets).unwrap_or(0.0);
-            (s >= threshold).then_some(Edge {
-                a,
-                b,
-                similarity: s as f32,
-            })
+        .with_min_len(16)
+        .flat_map_iter(|group| {
+            let a = group[0].0;
+            let others: Vec<&[u32]> = group
+                .iter()
+                .map(|&(_, b)| sets.get(b).unwrap_or_default())
+                .collect();
+            debug_assert!(
+                sets.get(a).is_some() && group.iter().all(|&(_, b)| sets.get(b).is_some()),
+                "exact checks of {a} without all their shingle sets"
+            );
+            let mut edges = Vec::new();
+            if let Some(keys) = sets.get(a) {
+                TABLE.with_borrow_mut(|t| {
+                    t.jaccards(keys, &others, |n, s| {
+                        if s >= threshold {
+                            edges.push(Edge {
+                                a,
+                                b: group[n].1,
+                                similarity: s as f32,
+                            });
+                        }
+                    })
+                });
+            }
+            edges
         })
         .collect()
 }

@@ -269,70 +269,118 @@ pub fn jaccard<T: Ord>(a: &[T], b: &[T]) -> f64 {
 ///
 /// The keys of A go into an open-addressing table marked "A"; each key of B then either marks
 /// its A entry "both" (one more common key), finds itself already counted, or goes in marked "B".
-/// So `|A ∩ B|` = entries marked both and `|A ∪ B|` = entries. The table has at least twice as
-/// many slots as keys (load <= 1/2: ~1.5 probes per key) and is reused across pairs: a slot
-/// belongs to the current pair only when its stamp is the pair's, so nothing is cleared between
-/// pairs. One pass over both documents' keys, against a sort of each (n log n) and a merge.
+/// So `|A ∩ B|` = entries marked both and `|A ∪ B|` = |A| + entries marked B. The table has at
+/// least twice as many slots as keys (load <= 1/2: ~1.5 probes per key) and is reused: nothing is
+/// cleared between comparisons. One pass over both documents' keys, against a sort of each
+/// (n log n) and a merge. [`KeyTable::jaccards`] compares one A with several B's and loads A once.
+///
+/// Invariants (the stamp of a slot is a 30-bit number, times 4, plus its mark):
+/// - Loading A takes a new stamp `s_a`; every slot with a smaller stamp is empty from then on.
+/// - Each B takes a new stamp `s_b` > `s_a`. For it, a slot is A's when marked A or both with a
+///   stamp >= `s_a` (both with `s_b`: already counted for this B), B's when marked B with `s_b`,
+///   and empty otherwise: a slot marked B with an earlier B's stamp is empty again.
+/// - That keeps every probe chain intact: A's keys went in before any B key, so no slot a B
+///   claimed lies between an A key's home slot and the key; a B key's chain only crosses A's
+///   slots and slots of its own B, which stay put while that B is counted.
 #[derive(Debug, Default)]
 pub struct KeyTable {
-    /// Per slot: key in the low 32 bits, stamp (pair number x 4 + mark) in the high 32.
+    /// Per slot: key in the low 32 bits, stamp (number x 4 + mark) in the high 32.
     slots: Vec<u64>,
-    /// Number of the current pair (stamps of older pairs are stale).
-    pair: u32,
+    /// The last stamp number taken (slots with older numbers are stale).
+    stamp: u32,
 }
 
 const MARK_A: u64 = 1;
 const MARK_B: u64 = 2;
 const MARK_BOTH: u64 = 3;
+/// Stamp numbers have 30 bits; the table is cleared before they wrap.
+const STAMPS: u32 = (1 << 30) - 1;
 
 impl KeyTable {
     /// Exact Jaccard of the key multisets `a` and `b` (0 when both are empty).
     pub fn jaccard(&mut self, a: &[u32], b: &[u32]) -> f64 {
-        let need = (2 * (a.len() + b.len())).next_power_of_two().max(64);
-        // Stamps hold the pair number in 30 bits; on wrap (or growth) start from a clear table.
-        if self.slots.len() < need || self.pair == (1 << 30) - 1 {
-            self.slots = vec![0; need.max(self.slots.len())];
-            self.pair = 0;
+        let mut j = 0.0;
+        self.jaccards(a, &[b], |_, x| j = x);
+        j
+    }
+
+    /// Exact Jaccard of `a` with each of `others`, in order: `each(i, J(a, others[i]))`. A is
+    /// loaded once for all of them, so a document compared with several others costs its keys
+    /// once. Same values as [`KeyTable::jaccard`] of each pair.
+    pub fn jaccards(&mut self, a: &[u32], others: &[&[u32]], mut each: impl FnMut(usize, f64)) {
+        // Batches of B's small enough for the stamps.
+        const BATCH: usize = 1 << 20;
+        for (c, batch) in others.chunks(BATCH).enumerate() {
+            self.jaccards_batch(a, batch, |n, j| each(c * BATCH + n, j));
         }
-        self.pair += 1;
-        let stamp = u64::from(self.pair) << 2;
+    }
+
+    fn jaccards_batch(&mut self, a: &[u32], others: &[&[u32]], mut each: impl FnMut(usize, f64)) {
+        let longest = others.iter().map(|b| b.len()).max().unwrap_or(0);
+        let need = (2 * (a.len() + longest)).next_power_of_two().max(64);
+        // One stamp for A and one per B; start from a clear table when they would wrap.
+        if self.slots.len() < need || self.stamp as usize + 1 + others.len() > STAMPS as usize {
+            self.slots = vec![0; need.max(self.slots.len())];
+            self.stamp = 0;
+        }
         let bits = need.trailing_zeros();
         let slots = &mut self.slots[..need];
         let mask = need - 1;
-        // Finds `key`'s slot of this pair, or the empty slot where it goes.
-        let find = |slots: &[u64], key: u32| -> usize {
-            let mut i = (key.wrapping_mul(0x9E37_79B1) >> (32 - bits)) as usize;
+        let home = |key: u32| (key.wrapping_mul(0x9E37_79B1) >> (32 - bits)) as usize;
+        self.stamp += 1;
+        let sa = u64::from(self.stamp);
+        let mut distinct_a = 0usize;
+        for &key in a {
+            let mut i = home(key);
             loop {
                 let s = slots[i];
-                if s >> 34 != stamp >> 2 || s as u32 == key {
-                    return i;
+                if s >> 34 < sa {
+                    slots[i] = (sa << 2 | MARK_A) << 32 | u64::from(key);
+                    distinct_a += 1;
+                    break;
+                }
+                if s as u32 == key {
+                    break;
                 }
                 i = (i + 1) & mask;
             }
-        };
-        let (mut distinct, mut common) = (0usize, 0usize);
-        for &key in a {
-            let i = find(slots, key);
-            if slots[i] >> 34 != stamp >> 2 {
-                slots[i] = (stamp | MARK_A) << 32 | u64::from(key);
-                distinct += 1;
+        }
+        for (n, b) in others.iter().enumerate() {
+            self.stamp += 1;
+            let sb = u64::from(self.stamp);
+            let (mut only_b, mut common) = (0usize, 0usize);
+            for &key in *b {
+                let mut i = home(key);
+                loop {
+                    let s = slots[i];
+                    let (number, mark) = (s >> 34, (s >> 32) & 3);
+                    let of_a = mark != MARK_B && number >= sa;
+                    if !of_a && number != sb {
+                        // Empty: a key of B alone.
+                        slots[i] = (sb << 2 | MARK_B) << 32 | u64::from(key);
+                        only_b += 1;
+                        break;
+                    }
+                    if s as u32 == key {
+                        if of_a && !(mark == MARK_BOTH && number == sb) {
+                            slots[i] = (sb << 2 | MARK_BOTH) << 32 | u64::from(key);
+                            common += 1;
+                        }
+                        break;
+                    }
+                    i = (i + 1) & mask;
+                }
             }
+            let union = distinct_a + only_b;
+            each(
+                n,
+                if union == 0 {
+                    0.0
+                } else {
+                    common as f64 / union as f64
+                },
+            );
         }
-        for &key in b {
-            let i = find(slots, key);
-            let s = slots[i];
-            if s >> 34 != stamp >> 2 {
-                slots[i] = (stamp | MARK_B) << 32 | u64::from(key);
-                distinct += 1;
-            } else if (s >> 32) & 3 == MARK_A {
-                slots[i] = (stamp | MARK_BOTH) << 32 | u64::from(key);
-                common += 1;
-            }
-        }
-        if distinct == 0 {
-            return 0.0;
-        }
-        common as f64 / distinct as f64
     }
 }
 
@@ -571,8 +619,8 @@ mod tests {
         assert_eq!(table.jaccard(&[], &[]), 0.0);
         assert_eq!(table.jaccard(&[5, 5], &[]), 0.0);
         assert_eq!(table.jaccard(&[0, 0, 9], &[9, 0]), 1.0);
-        // Across the wrap of the pair stamps, entries of earlier pairs never count.
-        table.pair = (1 << 30) - 3;
+        // Across the wrap of the stamps, entries of earlier pairs never count.
+        table.stamp = STAMPS - 3;
         for _ in 0..4 {
             assert_eq!(table.jaccard(&[1, 2, 3], &[3, 4]), 0.25);
             assert_eq!(table.jaccard(&[4, 5], &[1, 5]), 1.0 / 3.0);
@@ -606,6 +654,29 @@ mod tests {
                 };
                 proptest::prop_assert_eq!(table.jaccard(&a, &b), jaccard(&set(&a), &set(&b)));
             }
+        }
+
+        /// One A against several B's on one table gives each pair's Jaccard, in order, also
+        /// when the B's repeat, share keys with each other or are empty.
+        #[test]
+        fn table_jaccards_equal_each_pair(
+            a in proptest::collection::vec(0u32..300, 0..400),
+            others in proptest::collection::vec(proptest::collection::vec(0u32..300, 0..500), 0..6),
+            stamp in proptest::prop_oneof![proptest::strategy::Just(0u32), (STAMPS - 8)..STAMPS],
+        ) {
+            let mut table = KeyTable { stamp, ..KeyTable::default() };
+            let bs: Vec<&[u32]> = others.iter().map(Vec::as_slice).collect();
+            let mut got = Vec::new();
+            table.jaccards(&a, &bs, |n, j| got.push((n, j)));
+            let set = |v: &[u32]| {
+                let mut s = v.to_vec();
+                s.sort_unstable();
+                s.dedup();
+                s
+            };
+            let want: Vec<(usize, f64)> =
+                others.iter().enumerate().map(|(n, b)| (n, jaccard(&set(&a), &set(b)))).collect();
+            proptest::prop_assert_eq!(got, want);
         }
     }
 }
