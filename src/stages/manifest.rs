@@ -355,9 +355,10 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> {
         .collect();
     // One window of own documents at a time per thread: their ids, and the dropped ones' keepers
     // (ids, signatures, and exact sets where a similarity not known from a verified edge is
-    // computed exactly). Windows run in groups of one per thread, each window's reads and rows
-    // on its own (a window alone left the second thread waiting on the first's reads), so a
-    // group holds as many windows' fetches as there are threads; rows stay in document order.
+    // computed exactly). Each window's reads and rows are its own work item (a window alone left
+    // the second thread waiting on the first's reads), so at most one window's fetches per
+    // thread are held at once, and a thread that finishes early takes the next window instead of
+    // waiting for a group to end; rows stay in document order.
     let start = range.start as u32;
     let (ids, records);
     let indexed = if plan.index.is_some() {
@@ -377,21 +378,22 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> {
         .enumerate()
         .map(|(w, (k, s))| (start + (w as u64 * verify::WINDOW) as u32, k, s))
         .collect();
+    let built: Vec<Vec<ManifestRow>> = windows
+        .par_iter()
+        .with_max_len(1)
+        .map(|&w| {
+            let rows = manifest_window(work, plan, w, &own, indexed.as_ref());
+            crate::progress::advance(w.1.len() as u64);
+            rows
+        })
+        .collect::<Result<_>>()?;
     let mut rows = ManifestRows::default();
-    for group in windows.chunks(rayon::current_num_threads().max(1)) {
-        let built: Vec<Vec<ManifestRow>> = group
-            .par_iter()
-            .with_max_len(1)
-            .map(|&w| manifest_window(work, plan, w, &own, indexed.as_ref()))
-            .collect::<Result<_>>()?;
-        crate::progress::advance(group.iter().map(|w| w.1.len() as u64).sum());
-        for (id, file, keep, duplicate_of, similarity) in built.into_iter().flatten() {
-            rows.ids.push(id);
-            rows.files.push(file);
-            rows.keep.push(keep);
-            rows.duplicate_of.push(duplicate_of);
-            rows.similarity.push(similarity);
-        }
+    for (id, file, keep, duplicate_of, similarity) in built.into_iter().flatten() {
+        rows.ids.push(id);
+        rows.files.push(file);
+        rows.keep.push(keep);
+        rows.duplicate_of.push(duplicate_of);
+        rows.similarity.push(similarity);
     }
     if plan.index.is_some() {
         let b = series(&cl, "duplicate_of_batch", "manifest")?;
