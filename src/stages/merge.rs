@@ -406,7 +406,9 @@ fn write_manifest(
     };
     let part = |p: usize| work.read_parquet(&part_file("manifest", p));
     let mut pending = part(0)?;
+    // The only file this task writes: its columns are encoded on polars' threads.
     let mut writer = parquet_writer(w, metadata, ParquetUse::Output)
+        .set_parallel(true)
         .batched(pending.schema())
         .map_err(err)?;
     // One batch of one chunk is one row group.
