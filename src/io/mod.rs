@@ -16,6 +16,16 @@ pub fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
+/// The little-endian u32s of `bytes` (a multiple of 4 long; a shorter tail is ignored), in a
+/// loop the compiler turns into wide copies (a `u32_at` per element collected was ~1 ns each).
+pub fn u32s_le(bytes: &[u8]) -> Vec<u32> {
+    let mut out = vec![0u32; bytes.len() / 4];
+    for (v, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+        *v = u32::from_le_bytes(c.try_into().unwrap_or_default());
+    }
+    out
+}
+
 /// The little-endian u64 at byte `at` of a work file (the caller checked the length).
 pub fn u64_at(b: &[u8], at: usize) -> u64 {
     let mut x = [0u8; 8];

@@ -431,7 +431,7 @@ pub fn fetch(
                     if xxh3_64(b) != u64_at(source(j), at + 48) {
                         return Err(bad(keys_name(p))("checksum mismatch (damaged file)"));
                     }
-                    set = b.chunks_exact(4).map(|c| u32_at(c, 0)).collect();
+                    set = crate::io::u32s_le(b);
                 }
                 Ok((id, set))
             })
