@@ -446,7 +446,7 @@ impl BatchReader {
                     });
                 };
                 if docs.binary_search(&doc).is_ok() {
-                    out.insert(doc, body.chunks_exact(4).map(|c| u32_at(c, 0)).collect());
+                    out.insert(doc, crate::io::u32s_le(body));
                 }
                 at += 8 + 4 * n;
             }
