@@ -73,14 +73,14 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateStats> {
 }
 
 /// Groups (band, bucket, doc) rows (any order) by (band, bucket) and lists the candidate pairs:
-/// a sort of 16-byte tuples ([`sort_rows`]) and one pass over the runs, with no allocation per
-/// group (nearly every group is a singleton).
+/// a sort of 16-byte tuples and one pass over the runs, with no allocation per group (nearly
+/// every group is a singleton).
 pub fn pairs_of_rows(
-    rows: Vec<(u32, u64, u32)>,
+    mut rows: Vec<(u32, u64, u32)>,
     max_bucket_pairs: usize,
     pair_filter: Option<PairFilter>,
 ) -> (Vec<(u32, u32)>, CandidateStats) {
-    let rows = sort_rows(rows);
+    rows.par_sort_unstable();
     let doc: Vec<u32> = rows.iter().map(|r| r.2).collect();
     let mut members: Vec<&[u32]> = Vec::new();
     let mut start = 0;
@@ -108,54 +108,6 @@ pub fn pairs_of_rows(
     pairs.dedup();
     stats.candidate_pairs = pairs.len() as u64;
     (pairs, stats)
-}
-
-/// `rows` in ascending order, in linear time where buckets are hash values (MinHash band keys): a
-/// counting sort on the band and the bucket's top bits (about one row per group), then each
-/// group sorted on its own. Any key distribution gives the same order; a skewed one (all rows in
-/// a few groups) only costs the comparison sort the groups then need. A comparison sort of the
-/// whole was 43% of the candidates stage.
-fn sort_rows(mut rows: Vec<(u32, u64, u32)>) -> Vec<(u32, u64, u32)> {
-    let (Some(lo), Some(hi)) = (
-        rows.iter().map(|r| r.0).min(),
-        rows.iter().map(|r| r.0).max(),
-    ) else {
-        return rows;
-    };
-    let bands = (hi - lo) as usize + 1;
-    let per_band = rows.len() / bands;
-    if per_band < 256 || bands > 1024 {
-        rows.par_sort_unstable();
-        return rows;
-    }
-    let bits = per_band.ilog2().min(20);
-    let group = |r: &(u32, u64, u32)| ((r.0 - lo) as usize) << bits | (r.1 >> (64 - bits)) as usize;
-    // ends[g]: end of group g in the output, once the counts are summed.
-    let mut ends = vec![0usize; bands << bits];
-    for r in &rows {
-        ends[group(r)] += 1;
-    }
-    let mut at = 0;
-    for e in &mut ends {
-        at += *e;
-        *e = at;
-    }
-    let mut out = vec![(0u32, 0u64, 0u32); rows.len()];
-    let mut next: Vec<usize> = std::iter::once(0).chain(ends.iter().copied()).collect();
-    next.pop();
-    for r in rows {
-        let g = group(&r);
-        out[next[g]] = r;
-        next[g] += 1;
-    }
-    let mut start = 0;
-    for &end in &ends {
-        if end - start > 1 {
-            out[start..end].sort_unstable();
-        }
-        start = end;
-    }
-    out
 }
 
 /// Pairs of one bucket's sorted members that pass the filter: all pairs, or a star on the first
@@ -210,31 +162,6 @@ mod tests {
         );
         assert_eq!(stats.shared_buckets, 2);
         assert_eq!(stats.largest_bucket, 3);
-    }
-
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig {
-            cases: 64,
-            rng_seed: proptest::test_runner::RngSeed::Fixed(0x50_27),
-            failure_persistence: None,
-            ..Default::default()
-        })]
-        /// The counting sort orders rows as a comparison sort does: hashed buckets, buckets that
-        /// share their top bits (all in one group), repeated rows, one band or several.
-        #[test]
-        fn rows_sort_like_sort_unstable(
-            rows in proptest::collection::vec(
-                (3u32..6, proptest::prop_oneof![proptest::num::u64::ANY, 0u64..50], 0u32..2000),
-                0..3000,
-            ),
-            one_band in proptest::bool::ANY,
-        ) {
-            let rows: Vec<(u32, u64, u32)> =
-                rows.into_iter().map(|(b, k, d)| (if one_band { 4 } else { b }, k, d)).collect();
-            let mut want = rows.clone();
-            want.sort_unstable();
-            proptest::prop_assert_eq!(sort_rows(rows), want);
-        }
     }
 
     #[test]
