@@ -269,11 +269,14 @@ pub fn jaccard<T: Ord>(a: &[T], b: &[T]) -> f64 {
 ///
 /// The keys of A go into an open-addressing table marked "A"; each key of B then either marks
 /// its A entry "both" (one more common key), finds itself already counted, or goes in marked "B".
-/// So `|A ∩ B|` = entries marked both and `|A ∪ B|` = |A| + entries marked B. The table has at
-/// least four times as many slots as keys (load <= 1/4: short probes; with the key's low bits as
-/// its slot this is 1.35x faster than load <= 1/2 with a multiplied hash in `kernels`, and eight
-/// times the keys is slower again) and is reused: nothing is cleared between comparisons. One pass over both documents' keys, against a sort of each
-/// (n log n) and a merge. [`KeyTable::jaccards`] compares one A with several B's and loads A once.
+/// So `|A ∩ B|` = entries marked both and `|A ∪ B|` = |A| + entries marked B. One pass over
+/// both documents' keys, against a sort of each (n log n) and a merge. [`KeyTable::jaccards`]
+/// compares one A with several B's and loads A once.
+///
+/// The table has at least four times as many slots as keys (load <= 1/4: short probes; with the
+/// key's low bits as its slot this is 1.35x faster than load <= 1/2 with a multiplied hash in
+/// `kernels`, and eight times the keys is slower again) and is reused: nothing is cleared
+/// between comparisons.
 ///
 /// Invariants (the stamp of a slot is a 30-bit number, times 4, plus its mark):
 /// - Loading A takes a new stamp `s_a`; every slot with a smaller stamp is empty from then on.
