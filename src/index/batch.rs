@@ -28,7 +28,7 @@ use crate::index::blocks::{meta_name, Blocked, Writer};
 use crate::index::filter::Bloom;
 use crate::index::BatchEntry;
 use crate::io::output::OutputDir;
-use crate::io::{u32_at, u64_at};
+use crate::io::{u32_at, u32s_le, u64_at};
 
 /// Band (or block table) `b`'s key file.
 pub fn band_file(b: usize) -> String {
@@ -446,7 +446,7 @@ impl BatchReader {
                     });
                 };
                 if docs.binary_search(&doc).is_ok() {
-                    out.insert(doc, crate::io::u32s_le(body));
+                    out.insert(doc, u32s_le(body));
                 }
                 at += 8 + 4 * n;
             }

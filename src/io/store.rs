@@ -38,7 +38,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::error::{Error, Result};
 use crate::io::output::{OutputDir, RangeBytes};
 use crate::io::work::store_files;
-use crate::io::{u32_at, u64_at};
+use crate::io::{u32_at, u32s_le, u64_at};
 use crate::minhash::{SigSource, Signatures};
 use crate::text::shingle::ShingleSets;
 
@@ -431,7 +431,7 @@ pub fn fetch(
                     if xxh3_64(b) != u64_at(source(j), at + 48) {
                         return Err(bad(keys_name(p))("checksum mismatch (damaged file)"));
                     }
-                    set = crate::io::u32s_le(b);
+                    set = u32s_le(b);
                 }
                 Ok((id, set))
             })
