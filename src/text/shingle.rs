@@ -275,8 +275,8 @@ pub fn jaccard<T: Ord>(a: &[T], b: &[T]) -> f64 {
 ///
 /// The table has at least four times as many slots as keys (load <= 1/4: short probes; with the
 /// key's low bits as its slot this is 1.35x faster than load <= 1/2 with a multiplied hash in
-/// `kernels`, and eight times the keys is slower again) and is reused: nothing is cleared
-/// between comparisons.
+/// `kernels`, and eight times the keys is slower again), two beyond [`SPARSE_KEYS`] keys, and is
+/// reused: nothing is cleared between comparisons.
 ///
 /// Invariants (the stamp of a slot is a 30-bit number, times 4, plus its mark):
 /// - Loading A takes a new stamp `s_a`; every slot with a smaller stamp is empty from then on.
@@ -297,6 +297,8 @@ pub struct KeyTable {
 const MARK_A: u64 = 1;
 const MARK_B: u64 = 2;
 const MARK_BOTH: u64 = 3;
+/// Keys of a comparison up to which the table gets four slots per key (a 2 MiB table).
+const SPARSE_KEYS: usize = 1 << 16;
 /// Stamp numbers have 30 bits; the table is cleared before they wrap.
 const STAMPS: u32 = (1 << 30) - 1;
 
@@ -321,7 +323,11 @@ impl KeyTable {
 
     fn jaccards_batch(&mut self, a: &[u32], others: &[&[u32]], mut each: impl FnMut(usize, f64)) {
         let longest = others.iter().map(|b| b.len()).max().unwrap_or(0);
-        let need = (4 * (a.len() + longest)).next_power_of_two().max(64);
+        let keys = a.len() + longest;
+        // Four slots per key while the table is small enough to stay in cache, two beyond (a
+        // table that size misses the cache either way, and its memory stays what it was).
+        let per_key = if keys <= SPARSE_KEYS { 4 } else { 2 };
+        let need = (per_key * keys).next_power_of_two().max(64);
         // One stamp for A and one per B; start from a clear table when they would wrap.
         if self.slots.len() < need || self.stamp as usize + 1 + others.len() > STAMPS as usize {
             self.slots = vec![0; need.max(self.slots.len())];
@@ -623,6 +629,16 @@ mod tests {
         assert_eq!(table.jaccard(&[], &[]), 0.0);
         assert_eq!(table.jaccard(&[5, 5], &[]), 0.0);
         assert_eq!(table.jaccard(&[0, 0, 9], &[9, 0]), 1.0);
+        // Sets too large for four slots per key: two per key, the same values.
+        let big: Vec<u32> = (0..70_000u32)
+            .map(|i| i.wrapping_mul(0x9E37_79B1))
+            .collect();
+        let shifted: Vec<u32> = (35_000..105_000u32)
+            .map(|i| i.wrapping_mul(0x9E37_79B1))
+            .collect();
+        assert!(big.len() + shifted.len() > SPARSE_KEYS);
+        assert_eq!(table.jaccard(&big, &shifted), 35_000.0 / 105_000.0);
+        assert_eq!(table.jaccard(&[1, 2, 3], &[3, 4]), 0.25);
         // Across the wrap of the stamps, entries of earlier pairs never count.
         table.stamp = STAMPS - 3;
         for _ in 0..4 {
