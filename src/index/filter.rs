@@ -121,9 +121,7 @@ impl Bloom {
         }
         let mut blocks = vec![[0u32; 8]; n];
         for (block, bytes) in blocks.iter_mut().zip(body.chunks_exact(32)) {
-            for (w, b) in block.iter_mut().zip(bytes.chunks_exact(4)) {
-                *w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-            }
+            crate::io::read_u32s_le(bytes, block);
         }
         Some((Bloom { blocks }, 4 + n * 32))
     }

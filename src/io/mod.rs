@@ -20,10 +20,15 @@ pub fn u32_at(b: &[u8], at: usize) -> u32 {
 /// loop the compiler turns into wide copies (a `u32_at` per element collected was ~1 ns each).
 pub fn u32s_le(bytes: &[u8]) -> Vec<u32> {
     let mut out = vec![0u32; bytes.len() / 4];
+    read_u32s_le(bytes, &mut out);
+    out
+}
+
+/// Fills `out` with the little-endian u32s at the start of `bytes` (as many as both hold).
+pub fn read_u32s_le(bytes: &[u8], out: &mut [u32]) {
     for (v, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
         *v = u32::from_le_bytes(c.try_into().unwrap_or_default());
     }
-    out
 }
 
 /// The little-endian u64 at byte `at` of a work file (the caller checked the length).

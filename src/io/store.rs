@@ -38,7 +38,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::error::{Error, Result};
 use crate::io::output::{OutputDir, RangeBytes};
 use crate::io::work::store_files;
-use crate::io::{u32_at, u32s_le, u64_at};
+use crate::io::{read_u32s_le, u32_at, u32s_le, u64_at};
 use crate::minhash::{SigSource, Signatures};
 use crate::text::shingle::ShingleSets;
 
@@ -399,11 +399,7 @@ pub fn fetch(
             .par_chunks_mut(k.max(1))
             .enumerate()
             .with_min_len(64)
-            .for_each(|(j, sig)| {
-                for (v, c) in sig.iter_mut().zip(source(j).chunks_exact(4)) {
-                    *v = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-                }
-            });
+            .for_each(|(j, sig)| read_u32s_le(source(j), sig));
         out.shingles
             .extend((0..records.len()).map(|j| u32_at(source(j), at)));
         if ids.is_none() && keys.is_none() {
