@@ -205,6 +205,25 @@ impl OutputDir {
         name: &str,
         write: impl FnOnce(&mut (dyn Write + Send)) -> Result<()>,
     ) -> Result<()> {
+        self.write_stream(name, true, write)
+    }
+
+    /// [`Self::write_with`] for a writer of large or vectored pieces (the store's keys): a local
+    /// file gets no buffer, so each `write_vectored` is one `writev` and nothing is copied first.
+    pub fn write_unbuffered_with(
+        &self,
+        name: &str,
+        write: impl FnOnce(&mut (dyn Write + Send)) -> Result<()>,
+    ) -> Result<()> {
+        self.write_stream(name, false, write)
+    }
+
+    fn write_stream(
+        &self,
+        name: &str,
+        buffered: bool,
+        write: impl FnOnce(&mut (dyn Write + Send)) -> Result<()>,
+    ) -> Result<()> {
         match self {
             OutputDir::Local(dir) | OutputDir::Scratch(dir) => {
                 let sync = self.synced();
@@ -214,10 +233,19 @@ impl OutputDir {
                     if let Some(parent) = path.parent() {
                         fs::create_dir_all(parent).map_err(|e| out_err(&path, e))?;
                     }
-                    let f = fs::File::create(&tmp).map_err(|e| out_err(&path, e))?;
-                    let mut w = std::io::BufWriter::with_capacity(1 << 20, Writeback::new(f, sync));
-                    write(&mut w)?;
-                    let f = w.into_inner().map_err(|e| out_err(&path, e.error()))?.file;
+                    let f = Writeback::new(
+                        fs::File::create(&tmp).map_err(|e| out_err(&path, e))?,
+                        sync,
+                    );
+                    let f = if buffered {
+                        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+                        write(&mut w)?;
+                        w.into_inner().map_err(|e| out_err(&path, e.error()))?.file
+                    } else {
+                        let mut w = f;
+                        write(&mut w)?;
+                        w.file
+                    };
                     if sync {
                         f.sync_all().map_err(|e| out_err(&path, e))?;
                     }
@@ -447,11 +475,9 @@ impl Writeback {
             flushed: 0,
         }
     }
-}
 
-impl Write for Writeback {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.file.write(buf)?;
+    /// Counts `n` bytes written; on a synced file, starts their writeback every [`Self::STEP`].
+    fn advance(&mut self, n: usize) {
         self.written += n as u64;
         if self.sync && self.written - self.flushed >= Self::STEP {
             use std::os::fd::AsRawFd;
@@ -467,6 +493,20 @@ impl Write for Writeback {
             }
             self.flushed = self.written;
         }
+    }
+}
+
+impl Write for Writeback {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.advance(n);
+        Ok(n)
+    }
+
+    /// One `writev`: the store's keys come as many slices, written without copying them first.
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        let n = self.file.write_vectored(bufs)?;
+        self.advance(n);
         Ok(n)
     }
 

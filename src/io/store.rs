@@ -29,7 +29,7 @@
 //! and renamed when complete: a file is complete or absent, and all exist before the task's
 //! marker.
 
-use std::io::Write;
+use std::io::{IoSlice, Write};
 use std::ops::Range;
 
 use rayon::prelude::*;
@@ -83,7 +83,7 @@ pub fn write_part(
     part: usize,
     write: impl FnOnce(Files) -> Result<()>,
 ) -> Result<()> {
-    work.write_with(&keys_name(part), |keys| {
+    work.write_unbuffered_with(&keys_name(part), |keys| {
         work.write_with(&ids_name(part), |ids| {
             work.write_with(&sig_name(part), |sig| write(Files { sig, ids, keys }))
         })
@@ -146,6 +146,10 @@ impl<'w> Writer<'w> {
                 sigs.k
             )));
         }
+        // The keys of the call's documents, written at the end in one vectored stream (the
+        // keys' own memory on a little-endian CPU, else their converted bytes in `self.keys`).
+        let mut key_slices: Vec<IoSlice<'a>> = Vec::new();
+        self.keys.clear();
         for i in 0..sigs.len() {
             let position = self.written + i as u64;
             let (sig, shingles, keys, copy) = match copy_of(i) {
@@ -170,7 +174,17 @@ impl<'w> Writer<'w> {
                     keys.len()
                 )));
             }
-            let kb = le_bytes(keys, &mut self.keys);
+            let check_keys = if cfg!(target_endian = "little") {
+                let kb = key_bytes(keys);
+                key_slices.push(IoSlice::new(kb));
+                xxh3_64(kb)
+            } else {
+                let start = self.keys.len();
+                for v in keys {
+                    self.keys.extend_from_slice(&v.to_le_bytes());
+                }
+                xxh3_64(&self.keys[start..])
+            };
             let idb = id(i).as_bytes();
             let rec = &mut self.rec;
             rec.clear();
@@ -185,12 +199,16 @@ impl<'w> Writer<'w> {
             let check = xxh3_64(rec);
             rec.extend_from_slice(&check.to_le_bytes());
             rec.extend_from_slice(&xxh3_64(idb).to_le_bytes());
-            rec.extend_from_slice(&xxh3_64(kb).to_le_bytes());
+            rec.extend_from_slice(&check_keys.to_le_bytes());
             self.files.sig.write_all(rec)?;
             self.files.ids.write_all(idb)?;
-            self.files.keys.write_all(kb)?;
             self.id_offset += idb.len() as u64;
-            self.keys_offset += kb.len() as u64;
+            self.keys_offset += 4 * keys.len() as u64;
+        }
+        if cfg!(target_endian = "little") {
+            write_all_vectored(&mut *self.files.keys, &mut key_slices)?;
+        } else {
+            self.files.keys.write_all(&self.keys)?;
         }
         self.written += sigs.len() as u64;
         Ok(())
@@ -208,19 +226,25 @@ impl<'w> Writer<'w> {
     }
 }
 
-/// The little-endian bytes of `keys`: the keys' own memory on a little-endian CPU (no copy),
-/// else converted into `buf`.
-fn le_bytes<'a>(keys: &'a [u32], buf: &'a mut Vec<u8>) -> &'a [u8] {
-    if cfg!(target_endian = "little") {
-        // SAFETY: any u32 is four initialised bytes, u8 has alignment 1, and the length covers
-        // exactly the keys' memory, borrowed for as long as `keys` is.
-        return unsafe { std::slice::from_raw_parts(keys.as_ptr().cast::<u8>(), 4 * keys.len()) };
+/// The bytes of `keys` in memory: their little-endian bytes on a little-endian CPU.
+fn key_bytes(keys: &[u32]) -> &[u8] {
+    // SAFETY: any u32 is four initialised bytes, u8 has alignment 1, and the length covers
+    // exactly the keys' memory, borrowed for as long as `keys` is.
+    unsafe { std::slice::from_raw_parts(keys.as_ptr().cast::<u8>(), 4 * keys.len()) }
+}
+
+/// Writes all of `bufs` in order, at most `IOV_MAX` (1024) slices per call.
+fn write_all_vectored(w: &mut dyn Write, mut bufs: &mut [IoSlice<'_>]) -> std::io::Result<()> {
+    IoSlice::advance_slices(&mut bufs, 0);
+    while !bufs.is_empty() {
+        match w.write_vectored(&bufs[..bufs.len().min(1024)]) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut bufs, n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
     }
-    buf.clear();
-    for v in keys {
-        buf.extend_from_slice(&v.to_le_bytes());
-    }
-    buf
+    Ok(())
 }
 
 /// What [`fetch`] reads besides each document's record (signature and shingle count).
