@@ -527,6 +527,33 @@ pub fn part_ids(work: &OutputDir, p: usize, id_len: &[u32], id_hash: &[u64]) -> 
 mod tests {
     use super::*;
 
+    /// A writer that takes at most 7 bytes per call, vectored or not.
+    struct Trickle(Vec<u8>);
+
+    impl Write for Trickle {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(7);
+            self.0.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn vectored_writes_keep_every_byte_in_order() {
+        // Empty slices, short writes that stop inside a slice, and more than 1024 slices.
+        let pieces: Vec<Vec<u8>> = (0..3000u32)
+            .map(|i| (0..i % 13).map(|j| (i * 31 + j) as u8).collect())
+            .collect();
+        let mut slices: Vec<IoSlice> = pieces.iter().map(|p| IoSlice::new(p)).collect();
+        let mut w = Trickle(Vec::new());
+        write_all_vectored(&mut w, &mut slices).unwrap();
+        assert_eq!(w.0, pieces.concat());
+    }
+
     /// A store of `docs` documents from `first`, k = 2, written by `write` (then finished): its
     /// three files' bytes, or the writer's first error.
     fn store_bytes(
