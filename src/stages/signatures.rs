@@ -436,17 +436,22 @@ fn raw_copies(
         .collect()
 }
 
-/// The 128-bit hash (xxh3) of each document's raw text, for [`raw_copies`]; None for a null text.
-fn raw_hashes(corpus: &Corpus) -> Vec<Option<u128>> {
+/// What is computed per document as a chunk is read, while its text is in cache: the 128-bit
+/// hash (xxh3) of its raw text for [`raw_copies`] (when `hash`; None for a null text), and its
+/// script class code for the report.
+fn read_pass(corpus: &Corpus, hash: bool) -> (Vec<Option<u128>>, Vec<u32>) {
     (0..corpus.len() as u32)
         .into_par_iter()
         .with_min_len(256)
         .map(|d| {
-            corpus
-                .text(d)
-                .map(|t| xxhash_rust::xxh3::xxh3_128(t.as_bytes()))
+            let t = corpus.text(d);
+            let script = u32::from(t.map_or(Script::None, classify).code());
+            let h = t
+                .filter(|_| hash)
+                .map(|t| xxhash_rust::xxh3::xxh3_128(t.as_bytes()));
+            (h, script)
         })
-        .collect()
+        .unzip()
 }
 
 /// The text columns of a chunk's shards with the texts of raw copies (`copy_of[d]` set) made
@@ -535,16 +540,14 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
         msg: e.to_string(),
     };
     let chunks = plan.chunks(p, crate::hooks::chunk_rows(DOCS_PER_CHUNK));
-    // A chunk is read with its raw texts' hashes for MinHash (on the reading thread, beside the
-    // previous chunk's signatures); SimHash finds no raw copies (see the module documentation).
+    // A chunk is read with its raw texts' hashes for MinHash and its script classes (on the
+    // reading thread, beside the previous chunk's signatures); SimHash finds no raw copies (see
+    // the module documentation).
     let load = |i: usize| {
         chunks.get(i).map(|c| {
             Corpus::load_slices(c, cfg, |_| {}).map(|corpus| {
-                let hashes = match simhash {
-                    true => vec![None; corpus.len()],
-                    false => raw_hashes(&corpus),
-                };
-                (corpus, hashes)
+                let (hashes, scripts) = read_pass(&corpus, !simhash);
+                (corpus, hashes, scripts)
             })
         })
     };
@@ -570,7 +573,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
             let mut next = load(0);
             let mut i = 0;
             while let Some(loaded) = next.take() {
-                let (corpus, hashes) = loaded?;
+                let (corpus, hashes, scripts) = loaded?;
                 let n = corpus.len();
                 let (base, at) = (first + read, read as usize);
                 let copy_of = raw_copies(&hashes, at as u32, &mut first_seen);
@@ -601,12 +604,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
                         }
                     }
                 }
-                script.par_extend(
-                    (0..n as u32)
-                        .into_par_iter()
-                        .with_min_len(512)
-                        .map(|d| u32::from(corpus.text(d).map_or(Script::None, classify).code())),
-                );
+                script.extend(scripts);
                 for shard in &corpus.shards {
                     match &shard.priority {
                         Some(pr) => priority.extend(pr.iter()),

@@ -62,11 +62,11 @@ pub fn classify(text: &str) -> Script {
         end -= 1;
     }
     let head = &text.as_bytes()[..end];
-    // Most documents start in ASCII: both checks below are vectorised loops.
+    // Most documents start in ASCII: a vectorised check, then the first letter decides.
     if head.is_ascii() {
-        return match head.iter().filter(|b| b.is_ascii_alphabetic()).count() {
-            0 => Script::None,
-            _ => Script::Latin,
+        return match head.iter().any(u8::is_ascii_alphabetic) {
+            false => Script::None,
+            true => Script::Latin,
         };
     }
     let (mut letters, mut cjk, mut latin) = (0u32, 0u32, 0u32);
