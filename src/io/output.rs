@@ -114,36 +114,44 @@ impl OutputDir {
     pub fn read_ranges(&self, name: &str, ranges: &[std::ops::Range<u64>]) -> Result<RangeBytes> {
         match self {
             OutputDir::Local(dir) | OutputDir::Scratch(dir) => {
-                let path = dir.join(name);
-                let err = |e| read_err(&self.location(name), e);
-                let f = fs::File::open(&path).map_err(err)?;
-                let len = f.metadata().map_err(err)?.len();
-                if let Some(r) = ranges.iter().find(|r| r.start > r.end || r.end > len) {
-                    return Err(err(std::io::Error::new(
-                        std::io::ErrorKind::UnexpectedEof,
-                        format!(
-                            "bytes {}..{} asked of a file of {len} bytes",
-                            r.start, r.end
-                        ),
-                    )));
+                use std::os::unix::fs::FileExt;
+                let f = fs::File::open(dir.join(name))
+                    .map_err(|e| read_err(&self.location(name), e))?;
+                // Positioned reads share the descriptor, so the spans are read on the worker
+                // threads. Each range is then a slice of its span's buffer (no copy), unless
+                // gaps are most of the span: then the ranges are copied out into a compact
+                // buffer, so memory stays within twice the bytes asked for.
+                use rayon::prelude::*;
+                type Span = (Vec<u8>, Vec<(usize, usize)>);
+                let per_span: Vec<Span> = spans(ranges)
+                    .into_par_iter()
+                    .map(|span| {
+                        let (lo, hi) = (ranges[span.start].start, ranges[span.end - 1].end);
+                        let mut buf = vec![0u8; (hi - lo) as usize];
+                        f.read_exact_at(&mut buf, lo)
+                            .map_err(|e| read_err(&self.location(name), e))?;
+                        let at = ranges[span.clone()]
+                            .iter()
+                            .map(|r| ((r.start - lo) as usize, (r.end - lo) as usize));
+                        let wanted: usize = at.clone().map(|(a, b)| b - a).sum();
+                        if 2 * wanted >= buf.len() {
+                            return Ok((buf, at.collect()));
+                        }
+                        let mut compact = Vec::with_capacity(wanted);
+                        let mut cut = Vec::with_capacity(span.len());
+                        for (a, b) in at {
+                            cut.push((compact.len(), compact.len() + b - a));
+                            compact.extend_from_slice(&buf[a..b]);
+                        }
+                        Ok((compact, cut))
+                    })
+                    .collect::<Result<_>>()?;
+                let mut out = RangeBytes::default();
+                for (b, (buf, at)) in per_span.into_iter().enumerate() {
+                    out.at.extend(at.into_iter().map(|(lo, hi)| (b, lo, hi)));
+                    out.bufs.push(buf);
                 }
-                if len == 0 {
-                    return Ok(RangeBytes::from_each(vec![Vec::new(); ranges.len()]));
-                }
-                // A map instead of reads: no buffer to clear and fill, only the pages the
-                // ranges touch come in, and each range is a slice of the map.
-                // SAFETY: files read here (work files, index files) are written under a
-                // temporary name and renamed when complete, and never changed after: the map
-                // only sees bytes that stay as they are while it lives. (A file truncated by
-                // someone else meanwhile would end the process with SIGBUS, as with any map.)
-                let map = unsafe { memmap2::Mmap::map(&f) }.map_err(err)?;
-                Ok(RangeBytes {
-                    bufs: vec![Buf::Mapped(map)],
-                    at: ranges
-                        .iter()
-                        .map(|r| (0, r.start as usize, r.end as usize))
-                        .collect(),
-                })
+                Ok(out)
             }
             OutputDir::Remote(url) => Ok(RangeBytes::from_each(object::get_ranges(
                 &format!("{url}/{name}"),
@@ -287,27 +295,9 @@ impl OutputDir {
 /// range lies in them, so a range is a slice of a larger read rather than a copy.
 #[derive(Debug, Default)]
 pub struct RangeBytes {
-    bufs: Vec<Buf>,
+    bufs: Vec<Vec<u8>>,
     /// Per range: its buffer, start and end in that buffer.
     at: Vec<(usize, usize, usize)>,
-}
-
-/// Bytes read: fetched (an object's ranges), or a local file's memory map.
-#[derive(Debug)]
-enum Buf {
-    Owned(Vec<u8>),
-    Mapped(memmap2::Mmap),
-}
-
-impl std::ops::Deref for Buf {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        match self {
-            Buf::Owned(v) => v,
-            Buf::Mapped(m) => m,
-        }
-    }
 }
 
 impl RangeBytes {
@@ -318,10 +308,7 @@ impl RangeBytes {
             .enumerate()
             .map(|(i, b)| (i, 0, b.len()))
             .collect();
-        RangeBytes {
-            bufs: bufs.into_iter().map(Buf::Owned).collect(),
-            at,
-        }
+        RangeBytes { bufs, at }
     }
 
     /// Number of ranges.
@@ -343,10 +330,7 @@ impl RangeBytes {
     /// The bytes of the first range (empty when there is none).
     pub fn into_first(mut self) -> Vec<u8> {
         match self.at.first() {
-            Some(&(b, 0, hi)) if hi == self.bufs[b].len() => match &mut self.bufs[b] {
-                Buf::Owned(v) => std::mem::take(v),
-                Buf::Mapped(m) => m.to_vec(),
-            },
+            Some(&(b, 0, hi)) if hi == self.bufs[b].len() => std::mem::take(&mut self.bufs[b]),
             Some(_) => self.get(0).to_vec(),
             None => Vec::new(),
         }
@@ -384,6 +368,32 @@ pub fn parquet_writer<W: Write>(
             .with_compression(ParquetCompression::Uncompressed)
             .with_statistics(StatisticsOptions::empty()),
     }
+}
+
+/// Largest gap between two ranges read with one positioned read, and largest such read.
+const SPAN_GAP: u64 = 4 << 10;
+const SPAN_MAX: u64 = 8 << 20;
+
+/// Splits `ranges` (in the given order) into runs of consecutive indices that are read as one
+/// span: each range starts at or after the previous one's end, at most [`SPAN_GAP`] bytes
+/// later, and the span stays within [`SPAN_MAX`] bytes (a longer single range is its own span).
+/// At most `SPAN_GAP` unwanted bytes are read per range: less than one read call costs.
+fn spans(ranges: &[std::ops::Range<u64>]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..=ranges.len() {
+        let joins = i < ranges.len() && {
+            let (prev, r) = (&ranges[i - 1], &ranges[i]);
+            r.start >= prev.end
+                && r.start - prev.end <= SPAN_GAP
+                && r.end - ranges[start].start <= SPAN_MAX
+        };
+        if !joins {
+            out.push(start..i);
+            start = i;
+        }
+    }
+    out
 }
 
 fn read_err(path: &str, e: impl std::fmt::Display) -> Error {
@@ -576,38 +586,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ranges_are_read_as_asked() {
+    fn close_ranges_share_a_read() {
         let r = |a: u64, b: u64| a..b;
-        let dir = std::env::temp_dir().join(format!("cd-ranges-{}", std::process::id()));
-        let out = OutputDir::Local(dir.clone());
-        let bytes: Vec<u8> = (0..=255u8).cycle().take(12_000).collect();
-        out.write_bytes("f", bytes.clone()).unwrap();
-        // In order, out of order, overlapping, empty, and up to the last byte.
+        // Adjacent, a small gap, a big gap, overlapping (out of order) and an empty range.
         let ranges = [
             r(0, 10),
             r(10, 20),
-            r(9000, 9500),
+            r(30, 40),
+            r(40 + SPAN_GAP + 1, 50 + SPAN_GAP),
             r(0, 5),
             r(5, 5),
-            r(11_990, 12_000),
         ];
+        assert_eq!(spans(&ranges), vec![0..3, 3..4, 4..6]);
+        assert!(spans(&[]).is_empty());
+        // A span stops growing at SPAN_MAX.
+        let big = [r(0, SPAN_MAX - 1), r(SPAN_MAX - 1, SPAN_MAX + 1)];
+        assert_eq!(spans(&big), vec![0..1, 1..2]);
+
+        let dir = std::env::temp_dir().join(format!("cd-ranges-{}", std::process::id()));
+        let out = OutputDir::Local(dir.clone());
+        let bytes: Vec<u8> = (0..=255u8).cycle().take(3 * SPAN_GAP as usize).collect();
+        out.write_bytes("f", bytes.clone()).unwrap();
         let got = out.read_ranges("f", &ranges).unwrap();
         assert_eq!(got.len(), ranges.len());
         for (i, r) in ranges.iter().enumerate() {
             assert_eq!(got.get(i), &bytes[r.start as usize..r.end as usize]);
         }
-        assert_eq!(got.into_first(), bytes[..10]);
-        let whole = out.read_ranges("f", &[r(0, 12_000)]).unwrap();
-        assert_eq!(whole.into_first(), bytes);
-        // Past the end: an error that names the file, not a short slice.
-        let e = out
-            .read_ranges("f", &[r(0, 10), r(11_999, 12_001)])
-            .unwrap_err();
-        assert!(e.to_string().contains("12001"), "{e}");
-        // An empty file has only empty ranges.
-        out.write_bytes("empty", Vec::new()).unwrap();
-        assert_eq!(out.read_ranges("empty", &[r(0, 0)]).unwrap().get(0), b"");
-        assert!(out.read_ranges("empty", &[r(0, 1)]).is_err());
+        assert_eq!(got.into_first(), bytes[..ranges[0].end as usize]);
+        // Ranges that are a small part of their span are copied out of it.
+        let sparse = [r(0, 10), r(2000, 2010), r(4000, 4004)];
+        assert_eq!(spans(&sparse), vec![0..3]);
+        let got = out.read_ranges("f", &sparse).unwrap();
+        assert_eq!(got.bufs[0].len(), 24);
+        for (i, r) in sparse.iter().enumerate() {
+            assert_eq!(got.get(i), &bytes[r.start as usize..r.end as usize]);
+        }
+        assert!(out.read_ranges("f", &[r(0, 4 * SPAN_GAP)]).is_err());
         let _ = fs::remove_dir_all(dir);
     }
 }
