@@ -64,9 +64,10 @@ pub fn classify(text: &str) -> Script {
     let head = &text.as_bytes()[..end];
     // Most documents start in ASCII: a vectorised check, then the first letter decides.
     if head.is_ascii() {
-        return match head.iter().any(u8::is_ascii_alphabetic) {
-            false => Script::None,
-            true => Script::Latin,
+        return if head.iter().any(u8::is_ascii_alphabetic) {
+            Script::Latin
+        } else {
+            Script::None
         };
     }
     let (mut letters, mut cjk, mut latin) = (0u32, 0u32, 0u32);
