@@ -31,28 +31,6 @@ pub fn read_u32s_le(bytes: &[u8], out: &mut [u32]) {
     }
 }
 
-/// The bytes of `words` as a little-endian file holds them: their own memory on a little-endian
-/// CPU, a converted copy on a big-endian one.
-pub fn le_bytes(words: &[u32]) -> std::borrow::Cow<'_, [u8]> {
-    if cfg!(target_endian = "little") {
-        std::borrow::Cow::Borrowed(native_bytes(words))
-    } else {
-        std::borrow::Cow::Owned(words.iter().flat_map(|w| w.to_le_bytes()).collect())
-    }
-}
-
-/// The bytes of `words` in memory (in the CPU's byte order).
-pub fn native_bytes(words: &[u32]) -> &[u8] {
-    // SAFETY: any u32 is four initialised bytes, u8 has alignment 1, and the length covers
-    // exactly the words' memory, borrowed for as long as `words` is.
-    unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), 4 * words.len()) }
-}
-
-/// The u64 of two u32 words, low word first (as a little-endian file holds it).
-pub fn u64_of(words: &[u32], at: usize) -> u64 {
-    u64::from(words[at]) | u64::from(words[at + 1]) << 32
-}
-
 /// The little-endian u64 at byte `at` of a work file (the caller checked the length).
 pub fn u64_at(b: &[u8], at: usize) -> u64 {
     let mut x = [0u8; 8];

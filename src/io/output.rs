@@ -13,7 +13,6 @@
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use polars::prelude::*;
 
@@ -113,36 +112,9 @@ impl OutputDir {
     /// fetches most records of a part makes a few large reads instead of one system call per
     /// record.
     pub fn read_ranges(&self, name: &str, ranges: &[std::ops::Range<u64>]) -> Result<RangeBytes> {
-        self.read_ranges_as(name, ranges)
-    }
-
-    /// [`OutputDir::read_ranges`] of a file of little-endian u32 words, read straight into word
-    /// buffers (no copy to decode them on a little-endian CPU). Every range must start and end
-    /// on a word (a multiple of 4 bytes).
-    pub fn read_word_ranges(
-        &self,
-        name: &str,
-        ranges: &[std::ops::Range<u64>],
-    ) -> Result<Ranges<u32>> {
-        if let Some(r) = ranges.iter().find(|r| r.start % 4 != 0 || r.end % 4 != 0) {
-            return Err(read_err(
-                &self.location(name),
-                format!(
-                    "bytes {}..{} are not whole 4-byte words (damaged file)",
-                    r.start, r.end
-                ),
-            ));
-        }
-        self.read_ranges_as(name, ranges)
-    }
-
-    fn read_ranges_as<W: Word>(
-        &self,
-        name: &str,
-        ranges: &[std::ops::Range<u64>],
-    ) -> Result<Ranges<W>> {
         match self {
             OutputDir::Local(dir) | OutputDir::Scratch(dir) => {
+                use std::os::unix::fs::FileExt;
                 let f = fs::File::open(dir.join(name))
                     .map_err(|e| read_err(&self.location(name), e))?;
                 // Positioned reads share the descriptor, so the spans are read on the worker
@@ -150,20 +122,17 @@ impl OutputDir {
                 // gaps are most of the span: then the ranges are copied out into a compact
                 // buffer, so memory stays within twice the bytes asked for.
                 use rayon::prelude::*;
-                type Span<W> = (Vec<W>, Vec<(usize, usize)>);
-                let size = std::mem::size_of::<W>() as u64;
-                let per_span: Vec<Span<W>> = spans(ranges)
+                type Span = (Vec<u8>, Vec<(usize, usize)>);
+                let per_span: Vec<Span> = spans(ranges)
                     .into_par_iter()
                     .map(|span| {
                         let (lo, hi) = (ranges[span.start].start, ranges[span.end - 1].end);
-                        let buf = read_exact_at::<W>(&f, ((hi - lo) / size) as usize, lo)
+                        let mut buf = vec![0u8; (hi - lo) as usize];
+                        f.read_exact_at(&mut buf, lo)
                             .map_err(|e| read_err(&self.location(name), e))?;
-                        let at = ranges[span.clone()].iter().map(|r| {
-                            (
-                                ((r.start - lo) / size) as usize,
-                                ((r.end - lo) / size) as usize,
-                            )
-                        });
+                        let at = ranges[span.clone()]
+                            .iter()
+                            .map(|r| ((r.start - lo) as usize, (r.end - lo) as usize));
                         let wanted: usize = at.clone().map(|(a, b)| b - a).sum();
                         if 2 * wanted >= buf.len() {
                             return Ok((buf, at.collect()));
@@ -177,19 +146,17 @@ impl OutputDir {
                         Ok((compact, cut))
                     })
                     .collect::<Result<_>>()?;
-                let mut out = Ranges::default();
+                let mut out = RangeBytes::default();
                 for (b, (buf, at)) in per_span.into_iter().enumerate() {
                     out.at.extend(at.into_iter().map(|(lo, hi)| (b, lo, hi)));
-                    out.bufs.push(Arc::new(buf));
+                    out.bufs.push(buf);
                 }
                 Ok(out)
             }
-            OutputDir::Remote(url) => {
-                let got = object::get_ranges(&format!("{url}/{name}"), ranges)?;
-                Ok(Ranges::from_each(
-                    got.iter().map(|b| W::from_le_bytes(b)).collect(),
-                ))
-            }
+            OutputDir::Remote(url) => Ok(RangeBytes::from_each(object::get_ranges(
+                &format!("{url}/{name}"),
+                ranges,
+            )?)),
         }
     }
 
@@ -324,105 +291,24 @@ impl OutputDir {
     }
 }
 
-/// A value that a file's bytes are read into in place: a byte, or a little-endian u32 word.
-///
-/// # Safety
-/// Every bit pattern of `size_of::<Self>()` bytes must be a valid value, and the type must have
-/// no padding: [`read_exact_at`] fills uninitialised memory with file bytes and calls it values.
-pub unsafe trait Word: Copy + Send + Sync + 'static {
-    /// Turns values read as little-endian bytes into native ones, in place.
-    fn from_le_in_place(buf: &mut [Self]);
-    /// The values of little-endian `bytes` (a shorter tail is ignored).
-    fn from_le_bytes(bytes: &[u8]) -> Vec<Self>;
-}
-
-// SAFETY: a byte has no invalid value and no padding.
-unsafe impl Word for u8 {
-    fn from_le_in_place(_: &mut [u8]) {}
-    fn from_le_bytes(bytes: &[u8]) -> Vec<u8> {
-        bytes.to_vec()
-    }
-}
-
-// SAFETY: any four bytes are a valid u32, which has no padding.
-unsafe impl Word for u32 {
-    fn from_le_in_place(buf: &mut [u32]) {
-        if cfg!(target_endian = "big") {
-            buf.iter_mut().for_each(|v| *v = u32::from_le(*v));
-        }
-    }
-    fn from_le_bytes(bytes: &[u8]) -> Vec<u32> {
-        crate::io::u32s_le(bytes)
-    }
-}
-
-/// `n` values read from `f` at byte `offset`, into memory that is not cleared first (the read
-/// overwrites all of it; a short file is an error).
-fn read_exact_at<W: Word>(f: &fs::File, n: usize, offset: u64) -> std::io::Result<Vec<W>> {
-    use std::os::fd::AsRawFd;
-    let len = n * std::mem::size_of::<W>();
-    let mut buf: Vec<W> = Vec::with_capacity(n);
-    let start = buf.spare_capacity_mut().as_mut_ptr().cast::<u8>();
-    let mut done = 0;
-    while done < len {
-        let at = libc::off_t::try_from(offset + done as u64)
-            .map_err(|_| std::io::Error::other("offset past the largest file offset"))?;
-        // SAFETY: `start + done .. start + len` lies within the buffer's spare capacity (`n`
-        // values of `len` bytes in all), which nothing else references; pread writes at most
-        // `len - done` bytes there.
-        let got = unsafe { libc::pread(f.as_raw_fd(), start.add(done).cast(), len - done, at) };
-        match got {
-            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-            n if n > 0 => done += n as usize,
-            _ => {
-                let e = std::io::Error::last_os_error();
-                if e.kind() != std::io::ErrorKind::Interrupted {
-                    return Err(e);
-                }
-            }
-        }
-    }
-    // SAFETY: pread wrote all `len` bytes of the first `n` values, and any bytes are valid
-    // values of a `Word`.
-    unsafe { buf.set_len(n) };
-    W::from_le_in_place(&mut buf);
-    Ok(buf)
-}
-
-/// Ranges read from one file ([`OutputDir::read_ranges`], [`OutputDir::read_word_ranges`]):
-/// the buffers read, and where each range lies in them, so a range is a slice of a larger read
-/// rather than a copy, and can be kept as one ([`Ranges::share`]).
-#[derive(Debug)]
-pub struct Ranges<W> {
-    bufs: Vec<Arc<Vec<W>>>,
-    /// Per range: its buffer, start and end in that buffer (in values).
+/// Byte ranges read from one file ([`OutputDir::read_ranges`]): the buffers read, and where each
+/// range lies in them, so a range is a slice of a larger read rather than a copy.
+#[derive(Debug, Default)]
+pub struct RangeBytes {
+    bufs: Vec<Vec<u8>>,
+    /// Per range: its buffer, start and end in that buffer.
     at: Vec<(usize, usize, usize)>,
 }
 
-/// Byte ranges read from one file.
-pub type RangeBytes = Ranges<u8>;
-
-impl<W> Default for Ranges<W> {
-    fn default() -> Self {
-        Ranges {
-            bufs: Vec::new(),
-            at: Vec::new(),
-        }
-    }
-}
-
-impl<W: Word> Ranges<W> {
+impl RangeBytes {
     /// One buffer per range.
-    fn from_each(bufs: Vec<Vec<W>>) -> Self {
+    fn from_each(bufs: Vec<Vec<u8>>) -> Self {
         let at = bufs
             .iter()
             .enumerate()
             .map(|(i, b)| (i, 0, b.len()))
             .collect();
-        Ranges {
-            bufs: bufs.into_iter().map(Arc::new).collect(),
-            at,
-        }
+        RangeBytes { bufs, at }
     }
 
     /// Number of ranges.
@@ -435,41 +321,16 @@ impl<W: Word> Ranges<W> {
         self.at.is_empty()
     }
 
-    /// The values of range `i`.
-    pub fn get(&self, i: usize) -> &[W] {
+    /// The bytes of range `i`.
+    pub fn get(&self, i: usize) -> &[u8] {
         let (b, lo, hi) = self.at[i];
         &self.bufs[b][lo..hi]
     }
 
-    /// Range `i`'s buffer (an index into [`Ranges::into_bufs`]) and its start in it.
-    pub fn place(&self, i: usize) -> (usize, usize) {
-        let (b, lo, _) = self.at[i];
-        (b, lo)
-    }
-
-    /// Number of buffers read.
-    pub fn buffers(&self) -> usize {
-        self.bufs.len()
-    }
-
-    /// The buffers read.
-    pub fn into_bufs(self) -> Vec<Arc<Vec<W>>> {
-        self.bufs
-    }
-
-    /// Range `i` as its buffer (shared) and its place in it.
-    pub fn share(&self, i: usize) -> (Arc<Vec<W>>, std::ops::Range<usize>) {
-        let (b, lo, hi) = self.at[i];
-        (Arc::clone(&self.bufs[b]), lo..hi)
-    }
-
-    /// The values of the first range (empty when there is none).
-    pub fn into_first(mut self) -> Vec<W> {
+    /// The bytes of the first range (empty when there is none).
+    pub fn into_first(mut self) -> Vec<u8> {
         match self.at.first() {
-            Some(&(b, 0, hi)) if hi == self.bufs[b].len() => {
-                let buf = std::mem::take(&mut self.bufs[b]);
-                Arc::try_unwrap(buf).unwrap_or_else(|shared| shared.to_vec())
-            }
+            Some(&(b, 0, hi)) if hi == self.bufs[b].len() => std::mem::take(&mut self.bufs[b]),
             Some(_) => self.get(0).to_vec(),
             None => Vec::new(),
         }
@@ -761,18 +622,6 @@ mod tests {
             assert_eq!(got.get(i), &bytes[r.start as usize..r.end as usize]);
         }
         assert!(out.read_ranges("f", &[r(0, 4 * SPAN_GAP)]).is_err());
-        // Word reads: the same ranges as little-endian u32s, shareable; whole words only.
-        let words = [r(0, 8), r(8, 16), r(2000, 2012), r(4, 8)];
-        let got = out.read_word_ranges("f", &words).unwrap();
-        for (i, w) in words.iter().enumerate() {
-            let want = crate::io::u32s_le(&bytes[w.start as usize..w.end as usize]);
-            assert_eq!(got.get(i), &want[..]);
-            let (buf, at) = got.share(i);
-            assert_eq!(buf[at], want[..]);
-        }
-        let e = out.read_word_ranges("f", &[r(0, 8), r(9, 12)]).unwrap_err();
-        assert!(e.to_string().contains("9..12"), "{e}");
-        assert!(out.read_word_ranges("f", &[r(0, 4 * SPAN_GAP)]).is_err());
         let _ = fs::remove_dir_all(dir);
     }
 }

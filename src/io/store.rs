@@ -31,17 +31,16 @@
 
 use std::io::{IoSlice, Write};
 use std::ops::Range;
-use std::sync::Arc;
 
 use rayon::prelude::*;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Error, Result};
-use crate::io::output::{OutputDir, Ranges};
+use crate::io::output::{OutputDir, RangeBytes};
 use crate::io::work::store_files;
-use crate::io::{le_bytes, u64_of};
+use crate::io::{read_u32s_le, u32_at, u32s_le, u64_at};
 use crate::minhash::{SigSource, Signatures};
-use crate::text::shingle::{Keys, ShingleSets};
+use crate::text::shingle::ShingleSets;
 
 const MAGIC: &[u8; 8] = b"CDSTORE5";
 const HEADER: u64 = 24;
@@ -176,7 +175,7 @@ impl<'w> Writer<'w> {
                 )));
             }
             let check_keys = if cfg!(target_endian = "little") {
-                let kb = crate::io::native_bytes(keys);
+                let kb = key_bytes(keys);
                 key_slices.push(IoSlice::new(kb));
                 xxh3_64(kb)
             } else {
@@ -227,6 +226,13 @@ impl<'w> Writer<'w> {
     }
 }
 
+/// The bytes of `keys` in memory: their little-endian bytes on a little-endian CPU.
+fn key_bytes(keys: &[u32]) -> &[u8] {
+    // SAFETY: any u32 is four initialised bytes, u8 has alignment 1, and the length covers
+    // exactly the keys' memory, borrowed for as long as `keys` is.
+    unsafe { std::slice::from_raw_parts(keys.as_ptr().cast::<u8>(), 4 * keys.len()) }
+}
+
 /// Writes all of `bufs` in order, at most `IOV_MAX` (1024) slices per call.
 fn write_all_vectored(w: &mut dyn Write, mut bufs: &mut [IoSlice<'_>]) -> std::io::Result<()> {
     IoSlice::advance_slices(&mut bufs, 0);
@@ -250,18 +256,14 @@ pub struct Wanted {
     pub keys: bool,
 }
 
-/// Documents fetched from the store: sorted global indices and their data. Signatures are
-/// slices of the records as read, keys slices of the keys as read (no copy per document).
+/// Documents fetched from the store: sorted global indices and their data.
 #[derive(Debug, Default)]
 pub struct Fetched {
     k: usize,
     docs: Vec<u32>,
-    /// The record buffers read.
-    records: Vec<Arc<Vec<u32>>>,
-    /// Per document: the buffer and position of the record that holds its signature.
-    sig_at: Vec<(usize, usize)>,
+    values: Vec<u32>,
     shingles: Vec<u32>,
-    sets: Vec<Keys>,
+    sets: Vec<Vec<u32>>,
     ids: Vec<String>,
 }
 
@@ -285,7 +287,7 @@ impl Fetched {
 
     /// The shingle keys of the fetched documents (empty unless fetched with [`Wanted::keys`]).
     pub fn into_sets(self) -> ShingleSets {
-        ShingleSets::shared(self.docs, self.sets)
+        ShingleSets::new(self.docs, self.sets)
     }
 }
 
@@ -294,13 +296,16 @@ impl SigSource for Fetched {
         self.k
     }
     fn sig(&self, doc: u32) -> &[u32] {
-        let (b, at) = self.sig_at[self.index(doc)];
-        &self.records[b][at..at + self.k]
+        let i = self.index(doc) * self.k;
+        &self.values[i..i + self.k]
     }
     fn shingles(&self, doc: u32) -> u32 {
         self.shingles[self.index(doc)]
     }
 }
+
+/// One document as read back: id and keys (each empty if not asked for).
+type Record = (String, Vec<u32>);
 
 /// Reads documents `docs` (sorted, unique global indices) from the stores of the parts that hold
 /// them: signatures and shingle counts, and what `wanted` asks for: ids, shingle keys (as
@@ -319,7 +324,7 @@ pub fn fetch(
         docs,
         ..Fetched::default()
     };
-    out.sig_at.reserve(out.docs.len());
+    out.values.reserve(out.docs.len() * k);
     let mut i = 0;
     while i < out.docs.len() {
         let d = out.docs[i] as u64;
@@ -344,21 +349,18 @@ pub fn fetch(
                 at..at + rs
             })
             .collect();
-        let records = work.read_word_ranges(&sig_name(p), &ranges)?;
-        // A record's fields, in words: signature, shingles, id length, id offset, keys offset,
-        // copy_of, and the three checksums.
-        let (shingles, id_len, id_off, keys_off, copy, checks) =
-            (k, k + 1, k + 2, k + 4, k + 6, k + 8);
-        let check = |r: &[u32]| {
-            if r.len() as u64 * 4 != rs {
+        let records = work.read_ranges(&sig_name(p), &ranges)?;
+        let at = 4 * k;
+        let check = |r: &[u8]| {
+            if r.len() as u64 != rs {
                 return Err(bad_sig("short record"));
             }
-            if xxh3_64(&le_bytes(&r[..checks])) != u64_of(r, checks) {
+            if xxh3_64(&r[..at + 32]) != u64_at(r, at + 32) {
                 return Err(bad_sig("checksum mismatch (damaged file)"));
             }
             Ok(())
         };
-        let copy_of = |r: &[u32]| u64_of(r, copy).checked_sub(1);
+        let copy_of = |r: &[u8]| u64_at(r, at + 24).checked_sub(1);
         for j in 0..records.len() {
             let r = records.get(j);
             check(r)?;
@@ -377,8 +379,8 @@ pub fn fetch(
             .map(|&o| HEADER + o * rs..HEADER + (o + 1) * rs)
             .collect();
         let original_records = match original_ranges.is_empty() {
-            true => Ranges::default(),
-            false => work.read_word_ranges(&sig_name(p), &original_ranges)?,
+            true => RangeBytes::default(),
+            false => work.read_ranges(&sig_name(p), &original_ranges)?,
         };
         for j in 0..original_records.len() {
             let r = original_records.get(j);
@@ -387,47 +389,48 @@ pub fn fetch(
                 return Err(bad_sig("a copy names another copy (damaged file)"));
             }
         }
-        // Where document j's signature, shingle count and keys are: its own record, or its
-        // original's (true).
-        let source = |j: usize| -> (bool, usize) {
-            match copy_of(records.get(j)).and_then(|o| originals.binary_search(&o).ok()) {
-                Some(x) => (true, x),
-                None => (false, j),
+        // The record that holds document j's signature, shingle count and keys.
+        let source = |j: usize| -> &[u8] {
+            let r = records.get(j);
+            match copy_of(r).and_then(|o| originals.binary_search(&o).ok()) {
+                Some(x) => original_records.get(x),
+                None => r,
             }
-        };
-        let record = |(original, x): (bool, usize)| match original {
-            true => original_records.get(x),
-            false => records.get(x),
         };
         // The ids' and keys' ranges, read only when wanted.
-        let ids = match wanted.ids {
-            false => None,
-            true => {
-                let ranges: Vec<Range<u64>> = (0..records.len())
-                    .map(|j| {
-                        let r = records.get(j);
-                        let off = u64_of(r, id_off);
-                        off..off + u64::from(r[id_len])
-                    })
-                    .collect();
-                Some(work.read_ranges(&ids_name(p), &ranges)?)
+        let extra = |wanted: bool, name: String, range: &dyn Fn(usize) -> Range<u64>| {
+            if !wanted {
+                return Ok(None);
             }
+            let ranges: Vec<Range<u64>> = (0..records.len()).map(range).collect();
+            work.read_ranges(&name, &ranges).map(Some)
         };
-        let keys = match wanted.keys {
-            false => None,
-            true => {
-                let ranges: Vec<Range<u64>> = (0..records.len())
-                    .map(|j| {
-                        let r = record(source(j));
-                        let off = u64_of(r, keys_off);
-                        off..off + 4 * u64::from(r[shingles])
-                    })
-                    .collect();
-                Some(work.read_word_ranges(&keys_name(p), &ranges)?)
-            }
-        };
-        // Checksums and UTF-8 checks on the worker threads, results kept in document order.
-        let decoded: Vec<Result<String>> = (0..records.len())
+        let ids = extra(wanted.ids, ids_name(p), &|j| {
+            let r = records.get(j);
+            let off = u64_at(r, at + 8);
+            off..off + u64::from(u32_at(r, at + 4))
+        })?;
+        let keys = extra(wanted.keys, keys_name(p), &|j| {
+            let r = source(j);
+            let off = u64_at(r, at + 16);
+            off..off + 4 * u64::from(u32_at(r, at))
+        })?;
+        // Signatures straight into the flat buffer; checksums, UTF-8 checks and key decoding on
+        // the worker threads, results kept in document order.
+        let base = out.values.len();
+        out.values.resize(base + records.len() * k, 0);
+        out.values[base..]
+            .par_chunks_mut(k.max(1))
+            .enumerate()
+            .with_min_len(64)
+            .for_each(|(j, sig)| read_u32s_le(source(j), sig));
+        out.shingles
+            .extend((0..records.len()).map(|j| u32_at(source(j), at)));
+        if ids.is_none() && keys.is_none() {
+            i = end;
+            continue;
+        }
+        let decoded: Vec<Result<Record>> = (0..records.len())
             .into_par_iter()
             .with_min_len(64)
             .map(|j| {
@@ -435,53 +438,33 @@ pub fn fetch(
                 let mut id = String::new();
                 if let Some(ids) = &ids {
                     let b = ids.get(j);
-                    if xxh3_64(b) != u64_of(r, checks + 2) {
+                    if xxh3_64(b) != u64_at(r, at + 40) {
                         return Err(bad(ids_name(p))("checksum mismatch (damaged file)"));
                     }
                     id = std::str::from_utf8(b)
                         .map_err(|_| bad(ids_name(p))("invalid UTF-8 id"))?
                         .to_string();
                 }
+                let mut set = Vec::new();
                 if let Some(keys) = &keys {
-                    if xxh3_64(&le_bytes(keys.get(j))) != u64_of(record(source(j)), checks + 4) {
+                    let b = keys.get(j);
+                    if xxh3_64(b) != u64_at(source(j), at + 48) {
                         return Err(bad(keys_name(p))("checksum mismatch (damaged file)"));
                     }
+                    set = u32s_le(b);
                 }
-                Ok(id)
+                Ok((id, set))
             })
             .collect();
         for d in decoded {
-            let id = d?;
+            let (id, set) = d?;
             if ids.is_some() {
                 out.ids.push(id);
             }
+            if keys.is_some() {
+                out.sets.push(set);
+            }
         }
-        if let Some(keys) = &keys {
-            out.sets.extend((0..keys.len()).map(|j| {
-                let (buf, at) = keys.share(j);
-                Keys::new(buf, at)
-            }));
-        }
-        out.shingles
-            .extend((0..records.len()).map(|j| record(source(j))[shingles]));
-        // Signatures stay where they were read: the part's record buffers are kept, numbered
-        // on from those of earlier parts (its own records' buffers, then its originals').
-        let own = out.records.len();
-        let of_originals = own + records.buffers();
-        for j in 0..records.len() {
-            out.sig_at.push(match source(j) {
-                (true, x) => {
-                    let (b, at) = original_records.place(x);
-                    (of_originals + b, at)
-                }
-                (false, x) => {
-                    let (b, at) = records.place(x);
-                    (own + b, at)
-                }
-            });
-        }
-        out.records.extend(records.into_bufs());
-        out.records.extend(original_records.into_bufs());
         i = end;
     }
     Ok(out)

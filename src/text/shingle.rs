@@ -13,9 +13,6 @@
 //! documents of m shingles each have ~m^2 / 2^32 spurious common keys on average (2.3e-4 for
 //! m = 1000): a Jaccard value is off by one shingle in fewer than one pair in 4,000.
 
-use std::ops::Range;
-use std::sync::Arc;
-
 use crate::config::Tokenizer;
 use crate::lsh::mix64;
 use crate::text::normalize::normalize_into;
@@ -398,50 +395,16 @@ impl KeyTable {
 }
 
 /// The shingle keys of a subset of documents, by document index: each document's 32-bit keys in
-/// text order, repeats kept (as stored), which [`KeyTable`] compares as sets. A document's keys
-/// are a slice of a buffer shared with others (the store's reads: no copy per document).
+/// text order, repeats kept (as stored), which [`KeyTable`] compares as sets.
 #[derive(Debug, Default)]
 pub struct ShingleSets {
     docs: Vec<u32>,
-    sets: Vec<Keys>,
-}
-
-/// One document's keys: a range of a shared buffer.
-#[derive(Debug, Clone)]
-pub struct Keys {
-    buf: Arc<Vec<u32>>,
-    at: Range<usize>,
-}
-
-impl Keys {
-    /// The keys `at` of `buf` (a range within it).
-    pub fn new(buf: Arc<Vec<u32>>, at: Range<usize>) -> Self {
-        debug_assert!(at.start <= at.end && at.end <= buf.len());
-        Keys { buf, at }
-    }
-
-    /// The keys.
-    pub fn as_slice(&self) -> &[u32] {
-        &self.buf[self.at.clone()]
-    }
-
-    fn owned(keys: Vec<u32>) -> Self {
-        let at = 0..keys.len();
-        Keys {
-            buf: Arc::new(keys),
-            at,
-        }
-    }
+    sets: Vec<Vec<u32>>,
 }
 
 impl ShingleSets {
     /// Keys `sets[i]` (any order, repeats allowed) of documents `docs[i]` (sorted, unique).
     pub fn new(docs: Vec<u32>, sets: Vec<Vec<u32>>) -> Self {
-        Self::shared(docs, sets.into_iter().map(Keys::owned).collect())
-    }
-
-    /// [`ShingleSets::new`] of keys that are slices of shared buffers.
-    pub fn shared(docs: Vec<u32>, sets: Vec<Keys>) -> Self {
         debug_assert_eq!(docs.len(), sets.len());
         ShingleSets { docs, sets }
     }
@@ -481,16 +444,14 @@ impl ShingleSets {
     pub fn sort_dedup(&mut self) {
         use rayon::prelude::*;
         self.sets.par_iter_mut().for_each(|s| {
-            let mut keys = s.as_slice().to_vec();
-            keys.sort_unstable();
-            keys.dedup();
-            *s = Keys::owned(keys);
+            s.sort_unstable();
+            s.dedup();
         });
     }
 
     /// The union of two holdings of disjoint documents.
     pub fn merge(self, other: ShingleSets) -> ShingleSets {
-        let mut pairs: Vec<(u32, Keys)> = self.into_iter().chain(other.into_iter()).collect();
+        let mut pairs: Vec<(u32, Vec<u32>)> = self.into_iter().chain(other.into_iter()).collect();
         pairs.sort_unstable_by_key(|(d, _)| *d);
         let mut out = ShingleSets::default();
         for (d, set) in pairs {
@@ -505,7 +466,7 @@ impl ShingleSets {
         let mut used = 0;
         let mut kept = ShingleSets::default();
         for (d, set) in std::mem::take(self).into_iter().filter(|(d, _)| *d >= from) {
-            used += set.at.len();
+            used += set.len();
             if used > budget {
                 break;
             }
@@ -514,13 +475,13 @@ impl ShingleSets {
         *self = kept;
     }
 
-    fn push(&mut self, doc: u32, set: Keys) {
+    fn push(&mut self, doc: u32, set: Vec<u32>) {
         debug_assert!(self.docs.last().is_none_or(|&l| l < doc));
         self.docs.push(doc);
         self.sets.push(set);
     }
 
-    fn into_iter(self) -> impl Iterator<Item = (u32, Keys)> {
+    fn into_iter(self) -> impl Iterator<Item = (u32, Vec<u32>)> {
         self.docs.into_iter().zip(self.sets)
     }
 
