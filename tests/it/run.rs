@@ -559,6 +559,15 @@ fn sigterm_and_sigint_stop_the_run_and_a_rerun_resumes() {
 /// the manifest of a run that had room. A read-only output is named as such.
 #[test]
 fn a_full_disk_is_named_and_a_rerun_after_freeing_space_resumes() {
+    // Two real shards: enough output to fill the 2 MiB disk part way through the run.
+    let corpus =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/dev-small");
+    let Some(corpus) = installed(
+        corpus,
+        "the development corpus (../shared beside the checkout)",
+    ) else {
+        return;
+    };
     let dir = temp_dir("run-full-disk");
     let disk = dir.join("disk");
     std::fs::create_dir_all(&disk).unwrap();
@@ -580,10 +589,7 @@ fn a_full_disk_is_named_and_a_rerun_after_freeing_space_resumes() {
         }
     }
     let _guard = Unmount(disk.clone());
-    let glob = format!(
-        "{}/../shared/corpus/dev-small/shard-0000[01].parquet",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let glob = format!("{}/shard-0000[01].parquet", corpus.display());
     let whole = dir.join("whole");
     run_ok(&glob, &whole, &[]);
     let out = disk.join("out");
