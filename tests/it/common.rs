@@ -211,6 +211,16 @@ pub fn installed(path: PathBuf, what: &str) -> Option<PathBuf> {
     None
 }
 
+/// The development corpus (`../shared/corpus/dev-small`, with its ground truth), as `installed`.
+pub fn dev_small() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/dev-small");
+    installed(
+        dir.join("gt_components.parquet"),
+        "the development corpus (../shared beside the checkout)",
+    )
+    .map(|_| dir)
+}
+
 /// Reads a Parquet file into a DataFrame.
 pub fn read_df(path: &Path) -> DataFrame {
     LazyFrame::scan_parquet(

@@ -3,7 +3,6 @@
 //! precision, recall per language. In CI (CI set) the corpus must be present.
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use crate::common::*;
 
@@ -19,16 +18,9 @@ fn dev_small_recall_and_precision_with_the_classic_sketch() {
 }
 
 fn scores_on_dev_small(name: &str, args: &[&str]) {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/dev-small");
-    let truth = corpus.join("gt_components.parquet");
-    if installed(
-        truth,
-        "the development corpus (../shared beside the checkout)",
-    )
-    .is_none()
-    {
+    let Some(corpus) = dev_small() else {
         return;
-    }
+    };
     let out = temp_dir(&format!("dev-small-{name}")).join("out");
     run_ok(&format!("{}/shard-*.parquet", corpus.display()), &out, args);
     let rows = manifest(&out);

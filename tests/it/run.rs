@@ -560,12 +560,7 @@ fn sigterm_and_sigint_stop_the_run_and_a_rerun_resumes() {
 #[test]
 fn a_full_disk_is_named_and_a_rerun_after_freeing_space_resumes() {
     // Two real shards: enough output to fill the 2 MiB disk part way through the run.
-    let corpus =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/dev-small");
-    let Some(corpus) = installed(
-        corpus,
-        "the development corpus (../shared beside the checkout)",
-    ) else {
+    let Some(corpus) = dev_small() else {
         return;
     };
     let dir = temp_dir("run-full-disk");
