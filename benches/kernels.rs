@@ -174,8 +174,8 @@ fn main() -> anyhow::Result<()> {
                 .map(move |(b, &k)| (b as u32, k, d as u32))
         })
         .collect();
-    let (t, pairs) = best(|| pairs_of_rows(rows.clone(), 64, None));
-    let (pairs, _) = pairs;
+    let (t, pairs) = best(|| pairs_of_rows(rows.clone(), 64, None, false));
+    let (pairs, _, _) = pairs;
     row(
         "candidates: group by (band, bucket) + pairs",
         t,

@@ -78,6 +78,25 @@ pub enum IndexKeys {
     Short,
 }
 
+/// How verified pairs become kept and dropped documents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ClusterRule {
+    /// Documents in keep order; one is dropped only against a verified near-duplicate kept
+    /// before it (the most similar), so every drop resembles something kept. The default.
+    Keeper,
+    /// Connected components of the verified pairs, one document kept per component; chains of
+    /// near-duplicates merge, so a drop may be far from its kept document.
+    Components,
+}
+
+impl ClusterRule {
+    /// The rule of plans, manifests and index heads written before the rule was a setting.
+    fn before_setting() -> ClusterRule {
+        ClusterRule::Components
+    }
+}
+
 /// Which document of a duplicate cluster is kept. Written as the flag's spelling: "first",
 /// "longest" or the column name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -222,6 +241,10 @@ pub struct Settings {
     /// Keep rule: first, longest, or the name of a numeric priority column (largest wins).
     #[arg(long, value_name = "first|longest|COLUMN")]
     pub keep: Option<Keep>,
+    /// Clustering: keeper (every drop is a verified near-duplicate of a kept document) or
+    /// components (connected components of the verified pairs).
+    #[arg(long, value_enum)]
+    pub cluster: Option<ClusterRule>,
     /// Accept duplicate ids instead of failing.
     #[arg(long)]
     #[serde(default)]
@@ -282,6 +305,9 @@ pub struct Config {
     pub index_keys: IndexKeys,
     pub threads: usize,
     pub keep: Keep,
+    /// Absent in plans, manifests and index heads written before it existed: components.
+    #[serde(default = "ClusterRule::before_setting")]
+    pub cluster: ClusterRule,
     pub allow_duplicate_ids: bool,
     /// The column the report breaks drop rates down by (`--report-group`).
     #[serde(default)]
@@ -348,6 +374,7 @@ impl Settings {
             index_keys: self.index_keys.or(base.index_keys),
             threads: self.threads.or(base.threads),
             keep: self.keep.or(base.keep),
+            cluster: self.cluster.or(base.cluster),
             allow_duplicate_ids: self.allow_duplicate_ids || base.allow_duplicate_ids,
             report_group: self.report_group.or(base.report_group),
             quiet: self.quiet || base.quiet,
@@ -493,6 +520,7 @@ impl Settings {
             index_keys: self.index_keys.unwrap_or_default(),
             threads,
             keep: self.keep.unwrap_or(Keep::First),
+            cluster: self.cluster.unwrap_or(ClusterRule::Keeper),
             allow_duplicate_ids: self.allow_duplicate_ids,
             report_group: self.report_group,
             quiet: self.quiet,

@@ -17,6 +17,7 @@ pub mod explain;
 pub mod hooks;
 pub mod index;
 pub mod io;
+pub mod keeper;
 pub mod lsh;
 pub mod minhash;
 pub mod plan;

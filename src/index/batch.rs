@@ -522,6 +522,7 @@ mod tests {
             name: "n1".into(),
             dir: "batches/n1-0".into(),
             documents: 150,
+            held: None,
             bytes: 0,
             filter_bytes: 0,
             dropped: None,

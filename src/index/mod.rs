@@ -55,7 +55,12 @@ pub struct BatchEntry {
     pub name: String,
     /// Its directory under the index (`batches/NAME-HASH`).
     pub dir: String,
+    /// Its run's documents.
     pub documents: u64,
+    /// The documents it holds: its run's kept ones (`--cluster keeper`); absent when it holds
+    /// every document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<u64>,
     /// Bytes of its files on disk.
     pub bytes: u64,
     /// Bytes a lookup holds in memory for it (filters and block tables).
@@ -63,6 +68,13 @@ pub struct BatchEntry {
     /// Its documents its own run dropped (none in heads written before this was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dropped: Option<u64>,
+}
+
+impl BatchEntry {
+    /// The documents the batch holds.
+    pub fn held(&self) -> u64 {
+        self.held.unwrap_or(self.documents)
+    }
 }
 
 /// index.json.
@@ -114,7 +126,7 @@ impl IndexPlan {
 /// The settings that change signatures or matches, by method (what the head records).
 pub fn settings(cfg: &Config) -> BTreeMap<String, serde_json::Value> {
     let all = cfg.to_json();
-    let mut keys = vec!["method", "ngram", "threshold"];
+    let mut keys = vec!["method", "ngram", "threshold", "cluster"];
     match cfg.method {
         Method::Minhash => keys.extend([
             "num_perm",
@@ -167,6 +179,15 @@ pub fn read_head(index: &OutputDir) -> Result<Option<Head>> {
     Ok(Some(head))
 }
 
+/// The value of a setting in heads written before the setting was recorded.
+fn before_setting(key: &str) -> serde_json::Value {
+    match key {
+        // Those indexes hold every document of each batch, as `--cluster components` does.
+        "cluster" => serde_json::json!("components"),
+        _ => serde_json::Value::Null,
+    }
+}
+
 /// A flag spelling of a setting key.
 fn flag(key: &str) -> String {
     format!("--{}", key.replace('_', "-"))
@@ -189,11 +210,17 @@ pub fn plan(cfg: &Config, fingerprint: u64) -> Result<Option<IndexPlan>> {
     let (compare, generation, frequencies) = match &head {
         None => (Vec::new(), 0, None),
         Some(h) => {
-            // The method first: with another method every other setting differs too.
-            let mut keys: Vec<&String> = h.settings.keys().collect();
-            keys.sort_by_key(|k| *k != "method");
+            // The method first: with another method every other setting differs too. A setting
+            // the head does not name has its value from before the setting existed.
+            let mut keys: Vec<&String> = h.settings.keys().chain(ours.keys()).collect();
+            keys.sort_by_key(|k| (*k != "method", *k));
+            keys.dedup();
             for k in keys {
-                let theirs = &h.settings[k];
+                let theirs = &h
+                    .settings
+                    .get(k)
+                    .cloned()
+                    .unwrap_or_else(|| before_setting(k));
                 let mine = ours.get(k).cloned().unwrap_or_default();
                 if &mine != theirs {
                     return Err(err(format!(
@@ -327,7 +354,7 @@ pub fn commit(
         window: new_head.batches.clone(),
         batches_added: vec![added.name.clone()],
         batches_expired: new_head.retired.iter().map(|b| b.name.clone()).collect(),
-        documents: new_head.batches.iter().map(|b| b.documents).sum(),
+        documents: new_head.batches.iter().map(BatchEntry::held).sum(),
         bytes_on_disk: new_head
             .batches
             .iter()

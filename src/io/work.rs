@@ -69,6 +69,11 @@ pub fn pairs_file(t: usize) -> String {
     format!("candidates/t{t:05}.bin")
 }
 
+/// The giant buckets of candidates task `t` (`--cluster keeper`): (bucket, doc) rows.
+pub fn giant_file(t: usize) -> String {
+    format!("giant/t{t:05}.parquet")
+}
+
 /// A task's completion marker.
 pub fn marker_file(stage: Stage, task: usize) -> String {
     format!("done/{}-t{task:05}.json", stage.name())

@@ -15,13 +15,22 @@
 //! the cap for all pairs is much higher (`--simhash-max-bucket`); above it the star is the fallback
 //! and recall drops (counted in `star_buckets`: raise `--simhash-blocks` then).
 //!
+//! With `--cluster keeper` a giant bucket gives no pairs: its members are written to
+//! `giant/tT.parquet` (bucket, doc), and the cluster task compares each member with the
+//! bucket's documents kept so far (a star on the first member would leave near-duplicates of
+//! each other that do not resemble the first one uncompared, and kept side by side).
+//!
 //! Output invariant: pairs (a, b) with a < b, sorted and unique.
 
 use rayon::prelude::*;
 use serde::Serialize;
 
+use polars::prelude::Column;
+
+use crate::config::ClusterRule;
 use crate::error::Result;
 use crate::io::output::OutputDir;
+use crate::io::work::write_frame;
 use crate::io::{band_rows, pairs, work};
 use crate::plan::Plan;
 use crate::simhash::hamming;
@@ -35,6 +44,10 @@ pub struct CandidateStats {
     pub largest_bucket: u64,
     /// Buckets linked as a star because they exceeded `max_bucket_pairs`.
     pub star_buckets: u64,
+    /// `--cluster keeper`: buckets over the cap, resolved against their kept documents by the
+    /// cluster task instead of a star.
+    #[serde(default)]
+    pub giant_buckets: u64,
     /// Distinct candidate pairs.
     pub candidate_pairs: u64,
 }
@@ -57,29 +70,44 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateStats> {
             }
         })?;
     }
-    let (found, stats) = if simhash {
-        let k = plan.config.hamming as u32;
-        let near = |a: u32, b: u32| {
-            let (x, y) = (fps.get(&a), fps.get(&b));
-            x.zip(y).is_some_and(|(x, y)| hamming(*x, *y) <= k)
-        };
-        pairs_of_rows(rows, plan.config.simhash_max_bucket, Some(&near))
-    } else {
-        pairs_of_rows(rows, plan.config.max_bucket_pairs, None)
+    let keeper = plan.config.cluster == ClusterRule::Keeper;
+    let k = plan.config.hamming as u32;
+    let near = |a: u32, b: u32| {
+        let (x, y) = (fps.get(&a), fps.get(&b));
+        x.zip(y).is_some_and(|(x, y)| hamming(*x, *y) <= k)
     };
+    let (cap, filter) = match simhash {
+        true => (plan.config.simhash_max_bucket, Some(&near as PairFilter)),
+        false => (plan.config.max_bucket_pairs, None),
+    };
+    let (found, giants, stats) = pairs_of_rows(rows, cap, filter, keeper);
     let starts: Vec<u64> = plan.parts.iter().map(|&(first, _)| first).collect();
     work.write_bytes(&work::pairs_file(t), pairs::encode(&found, &starts))?;
+    if keeper {
+        let (bucket, doc): (Vec<u32>, Vec<u32>) = giants
+            .iter()
+            .enumerate()
+            .flat_map(|(g, m)| m.iter().map(move |&d| (g as u32, d)))
+            .unzip();
+        let columns = vec![
+            Column::new("bucket".into(), bucket),
+            Column::new("doc".into(), doc),
+        ];
+        write_frame(work, &work::giant_file(t), "candidates", columns)?;
+    }
     Ok(stats)
 }
 
 /// Groups (band, bucket, doc) rows (any order) by (band, bucket) and lists the candidate pairs:
 /// a sort of 16-byte tuples and one pass over the runs, with no allocation per group (nearly
-/// every group is a singleton).
+/// every group is a singleton). With `defer_giant`, buckets over `max_bucket_pairs` give no
+/// pairs and are returned as member lists instead (in bucket order).
 pub fn pairs_of_rows(
     mut rows: Vec<(u32, u64, u32)>,
     max_bucket_pairs: usize,
     pair_filter: Option<PairFilter>,
-) -> (Vec<(u32, u32)>, CandidateStats) {
+    defer_giant: bool,
+) -> (Vec<(u32, u32)>, Vec<Vec<u32>>, CandidateStats) {
     rows.par_sort_unstable();
     let doc: Vec<u32> = rows.iter().map(|r| r.2).collect();
     let mut members: Vec<&[u32]> = Vec::new();
@@ -91,13 +119,29 @@ pub fn pairs_of_rows(
         start += run.len();
     }
     drop(rows);
-    let mut stats = CandidateStats {
-        shared_buckets: members.len() as u64,
-        largest_bucket: members.iter().map(|m| m.len() as u64).max().unwrap_or(0),
-        star_buckets: members
+    let giant = |m: &[u32]| m.len() > max_bucket_pairs;
+    let giants: Vec<Vec<u32>> = match defer_giant {
+        true => members
             .iter()
-            .filter(|m| m.len() > max_bucket_pairs)
-            .count() as u64,
+            .filter(|m| giant(m))
+            .map(|m| m.to_vec())
+            .collect(),
+        false => Vec::new(),
+    };
+    if defer_giant {
+        members.retain(|m| !giant(m));
+    }
+    let over = members.iter().filter(|m| giant(m)).count() as u64;
+    let mut stats = CandidateStats {
+        shared_buckets: members.len() as u64 + giants.len() as u64,
+        largest_bucket: members
+            .iter()
+            .map(|m| m.len())
+            .chain(giants.iter().map(Vec::len))
+            .max()
+            .unwrap_or(0) as u64,
+        star_buckets: over,
+        giant_buckets: giants.len() as u64,
         candidate_pairs: 0,
     };
     let mut pairs: Vec<(u32, u32)> = members
@@ -107,7 +151,7 @@ pub fn pairs_of_rows(
     pairs.par_sort_unstable();
     pairs.dedup();
     stats.candidate_pairs = pairs.len() as u64;
-    (pairs, stats)
+    (pairs, giants, stats)
 }
 
 /// Pairs of one bucket's sorted members that pass the filter: all pairs, or a star on the first
@@ -153,11 +197,11 @@ mod tests {
             (1, 7, 4),
             (0, 8, 4),
         ];
-        let (pairs, stats) = pairs_of_rows(rows.clone(), 64, None);
+        let (pairs, _, stats) = pairs_of_rows(rows.clone(), 64, None, false);
         assert_eq!(pairs, vec![(0, 1), (0, 2), (1, 2), (1, 3)]);
         let odd_sum = |a: u32, b: u32| (a + b) % 2 == 1;
         assert_eq!(
-            pairs_of_rows(rows, 64, Some(&odd_sum)).0,
+            pairs_of_rows(rows, 64, Some(&odd_sum), false).0,
             vec![(0, 1), (1, 2)]
         );
         assert_eq!(stats.shared_buckets, 2);
@@ -167,9 +211,17 @@ mod tests {
     #[test]
     fn giant_bucket_is_linear() {
         let rows: Vec<(u32, u64, u32)> = (0..5000).map(|d| (0, 1, d)).collect();
-        let (pairs, stats) = pairs_of_rows(rows, 64, None);
+        let (pairs, _, stats) = pairs_of_rows(rows.clone(), 64, None, false);
         assert_eq!(pairs.len(), 4999);
         assert!(pairs.iter().all(|&(a, _)| a == 0));
         assert_eq!(stats.star_buckets, 1);
+        // Deferred (keeper): no pairs, the members as a list; a small bucket still gives pairs.
+        let mut rows = rows;
+        rows.extend([(1, 5, 7), (1, 5, 9)]);
+        let (pairs, giants, stats) = pairs_of_rows(rows, 64, None, true);
+        assert_eq!(pairs, vec![(7, 9)]);
+        assert_eq!(giants, vec![(0..5000).collect::<Vec<u32>>()]);
+        assert_eq!((stats.star_buckets, stats.giant_buckets), (0, 1));
+        assert_eq!((stats.shared_buckets, stats.largest_bucket), (2, 5000));
     }
 }

@@ -9,8 +9,13 @@
 //! `--index-keys all`, every one; with `short`, those with fewer than min-shingles / threshold
 //! shingles (a short document's match must be at least that small, since Jaccard is at most the
 //! ratio of the set sizes); SimHash, those with fewer than --simhash-min-features features.
+//!
+//! With `--cluster keeper` the batch holds tonight's kept documents only, numbered in input
+//! order from 0 ([`Numbering`]): a later night is dropped only against kept content, and a
+//! re-crawl dropped against the index adds nothing to it. With `components` it holds every
+//! document, numbered as in the run.
 
-use crate::config::{IndexKeys, Method};
+use crate::config::{ClusterRule, IndexKeys, Method};
 use crate::error::{Error, Result};
 use crate::index::batch::{self, Written};
 use crate::io::output::OutputDir;
@@ -26,6 +31,55 @@ pub type IndexStats = Written;
 /// Documents read from the store at a time by the per-document task.
 const WINDOW: usize = 8_192;
 
+/// Which of tonight's documents the batch holds, and their numbers in it.
+pub struct Numbering {
+    /// The kept documents (`--cluster keeper`), ascending; None: every document, as numbered.
+    kept: Option<Vec<u32>>,
+}
+
+impl Numbering {
+    /// Reads the cluster task's keepers when the batch holds kept documents only.
+    pub fn read(work: &OutputDir, plan: &Plan) -> Result<Numbering> {
+        if plan.config.cluster != ClusterRule::Keeper {
+            return Ok(Numbering { kept: None });
+        }
+        let mut kept = Vec::new();
+        for p in 0..plan.parts.len() {
+            let df = work.read_parquet(&work::part_file("cluster", p))?;
+            let first = plan.part_range(p).start as u32;
+            let keeper = work::u32s(&df, "keeper", "index")?;
+            kept.extend(
+                (first..)
+                    .zip(keeper)
+                    .filter(|&(d, k)| d == k)
+                    .map(|(d, _)| d),
+            );
+        }
+        Ok(Numbering { kept: Some(kept) })
+    }
+
+    /// The number of document `d` in the batch, if the batch holds it.
+    pub fn number(&self, d: u32) -> Option<u32> {
+        match &self.kept {
+            None => Some(d),
+            Some(kept) => kept.binary_search(&d).ok().map(|i| i as u32),
+        }
+    }
+
+    /// The documents of `range` the batch holds, ascending.
+    fn held(&self, range: std::ops::Range<u64>) -> Vec<u32> {
+        let (lo, hi) = (range.start as u32, range.end as u32);
+        match &self.kept {
+            None => (lo..hi).collect(),
+            Some(kept) => {
+                let from = kept.partition_point(|&d| d < lo);
+                let to = kept.partition_point(|&d| d < hi);
+                kept[from..to].to_vec()
+            }
+        }
+    }
+}
+
 /// The index task `t` (see the module documentation).
 pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
     let ip = plan
@@ -33,12 +87,16 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
         .as_ref()
         .ok_or_else(|| Error::Task("index stage without --index".into()))?;
     let dir = ip.batch_dir();
+    let numbering = Numbering::read(work, plan)?;
+    let number = |d: u32| numbering.number(d);
     if t < plan.bands() {
         let mut rows = Vec::new();
         for r in 0..plan.bucket_ranges {
             for p in 0..plan.parts.len() {
                 band_rows::read(work, &work::band_rows_file(t, r, p), |key, doc, fp| {
-                    rows.push((key, doc, fp));
+                    if let Some(x) = number(doc) {
+                        rows.push((key, x, fp));
+                    }
                 })?;
             }
         }
@@ -60,8 +118,7 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
     // documents at a time, so the task holds one window, never the batch.
     let windows: Vec<Vec<u32>> = (0..plan.parts.len())
         .flat_map(|p| {
-            let r = plan.part_range(p);
-            let docs: Vec<u32> = (r.start as u32..r.end as u32).collect();
+            let docs = numbering.held(plan.part_range(p));
             docs.chunks(WINDOW).map(<[u32]>::to_vec).collect::<Vec<_>>()
         })
         .collect();
@@ -87,9 +144,10 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
                     } else {
                         batch::minhash_record(rec, f.shingles(d))
                     };
-                    batch::push(out, &dir, batch::DOCS, d.into(), &record)?;
+                    let x = u64::from(number(d).unwrap_or(d));
+                    batch::push(out, &dir, batch::DOCS, x, &record)?;
                     let id = batch::id_record(f.id(d));
-                    batch::push(ids_out, &dir, batch::IDS, d.into(), &id)?;
+                    batch::push(ids_out, &dir, batch::IDS, x, &id)?;
                 }
             }
             Ok(())
@@ -103,13 +161,9 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
             sets.sort_dedup();
             for &d in docs {
                 let keys = sets.get(d).unwrap_or(&[]);
-                batch::push(
-                    out,
-                    &dir,
-                    batch::KEYS,
-                    d.into(),
-                    &batch::keys_record(d, keys),
-                )?;
+                let x = number(d).unwrap_or(d);
+                let rec = batch::keys_record(x, keys);
+                batch::push(out, &dir, batch::KEYS, x.into(), &rec)?;
             }
         }
         Ok(())
@@ -118,7 +172,8 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
     for p in 0..plan.parts.len() {
         let r = plan.part_range(p);
         let hashes = read_exact(work, p, (r.end - r.start) as usize)?;
-        exact.extend(hashes.into_iter().zip(r.start as u32..r.end as u32));
+        let held = hashes.into_iter().zip(r.start as u32..r.end as u32);
+        exact.extend(held.filter_map(|(h, d)| Some((h, number(d)?))));
     }
     w += batch::write_exact(&dir, exact)?;
     Ok(w)

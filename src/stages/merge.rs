@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use polars::prelude::*;
 use serde::Serialize;
 
-use crate::config::Method;
+use crate::config::{ClusterRule, Method};
 use crate::error::{Error, Result};
 use crate::index::batch::Written;
 use crate::index::{BatchEntry, IndexPlan};
@@ -18,7 +18,7 @@ use crate::io::output::{parquet_writer, OutputDir, ParquetUse};
 use crate::io::work::{part_file, peak_rss_mib, require_stage, TaskReport};
 use crate::plan::{Plan, Stage};
 use crate::stages::candidates::CandidateStats;
-use crate::stages::cluster::ClusterStats;
+use crate::stages::cluster::{ClusterStats, GiantStats};
 use crate::stages::lookup::LookupStats;
 use crate::stages::manifest::Breakdown;
 use crate::stages::signatures::SignatureStats;
@@ -64,11 +64,15 @@ pub struct Summary {
     /// Cluster size -> number of clusters of that size (sizes >= 2).
     pub cluster_size_histogram: BTreeMap<String, u64>,
     pub candidates: CandidateStats,
+    /// `--cluster keeper`: the giant buckets, each member compared with the bucket's documents
+    /// kept before it (null with `components`).
+    pub giant_buckets: Option<GiantStats>,
     /// Candidate pairs kept as edges (similarity >= threshold). MinHash counts only the pairs
     /// checked: see `exact_checks_skipped`.
     pub verified_pairs: u64,
-    /// MinHash: candidate pairs that needed the exact check but whose documents were already
-    /// joined by the verify task's edges, so no check could change a cluster (0 for SimHash).
+    /// MinHash with `--cluster components`: candidate pairs that needed the exact check but
+    /// whose documents were already joined by the verify task's edges, so no check could change
+    /// a cluster (0 for SimHash and for `keeper`, which checks every pair).
     pub exact_checks_skipped: u64,
     /// Exact shingle sets read from the document store by verification (a verify task keeps
     /// sets for its later windows within a budget, so a document is usually read once; SimHash:
@@ -221,6 +225,7 @@ pub fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_jso
         cand.shared_buckets += s.shared_buckets;
         cand.largest_bucket = cand.largest_bucket.max(s.largest_bucket);
         cand.star_buckets += s.star_buckets;
+        cand.giant_buckets += s.giant_buckets;
     }
     let mut ver = VerifyStats::default();
     for r in of(Stage::Verify) {
@@ -285,8 +290,9 @@ pub fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_jso
         text_bytes: sig.text_bytes,
         clusters: cl.clusters,
         exact_duplicates: cl.exact_duplicates,
-        cluster_size_histogram: cl.cluster_size_histogram,
+        cluster_size_histogram: cl.cluster_size_histogram.clone(),
         candidates: cand,
+        giant_buckets: cl.giant_buckets.clone(),
         verified_pairs: ver.verified_pairs,
         exact_checks_skipped: ver.exact_checks_skipped,
         documents_exact_sets: ver.documents_exact_sets,
@@ -352,10 +358,16 @@ fn commit_index(
         None
     };
     let dropped = plan.documents - cl.documents_kept;
+    // `keeper` batches hold the kept documents only (stages::index::Numbering).
+    let held = match plan.config.cluster {
+        ClusterRule::Keeper => Some(cl.documents_kept),
+        ClusterRule::Components => None,
+    };
     let added = BatchEntry {
         name: ip.batch.clone(),
         dir: ip.dir.clone(),
         documents: plan.documents,
+        held,
         bytes: w.bytes,
         filter_bytes: w.memory,
         dropped: Some(dropped),
@@ -386,7 +398,7 @@ fn commit_index(
         index_bytes_on_disk: c.bytes_on_disk,
         index_bytes_per_document: per(c.bytes_on_disk, c.documents),
         batch_bytes: w.bytes,
-        batch_bytes_per_document: per(w.bytes, plan.documents),
+        batch_bytes_per_document: per(w.bytes, held.unwrap_or(plan.documents)),
         filter_bytes_in_memory: c.filter_bytes,
         filter_bytes_per_document: per(c.filter_bytes, c.documents),
         lookup,

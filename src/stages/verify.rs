@@ -35,7 +35,7 @@ use polars::prelude::Column;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Method, Verify};
+use crate::config::{ClusterRule, Method, Verify};
 use crate::error::Result;
 use crate::io::output::OutputDir;
 use crate::io::work::{self, part_file, write_frame};
@@ -221,9 +221,9 @@ pub fn estimate_batch(
 
 /// Second pass: the exact checks of a batch, skipping those whose answer cannot matter.
 ///
-/// `joined` links the documents of every edge found so far (all estimate-decided edges of the
-/// task, then the exact edges as they are found). A pair whose documents are already linked is
-/// skipped: its edge could only join a cluster with itself, so the clusters, the kept documents
+/// `joined` (`--cluster components`; None checks every pair) links the documents of every edge
+/// found so far (all estimate-decided edges of the task, then the exact edges as they are
+/// found). A pair whose documents are already linked is skipped: its edge could only join a cluster with itself, so the clusters, the kept documents
 /// and the manifest are the same as with every pair checked (the manifest computes a
 /// similarity to the kept document the same way when no edge gives it). Pairs whose estimate
 /// reaches the threshold (likely edges) are checked first, then the others, so more of the
@@ -234,7 +234,7 @@ pub fn estimate_batch(
 pub fn exact_batch(
     checks: &[ExactPair],
     threshold: f64,
-    joined: &mut SparseUnionFind,
+    mut joined: Option<&mut SparseUnionFind>,
     mut fetch_sets: impl FnMut(Vec<u32>) -> crate::error::Result<ShingleSets>,
 ) -> crate::error::Result<(Vec<Edge>, ShingleSets, u64)> {
     let mut edges = Vec::new();
@@ -244,7 +244,7 @@ pub fn exact_batch(
         let mut todo = Vec::new();
         for c in checks {
             if (f64::from(c.estimate) >= threshold) == likely {
-                if joined.connected(c.a, c.b) {
+                if joined.as_mut().is_some_and(|j| j.connected(c.a, c.b)) {
                     skipped += 1;
                 } else {
                     todo.push((c.a, c.b));
@@ -255,8 +255,10 @@ pub fn exact_batch(
         need.retain(|&d| sets.get(d).is_none());
         sets = sets.merge(fetch_sets(need)?);
         let found = exact_edges(&todo, &sets, threshold);
-        for e in &found {
-            joined.union(e.a, e.b);
+        if let Some(j) = joined.as_mut() {
+            for e in &found {
+                j.union(e.a, e.b);
+            }
         }
         edges.extend(found);
     }
@@ -350,6 +352,45 @@ pub fn pair_similarity(
         Method::Minhash => similarity(a, b, exact_check(plan, a, b, sigs), sets, sigs),
         Method::Simhash => {
             simhash::similarity(simhash::hamming(fingerprint(sigs, a), fingerprint(sigs, b)))
+        }
+    }
+}
+
+/// The documents whose shingle sets [`check_pairs`] needs for `pairs` (sorted, unique).
+pub fn sets_needed(plan: &Plan, pairs: &[(u32, u32)], sigs: &store::Fetched) -> Vec<u32> {
+    let cfg = &plan.config;
+    match cfg.method {
+        Method::Minhash => {
+            docs_needing_sets(pairs, sigs, cfg.verify, cfg.threshold, cfg.min_shingles)
+        }
+        Method::Simhash if cfg.simhash_min_features > 0 => {
+            short_docs(pairs, sigs, cfg.simhash_min_features)
+        }
+        Method::Simhash => Vec::new(),
+    }
+}
+
+/// The verified pairs among `pairs`, checked as a verify task checks them (every check made),
+/// from their signatures and the sets [`sets_needed`] names.
+pub fn check_pairs(
+    plan: &Plan,
+    pairs: &[(u32, u32)],
+    sigs: &store::Fetched,
+    sets: &ShingleSets,
+) -> Vec<Edge> {
+    let cfg = &plan.config;
+    match cfg.method {
+        Method::Minhash => {
+            let (mut edges, checks) =
+                estimate_batch(pairs, sigs, cfg.verify, cfg.threshold, cfg.min_shingles);
+            let exact: Vec<(u32, u32)> = checks.iter().map(|c| (c.a, c.b)).collect();
+            edges.extend(exact_edges(&exact, sets, cfg.threshold));
+            edges
+        }
+        Method::Simhash => {
+            let min = cfg.simhash_min_features;
+            let short = (min > 0).then_some((sets, cfg.threshold, min));
+            verify_hamming(pairs, sigs, cfg.hamming, short)
         }
     }
 }
@@ -490,7 +531,9 @@ fn minhash_edges(
     // 1: one fetch of signatures per window; the estimate decides most pairs, and their edges
     //    link documents in `joined`.
     // 2: one or two fetches of sets per window for the pairs that need the exact check, skipping
-    //    the pairs whose documents are already linked (see verify::exact_batch).
+    //    the pairs whose documents are already linked (see verify::exact_batch). The keeper rule
+    //    needs every verified pair (which pairs matter depends on what is kept), so nothing is
+    //    skipped there.
     let mut edges = Vec::new();
     let mut checks = Vec::new();
     for batch in pairs.chunk_by(|x, y| window(x.0) == window(y.0)) {
@@ -507,7 +550,8 @@ fn minhash_edges(
     let (mut exact_sets, mut skipped) = (0u64, 0u64);
     let mut carry = ShingleSets::default();
     for batch in checks.chunk_by(|x, y| window(x.a) == window(y.a)) {
-        let (found, sets, skip) = exact_batch(batch, cfg.threshold, &mut joined, |need| {
+        let links = (cfg.cluster == ClusterRule::Components).then_some(&mut joined);
+        let (found, sets, skip) = exact_batch(batch, cfg.threshold, links, |need| {
             let (sets, read) = fetch_sets(work, plan, need, &mut carry)?;
             exact_sets += read;
             Ok(sets)
@@ -625,7 +669,7 @@ mod tests {
             vec![set(0..10), set(0..10), set(0..10), set(1..11), set(50..60)],
         );
         let mut asked = Vec::new();
-        let (found, sets, skipped) = exact_batch(&checks, 0.8, &mut joined, |need| {
+        let (found, sets, skipped) = exact_batch(&checks, 0.8, Some(&mut joined), |need| {
             asked.push(need.clone());
             Ok(ShingleSets::new(
                 need.clone(),

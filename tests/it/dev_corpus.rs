@@ -1,20 +1,71 @@
 //! Quality on the development corpus (../shared/corpus/dev-small: 20k real documents, English and
-//! Chinese, exact ground truth). Scored like the corpus' scorer: document-level recall and
-//! precision, recall per language. In CI (CI set) the corpus must be present.
+//! Chinese, exact ground truth). `--cluster components` is scored like the corpus' scorer:
+//! document-level recall and precision, recall per language. The keeper rule (the default) like
+//! its keeper scorer: no drop without a kept ground-truth partner, and as many drops as the same
+//! rule on the exact graph. In CI (CI set) the corpus must be present.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::common::*;
 
 #[test]
 fn dev_small_recall_and_precision_per_language() {
-    scores_on_dev_small("default", &[]);
+    scores_on_dev_small("components", &["--cluster", "components"]);
 }
 
 /// The classic sketch (K hash functions) is held to the same targets.
 #[test]
 fn dev_small_recall_and_precision_with_the_classic_sketch() {
-    scores_on_dev_small("classic", &["--sketch", "classic"]);
+    let args = ["--sketch", "classic", "--cluster", "components"];
+    scores_on_dev_small("classic", &args);
+}
+
+/// The default rule: every drop is a ground-truth near-duplicate of a kept document, and the
+/// drops are those of the rule on the exact graph (input order) within 1%.
+#[test]
+fn dev_small_keeper_rule_against_exact_truth() {
+    let Some(corpus) = dev_small() else {
+        return;
+    };
+    let out = temp_dir("dev-small-keeper").join("out");
+    run_ok(&format!("{}/shard-*.parquet", corpus.display()), &out, &[]);
+    let rows = manifest(&out);
+    let gt = read_df(&corpus.join("gt_pairs.parquet"));
+    let mut adj: HashMap<&str, Vec<&str>> = HashMap::new();
+    let (a, b) = (str_column(&gt, "id_a"), str_column(&gt, "id_b"));
+    for (&x, &y) in a.iter().zip(&b) {
+        adj.entry(x).or_default().push(y);
+        adj.entry(y).or_default().push(x);
+    }
+    let partners = |id: &str| adj.get(id).map_or(&[][..], Vec::as_slice).to_vec();
+    let kept: HashSet<&str> = rows
+        .iter()
+        .filter(|r| r.keep)
+        .map(|r| r.id.as_str())
+        .collect();
+    let mut ideal_kept: HashSet<&str> = HashSet::new();
+    let (mut drops, mut ideal, mut orphans) = (0, 0, 0);
+    for r in &rows {
+        let p = partners(&r.id);
+        if p.iter().any(|x| ideal_kept.contains(x)) {
+            ideal += 1;
+        } else {
+            ideal_kept.insert(&r.id);
+        }
+        if r.keep {
+            continue;
+        }
+        drops += 1;
+        orphans += usize::from(!p.iter().any(|x| kept.contains(x)));
+        // The manifest's own guarantee: the keeper is kept, at the threshold or above.
+        let keeper = r.duplicate_of.as_deref().unwrap_or_default();
+        assert!(kept.contains(keeper), "{r:?}: its keeper is not kept");
+        assert!(r.similarity.is_some_and(|s| s >= 0.8), "{r:?}");
+    }
+    let deviation = (drops as f64 - ideal as f64).abs() / ideal as f64;
+    eprintln!("keeper: drops {drops}, ideal {ideal}, deviation {deviation:.4}, orphans {orphans}");
+    assert_eq!(orphans, 0, "drops without a kept ground-truth partner");
+    assert!(deviation <= 0.01, "drops {drops}, ideal {ideal}");
 }
 
 fn scores_on_dev_small(name: &str, args: &[&str]) {

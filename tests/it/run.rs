@@ -260,7 +260,17 @@ fn keep_rules_and_missing_ids() {
         rows[0].duplicate_of.as_deref(),
         Some(format!("{file}:2").as_str())
     );
-    assert_eq!(rows[0].cluster_id, Some(0));
+    // A cluster is a keeper and its drops; its id the keeper's global index.
+    assert_eq!(rows[0].cluster_id, Some(2));
+    let out = dir.join("prio-components");
+    run_ok(&glob, &out, &["--keep", "prio", "--cluster", "components"]);
+    let comp = manifest(&out);
+    assert_eq!(
+        comp.iter().map(|r| r.keep).collect::<Vec<_>>(),
+        vec![false, false, true]
+    );
+    // A component's id is its first document's index.
+    assert_eq!(comp[0].cluster_id, Some(0));
     // Document 2 is a raw copy of document 0: not computed again, its store record names
     // document 0. Document 1's similarity to it is the one to document 0.
     let to_first = manifest(&dir.join("first"))[1].similarity;

@@ -1,18 +1,29 @@
-//! Stage `cluster` (one task): every part's edges, streamed into a union-find over all documents
-//! -> clusters, the one document kept per cluster (`--keep`), written per part
-//! (`cluster/pP.parquet`: keeper, cluster_id, similarity to the keeper where an edge gives it).
-//! It also checks that ids are unique (unless `--allow-duplicate-ids`).
+//! Stage `cluster` (one task): every part's edges and exact copies -> each document's keeper,
+//! written per part (`cluster/pP.parquet`: keeper, cluster_id, similarity to the keeper where
+//! the rule knows it). It also checks that ids are unique (unless `--allow-duplicate-ids`).
 //!
-//! A cluster's root is its first document in input order ([`UnionFind`] makes the smaller root
-//! the root), whatever order the edges arrive in; its global index is the cluster's stable id.
-//! Memory: 16-18 bytes per document (root, size, keeper, similarity to the keeper), plus the
-//! keep column with `--keep longest` or `--keep COLUMN`; the edges are never all held.
+//! Two rules (`--cluster`):
+//! - `keeper` ([`keeper`], [`crate::keeper`]): documents in keep order, each dropped only
+//!   against a verified near-duplicate kept before it; a cluster is a keeper and the documents
+//!   dropped against it, its id the keeper's global index.
+//! - `components`: the edges streamed into a union-find over all documents; one document kept
+//!   per connected component (`--keep`). A cluster's root is its first document in input order
+//!   ([`UnionFind`] makes the smaller root the root), whatever order the edges arrive in; its
+//!   global index is the cluster's stable id.
+//!
+//! Memory: 28-30 bytes per document for `components` (union-find, sizes, keepers, similarity,
+//! the outcome), ~45 bytes per document and 8 per verified edge for `keeper`; plus the keep
+//! column with `--keep longest` or `--keep COLUMN`.
 
 use polars::prelude::*;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::config::Keep;
+mod keeper;
+
+pub use keeper::GiantStats;
+
+use crate::config::{ClusterRule, Keep};
 use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
 use crate::io::store;
@@ -34,6 +45,9 @@ pub struct ClusterStats {
     pub dropped_against: std::collections::BTreeMap<String, u64>,
     pub clusters: u64,
     pub cluster_size_histogram: std::collections::BTreeMap<String, u64>,
+    /// `--cluster keeper`: how the giant buckets were resolved.
+    #[serde(default)]
+    pub giant_buckets: Option<keeper::GiantStats>,
 }
 
 /// The keeper of a cluster whose kept document is in the retained index (an earlier batch).
@@ -220,70 +234,246 @@ fn check_unique_ids(work: &OutputDir, plan: &Plan) -> Result<()> {
     Ok(())
 }
 
-/// The cluster task: union-find over all documents with the edges streamed part by part, then the
-/// keeper of each cluster, written per part.
+/// What either rule decides, per document.
+pub struct Outcome {
+    /// The document itself when kept, its keeper when dropped, [`INDEXED`] when its keeper is
+    /// an indexed document.
+    pub keeper: Vec<u32>,
+    /// Similarity to the keeper where the rule knows it (NaN otherwise: the manifest computes it).
+    pub similarity: Vec<f32>,
+    /// Cluster id ([`NONE`] for a document alone in its cluster).
+    pub cluster: Vec<u32>,
+    /// The index match (position in [`IndexMatches::matches`]) whose document is the keeper
+    /// ([`NONE`] unless the keeper is [`INDEXED`]); empty when nothing matched the index.
+    pub anchor: Vec<u32>,
+}
+
+impl Outcome {
+    /// The index match whose document is `d`'s keeper, or [`NONE`].
+    fn anchor(&self, d: usize) -> u32 {
+        self.anchor.get(d).copied().unwrap_or(NONE)
+    }
+}
+
+/// No cluster, no index match.
+pub const NONE: u32 = u32::MAX;
+
+/// Each document's first exact copy in the input (itself when it has none): a 128-bit hash of
+/// its normalised text, from the signatures stage.
+fn first_copies(work: &OutputDir, plan: &Plan) -> Result<Vec<u32>> {
+    let n = plan.documents as usize;
+    let mut first_copy: Vec<u32> = (0..n as u32).collect();
+    let mut hashes: Vec<(u128, u32)> = Vec::with_capacity(n);
+    for p in 0..plan.parts.len() {
+        let r = plan.part_range(p);
+        let ex = lookup::read_exact(work, p, (r.end - r.start) as usize)?;
+        hashes.extend(
+            ex.into_iter()
+                .zip(r.start as u32..r.end as u32)
+                .filter(|&(h, _)| h != 0),
+        );
+    }
+    hashes.par_sort_unstable();
+    for run in hashes.chunk_by(|x, y| x.0 == y.0) {
+        for &(_, d) in &run[1..] {
+            first_copy[d as usize] = run[0].1;
+        }
+    }
+    Ok(first_copy)
+}
+
+/// Streams every verified edge `(a, b, similarity)` of the run to `f`, part by part.
+pub fn each_edge(work: &OutputDir, plan: &Plan, f: &mut dyn FnMut(u32, u32, f32)) -> Result<()> {
+    for p in 0..plan.parts.len() {
+        let df = work.read_parquet(&part_file("edges", p))?;
+        let (a, b) = (u32s(&df, "a", "cluster")?, u32s(&df, "b", "cluster")?);
+        let sim = series(&df, "similarity", "cluster")?;
+        let sim = sim.f32().map_err(pe("cluster"))?;
+        for ((x, y), s) in a.into_iter().zip(b).zip(sim.into_no_null_iter()) {
+            f(x, y, s);
+        }
+    }
+    Ok(())
+}
+
+/// The keep data of the rule (`--keep longest`: text lengths; `--keep COLUMN`: priorities),
+/// read only when the rule needs it.
+pub struct KeepData {
+    pub text_len: Vec<Option<f64>>,
+    pub priority: Vec<Option<f64>>,
+}
+
+impl KeepData {
+    fn read(work: &OutputDir, plan: &Plan) -> Result<KeepData> {
+        let n = plan.documents as usize;
+        let column = |name: &str| -> Result<Vec<Option<f64>>> {
+            let mut out = Vec::with_capacity(n);
+            for p in 0..plan.parts.len() {
+                let df = work.read_parquet(&part_file("docs", p))?;
+                let c = df
+                    .column(name)
+                    .map_err(pe("cluster"))?
+                    .cast(&DataType::Float64)
+                    .map_err(pe("cluster"))?;
+                out.extend(c.f64().map_err(pe("cluster"))?.iter());
+            }
+            Ok(out)
+        };
+        Ok(match &plan.config.keep {
+            Keep::First => KeepData {
+                text_len: Vec::new(),
+                priority: Vec::new(),
+            },
+            Keep::Longest => KeepData {
+                text_len: column("text_len")?,
+                priority: Vec::new(),
+            },
+            Keep::Column(_) => KeepData {
+                text_len: Vec::new(),
+                priority: column("priority")?,
+            },
+        })
+    }
+
+    fn text_len(&self, d: u32) -> usize {
+        self.text_len[d as usize].unwrap_or(0.0) as usize
+    }
+
+    fn priority(&self, d: u32) -> Option<f64> {
+        self.priority[d as usize]
+    }
+}
+
+/// The cluster task: the rule of `--cluster` over every document, written per part.
 pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
     let cfg = &plan.config;
     if !cfg.allow_duplicate_ids {
         check_unique_ids(work, plan)?;
     }
     let n = plan.documents as usize;
-    let mut uf = UnionFind::new(n);
-    for p in 0..plan.parts.len() {
-        let df = work.read_parquet(&part_file("edges", p))?;
-        let (a, b) = (u32s(&df, "a", "cluster")?, u32s(&df, "b", "cluster")?);
-        for (x, y) in a.into_iter().zip(b) {
-            uf.union(x, y);
-        }
-    }
-    // Exact copies: every later copy of a text joins its first copy (similarity 1.0).
-    let mut first_copy: Vec<u32> = (0..n as u32).collect();
-    {
-        let mut hashes: Vec<(u128, u32)> = Vec::with_capacity(n);
-        for p in 0..plan.parts.len() {
-            let r = plan.part_range(p);
-            let ex = lookup::read_exact(work, p, (r.end - r.start) as usize)?;
-            hashes.extend(
-                ex.into_iter()
-                    .zip(r.start as u32..r.end as u32)
-                    .filter(|&(h, _)| h != 0),
-            );
-        }
-        hashes.par_sort_unstable();
-        for run in hashes.chunk_by(|x, y| x.0 == y.0) {
-            for &(_, d) in &run[1..] {
-                first_copy[d as usize] = run[0].1;
-                uf.union(run[0].1, d);
-            }
-        }
-    }
+    let first_copy = first_copies(work, plan)?;
     let index = IndexMatches::read(work, plan)?;
-    // Keep data, read only when the rule needs it.
-    let keep_column = |name: &str| -> Result<Vec<Option<f64>>> {
-        let mut out = Vec::with_capacity(n);
-        for p in 0..plan.parts.len() {
-            let df = work.read_parquet(&part_file("docs", p))?;
-            let c = df
-                .column(name)
-                .map_err(pe("cluster"))?
-                .cast(&DataType::Float64)
-                .map_err(pe("cluster"))?;
-            out.extend(c.f64().map_err(pe("cluster"))?.iter());
+    let keep = KeepData::read(work, plan)?;
+    let (out, giant) = match cfg.cluster {
+        ClusterRule::Components => (components(work, plan, &first_copy, &index, keep)?, None),
+        ClusterRule::Keeper => {
+            let (out, giant) = keeper::outcome(work, plan, &first_copy, &index, keep)?;
+            (out, Some(giant))
         }
-        Ok(out)
     };
-    let (text_len, priority) = match &cfg.keep {
-        crate::config::Keep::First => (Vec::new(), Vec::new()),
-        crate::config::Keep::Longest => (keep_column("text_len")?, Vec::new()),
-        crate::config::Keep::Column(_) => (Vec::new(), keep_column("priority")?),
-    };
+    let exact_in_index: ahash::AHashSet<u32> = index
+        .matches
+        .iter()
+        .filter(|m| m.exact)
+        .map(|m| m.doc)
+        .collect();
+    let exact_duplicates = (0..n as u32)
+        .filter(|&d| first_copy[d as usize] != d || exact_in_index.contains(&d))
+        .count() as u64;
+    drop(first_copy);
+    let names: Vec<&str> = plan
+        .index
+        .iter()
+        .flat_map(|ip| ip.compare.iter().map(|b| b.name.as_str()))
+        .collect();
+    let mut dropped_against = std::collections::BTreeMap::new();
+    for &a in out.anchor.iter().filter(|&&a| a != NONE) {
+        let b = index.matches[a as usize].batch as usize;
+        *dropped_against.entry(names[b].to_string()).or_insert(0u64) += 1;
+    }
+    for p in 0..plan.parts.len() {
+        let r = plan.part_range(p);
+        let docs = r.start as usize..r.end as usize;
+        let similarity: Vec<Option<f32>> = out.similarity[docs.clone()]
+            .iter()
+            .map(|&s| Some(s).filter(|s| !s.is_nan()))
+            .collect();
+        let cluster_id: Vec<Option<u64>> = out.cluster[docs.clone()]
+            .iter()
+            .map(|&c| (c != NONE).then_some(u64::from(c)))
+            .collect();
+        let mut columns = vec![
+            Column::new("keeper".into(), out.keeper[docs.clone()].to_vec()),
+            Column::new("cluster_id".into(), cluster_id),
+            Column::new("similarity".into(), similarity.clone()),
+        ];
+        if let Some(ip) = &plan.index {
+            // The batch of each dropped document's keeper, and for an indexed keeper its id and
+            // record (the record only where the similarity must still be computed).
+            let mut batch: Vec<Option<&str>> = Vec::new();
+            let mut id: Vec<Option<&str>> = Vec::new();
+            let mut rec: Vec<Option<&[u8]>> = Vec::new();
+            for (j, d) in docs.enumerate() {
+                match out.anchor(d) {
+                    NONE => {
+                        let dropped = out.keeper[d] != d as u32;
+                        batch.push(dropped.then_some(ip.batch.as_str()));
+                        id.push(None);
+                        rec.push(None);
+                    }
+                    a => {
+                        let m = &index.matches[a as usize];
+                        batch.push(Some(names[m.batch as usize]));
+                        id.push(Some(m.xid.as_str()));
+                        rec.push(similarity[j].is_none().then_some(m.xrec.as_slice()));
+                    }
+                }
+            }
+            columns.push(Column::new("duplicate_of_batch".into(), batch));
+            columns.push(Column::new("indexed_id".into(), id));
+            columns.push(Column::new("indexed_record".into(), rec));
+        }
+        write_frame(work, &part_file("cluster", p), "cluster", columns)?;
+    }
+    let hist = size_histogram(&out.cluster);
+    Ok(ClusterStats {
+        exact_duplicates,
+        dropped_against,
+        documents_kept: (0..n).filter(|&d| out.keeper[d] == d as u32).count() as u64,
+        clusters: hist.iter().map(|&(_, c)| c).sum(),
+        cluster_size_histogram: hist.iter().map(|&(s, c)| (s.to_string(), c)).collect(),
+        giant_buckets: giant,
+    })
+}
+
+/// Histogram of cluster sizes >= 2 (members of this run): (size, count), ascending by size.
+fn size_histogram(cluster: &[u32]) -> Vec<(u32, u64)> {
+    let mut size: ahash::AHashMap<u32, u32> = ahash::AHashMap::new();
+    for &c in cluster.iter().filter(|&&c| c != NONE) {
+        *size.entry(c).or_insert(0) += 1;
+    }
+    let mut h = std::collections::BTreeMap::new();
+    for &s in size.values().filter(|&&s| s > 1) {
+        *h.entry(s).or_insert(0u64) += 1;
+    }
+    h.into_iter().collect()
+}
+
+/// `--cluster components`: union-find over all documents with the edges streamed part by part,
+/// exact copies joined to their first copy; the keeper of each cluster by the keep rule, or the
+/// earliest indexed document any member matched.
+fn components(
+    work: &OutputDir,
+    plan: &Plan,
+    first_copy: &[u32],
+    index: &IndexMatches,
+    keep: KeepData,
+) -> Result<Outcome> {
+    let n = plan.documents as usize;
+    let mut uf = UnionFind::new(n);
+    each_edge(work, plan, &mut |x, y, _| uf.union(x, y))?;
+    for (d, &f) in first_copy.iter().enumerate() {
+        if f != d as u32 {
+            uf.union(f, d as u32);
+        }
+    }
     let mut clusters = Clusters::build(
         uf,
-        &cfg.keep,
-        |d| text_len[d as usize].unwrap_or(0.0) as usize,
-        |d| priority[d as usize],
+        &plan.config.keep,
+        |d| keep.text_len(d),
+        |d| keep.priority(d),
     );
-    drop((text_len, priority));
+    drop(keep);
     // The earliest indexed document matched by any member wins the whole cluster.
     let mut anchor: ahash::AHashMap<u32, (u32, u32, usize)> = ahash::AHashMap::new();
     for (i, m) in index.matches.iter().enumerate() {
@@ -299,19 +489,13 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
     // Similarity to the keeper where a verified edge joins them (a second pass over the edges,
     // 4 bytes per document); the manifest computes the rest.
     let mut to_keeper = vec![f32::NAN; n];
-    for p in 0..plan.parts.len() {
-        let df = work.read_parquet(&part_file("edges", p))?;
-        let (a, b) = (u32s(&df, "a", "cluster")?, u32s(&df, "b", "cluster")?);
-        let sim = series(&df, "similarity", "cluster")?;
-        let sim = sim.f32().map_err(pe("cluster"))?;
-        for ((x, y), s) in a.into_iter().zip(b).zip(sim.into_no_null_iter()) {
-            if clusters.keeper_of(y) == x {
-                to_keeper[y as usize] = s;
-            } else if clusters.keeper_of(x) == y {
-                to_keeper[x as usize] = s;
-            }
+    each_edge(work, plan, &mut |x, y, s| {
+        if clusters.keeper_of(y) == x {
+            to_keeper[y as usize] = s;
+        } else if clusters.keeper_of(x) == y {
+            to_keeper[x as usize] = s;
         }
-    }
+    })?;
     for d in 0..n as u32 {
         let f = first_copy[d as usize];
         if f != d && clusters.keeper_of(d) == f {
@@ -325,90 +509,27 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
             to_keeper[m.doc as usize] = m.similarity;
         }
     }
-    let exact_in_index: ahash::AHashSet<u32> = index
-        .matches
-        .iter()
-        .filter(|m| m.exact)
-        .map(|m| m.doc)
-        .collect();
-    let exact_duplicates = (0..n as u32)
-        .filter(|&d| first_copy[d as usize] != d || exact_in_index.contains(&d))
-        .count() as u64;
-    let names: Vec<&str> = plan
-        .index
-        .iter()
-        .flat_map(|ip| ip.compare.iter().map(|b| b.name.as_str()))
-        .collect();
-    let mut dropped_against = std::collections::BTreeMap::new();
-    for d in 0..n as u32 {
-        if let Some(&(b, _, _)) = anchor.get(&clusters.root[d as usize]) {
-            *dropped_against
-                .entry(names[b as usize].to_string())
-                .or_insert(0u64) += 1;
-        }
-    }
-    for p in 0..plan.parts.len() {
-        let r = plan.part_range(p);
-        let docs = r.start as u32..r.end as u32;
-        let keeper: Vec<u32> = docs.clone().map(|d| clusters.keeper_of(d)).collect();
-        let similarity: Vec<Option<f32>> = docs
-            .clone()
-            .map(|d| Some(to_keeper[d as usize]).filter(|s| !s.is_nan()))
-            .collect();
-        let cluster_id: Vec<Option<u64>> = docs
-            .clone()
+    let keeper = (0..n as u32).map(|d| clusters.keeper_of(d)).collect();
+    let anchor_of = |d: u32| anchor.get(&clusters.root[d as usize]);
+    let out = Outcome {
+        keeper,
+        similarity: to_keeper,
+        cluster: (0..n as u32)
             .map(|d| {
-                let anchored = anchor.contains_key(&clusters.root[d as usize]);
-                let id = clusters
-                    .cluster_id(d)
-                    .or(anchored.then(|| clusters.root[d as usize]));
-                id.map(u64::from)
+                let id = clusters.cluster_id(d);
+                let anchored = anchor_of(d).is_some();
+                id.or(anchored.then(|| clusters.root[d as usize]))
+                    .unwrap_or(NONE)
             })
-            .collect();
-        let mut columns = vec![
-            Column::new("keeper".into(), keeper),
-            Column::new("cluster_id".into(), cluster_id),
-            Column::new("similarity".into(), similarity.clone()),
-        ];
-        if let Some(ip) = &plan.index {
-            // The batch of each dropped document's keeper, and for an indexed keeper its id and
-            // record (the record only where the similarity must still be computed).
-            let mut batch: Vec<Option<&str>> = Vec::new();
-            let mut id: Vec<Option<&str>> = Vec::new();
-            let mut rec: Vec<Option<&[u8]>> = Vec::new();
-            for (j, d) in docs.enumerate() {
-                let a = anchor.get(&clusters.root[d as usize]);
-                match a {
-                    Some(&(b, _, i)) => {
-                        let m = &index.matches[i];
-                        batch.push(Some(names[b as usize]));
-                        id.push(Some(m.xid.as_str()));
-                        rec.push(similarity[j].is_none().then_some(m.xrec.as_slice()));
-                    }
-                    None => {
-                        let dropped = clusters.keeper_of(d) != d;
-                        batch.push(dropped.then_some(ip.batch.as_str()));
-                        id.push(None);
-                        rec.push(None);
-                    }
-                }
-            }
-            columns.push(Column::new("duplicate_of_batch".into(), batch));
-            columns.push(Column::new("indexed_id".into(), id));
-            columns.push(Column::new("indexed_record".into(), rec));
-        }
-        write_frame(work, &part_file("cluster", p), "cluster", columns)?;
-    }
-    let hist = clusters.size_histogram();
-    Ok(ClusterStats {
-        exact_duplicates,
-        dropped_against,
-        documents_kept: (0..n as u32)
-            .filter(|&d| clusters.keeper_of(d) == d)
-            .count() as u64,
-        clusters: hist.iter().map(|&(_, c)| c).sum(),
-        cluster_size_histogram: hist.iter().map(|&(s, c)| (s.to_string(), c)).collect(),
-    })
+            .collect(),
+        anchor: match anchor.is_empty() {
+            true => Vec::new(),
+            false => (0..n as u32)
+                .map(|d| anchor_of(d).map_or(NONE, |&(_, _, i)| i as u32))
+                .collect(),
+        },
+    };
+    Ok(out)
 }
 
 #[cfg(test)]

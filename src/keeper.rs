@@ -1,0 +1,378 @@
+//! The keeper rule (`--cluster keeper`, the default): documents are taken in keep order, and a
+//! document is kept unless a verified near-duplicate of it was kept before it; then it is
+//! dropped against the most similar such document (ties to the earlier in keep order).
+//!
+//! Guarantees, whatever order the edges arrive in:
+//! - every dropped document's keeper is kept and verified similar to it (no chain drift: a drop
+//!   never rests on another drop);
+//! - no two kept documents are a verified pair: the kept set is the greedy maximal independent
+//!   set of the verified graph in keep order.
+//!
+//! Exact copies (one normalised text) are one node at the keep position of their best member:
+//! they are verified pairs of each other with identical neighbours, so the best member decides
+//! the group. Kept: the others are dropped against it (similarity 1). Dropped: all take its
+//! keeper. Edges may name any member of a group.
+//!
+//! Some pairs are only compared once the rule needs them ([`Lazy`]): a giant bucket's members
+//! are compared with the bucket's documents kept so far, never with each other.
+//!
+//! Memory: ~33 bytes per document and 8 per edge (edges are read twice, never held as a list).
+
+use crate::error::Result;
+
+/// The keeper of a document dropped before the rule runs (with `--index`: matched against an
+/// indexed document, which is kept and earlier than every document of tonight).
+pub const EXTERNAL: u32 = u32::MAX;
+
+/// Comparisons made while the rule runs, against documents already kept.
+pub trait Lazy {
+    /// Offers `(kept group, similarity)` for each verified near-duplicate of group `node` among
+    /// the groups this source was told are kept.
+    fn compare(&mut self, node: u32, offer: &mut dyn FnMut(u32, f32)) -> Result<()>;
+    /// Group `node` is kept.
+    fn kept(&mut self, node: u32);
+}
+
+/// No lazy comparisons.
+pub struct NoLazy;
+
+impl Lazy for NoLazy {
+    fn compare(&mut self, _: u32, _: &mut dyn FnMut(u32, f32)) -> Result<()> {
+        Ok(())
+    }
+    fn kept(&mut self, _: u32) {}
+}
+
+/// The outcome per document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Keepers {
+    /// The document itself when kept, its keeper when dropped, or [`EXTERNAL`].
+    pub keeper: Vec<u32>,
+    /// Similarity to the keeper; NaN when kept or external.
+    pub similarity: Vec<f32>,
+}
+
+/// What the rule reads about the documents.
+pub struct Documents<'a> {
+    /// Each document's position in keep order (a permutation of 0..n).
+    pub rank: &'a [u32],
+    /// Each document's group: its first exact copy in input order (itself when it has none).
+    pub group: &'a [u32],
+}
+
+const UNDECIDED: u8 = 0;
+const KEPT: u8 = 1;
+const DROPPED: u8 = 2;
+
+/// Runs the rule. `each_edge` streams every verified pair `(a, b, similarity)` to its callback
+/// and is called twice; `external(group)` tells groups dropped before the rule runs.
+pub fn keepers(
+    docs: &Documents,
+    external: impl Fn(u32) -> bool,
+    mut each_edge: impl FnMut(&mut dyn FnMut(u32, u32, f32)) -> Result<()>,
+    lazy: &mut impl Lazy,
+) -> Result<Keepers> {
+    let (rank, group) = (docs.rank, docs.group);
+    let n = rank.len();
+    // The best member of each group (by keep order) and the documents in keep order.
+    let mut best: Vec<u32> = (0..n as u32).collect();
+    let mut by_rank = vec![0u32; n];
+    for d in 0..n {
+        let g = group[d] as usize;
+        if rank[d] < rank[best[g] as usize] {
+            best[g] = d as u32;
+        }
+        by_rank[rank[d] as usize] = d as u32;
+    }
+    let pos = |g: u32| rank[best[g as usize] as usize];
+    // Each edge between two groups, stored at the later one (keep order): its neighbours decided
+    // before it.
+    let later_earlier = |a: u32, b: u32| {
+        let (x, y) = (group[a as usize], group[b as usize]);
+        match x == y {
+            true => None,
+            false if pos(x) > pos(y) => Some((x, y)),
+            false => Some((y, x)),
+        }
+    };
+    let mut offsets = vec![0usize; n + 1];
+    each_edge(&mut |a, b, _| {
+        if let Some((l, _)) = later_earlier(a, b) {
+            offsets[l as usize + 1] += 1;
+        }
+    })?;
+    for i in 0..n {
+        offsets[i + 1] += offsets[i];
+    }
+    let mut fill = offsets.clone();
+    let mut adj = vec![(0u32, 0f32); offsets[n]];
+    each_edge(&mut |a, b, s| {
+        if let Some((l, e)) = later_earlier(a, b) {
+            let at = &mut fill[l as usize];
+            if let Some(slot) = adj.get_mut(*at) {
+                *slot = (e, s);
+            }
+            *at += 1;
+        }
+    })?;
+    drop(fill);
+    let mut state = vec![UNDECIDED; n];
+    let mut to = vec![EXTERNAL; n];
+    let mut sim = vec![f32::NAN; n];
+    for &d in &by_rank {
+        let g = group[d as usize];
+        if best[g as usize] != d {
+            continue;
+        }
+        let gi = g as usize;
+        if external(g) {
+            state[gi] = DROPPED;
+            continue;
+        }
+        // The most similar kept neighbour, ties to the earlier in keep order.
+        let mut found: Option<(f32, u32, u32)> = None;
+        let mut consider = |u: u32, s: f32| {
+            let p = pos(u);
+            if found.is_none_or(|(fs, fp, _)| s > fs || (s == fs && p < fp)) {
+                found = Some((s, p, u));
+            }
+        };
+        for &(u, s) in &adj[offsets[gi]..offsets[gi + 1]] {
+            if state[u as usize] == KEPT {
+                consider(u, s);
+            }
+        }
+        lazy.compare(g, &mut |u, s| {
+            if state[u as usize] == KEPT {
+                consider(u, s);
+            }
+        })?;
+        match found {
+            Some((s, _, u)) => {
+                state[gi] = DROPPED;
+                to[gi] = u;
+                sim[gi] = s;
+            }
+            None => {
+                state[gi] = KEPT;
+                lazy.kept(g);
+            }
+        }
+    }
+    drop((adj, offsets, by_rank));
+    let mut keeper = vec![EXTERNAL; n];
+    let mut similarity = vec![f32::NAN; n];
+    for d in 0..n {
+        let g = group[d] as usize;
+        match state[g] {
+            KEPT if best[g] as usize == d => keeper[d] = d as u32,
+            KEPT => (keeper[d], similarity[d]) = (best[g], 1.0),
+            _ if to[g] != EXTERNAL => (keeper[d], similarity[d]) = (best[to[g] as usize], sim[g]),
+            _ => {}
+        }
+    }
+    Ok(Keepers { keeper, similarity })
+}
+
+/// Keep order from a sort key per document: a smaller key comes first, ties to input order.
+pub fn rank_by<K: Ord + Send>(n: usize, key: impl Fn(u32) -> K + Sync) -> Vec<u32> {
+    use rayon::prelude::*;
+    let mut order: Vec<(K, u32)> = (0..n as u32).into_par_iter().map(|d| (key(d), d)).collect();
+    order.par_sort_unstable();
+    let mut rank = vec![0u32; n];
+    for (r, &(_, d)) in order.iter().enumerate() {
+        rank[d as usize] = r as u32;
+    }
+    rank
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn run(
+        rank: &[u32],
+        group: &[u32],
+        edges: &[(u32, u32, f32)],
+        external: &[u32],
+        lazy: &mut impl Lazy,
+    ) -> Keepers {
+        let docs = Documents { rank, group };
+        let each = |f: &mut dyn FnMut(u32, u32, f32)| {
+            edges.iter().for_each(|&(a, b, s)| f(a, b, s));
+            Ok(())
+        };
+        keepers(&docs, |g| external.contains(&g), each, lazy).unwrap()
+    }
+
+    #[test]
+    fn a_chain_keeps_its_ends() {
+        // 0 - 1 - 2 - 3 - 4 in input order: components would keep 0 only; the rule keeps 0, 2, 4.
+        let edges: Vec<_> = (0..4).map(|i| (i, i + 1, 0.85)).collect();
+        let k = run(&[0, 1, 2, 3, 4], &[0, 1, 2, 3, 4], &edges, &[], &mut NoLazy);
+        assert_eq!(k.keeper, vec![0, 0, 2, 2, 4]);
+        assert!(k.similarity[0].is_nan() && k.similarity[1] == 0.85);
+    }
+
+    #[test]
+    fn most_similar_keeper_then_keep_order() {
+        // 3 resembles kept 0 (0.82), 1 (0.9) and 2 (0.9): 1 and 2 tie, 1 is earlier.
+        let edges = [(0, 3, 0.82), (1, 3, 0.9), (2, 3, 0.9)];
+        let k = run(&[0, 1, 2, 3], &[0, 1, 2, 3], &edges, &[], &mut NoLazy);
+        assert_eq!(k.keeper, vec![0, 1, 2, 1]);
+        // Keep order reversed (3 first): 3 is kept, the rest dropped against it.
+        let k = run(&[3, 2, 1, 0], &[0, 1, 2, 3], &edges, &[], &mut NoLazy);
+        assert_eq!(k.keeper, vec![3, 3, 3, 3]);
+    }
+
+    #[test]
+    fn copies_follow_their_best_member() {
+        // 0 and 2 share a text (group 0); 1 resembles it; keep order 2, 1, 0.
+        let k = run(&[2, 1, 0], &[0, 1, 0], &[(0, 1, 0.9)], &[], &mut NoLazy);
+        assert_eq!(k.keeper, vec![2, 2, 2]);
+        assert_eq!(k.similarity[0], 1.0);
+        // 1 first: the group is dropped against it, both members.
+        let k = run(&[1, 0, 2], &[0, 1, 0], &[(2, 1, 0.9)], &[], &mut NoLazy);
+        assert_eq!(k.keeper, vec![1, 1, 1]);
+        // External: dropped, and blocks nothing.
+        let k = run(&[0, 1, 2], &[0, 1, 0], &[(0, 1, 0.9)], &[0], &mut NoLazy);
+        assert_eq!(k.keeper, vec![EXTERNAL, 1, EXTERNAL]);
+    }
+
+    /// Pairs given only through [`Lazy`]: offered when the other group is kept.
+    struct Hidden {
+        adj: Vec<Vec<(u32, f32)>>,
+        kept: Vec<bool>,
+    }
+
+    impl Lazy for Hidden {
+        fn compare(&mut self, node: u32, offer: &mut dyn FnMut(u32, f32)) -> Result<()> {
+            for &(u, s) in &self.adj[node as usize] {
+                if self.kept[u as usize] {
+                    offer(u, s);
+                }
+            }
+            Ok(())
+        }
+        fn kept(&mut self, node: u32) {
+            self.kept[node as usize] = true;
+        }
+    }
+
+    /// The rule by brute force on the graph of documents: copies are pairs of similarity 1 and
+    /// share their group's pairs; documents in keep order, each against every earlier one.
+    fn reference(
+        rank: &[u32],
+        group: &[u32],
+        pairs: &[(u32, u32, f32)],
+        external: &[u32],
+    ) -> Vec<u32> {
+        let n = rank.len();
+        let mut s = vec![vec![0f32; n]; n];
+        for &(a, b, x) in pairs {
+            for c in 0..n {
+                for d in 0..n {
+                    let (gc, gd) = (group[c], group[d]);
+                    let (ga, gb) = (group[a as usize], group[b as usize]);
+                    if (gc, gd) == (ga, gb) || (gc, gd) == (gb, ga) {
+                        s[c][d] = s[c][d].max(x);
+                    }
+                }
+            }
+        }
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&d| rank[d]);
+        let mut keeper = vec![EXTERNAL; n];
+        for (i, &d) in order.iter().enumerate() {
+            if external.contains(&group[d]) {
+                continue;
+            }
+            let mut found: Option<(f32, usize)> = None;
+            for &e in &order[..i] {
+                let x = if group[e] == group[d] { 1.0 } else { s[d][e] };
+                if keeper[e] == e as u32 && x > 0.0 && found.is_none_or(|(fs, _)| x > fs) {
+                    found = Some((x, e));
+                }
+            }
+            keeper[d] = found.map_or(d as u32, |(_, e)| e as u32);
+        }
+        keeper
+    }
+
+    fn case() -> impl Strategy<Value = (Vec<u32>, Vec<u32>, Vec<(u32, u32, f32, bool)>, Vec<u32>)> {
+        (2usize..14).prop_flat_map(|n| {
+            let perm = Just((0..n as u32).collect::<Vec<_>>()).prop_shuffle();
+            // Each document's group: itself, or an earlier document's group.
+            let group = proptest::collection::vec(0u32..4, n).prop_map(|picks| {
+                let mut g: Vec<u32> = Vec::with_capacity(picks.len());
+                for (d, p) in picks.into_iter().enumerate() {
+                    let copy = p == 0 && d > 0;
+                    g.push(if copy { g[d / 2] } else { d as u32 });
+                }
+                g
+            });
+            let sims = prop::sample::select(vec![0.8f32, 0.85, 0.9, 0.95]);
+            let edge = (0..n as u32, 0..n as u32, sims, any::<bool>());
+            let edges = proptest::collection::vec(edge, 0..3 * n);
+            let external = proptest::collection::vec(0..n as u32, 0..2);
+            (perm, group, edges, external)
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn equals_brute_force((rank, group, raw, external) in case()) {
+            let n = rank.len();
+            // One similarity per pair of groups (copies have identical neighbours), given on any
+            // member; some pairs only through the lazy source.
+            let mut seen = std::collections::BTreeMap::new();
+            let (mut edges, mut hidden) = (Vec::new(), Hidden { adj: vec![Vec::new(); n], kept: vec![false; n] });
+            for (a, b, s, lazy) in raw {
+                let (ga, gb) = (group[a as usize], group[b as usize]);
+                let key = (ga.min(gb), ga.max(gb));
+                if ga == gb || seen.contains_key(&key) {
+                    continue;
+                }
+                seen.insert(key, s);
+                if lazy {
+                    hidden.adj[ga as usize].push((gb, s));
+                    hidden.adj[gb as usize].push((ga, s));
+                } else {
+                    edges.push((a, b, s));
+                }
+            }
+            let all: Vec<(u32, u32, f32)> =
+                seen.iter().map(|(&(a, b), &s)| (a, b, s)).collect();
+            let got = run(&rank, &group, &edges, &external, &mut hidden);
+            let want = reference(&rank, &group, &all, &external);
+            let best = |g: u32| (0..n).filter(|&d| group[d] == g).min_by_key(|&d| rank[d]);
+            for d in 0..n {
+                let kept = |x: u32| x != EXTERNAL && got.keeper[x as usize] == x;
+                prop_assert_eq!(kept(d as u32), want[d] == d as u32, "doc {}", d);
+                let g = group[d];
+                let decides = best(g) == Some(d) || kept(best(g).unwrap_or(0) as u32);
+                if decides {
+                    // The deciding member, and copies of a kept text: exactly the reference.
+                    prop_assert_eq!(got.keeper[d], want[d], "doc {}", d);
+                } else if got.keeper[d] != EXTERNAL {
+                    // Copies of a dropped text take its keeper: kept, and a verified pair.
+                    prop_assert!(kept(got.keeper[d]));
+                    prop_assert!(got.similarity[d] >= 0.8);
+                }
+            }
+            // No two kept documents form a verified pair.
+            for &(a, b, _) in &all {
+                let k = |x: u32| (0..n as u32).any(|d| group[d as usize] == x && got.keeper[d as usize] == d);
+                prop_assert!(!(k(a) && k(b)), "kept pair {} {}", a, b);
+            }
+        }
+    }
+
+    #[test]
+    fn rank_by_key_then_input_order() {
+        let lens = [5, 9, 9, 1];
+        let rank = rank_by(4, |d| std::cmp::Reverse(lens[d as usize]));
+        assert_eq!(rank, vec![2, 0, 1, 3]);
+    }
+}

@@ -1,0 +1,254 @@
+//! `--cluster keeper` in the cluster task: keep order from `--keep`, documents matched in the
+//! retained index dropped first (every indexed document is kept and earlier than tonight's),
+//! then the rule of [`crate::keeper`] over the verified edges, with giant buckets resolved
+//! against their kept documents as the rule goes ([`Giants`]).
+
+use serde::{Deserialize, Serialize};
+
+use super::{each_edge, IndexMatches, KeepData, Outcome, INDEXED, NONE};
+use crate::config::Keep;
+use crate::error::Result;
+use crate::io::output::OutputDir;
+use crate::io::store;
+use crate::io::work::{self, u32s};
+use crate::keeper::{self, Documents, Lazy, EXTERNAL};
+use crate::plan::{Plan, Stage};
+use crate::stages::verify;
+use crate::text::shingle::ShingleSets;
+
+/// How the giant buckets (more members than the pair cap) were resolved.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct GiantStats {
+    /// Giant buckets (over all bands).
+    pub buckets: u64,
+    /// Distinct texts in them.
+    pub members: u64,
+    /// Pairs compared: each member with the bucket's documents kept before it, up to the cap.
+    pub comparisons: u64,
+    /// Members of a bucket holding more kept documents than the cap that matched none of the
+    /// first ones: they may resemble a later kept document of the bucket and stay kept (found
+    /// only if another band pairs them).
+    pub capped: u64,
+}
+
+/// Keep order of the documents: a permutation, smaller first.
+fn keep_order(plan: &Plan, keep: &KeepData) -> Vec<u32> {
+    let n = plan.documents as usize;
+    match &plan.config.keep {
+        Keep::First => (0..n as u32).collect(),
+        Keep::Longest => keeper::rank_by(n, |d| std::cmp::Reverse(keep.text_len(d))),
+        // Largest first; nulls (and NaN) last; ties to input order (the rank's second key).
+        Keep::Column(_) => keeper::rank_by(n, |d| match keep.priority(d) {
+            Some(x) if !x.is_nan() => (0, std::cmp::Reverse(order_bits(x))),
+            _ => (1, std::cmp::Reverse(0)),
+        }),
+    }
+}
+
+/// An integer that sorts as the float does (total order).
+fn order_bits(x: f64) -> i64 {
+    let b = x.to_bits() as i64;
+    b ^ (((b >> 63) as u64) >> 1) as i64
+}
+
+/// The keeper rule's outcome for every document, and how its giant buckets went.
+pub fn outcome(
+    work: &OutputDir,
+    plan: &Plan,
+    first_copy: &[u32],
+    index: &IndexMatches,
+    keep: KeepData,
+) -> Result<(Outcome, GiantStats)> {
+    let n = plan.documents as usize;
+    let rank = keep_order(plan, &keep);
+    drop(keep);
+    // Per text (group): the earliest indexed document any copy matched, as in `components`.
+    let mut anchor = vec![NONE; if index.matches.is_empty() { 0 } else { n }];
+    for (i, m) in index.matches.iter().enumerate() {
+        let g = first_copy[m.doc as usize] as usize;
+        let earlier = |a: u32| {
+            let o = &index.matches[a as usize];
+            (m.batch, m.xdoc) < (o.batch, o.xdoc)
+        };
+        if anchor[g] == NONE || earlier(anchor[g]) {
+            anchor[g] = i as u32;
+        }
+    }
+    let mut giants = Giants::read(work, plan, first_copy)?;
+    let docs = Documents {
+        rank: &rank,
+        group: first_copy,
+    };
+    let external = |g: u32| anchor.get(g as usize).is_some_and(|&a| a != NONE);
+    let k = keeper::keepers(&docs, external, |f| each_edge(work, plan, f), &mut giants)?;
+    drop(rank);
+    let (mut keeper, mut similarity) = (k.keeper, k.similarity);
+    // Documents of a text matched in the index: its match's document is their keeper.
+    if !anchor.is_empty() {
+        for d in 0..n {
+            let a = anchor[first_copy[d] as usize];
+            anchor[d] = a;
+            if keeper[d] == EXTERNAL {
+                keeper[d] = INDEXED;
+                let m = &index.matches[a as usize];
+                let direct = m.doc == d as u32;
+                similarity[d] = if direct { m.similarity } else { f32::NAN };
+            }
+        }
+    }
+    // Cluster ids: the keeper's index; for an indexed keeper, the first of tonight's documents
+    // dropped against it.
+    let mut cluster = vec![NONE; n];
+    let mut first_of: ahash::AHashMap<(u32, u32), u32> = ahash::AHashMap::new();
+    for d in 0..n {
+        let c = match keeper[d] {
+            INDEXED => {
+                let m = &index.matches[anchor[d] as usize];
+                *first_of.entry((m.batch, m.xdoc)).or_insert(d as u32)
+            }
+            kd if kd != d as u32 => kd,
+            _ => continue,
+        };
+        cluster[d] = c;
+        if keeper[c as usize] == c {
+            cluster[c as usize] = c;
+        }
+    }
+    let out = Outcome {
+        keeper,
+        similarity,
+        cluster,
+        anchor,
+    };
+    Ok((out, giants.stats))
+}
+
+/// The giant buckets of the run, compared lazily: a member only with the bucket's documents
+/// kept before it (the first `cap` of them), when the rule reaches it. Nodes are texts (first
+/// copies). Signatures of every member are held; shingle sets only for the kept documents
+/// still compared with, and the current member's.
+struct Giants<'a> {
+    work: &'a OutputDir,
+    plan: &'a Plan,
+    /// Each member's buckets.
+    buckets_of: ahash::AHashMap<u32, Vec<u32>>,
+    /// Each bucket's kept members so far, in keep order.
+    kept: Vec<Vec<u32>>,
+    sigs: store::Fetched,
+    sets: ShingleSets,
+    /// The current member's set, kept if the member is.
+    pending: ShingleSets,
+    cap: usize,
+    stats: GiantStats,
+}
+
+impl<'a> Giants<'a> {
+    fn read(work: &'a OutputDir, plan: &'a Plan, first_copy: &[u32]) -> Result<Giants<'a>> {
+        let mut buckets_of: ahash::AHashMap<u32, Vec<u32>> = ahash::AHashMap::new();
+        let mut buckets = 0u32;
+        for t in 0..plan.tasks(Stage::Candidates) {
+            let df = work.read_parquet(&work::giant_file(t))?;
+            let (bucket, doc) = (
+                u32s(&df, "bucket", "cluster")?,
+                u32s(&df, "doc", "cluster")?,
+            );
+            let base = buckets;
+            for (b, d) in bucket.into_iter().zip(doc) {
+                let list = buckets_of.entry(first_copy[d as usize]).or_default();
+                if list.last() != Some(&(base + b)) {
+                    list.push(base + b);
+                }
+                buckets = buckets.max(base + b + 1);
+            }
+        }
+        let mut members: Vec<u32> = buckets_of.keys().copied().collect();
+        members.sort_unstable();
+        let cap = match plan.config.method {
+            crate::config::Method::Minhash => plan.config.max_bucket_pairs,
+            crate::config::Method::Simhash => plan.config.simhash_max_bucket,
+        };
+        let stats = GiantStats {
+            buckets: u64::from(buckets),
+            members: members.len() as u64,
+            ..GiantStats::default()
+        };
+        let wanted = store::Wanted::default();
+        let sigs = store::fetch(work, &plan.parts, plan.store_k(), members, wanted)?;
+        Ok(Giants {
+            work,
+            plan,
+            buckets_of,
+            kept: vec![Vec::new(); buckets as usize],
+            sigs,
+            sets: ShingleSets::default(),
+            pending: ShingleSets::default(),
+            cap,
+            stats,
+        })
+    }
+}
+
+impl Lazy for Giants<'_> {
+    fn compare(&mut self, node: u32, offer: &mut dyn FnMut(u32, f32)) -> Result<()> {
+        self.pending = ShingleSets::default();
+        let Some(buckets) = self.buckets_of.get(&node) else {
+            return Ok(());
+        };
+        let mut others: Vec<u32> = Vec::new();
+        let mut capped = false;
+        for &b in buckets {
+            let kept = &self.kept[b as usize];
+            capped |= kept.len() > self.cap;
+            others.extend(&kept[..kept.len().min(self.cap)]);
+        }
+        others.sort_unstable();
+        others.dedup();
+        if others.is_empty() {
+            return Ok(());
+        }
+        let pairs: Vec<(u32, u32)> = others.iter().map(|&u| (u.min(node), u.max(node))).collect();
+        let need = verify::sets_needed(self.plan, &pairs, &self.sigs);
+        let (held, missing) = self.sets.take(&need);
+        let wanted = store::Wanted {
+            ids: false,
+            keys: true,
+        };
+        let (work, plan) = (self.work, self.plan);
+        let read = store::fetch(work, &plan.parts, plan.store_k(), missing, wanted)?;
+        let sets = held.merge(read.into_sets());
+        let edges = verify::check_pairs(plan, &pairs, &self.sigs, &sets);
+        // The kept documents' sets go back; the member's waits to see if it is kept.
+        let (mine, _) = {
+            let mut sets = sets;
+            let mine = sets.take(&[node]);
+            self.sets = std::mem::take(&mut self.sets).merge(sets);
+            mine
+        };
+        self.pending = mine;
+        self.stats.comparisons += pairs.len() as u64;
+        if capped && edges.is_empty() {
+            self.stats.capped += 1;
+        }
+        for e in edges {
+            offer(if e.a == node { e.b } else { e.a }, e.similarity);
+        }
+        Ok(())
+    }
+
+    fn kept(&mut self, node: u32) {
+        let pending = std::mem::take(&mut self.pending);
+        let Some(buckets) = self.buckets_of.get(&node) else {
+            return;
+        };
+        let mut compared_with = false;
+        for &b in buckets {
+            let kept = &mut self.kept[b as usize];
+            compared_with |= kept.len() < self.cap;
+            kept.push(node);
+        }
+        // Only the first `cap` kept members of a bucket are compared with: keep their sets.
+        if compared_with {
+            self.sets = std::mem::take(&mut self.sets).merge(pending);
+        }
+    }
+}
