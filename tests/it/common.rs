@@ -306,27 +306,57 @@ pub fn check_fields(obj: &serde_json::Value, fields: &serde_json::Value) {
     }
 }
 
-/// Exact ground truth by brute force: the components of the graph of pairs with Jaccard >= t
-/// over word 5-gram shingles (CJK characters as tokens), as a component id per document.
-pub fn truth_components(texts: &[&str], t: f64) -> Vec<u32> {
+/// Each text's set of word 5-gram shingles (CJK characters as tokens), as the ground truth uses.
+pub fn shingle_sets(texts: &[&str]) -> Vec<Vec<u64>> {
     let mut scratch = Scratch::default();
-    let sets: Vec<Vec<u64>> = texts
+    texts
         .iter()
         .map(|x| {
             let mut s = Vec::new();
             shingle_set(x, Tokenizer::Chars, 5, &mut scratch, &mut s);
             s
         })
-        .collect();
+        .collect()
+}
+
+/// Whether two shingle sets are near-duplicates at threshold `t` (exact Jaccard).
+pub fn near(a: &[u64], b: &[u64], t: f64) -> bool {
+    !a.is_empty() && !b.is_empty() && jaccard(a, b) >= t
+}
+
+/// Exact ground truth by brute force: the components of the graph of pairs with Jaccard >= t
+/// over word 5-gram shingles (CJK characters as tokens), as a component id per document.
+pub fn truth_components(texts: &[&str], t: f64) -> Vec<u32> {
+    let sets = shingle_sets(texts);
     let mut uf = UnionFind::new(texts.len());
     for i in 0..sets.len() {
         for j in i + 1..sets.len() {
-            if !sets[i].is_empty() && !sets[j].is_empty() && jaccard(&sets[i], &sets[j]) >= t {
+            if near(&sets[i], &sets[j], t) {
                 uf.union(i as u32, j as u32);
             }
         }
     }
     (0..texts.len() as u32).map(|d| uf.find(d)).collect()
+}
+
+/// The keeper rule by brute force on the exact graph: documents `range` in order, each dropped
+/// iff it is a near-duplicate (Jaccard >= t) of a document in `kept` (those kept before it,
+/// earlier nights' first), else added to `kept`. Returns the drops.
+pub fn keeper_truth(
+    sets: &[Vec<u64>],
+    range: std::ops::Range<usize>,
+    kept: &mut Vec<usize>,
+    t: f64,
+) -> usize {
+    let mut drops = 0;
+    for d in range {
+        if kept.iter().any(|&k| near(&sets[k], &sets[d], t)) {
+            drops += 1;
+        } else {
+            kept.push(d);
+        }
+    }
+    drops
 }
 
 /// Document-level recall and precision as the corpus scorer defines them: a component of size k

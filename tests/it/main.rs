@@ -8,6 +8,7 @@ mod bad_input;
 mod dev_corpus;
 mod explain;
 mod index;
+mod keeper;
 mod ray;
 mod report;
 mod run;
