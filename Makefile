@@ -11,7 +11,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-ab bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-sketch soak s3-demo clean-out
+.PHONY: build dedup test samples bench bench-ab bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-recrawl bench-sketch soak s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -68,6 +68,10 @@ bench-sketch: build
 ## The development corpus as 4 nights through one index, scored: make bench-nights [WINDOW=4] [ARGS='--index-keys short']
 bench-nights: build
 	WINDOW=$(or $(WINDOW),4) ARGS='$(ARGS)' bash benches/nights/run.sh
+
+## A nightly re-crawl through one index, both --cluster rules, scored: make bench-recrawl [ARGS=...] [NIGHTS=4]
+bench-recrawl: build
+	NIGHTS=$(or $(NIGHTS),4) ARGS='$(ARGS)' bash benches/recrawl/run.sh
 
 ## Memory and time per stage with every task its own process: make bench-scale INPUT='dir/*.parquet' NAME=1M
 bench-scale: build

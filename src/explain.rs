@@ -9,7 +9,7 @@
 
 use serde::Serialize;
 
-use crate::config::{Config, Method};
+use crate::config::{ClusterRule, Config, Method};
 use crate::error::{Error, Result};
 use crate::results::{in_output, read_texts, Manifest, RowGroups};
 use crate::text::diff::{word_diff, Piece};
@@ -56,6 +56,9 @@ pub struct Explanation {
     pub cluster_size: usize,
     pub keeper: Keeper,
     pub method: Method,
+    /// How the run made clusters: `keeper` (a kept document and the documents dropped against
+    /// it) or `components`.
+    pub cluster_rule: ClusterRule,
     /// MinHash: the Jaccard threshold.
     pub threshold: f64,
     /// SimHash: the largest Hamming distance of a duplicate.
@@ -154,6 +157,7 @@ pub fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
         cluster_size: size,
         keeper,
         method: m.config.method,
+        cluster_rule: m.config.cluster,
         threshold: m.config.threshold,
         hamming: m.config.hamming,
         members: members_out,
@@ -238,12 +242,20 @@ pub fn to_text(e: &Explanation, color: bool) -> String {
             e.keeper.id
         );
     } else {
+        let cluster = e.cluster_id.map_or("-".into(), |c| c.to_string());
+        let (n, k) = (e.cluster_size, &e.keeper.id);
         let _ = writeln!(
             s,
-            "Cluster {} has {} documents; the kept one is {}{batch}. {}.",
-            e.cluster_id.map_or("-".into(), |c| c.to_string()),
-            e.cluster_size,
-            e.keeper.id,
+            "{}. {}.",
+            match e.cluster_rule {
+                ClusterRule::Keeper => format!(
+                    "Cluster {cluster}: {k}{batch}, kept, and the {} documents dropped against it",
+                    n.saturating_sub(1)
+                ),
+                ClusterRule::Components => {
+                    format!("Cluster {cluster} has {n} documents; the kept one is {k}{batch}")
+                }
+            },
             match e.method {
                 Method::Minhash => format!("MinHash, threshold {}", e.threshold),
                 Method::Simhash => format!(

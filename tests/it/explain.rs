@@ -62,9 +62,10 @@ fn explain_shows_the_cluster_with_similarities_and_a_diff() {
         "{text}"
     );
     assert!(
-        text.contains(&format!("the kept one is {keeper}")),
+        text.contains(&format!(": {keeper}, kept, and the ")),
         "{text}"
     );
+    assert!(text.contains("documents dropped against it"), "{text}");
     assert!(text.contains("jaccard"), "{text}");
     assert!(text.contains("{+") || text.contains("[-"), "{text}");
     assert!(!text.contains('\x1b'), "colour codes in piped output");

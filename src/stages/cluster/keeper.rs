@@ -83,16 +83,15 @@ pub fn outcome(
     let k = keeper::keepers(&docs, external, |f| each_edge(work, plan, f), &mut giants)?;
     drop(rank);
     let (mut keeper, mut similarity) = (k.keeper, k.similarity);
-    // Documents of a text matched in the index: its match's document is their keeper.
+    // Documents of a text matched in the index: its match's document is their keeper, at the
+    // match's similarity (copies share their text, so their similarity to it).
     if !anchor.is_empty() {
         for d in 0..n {
             let a = anchor[first_copy[d] as usize];
             anchor[d] = a;
             if keeper[d] == EXTERNAL {
                 keeper[d] = INDEXED;
-                let m = &index.matches[a as usize];
-                let direct = m.doc == d as u32;
-                similarity[d] = if direct { m.similarity } else { f32::NAN };
+                similarity[d] = index.matches[a as usize].similarity;
             }
         }
     }
