@@ -38,6 +38,7 @@ bench: build
 ## End to end over the signature-path kernels and two threads over one, alternated rounds, medians:
 ## Old and new binary alternated (per-stage medians, manifests compared):
 ## make bench-ab OLD=old-binary NEW=new-binary [CORPUS=dir] [ROUNDS=5] [THREADS=1] [CORES=0]
+##              [ARGS='flags for both'] [NEW_ARGS='flags only the new binary takes']
 bench-ab:
 	bash benches/ab.sh
 

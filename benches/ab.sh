@@ -3,19 +3,21 @@
 # time per pair, and whether the manifests are byte-identical. The way to measure a change on a
 # VM whose speed drifts within the hour (docs/PERFORMANCE.md).
 #   make bench-ab OLD=/path/old-binary NEW=/path/new-binary [CORPUS=dir] [ROUNDS=5]
-#   [THREADS=1] [CORES=0]
+#   [THREADS=1] [CORES=0] [ARGS='flags for both'] [NEW_ARGS='flags for the new binary only']
 set -euo pipefail
 OLD=${OLD:?OLD=path of the old binary} NEW=${NEW:?NEW=path of the new binary}
 CORPUS=${CORPUS:-../shared/corpus/dev-small} ROUNDS=${ROUNDS:-5}
-THREADS=${THREADS:-1} CORES=${CORES:-0}
+THREADS=${THREADS:-1} CORES=${CORES:-0} ARGS=${ARGS:-} NEW_ARGS=${NEW_ARGS:-}
 work=$(mktemp -d "${TMPDIR:-/tmp}/corpus-dedup-ab.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 for r in $(seq 1 "$ROUNDS"); do
   for v in old new; do
-    bin=$OLD; [ "$v" = new ] && bin=$NEW
+    bin=$OLD extra=$ARGS
+    [ "$v" = new ] && bin=$NEW extra="$ARGS $NEW_ARGS"
     rm -rf "$work/$v"
+    # shellcheck disable=SC2086 # flags meant to split into words
     /usr/bin/time -f '%e' -o "$work/time" taskset -c "$CORES" "$bin" run --quiet \
-      --threads "$THREADS" --input "$CORPUS/shard-*.parquet" --output "$work/$v" > /dev/null
+      --threads "$THREADS" --input "$CORPUS/shard-*.parquet" --output "$work/$v" $extra > /dev/null
     echo "$v $(cat "$work/time") $work/$v/summary.json" >> "$work/rounds"
     python3 - "$work/$v/summary.json" "$(cat "$work/time")" "$v" >> "$work/stages" <<'PY'
 import json, sys

@@ -16,7 +16,8 @@
 //! and recall drops (counted in `star_buckets`: raise `--simhash-blocks` then).
 //!
 //! With `--cluster keeper` a giant bucket gives no pairs: its members are written to
-//! `giant/tT.parquet` (bucket, doc), and the cluster task compares each member with the
+//! `giant/tT.parquet` (bucket, doc; only by tasks that found one), and the cluster task compares
+//! each member with the
 //! bucket's documents kept so far (a star on the first member would leave near-duplicates of
 //! each other that do not resemble the first one uncompared, and kept side by side).
 //!
@@ -83,7 +84,9 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateStats> {
     let (found, giants, stats) = pairs_of_rows(rows, cap, filter, keeper);
     let starts: Vec<u64> = plan.parts.iter().map(|&(first, _)| first).collect();
     work.write_bytes(&work::pairs_file(t), pairs::encode(&found, &starts))?;
-    if keeper {
+    // Written only where there are giant buckets (the task's `giant_buckets` says so), since
+    // nearly every task has none.
+    if keeper && !giants.is_empty() {
         let (bucket, doc): (Vec<u32>, Vec<u32>) = giants
             .iter()
             .enumerate()

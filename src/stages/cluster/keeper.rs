@@ -13,6 +13,7 @@ use crate::io::store;
 use crate::io::work::{self, u32s};
 use crate::keeper::{self, Documents, Lazy, EXTERNAL};
 use crate::plan::{Plan, Stage};
+use crate::stages::candidates::CandidateStats;
 use crate::stages::verify;
 use crate::text::shingle::ShingleSets;
 
@@ -145,7 +146,11 @@ impl<'a> Giants<'a> {
     fn read(work: &'a OutputDir, plan: &'a Plan, first_copy: &[u32]) -> Result<Giants<'a>> {
         let mut buckets_of: ahash::AHashMap<u32, Vec<u32>> = ahash::AHashMap::new();
         let mut buckets = 0u32;
-        for t in 0..plan.tasks(Stage::Candidates) {
+        let reports = work::require_stage(work, plan, Stage::Candidates)?;
+        for (t, r) in reports.iter().enumerate() {
+            if r.stats::<CandidateStats>().giant_buckets == 0 {
+                continue;
+            }
             let df = work.read_parquet(&work::giant_file(t))?;
             let (bucket, doc) = (
                 u32s(&df, "bucket", "cluster")?,
