@@ -300,7 +300,11 @@ mod tests {
         keeper
     }
 
-    fn case() -> impl Strategy<Value = (Vec<u32>, Vec<u32>, Vec<(u32, u32, f32, bool)>, Vec<u32>)> {
+    /// A generated case: keep ranks, copy groups, (a, b, similarity, lazy) edges, documents
+    /// matched externally.
+    type Case = (Vec<u32>, Vec<u32>, Vec<(u32, u32, f32, bool)>, Vec<u32>);
+
+    fn case() -> impl Strategy<Value = Case> {
         (2usize..14).prop_flat_map(|n| {
             let perm = Just((0..n as u32).collect::<Vec<_>>()).prop_shuffle();
             // Each document's group: itself, or an earlier document's group.

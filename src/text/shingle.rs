@@ -423,7 +423,7 @@ impl ShingleSets {
         let mut taken = ShingleSets::default();
         let mut missing = Vec::new();
         let mut kept = ShingleSets::default();
-        let mut held = std::mem::take(self).into_iter().peekable();
+        let mut held = std::mem::take(self).into_pairs().peekable();
         for &d in docs {
             while let Some((h, set)) = held.next_if(|(h, _)| *h < d) {
                 kept.push(h, set);
@@ -451,7 +451,7 @@ impl ShingleSets {
 
     /// The union of two holdings of disjoint documents.
     pub fn merge(self, other: ShingleSets) -> ShingleSets {
-        let mut pairs: Vec<(u32, Vec<u32>)> = self.into_iter().chain(other.into_iter()).collect();
+        let mut pairs: Vec<(u32, Vec<u32>)> = self.into_pairs().chain(other.into_pairs()).collect();
         pairs.sort_unstable_by_key(|(d, _)| *d);
         let mut out = ShingleSets::default();
         for (d, set) in pairs {
@@ -465,7 +465,10 @@ impl ShingleSets {
     pub fn keep_from(&mut self, from: u32, budget: usize) {
         let mut used = 0;
         let mut kept = ShingleSets::default();
-        for (d, set) in std::mem::take(self).into_iter().filter(|(d, _)| *d >= from) {
+        for (d, set) in std::mem::take(self)
+            .into_pairs()
+            .filter(|(d, _)| *d >= from)
+        {
             used += set.len();
             if used > budget {
                 break;
@@ -481,7 +484,8 @@ impl ShingleSets {
         self.sets.push(set);
     }
 
-    fn into_iter(self) -> impl Iterator<Item = (u32, Vec<u32>)> {
+    /// The held (document, set) pairs, by document.
+    pub fn into_pairs(self) -> impl Iterator<Item = (u32, Vec<u32>)> {
         self.docs.into_iter().zip(self.sets)
     }
 

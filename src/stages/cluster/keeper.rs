@@ -135,9 +135,9 @@ struct Giants<'a> {
     /// Each bucket's kept members so far, in keep order.
     kept: Vec<Vec<u32>>,
     sigs: store::Fetched,
-    sets: ShingleSets,
+    sets: ahash::AHashMap<u32, Vec<u32>>,
     /// The current member's set, kept if the member is.
-    pending: ShingleSets,
+    pending: Option<Vec<u32>>,
     cap: usize,
     stats: GiantStats,
 }
@@ -184,8 +184,8 @@ impl<'a> Giants<'a> {
             buckets_of,
             kept: vec![Vec::new(); buckets as usize],
             sigs,
-            sets: ShingleSets::default(),
-            pending: ShingleSets::default(),
+            sets: ahash::AHashMap::new(),
+            pending: None,
             cap,
             stats,
         })
@@ -194,7 +194,7 @@ impl<'a> Giants<'a> {
 
 impl Lazy for Giants<'_> {
     fn compare(&mut self, node: u32, offer: &mut dyn FnMut(u32, f32)) -> Result<()> {
-        self.pending = ShingleSets::default();
+        self.pending = None;
         let Some(buckets) = self.buckets_of.get(&node) else {
             return Ok(());
         };
@@ -210,25 +210,34 @@ impl Lazy for Giants<'_> {
         if others.is_empty() {
             return Ok(());
         }
-        let pairs: Vec<(u32, u32)> = others.iter().map(|&u| (u.min(node), u.max(node))).collect();
+        // The member first: its exact checks share one load of its keys (verify::exact_edges).
+        let pairs: Vec<(u32, u32)> = others.iter().map(|&u| (node, u)).collect();
+        // The held sets this member's checks need are lent out of the cache and put back.
         let need = verify::sets_needed(self.plan, &pairs, &self.sigs);
-        let (held, missing) = self.sets.take(&need);
+        let mut held = Vec::with_capacity(need.len());
+        let mut missing = Vec::new();
+        for d in need {
+            match self.sets.remove(&d) {
+                Some(set) => held.push((d, set)),
+                None => missing.push(d),
+            }
+        }
         let wanted = store::Wanted {
             ids: false,
             keys: true,
         };
         let (work, plan) = (self.work, self.plan);
         let read = store::fetch(work, &plan.parts, plan.store_k(), missing, wanted)?;
-        let sets = held.merge(read.into_sets());
+        let (docs, sets): (Vec<u32>, Vec<Vec<u32>>) = held.into_iter().unzip();
+        let sets = ShingleSets::new(docs, sets).merge(read.into_sets());
         let edges = verify::check_pairs(plan, &pairs, &self.sigs, &sets);
         // The kept documents' sets go back; the member's waits to see if it is kept.
-        let (mine, _) = {
-            let mut sets = sets;
-            let mine = sets.take(&[node]);
-            self.sets = std::mem::take(&mut self.sets).merge(sets);
-            mine
-        };
-        self.pending = mine;
+        for (d, set) in sets.into_pairs() {
+            match d == node {
+                true => self.pending = Some(set),
+                false => drop(self.sets.insert(d, set)),
+            }
+        }
         self.stats.comparisons += pairs.len() as u64;
         if capped && edges.is_empty() {
             self.stats.capped += 1;
@@ -251,8 +260,8 @@ impl Lazy for Giants<'_> {
             kept.push(node);
         }
         // Only the first `cap` kept members of a bucket are compared with: keep their sets.
-        if compared_with {
-            self.sets = std::mem::take(&mut self.sets).merge(pending);
+        if let Some(set) = pending.filter(|_| compared_with) {
+            self.sets.insert(node, set);
         }
     }
 }
