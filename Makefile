@@ -70,9 +70,9 @@ bench-sketch: build
 bench-nights: build
 	WINDOW=$(or $(WINDOW),4) ARGS='$(ARGS)' bash benches/nights/run.sh
 
-## A nightly re-crawl through one index, both --cluster rules, scored: make bench-recrawl [ARGS=...] [NIGHTS=4]
+## A nightly re-crawl through one index, both --cluster rules, scored: make bench-recrawl [ARGS=...] [NIGHTS=4] [WINDOW=2]
 bench-recrawl: build
-	NIGHTS=$(or $(NIGHTS),4) ARGS='$(ARGS)' bash benches/recrawl/run.sh
+	NIGHTS=$(or $(NIGHTS),4) WINDOW=$(or $(WINDOW),2) ARGS='$(ARGS)' bash benches/recrawl/run.sh
 
 ## Memory and time per stage with every task its own process: make bench-scale INPUT='dir/*.parquet' NAME=1M
 bench-scale: build

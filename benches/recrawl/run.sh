@@ -20,25 +20,32 @@ if [ ! -f "$data/gt_pairs.parquet" ]; then
   "$py" "$here/make.py" "$corpus/dev-small" "$data" --nights "$nights"
   "$py" "$corpus/tools/ground_truth.py" "$data" --verify-sample 0 --procs 2 >/dev/null
 fi
-for rule in keeper components; do
-  rm -rf "$work/$rule"; mkdir -p "$work/$rule"
+short=${WINDOW:-2}
+for run in "keeper $nights" "components $nights" "keeper $short"; do
+  read -r rule window <<<"$run"
+  dir="$work/$rule-w$window"
+  rm -rf "$dir"; mkdir -p "$dir"
   outs=()
   for n in $(seq 1 "$nights"); do
-    out="$work/$rule/out$n"
+    out="$dir/out$n"
     # shellcheck disable=SC2086 # ARGS are flags meant to split into words
-    "$bin" run --input "$data/shard-n$n-*.parquet" --output "$out" --index "$work/$rule/index" \
-      --batch "night-$n" --window "$nights" --cluster "$rule" --quiet $args >/dev/null
+    "$bin" run --input "$data/shard-n$n-*.parquet" --output "$out" --index "$dir/index" \
+      --batch "night-$n" --window "$window" --cluster "$rule" --quiet $args >/dev/null
     outs+=("$out")
   done
-  echo "--cluster $rule $args"
-  "$py" "$corpus/tools/score_keeper.py" "$data" "${outs[@]}"
+  echo "--cluster $rule --window $window $args"
+  if [ "$window" -lt "$nights" ]; then
+    "$py" "$here/score_window.py" "$data" "$window" "${outs[@]}"
+  else
+    "$py" "$corpus/tools/score_keeper.py" "$data" "${outs[@]}"
+  fi
   "$py" - "${outs[@]}" <<'PY'
 import json, sys
 sizes = []
 for n, o in enumerate(sys.argv[1:], 1):
     i = json.load(open(f"{o}/summary.json"))["index"]
     sizes.append(i["index_bytes_on_disk"])
-    print(f"night {n}: documents indexed {i['documents_indexed']}, index on disk {i['index_bytes_on_disk'] / 1e6:.1f} MB")
+    print(f"night {n}: documents indexed {i['documents_indexed']}, index on disk {i['index_bytes_on_disk'] / 1e6:.1f} MB, lingering {i['lingering']}")
 print(f"index after night {len(sizes)} / after night 1: {sizes[-1] / sizes[0]:.2f}x")
 PY
 done

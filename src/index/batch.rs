@@ -526,6 +526,8 @@ mod tests {
             bytes: 0,
             filter_bytes: 0,
             dropped: None,
+            lingering: false,
+            renews: Default::default(),
         };
         let dir = index.child(&entry.dir);
         dir.prepare().unwrap();

@@ -4,10 +4,12 @@
 //!
 //! Layout of INDEX (a local directory or an s3:// prefix):
 //! ```text
-//! index.json                 the head: settings, batches in the window, retired batches, generation
+//! index.json                 the head: settings, the window's batches, lingering batches, what the
+//!                            newest batch was compared with, generation
 //! LOCK                       who is using the index (pid, host, start time)
 //! frequencies.bin            SimHash: the over-frequent feature filter of the first batch, reused
-//! batches/NAME-HASH/         one batch ([`batch`]): band keys, exact-text hashes, records, ids
+//! batches/NAME-HASH/         one batch ([`batch`]): band keys, exact-text hashes, records, ids,
+//!                            the documents of earlier batches it renewed ([`renew`])
 //! ```
 //!
 //! Invariants:
@@ -15,9 +17,11 @@
 //!   reader sees the old index or the new one. Batch files are written before the head names
 //!   them and deleted only after a head no longer names them.
 //! - Across batches the earlier document wins: nothing in the index is ever dropped by a later run.
-//! - Rerunning the newest batch compares with exactly what its first run compared with: the
-//!   batches it expired stay on disk as `retired` until the next new batch is added, so the rerun
-//!   gives the same manifest and leaves the same head.
+//! - Rerunning the newest batch compares with exactly what its first run compared with: the head
+//!   keeps that list (`compared`) and its batches' files until the next new batch is added, so
+//!   the rerun gives the same manifest and leaves the same head.
+//! - `--cluster keeper`: a batch that leaves the window lingers while a batch in the window
+//!   renewed any of its documents ([`renew`]); only those documents are compared with.
 //! - A batch name already in the index other than the newest, or one that sorts before the
 //!   newest, is refused: batches are added in order (ISO dates sort correctly).
 //! - The head records every setting that changes signatures or matches; another value fails at
@@ -28,6 +32,7 @@
 pub mod batch;
 pub mod blocks;
 pub mod filter;
+pub mod renew;
 
 use std::collections::BTreeMap;
 
@@ -37,8 +42,9 @@ use crate::config::{Config, Method};
 use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
 
-/// Format of index.json and the batch files.
-pub const FORMAT: u32 = 1;
+/// Format of index.json and the batch files. 2: keeper batches (kept documents only), renewals
+/// and lingering batches.
+pub const FORMAT: u32 = 2;
 
 /// The head file.
 pub const HEAD: &str = "index.json";
@@ -68,6 +74,12 @@ pub struct BatchEntry {
     /// Its documents its own run dropped (none in heads written before this was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dropped: Option<u64>,
+    /// Out of the window, kept for the documents a batch in the window renewed ([`renew`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lingering: bool,
+    /// The documents of earlier batches its run renewed, by their batch directory.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub renews: BTreeMap<String, u64>,
 }
 
 impl BatchEntry {
@@ -87,9 +99,11 @@ pub struct Head {
     pub settings: BTreeMap<String, serde_json::Value>,
     /// The batches in the window, oldest first.
     pub batches: Vec<BatchEntry>,
-    /// Batches the newest batch expired, oldest first: no longer compared with by a new batch,
-    /// kept on disk until the next new batch so that a rerun of the newest one is exact.
-    pub retired: Vec<BatchEntry>,
+    /// Older batches still holding documents a batch in the window renewed, oldest first.
+    pub lingering: Vec<BatchEntry>,
+    /// What the newest batch was compared with (lingering batches flagged), oldest first: kept
+    /// on disk until the next new batch, so that a rerun of the newest one is exact.
+    pub compared: Vec<BatchEntry>,
     /// SimHash: the shared feature filter (index-relative name), once the first batch wrote it.
     pub frequencies: Option<String>,
 }
@@ -102,7 +116,7 @@ pub struct IndexPlan {
     /// Tonight's batch directory (`batches/NAME-HASH`, HASH from the input and settings).
     pub dir: String,
     pub window: usize,
-    /// The batches tonight is compared with, oldest first.
+    /// The batches tonight is compared with, oldest first: lingering ones, then the window.
     pub compare: Vec<BatchEntry>,
     /// The head generation the plan was made from (0: no head yet).
     pub generation: u64,
@@ -163,29 +177,30 @@ pub fn read_head(index: &OutputDir) -> Result<Option<Head>> {
     let Some(bytes) = index.read(HEAD)? else {
         return Ok(None);
     };
-    let head: Head = serde_json::from_slice(&bytes).map_err(|e| Error::IndexFile {
-        path: index.location(HEAD),
-        msg: format!("not an index head: {e}"),
-    })?;
-    if head.format != FORMAT {
-        return Err(Error::IndexFile {
-            path: index.location(HEAD),
-            msg: format!(
-                "index format {} (this corpus-dedup reads format {FORMAT})",
-                head.format
-            ),
-        });
-    }
+    let head = parse_head(&bytes, &index.location(""), &index.location(HEAD))?;
     Ok(Some(head))
 }
 
-/// The value of a setting in heads written before the setting was recorded.
-fn before_setting(key: &str) -> serde_json::Value {
-    match key {
-        // Those indexes hold every document of each batch, as `--cluster components` does.
-        "cluster" => serde_json::json!("components"),
-        _ => serde_json::Value::Null,
+/// Reads the head's format first, so that an older head is named as such, not as damaged.
+fn parse_head(bytes: &[u8], location: &str, path: &str) -> Result<Head> {
+    #[derive(Deserialize)]
+    struct Format {
+        format: u32,
     }
+    let bad = |e: serde_json::Error| Error::IndexFile {
+        path: path.to_string(),
+        msg: format!("not an index head: {e}"),
+    };
+    let format = serde_json::from_slice::<Format>(bytes).map_err(bad)?.format;
+    if format != FORMAT {
+        return Err(Error::Index {
+            index: location.trim_end_matches('/').to_string(),
+            msg: format!(
+                "index format {format}, this corpus-dedup reads format {FORMAT} (format 2 holds kept documents only and renews what re-crawls bring back). Start a new index for the next batch (another --index location); the old one is left as it is and an older corpus-dedup still reads it"
+            ),
+        });
+    }
+    serde_json::from_slice(bytes).map_err(bad)
 }
 
 /// A flag spelling of a setting key.
@@ -210,17 +225,12 @@ pub fn plan(cfg: &Config, fingerprint: u64) -> Result<Option<IndexPlan>> {
     let (compare, generation, frequencies) = match &head {
         None => (Vec::new(), 0, None),
         Some(h) => {
-            // The method first: with another method every other setting differs too. A setting
-            // the head does not name has its value from before the setting existed.
+            // The method first: with another method every other setting differs too.
             let mut keys: Vec<&String> = h.settings.keys().chain(ours.keys()).collect();
             keys.sort_by_key(|k| (*k != "method", *k));
             keys.dedup();
             for k in keys {
-                let theirs = &h
-                    .settings
-                    .get(k)
-                    .cloned()
-                    .unwrap_or_else(|| before_setting(k));
+                let theirs = &h.settings.get(k).cloned().unwrap_or_default();
                 let mine = ours.get(k).cloned().unwrap_or_default();
                 if &mine != theirs {
                     return Err(err(format!(
@@ -234,11 +244,10 @@ pub fn plan(cfg: &Config, fingerprint: u64) -> Result<Option<IndexPlan>> {
             let newest = h.batches.last().map(|b| b.name.as_str());
             let compare = if newest == Some(batch.as_str()) {
                 // A rerun of the newest batch: what its first run compared with.
-                let mut c = h.retired.clone();
-                c.extend(h.batches[..h.batches.len() - 1].iter().cloned());
-                c
+                h.compared.clone()
             } else {
-                if h.batches.iter().chain(&h.retired).any(|b| &b.name == batch) {
+                let named = h.batches.iter().chain(&h.lingering).chain(&h.compared);
+                if named.into_iter().any(|b| &b.name == batch) {
                     return Err(err(format!(
                         "batch '{batch}' is already in the index and is not its newest batch ('{}'); only the newest batch can be rerun",
                         newest.unwrap_or("")
@@ -249,7 +258,7 @@ pub fn plan(cfg: &Config, fingerprint: u64) -> Result<Option<IndexPlan>> {
                         "batch '{batch}' sorts before the index's newest batch '{n}': batches are added in order, so name them to sort by time (e.g. 2026-11-23), or use a new index"
                     )));
                 }
-                h.batches.clone()
+                h.lingering.iter().chain(&h.batches).cloned().collect()
             };
             (compare, h.generation, h.frequencies.clone())
         }
@@ -271,11 +280,11 @@ pub fn plan(cfg: &Config, fingerprint: u64) -> Result<Option<IndexPlan>> {
 pub struct Committed {
     /// The batches in the window after the commit, oldest first.
     pub window: Vec<BatchEntry>,
+    /// The lingering batches after the commit, oldest first.
+    pub lingering: Vec<BatchEntry>,
     pub batches_added: Vec<String>,
     pub batches_expired: Vec<String>,
-    /// Documents in the window's batches.
-    pub documents: u64,
-    /// Bytes of the index on disk (the window's batches and the retired ones still kept).
+    /// Bytes of the index on disk (the window's, the lingering and those kept for a rerun).
     pub bytes_on_disk: u64,
     /// Bytes of filters and block tables a lookup of the next batch holds in memory.
     pub filter_bytes: u64,
@@ -312,21 +321,19 @@ pub fn commit(
     let new_head = if let Some(h) = done {
         h.clone()
     } else {
-        let mut all = ip.compare.clone();
-        all.push(added.clone());
-        let keep = all.len().saturating_sub(ip.window.max(1));
-        let batches = all.split_off(keep);
         let mut frequencies_name = head.as_ref().and_then(|h| h.frequencies.clone());
         if let (None, Some(bytes)) = (&frequencies_name, frequencies) {
             index.write_bytes(FREQUENCIES, bytes)?;
             frequencies_name = Some(FREQUENCIES.to_string());
         }
+        let (batches, lingering) = next_window(&ip.compare, added.clone(), ip.window);
         let new_head = Head {
             format: FORMAT,
             generation: generation + 1,
             settings: ip.settings.clone(),
             batches,
-            retired: all,
+            lingering,
+            compared: ip.compare.clone(),
             frequencies: frequencies_name,
         };
         let text = serde_json::to_vec_pretty(&new_head).unwrap_or_default();
@@ -334,35 +341,76 @@ pub fn commit(
         index.write_bytes(HEAD, text)?;
         new_head
     };
-    // Files no head names any more: the batches retired by the previous head (and an earlier
-    // run's directory for this name, when its input differed).
+    let named = |h: &Head| -> Vec<BatchEntry> {
+        let mut all: Vec<BatchEntry> = h.batches.iter().chain(&h.lingering).cloned().collect();
+        let more: Vec<BatchEntry> = h
+            .compared
+            .iter()
+            .filter(|c| all.iter().all(|b| b.dir != c.dir))
+            .cloned()
+            .collect();
+        all.extend(more);
+        all
+    };
+    let kept = named(&new_head);
+    // Files no head names any more: the batches the previous head kept for its rerun (and an
+    // earlier run's directory for this name, when its input differed).
     if let Some(old) = &head {
-        let named = |d: &str| {
-            new_head
-                .batches
-                .iter()
-                .chain(&new_head.retired)
-                .any(|b| b.dir == d)
-        };
-        for b in old.batches.iter().chain(&old.retired) {
-            if !named(&b.dir) {
+        for b in named(old) {
+            if kept.iter().all(|k| k.dir != b.dir) {
                 index.child(&b.dir).remove_all()?;
             }
         }
     }
-    Ok(Committed {
-        window: new_head.batches.clone(),
-        batches_added: vec![added.name.clone()],
-        batches_expired: new_head.retired.iter().map(|b| b.name.clone()).collect(),
-        documents: new_head.batches.iter().map(BatchEntry::held).sum(),
-        bytes_on_disk: new_head
+    let live = |b: &&BatchEntry| {
+        new_head
             .batches
             .iter()
-            .chain(&new_head.retired)
-            .map(|b| b.bytes)
+            .chain(&new_head.lingering)
+            .all(|l| l.dir != b.dir)
+    };
+    Ok(Committed {
+        window: new_head.batches.clone(),
+        lingering: new_head.lingering.clone(),
+        batches_added: vec![added.name.clone()],
+        batches_expired: new_head
+            .compared
+            .iter()
+            .filter(live)
+            .map(|b| b.name.clone())
+            .collect(),
+        bytes_on_disk: kept.iter().map(|b| b.bytes).sum(),
+        filter_bytes: new_head
+            .batches
+            .iter()
+            .chain(&new_head.lingering)
+            .map(|b| b.filter_bytes)
             .sum(),
-        filter_bytes: new_head.batches.iter().map(|b| b.filter_bytes).sum(),
     })
+}
+
+/// The window and the lingering batches after `added` joins the batches of `compare`: the newest
+/// `window` batches, and the older ones that a batch in the window renewed documents of.
+fn next_window(
+    compare: &[BatchEntry],
+    added: BatchEntry,
+    window: usize,
+) -> (Vec<BatchEntry>, Vec<BatchEntry>) {
+    let (mut older, mut batches): (Vec<BatchEntry>, Vec<BatchEntry>) =
+        compare.iter().cloned().partition(|b| b.lingering);
+    batches.push(added);
+    let expired = batches.len().saturating_sub(window.max(1));
+    older.extend(batches.drain(..expired));
+    let renewed = |b: &BatchEntry| batches.iter().any(|w| w.renews.contains_key(&b.dir));
+    let lingering = older
+        .into_iter()
+        .filter(|b| renewed(b))
+        .map(|b| BatchEntry {
+            lingering: true,
+            ..b
+        })
+        .collect();
+    (batches, lingering)
 }
 
 /// The lock on an index, held while a run uses it; released when dropped (see
@@ -378,5 +426,66 @@ impl Lock {
             holder,
         })
         .map(Lock)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str, renews: &[&str]) -> BatchEntry {
+        BatchEntry {
+            name: name.into(),
+            dir: format!("batches/{name}"),
+            documents: 1,
+            held: Some(1),
+            bytes: 1,
+            filter_bytes: 1,
+            dropped: Some(0),
+            lingering: false,
+            renews: renews.iter().map(|r| (format!("batches/{r}"), 1)).collect(),
+        }
+    }
+
+    fn names(v: &[BatchEntry]) -> Vec<&str> {
+        v.iter().map(|b| b.name.as_str()).collect()
+    }
+
+    #[test]
+    fn a_batch_leaving_the_window_lingers_while_the_window_renews_it() {
+        // Window 2: n1 leaves when n3 joins; n2 renewed it, so it lingers.
+        let (w, l) = next_window(
+            &[entry("n1", &[]), entry("n2", &["n1"])],
+            entry("n3", &[]),
+            2,
+        );
+        assert_eq!((names(&w), names(&l)), (vec!["n2", "n3"], vec!["n1"]));
+        assert!(l[0].lingering && !w[0].lingering);
+        // n4 renews n1 again: n1 lingers on; n2 leaves, renewed by nobody, and goes.
+        let compare: Vec<BatchEntry> = l.into_iter().chain(w).collect();
+        let (w, l) = next_window(&compare, entry("n4", &["n1"]), 2);
+        assert_eq!((names(&w), names(&l)), (vec!["n3", "n4"], vec!["n1"]));
+        // n4 still renews n1 in the window n4, n5; in n5, n6 nothing does: n1 is forgotten.
+        let compare: Vec<BatchEntry> = l.into_iter().chain(w).collect();
+        let (w, l) = next_window(&compare, entry("n5", &[]), 2);
+        assert_eq!((names(&w), names(&l)), (vec!["n4", "n5"], vec!["n1"]));
+        let compare: Vec<BatchEntry> = l.into_iter().chain(w).collect();
+        let (w, l) = next_window(&compare, entry("n6", &[]), 2);
+        assert_eq!((names(&w), names(&l)), (vec!["n5", "n6"], vec![]));
+    }
+
+    #[test]
+    fn an_older_head_is_named_with_what_to_do() {
+        let old = br#"{"format": 1, "generation": 3, "settings": {}, "batches": [], "retired": [], "frequencies": null}"#;
+        let err = parse_head(old, "INDEX", "INDEX/index.json")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("index format 1"), "{err}");
+        assert!(err.contains("another --index"), "{err}");
+        assert!(err.starts_with("index 'INDEX': "), "{err}");
+        let damaged = parse_head(b"{}", "INDEX", "INDEX/index.json").unwrap_err();
+        assert!(damaged
+            .to_string()
+            .contains("'INDEX/index.json' is damaged"));
     }
 }

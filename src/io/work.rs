@@ -13,8 +13,10 @@
 //! lookup/pP.parquet              matches in the retained index (stages::lookup)
 //! bands/bB-rR/pP.bin             band rows (io::band_rows)
 //! candidates/tT.bin              candidate pairs cut by part (io::pairs)
+//! giant/tT.parquet               keeper: members of the task's giant buckets (stages::candidates)
 //! edges/pP.parquet               verified edges (stages::verify)
 //! cluster/pP.parquet             keeper and cluster id per document (stages::cluster)
+//! cluster/renewed.bin            keeper + index: indexed documents renewed (index::renew)
 //! manifest/pP.parquet            manifest rows (stages::manifest)
 //! done/STAGE-tNNNNN.json         completion marker of one task, written last (TaskReport)
 //! ```
@@ -30,6 +32,9 @@ use crate::plan::{Plan, Stage};
 
 /// The plan file.
 pub const PLAN: &str = "plan.json";
+
+/// The indexed documents the cluster task renewed (`--cluster keeper` with `--index`).
+pub const RENEWED: &str = "cluster/renewed.bin";
 
 /// The SimHash feature filter written by the frequencies task.
 pub const FREQUENCIES: &str = "frequencies.bin";

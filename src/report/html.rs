@@ -696,9 +696,13 @@ fn index(h: &mut String, s: &serde_json::Value) {
     }
     let _ = write!(
         h,
-        "</table><p class=\"note\">Added: {}. Expired: {}. The index holds {} documents in {} on disk ({:.0} B per document), {} of filters in memory.</p>",
+        "</table><p class=\"note\">Added: {}. Expired: {}. Lingering (older, kept for the documents re-crawls renewed): {}; renewed tonight: {} documents. The index holds {} documents in {} on disk ({:.0} B per document), {} of filters in memory.</p>",
         list(&ix["batches_added"]),
         list(&ix["batches_expired"]),
+        list(&ix["lingering"]),
+        crate::progress::thousands(ix["renewed"].as_object().map_or(0, |r| {
+            r.values().filter_map(serde_json::Value::as_u64).sum()
+        })),
         short_count(ix["documents_indexed"].as_u64().unwrap_or(0)),
         bytes(ix["index_bytes_on_disk"].as_u64().unwrap_or(0)),
         ix["index_bytes_per_document"].as_f64().unwrap_or(0.0),

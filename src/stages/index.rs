@@ -12,12 +12,14 @@
 //!
 //! With `--cluster keeper` the batch holds tonight's kept documents only, numbered in input
 //! order from 0 ([`Numbering`]): a later night is dropped only against kept content, and a
-//! re-crawl dropped against the index adds nothing to it. With `components` it holds every
-//! document, numbered as in the run.
+//! re-crawl dropped against the index adds nothing to it but renews what it was dropped against
+//! (`renewed.bin`, [`crate::index::renew`]). With `components` it holds every document, numbered
+//! as in the run.
 
 use crate::config::{ClusterRule, IndexKeys, Method};
 use crate::error::{Error, Result};
 use crate::index::batch::{self, Written};
+use crate::index::renew;
 use crate::io::output::OutputDir;
 use crate::io::{band_rows, store, work};
 use crate::minhash::SigSource;
@@ -176,5 +178,14 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
         exact.extend(held.filter_map(|(h, d)| Some((h, number(d)?))));
     }
     w += batch::write_exact(&dir, exact)?;
+    if plan.config.cluster == ClusterRule::Keeper {
+        // The cluster task's renewals, as they are ([`crate::index::renew`]).
+        let bytes = work.read(work::RENEWED)?.ok_or_else(|| Error::WorkFile {
+            path: work.location(work::RENEWED),
+            msg: "missing".into(),
+        })?;
+        w.bytes += bytes.len() as u64;
+        dir.write_bytes(renew::RENEWED, bytes)?;
+    }
     Ok(w)
 }

@@ -12,6 +12,9 @@
 //!    default) for pairs near the threshold; SimHash on the Hamming distance of the
 //!    fingerprints (plus the Jaccard check for short documents).
 //!
+//! A lingering batch (`--cluster keeper`) is searched the same way; only its live documents
+//! ([`crate::index::renew::alive`]) can match.
+//!
 //! Invariants: the match kept is the smallest (batch, document) among verified matches, so the
 //! earliest document wins whatever order things are found in; a filter false positive or a key
 //! collision costs a read, never a match (every match is verified); memory is the part's
@@ -92,6 +95,13 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
         .par_iter()
         .map(|e| BatchReader::open(&index, e, bands))
         .collect::<Result<_>>()?;
+    // A lingering batch is compared with its renewed documents only.
+    let alive = crate::index::renew::alive(&index, &ip.compare)?;
+    let live = |bi: usize, x: u32| {
+        alive[bi]
+            .as_ref()
+            .is_none_or(|a| a.binary_search(&x).is_ok())
+    };
     let mut stats = LookupStats {
         filter_bytes: readers.iter().map(|r| r.memory_bytes() as u64).sum(),
         ..LookupStats::default()
@@ -160,7 +170,8 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
             .filter(|&q| best[q].is_none())
             .map(|q| (q, exact[q]))
             .collect();
-        for (q, x) in r.find_exact(&queries)? {
+        let found = r.find_exact(&queries)?;
+        for (q, x) in found.into_iter().filter(|&(_, x)| live(bi as usize, x)) {
             best[q] = Some((bi, x, 1.0));
             copy[q] = true;
         }
@@ -189,6 +200,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
             stats.filter_passes += passes;
             cands.extend(found);
         }
+        cands.retain(|&(_, x)| live(bi as usize, x));
         cands.par_sort_unstable();
         cands.dedup();
         // A candidate that cannot beat the document's match so far needs no verification.

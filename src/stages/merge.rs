@@ -126,14 +126,19 @@ pub struct IndexSummary {
     pub dropped_within_batch: u64,
     /// The batches in the window now, oldest first.
     pub batches: Vec<String>,
+    /// Older batches kept for documents the window renewed (`--cluster keeper`), oldest first.
+    pub lingering: Vec<String>,
+    /// Documents of each earlier batch tonight's drops renewed (`--cluster keeper`).
+    pub renewed: BTreeMap<String, u64>,
     /// The same batches with their documents and what their own runs dropped (the change from
     /// night to night).
     pub history: Vec<BatchHistory>,
     pub batches_added: Vec<String>,
     pub batches_expired: Vec<String>,
-    /// Documents in the window's batches.
+    /// Documents the next batch is compared with: the window's, and the lingering batches' live
+    /// ones.
     pub documents_indexed: u64,
-    /// Bytes of the index on disk (window and retired batches).
+    /// Bytes of the index on disk (window, lingering, and batches kept for a rerun).
     pub index_bytes_on_disk: u64,
     pub index_bytes_per_document: f64,
     /// Bytes of tonight's batch on disk.
@@ -371,8 +376,22 @@ fn commit_index(
         bytes: w.bytes,
         filter_bytes: w.memory,
         dropped: Some(dropped),
+        lingering: false,
+        renews: ip
+            .compare
+            .iter()
+            .filter_map(|b| Some((b.dir.clone(), *cl.renewed.get(&b.name)?)))
+            .collect(),
     };
     let c = crate::index::commit(ip, added, frequencies)?;
+    // A lingering batch counts the documents still compared with.
+    let compare_next: Vec<BatchEntry> = c.lingering.iter().chain(&c.window).cloned().collect();
+    let alive = crate::index::renew::alive(&ip.dir(), &compare_next)?;
+    let documents: u64 = compare_next
+        .iter()
+        .zip(&alive)
+        .map(|(b, a)| a.as_ref().map_or(b.held(), |a| a.len() as u64))
+        .sum();
     let per = |bytes: u64, docs: u64| (bytes as f64 / docs.max(1) as f64 * 10.0).round() / 10.0;
     let against: u64 = cl.dropped_against.values().sum();
     Ok(IndexSummary {
@@ -392,15 +411,17 @@ fn commit_index(
             })
             .collect(),
         batches: c.window.iter().map(|b| b.name.clone()).collect(),
+        lingering: c.lingering.iter().map(|b| b.name.clone()).collect(),
+        renewed: cl.renewed.clone(),
         batches_added: c.batches_added,
         batches_expired: c.batches_expired,
-        documents_indexed: c.documents,
+        documents_indexed: documents,
         index_bytes_on_disk: c.bytes_on_disk,
-        index_bytes_per_document: per(c.bytes_on_disk, c.documents),
+        index_bytes_per_document: per(c.bytes_on_disk, documents),
         batch_bytes: w.bytes,
         batch_bytes_per_document: per(w.bytes, held.unwrap_or(plan.documents)),
         filter_bytes_in_memory: c.filter_bytes,
-        filter_bytes_per_document: per(c.filter_bytes, c.documents),
+        filter_bytes_per_document: per(c.filter_bytes, documents),
         lookup,
     })
 }

@@ -339,26 +339,6 @@ pub fn truth_components(texts: &[&str], t: f64) -> Vec<u32> {
     (0..texts.len() as u32).map(|d| uf.find(d)).collect()
 }
 
-/// The keeper rule by brute force on the exact graph: documents `range` in order, each dropped
-/// iff it is a near-duplicate (Jaccard >= t) of a document in `kept` (those kept before it,
-/// earlier nights' first), else added to `kept`. Returns the drops.
-pub fn keeper_truth(
-    sets: &[Vec<u64>],
-    range: std::ops::Range<usize>,
-    kept: &mut Vec<usize>,
-    t: f64,
-) -> usize {
-    let mut drops = 0;
-    for d in range {
-        if kept.iter().any(|&k| near(&sets[k], &sets[d], t)) {
-            drops += 1;
-        } else {
-            kept.push(d);
-        }
-    }
-    drops
-}
-
 /// Document-level recall and precision as the corpus scorer defines them: a component of size k
 /// should lose k - 1 documents; credit per component is min(k - 1, dropped in it). Component ids
 /// may be any u32 (not necessarily below `truth.len()`).

@@ -51,6 +51,19 @@ fn batches_of(out: &Path) -> Vec<Option<String>> {
     c.iter().map(|s| s.map(str::to_string)).collect()
 }
 
+/// The batch names of the directories under `index/batches`, sorted.
+fn batch_dirs(index: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(index.join("batches"))
+        .unwrap()
+        .map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().to_string();
+            name.split('-').take(2).collect::<Vec<_>>().join("-")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 /// The manifest's extra column and the summary's index fields as the schemas list them.
 fn check_index_schemas(out: &Path, ix: &serde_json::Value) {
     let read = |name: &str| -> serde_json::Value {
@@ -70,21 +83,36 @@ fn check_index_schemas(out: &Path, ix: &serde_json::Value) {
     check_fields(ix, &read("summary.json")["index_fields"]);
 }
 
-/// Drops of the ideal incremental keeper run by brute force: night n's documents in input order
-/// after every kept document of earlier nights, each dropped iff it is a near-duplicate of a
-/// document kept before it.
-fn ideal_drops(docs: &[Doc], sizes: &[usize]) -> Vec<usize> {
-    let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
-    let sets = shingle_sets(&texts);
-    let mut kept = Vec::new();
+/// Drops of the ideal incremental keeper run by brute force on exact Jaccard, night by night:
+/// each of night n's documents, in input order, is dropped iff it is a near-duplicate of an
+/// indexed document still alive (kept or renewed within the last `window` nights; the earliest
+/// such one is renewed) or of one of tonight's kept before it; else kept, and indexed.
+fn ideal_drops(sets: &[Vec<u64>], sizes: &[usize], window: usize) -> Vec<usize> {
+    // (document, the night it was last seen), in index order.
+    let mut kept: Vec<(usize, usize)> = Vec::new();
     let mut end = 0;
-    sizes
-        .iter()
-        .map(|&s| {
-            end += s;
-            keeper_truth(&sets, end - s..end, &mut kept, 0.8)
-        })
-        .collect()
+    let mut drops = Vec::new();
+    for (n, &size) in sizes.iter().enumerate() {
+        let indexed = kept.len();
+        let mut dropped = 0;
+        for d in end..end + size {
+            let alive = |i: usize, seen: usize| i >= indexed || seen + window >= n;
+            let hit = (0..kept.len())
+                .find(|&i| alive(i, kept[i].1) && near(&sets[kept[i].0], &sets[d], 0.8));
+            match hit {
+                Some(i) => {
+                    dropped += 1;
+                    if i < indexed {
+                        kept[i].1 = n;
+                    }
+                }
+                None => kept.push((d, n)),
+            }
+        }
+        end += size;
+        drops.push(dropped);
+    }
+    drops
 }
 
 #[test]
@@ -153,7 +181,8 @@ fn nightly_batches_drop_what_an_incremental_run_can_know() {
     );
     // The drops per night are those of an ideal incremental keeper run (exact ground truth),
     // give or take LSH's misses; and precision against the ground truth of all documents stays 1.
-    let ideal = ideal_drops(&docs, &sizes);
+    let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
+    let ideal = ideal_drops(&shingle_sets(&texts), &sizes, 4);
     let got: Vec<usize> = (1..=4)
         .map(|n| {
             manifest(&dir.join(format!("out{n}")))
@@ -167,7 +196,6 @@ fn nightly_batches_drop_what_an_incremental_run_can_know() {
         got_sum.abs_diff(ideal_sum) * 100 <= ideal_sum,
         "{got:?} vs ideal {ideal:?}"
     );
-    let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
     let (_, precision) = doc_scores(&truth_components(&texts, 0.8), &dropped_all);
     assert!(precision >= 0.99, "precision {precision}");
 }
@@ -177,15 +205,13 @@ fn the_window_expires_old_batches_exactly_and_reruns_are_idempotent() {
     let dir = temp_dir("index-window");
     let (globs, _) = nights(&dir);
     let index = dir.join("index");
+    // `components`: nothing renews a batch, so each leaves exactly with the window.
+    let (w1, w2) = (
+        ["--window", "1", "--cluster", "components"],
+        ["--window", "2", "--cluster", "components"],
+    );
     for n in 1..=3 {
-        night(
-            &globs,
-            n,
-            &dir.join(format!("out{n}")),
-            &index,
-            &["--window", "1"],
-        )
-        .ok();
+        night(&globs, n, &dir.join(format!("out{n}")), &index, &w1).ok();
     }
     // Window 1: night 3 was compared with night 2 only.
     let b3 = batches_of(&dir.join("out3"));
@@ -198,33 +224,107 @@ fn the_window_expires_old_batches_exactly_and_reruns_are_idempotent() {
         s["index"]["batches_expired"],
         serde_json::json!(["night-2"])
     );
-    // night-1's files are gone; night-2's stay (retired) until the next new batch.
-    let dirs = |i: &Path| -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(i.join("batches"))
-            .unwrap()
-            .map(|e| {
-                e.unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .split('-')
-                    .take(2)
-                    .collect::<Vec<_>>()
-                    .join("-")
-            })
-            .collect();
-        v.sort();
-        v
-    };
-    assert_eq!(dirs(&index), ["night-2", "night-3"]);
+    // night-1's files are gone; night-2's stay (for a rerun of night 3) until the next batch.
+    assert_eq!(batch_dirs(&index), ["night-2", "night-3"]);
     // Rerunning the newest batch: the same manifest, the same index.
     let head = std::fs::read(index.join("index.json")).unwrap();
     let want = manifest_bytes(&dir.join("out3"));
-    night(&globs, 3, &dir.join("again"), &index, &["--window", "1"]).ok();
+    night(&globs, 3, &dir.join("again"), &index, &w1).ok();
     assert!(manifest_bytes(&dir.join("again")) == want);
     assert_eq!(std::fs::read(index.join("index.json")).unwrap(), head);
     // Window 2 with night 4: night-2's files go, night 3 and 4 remain.
-    night(&globs, 4, &dir.join("out4"), &index, &["--window", "2"]).ok();
-    assert_eq!(dirs(&index), ["night-3", "night-4"]);
+    night(&globs, 4, &dir.join("out4"), &index, &w2).ok();
+    assert_eq!(batch_dirs(&index), ["night-3", "night-4"]);
+}
+
+/// A re-crawl through a window of one night (`--cluster keeper`): pages A0..A39 on night 1;
+/// edited copies of A0..A19 and new pages B on night 2; of all of A and new pages C on night 3;
+/// of A0..A19 and of B on night 4. What comes back each night stays; what did not is forgotten.
+#[test]
+fn a_recrawl_renews_its_keepers_past_the_window_and_the_rest_expires() {
+    let dir = temp_dir("index-renewal");
+    let mut rng = Rng::new(11);
+    let mut page = |_| -> Vec<String> {
+        (0..120)
+            .map(|_| format!("w{}", rng.below(50_000)))
+            .collect()
+    };
+    let (a, b, c): (Vec<_>, Vec<_>, Vec<_>) = (
+        (0..40).map(&mut page).collect(),
+        (0..20).map(&mut page).collect(),
+        (0..10).map(&mut page).collect(),
+    );
+    // One word replaced: exact Jaccard ~0.92 with the page, ~0.84 between two such copies.
+    let mut rng = Rng::new(12);
+    let mut edit = |p: &Vec<String>| -> String {
+        let mut p = p.clone();
+        let at = rng.below(p.len());
+        p[at] = format!("edit{}", rng.below(1_000_000));
+        p.join(" ")
+    };
+    let nights: Vec<Vec<String>> = vec![
+        a.iter().map(|p| p.join(" ")).collect(),
+        a[..20]
+            .iter()
+            .map(&mut edit)
+            .chain(b.iter().map(|p| p.join(" ")))
+            .collect(),
+        a.iter()
+            .map(&mut edit)
+            .chain(c.iter().map(|p| p.join(" ")))
+            .collect(),
+        a[..20].iter().chain(&b).map(&mut edit).collect(),
+    ];
+    let index = dir.join("index");
+    let mut globs = Vec::new();
+    let mut all: Vec<&str> = Vec::new();
+    let mut got = Vec::new();
+    for (n, texts) in nights.iter().enumerate() {
+        let n = n + 1;
+        let docs: Vec<Doc> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Doc {
+                id: format!("n{n}-{i}"),
+                text: t.clone(),
+                source: 0,
+                kind: corpus_dedup::synth::Kind::Base,
+            })
+            .collect();
+        let input = dir.join(format!("in{n}"));
+        std::fs::create_dir_all(&input).unwrap();
+        write_docs(&input.join("s.parquet"), &docs);
+        globs.push(format!("{}/*.parquet", input.display()));
+        let out = dir.join(format!("out{n}"));
+        night(&globs, n, &out, &index, &["--window", "1"]).ok();
+        got.push(manifest(&out).iter().filter(|r| !r.keep).count());
+        all.extend(texts.iter().map(String::as_str));
+    }
+    let sizes: Vec<usize> = nights.iter().map(Vec::len).collect();
+    let ideal = ideal_drops(&shingle_sets(&all), &sizes, 1);
+    assert_eq!(ideal, [0, 20, 20, 20]);
+    assert_eq!(got, ideal);
+    // Night 3 dropped A0..A19 against night 1, which night 2 had renewed; A20..A39 came back
+    // after a night away and were kept again.
+    let b3 = batches_of(&dir.join("out3"));
+    assert!(b3.iter().flatten().all(|b| b == "night-1"), "{b3:?}");
+    let ix = |n: usize| summary(&dir.join(format!("out{n}")))["index"].clone();
+    assert_eq!(ix(2)["renewed"], serde_json::json!({"night-1": 20}));
+    assert_eq!(ix(2)["lingering"], serde_json::json!(["night-1"]));
+    assert_eq!(ix(2)["documents_indexed"], 40); // B, and A0..A19 of night 1
+                                                // After night 3: its 30 kept pages and night 1's 20 renewed ones; night 2 (B) expired.
+    assert_eq!(ix(3)["batches_expired"], serde_json::json!(["night-2"]));
+    assert_eq!(ix(3)["documents_indexed"], 50);
+    // Night 4: B was forgotten (kept again); A0..A19 renewed once more.
+    assert_eq!(ix(4)["lingering"], serde_json::json!(["night-1"]));
+    assert_eq!(ix(4)["documents_indexed"], 40);
+    assert_eq!(batch_dirs(&index), ["night-1", "night-3", "night-4"]);
+    // A rerun of night 4: the same manifest and head.
+    let head = std::fs::read(index.join("index.json")).unwrap();
+    let want = manifest_bytes(&dir.join("out4"));
+    night(&globs, 4, &dir.join("again"), &index, &["--window", "1"]).ok();
+    assert!(manifest_bytes(&dir.join("again")) == want);
+    assert_eq!(std::fs::read(index.join("index.json")).unwrap(), head);
 }
 
 #[test]

@@ -149,7 +149,7 @@ fn a_giant_bucket_is_resolved_against_its_keepers_as_all_pairs_would_be() {
 }
 
 #[test]
-fn an_index_of_components_batches_refuses_the_keeper_rule() {
+fn an_index_of_components_batches_refuses_the_keeper_rule_and_an_older_format_is_named() {
     let dir = temp_dir("keeper-index");
     let texts = near_copies();
     let glob = shard(&dir, &texts[..100]);
@@ -161,13 +161,6 @@ fn an_index_of_components_batches_refuses_the_keeper_rule() {
             .args(["--batch", out])
     };
     night("n1", &["--cluster", "components"]).ok();
-    // As an index written before the rule was a setting: its head does not name it.
-    let head = index.join("index.json");
-    let mut h: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&head).unwrap()).unwrap();
-    assert_eq!(h["settings"]["cluster"], "components");
-    h["settings"].as_object_mut().unwrap().remove("cluster");
-    std::fs::write(&head, serde_json::to_string(&h).unwrap()).unwrap();
     let err = night("n2", &[]).fails();
     assert!(
         err.contains("--cluster \"components\"") && err.contains("--cluster \"keeper\""),
@@ -175,4 +168,15 @@ fn an_index_of_components_batches_refuses_the_keeper_rule() {
     );
     assert!(err.contains("start a new index"), "{err}");
     night("n2", &["--cluster", "components"]).ok();
+    // An index an earlier corpus-dedup wrote (format 1): named with what to do, and untouched.
+    let head = index.join("index.json");
+    let mut h: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&head).unwrap()).unwrap();
+    h["format"] = serde_json::json!(1);
+    std::fs::write(&head, serde_json::to_string(&h).unwrap()).unwrap();
+    let before = std::fs::read(&head).unwrap();
+    let err = night("n3", &["--cluster", "components"]).fails();
+    assert!(err.contains("index format 1"), "{err}");
+    assert!(err.contains("Start a new index"), "{err}");
+    assert_eq!(std::fs::read(&head).unwrap(), before);
 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{each_edge, IndexMatches, KeepData, Outcome, INDEXED, NONE};
 use crate::config::Keep;
 use crate::error::Result;
+use crate::index::renew::{self, Renewals};
 use crate::io::output::OutputDir;
 use crate::io::store;
 use crate::io::work::{self, u32s};
@@ -121,6 +122,36 @@ pub fn outcome(
         anchor,
     };
     Ok((out, giants.stats))
+}
+
+/// Writes the indexed documents tonight's drops renewed ([`crate::index::renew`]: each dropped
+/// document's indexed keeper) for the index stage; returns their count by batch name.
+pub fn write_renewals(
+    work: &OutputDir,
+    plan: &Plan,
+    out: &Outcome,
+    index: &IndexMatches,
+) -> Result<std::collections::BTreeMap<String, u64>> {
+    let Some(ip) = &plan.index else {
+        return Ok(Default::default());
+    };
+    let mut renewed = Renewals::new();
+    for &a in out.anchor.iter().filter(|&&a| a != NONE) {
+        let m = &index.matches[a as usize];
+        if let Some(b) = ip.compare.get(m.batch as usize) {
+            renewed.entry(b.dir.clone()).or_default().push(m.xdoc);
+        }
+    }
+    for docs in renewed.values_mut() {
+        docs.sort_unstable();
+        docs.dedup();
+    }
+    work.write_bytes(work::RENEWED, renew::encode(&renewed))?;
+    Ok(ip
+        .compare
+        .iter()
+        .filter_map(|b| Some((b.name.clone(), renewed.get(&b.dir)?.len() as u64)))
+        .collect())
 }
 
 /// The giant buckets of the run, compared lazily: a member only with the bucket's documents

@@ -45,6 +45,9 @@ pub struct ClusterStats {
     pub dropped_against: std::collections::BTreeMap<String, u64>,
     pub clusters: u64,
     pub cluster_size_histogram: std::collections::BTreeMap<String, u64>,
+    /// `--cluster keeper` with `--index`: documents of each earlier batch renewed tonight.
+    #[serde(default)]
+    pub renewed: std::collections::BTreeMap<String, u64>,
     /// `--cluster keeper`: how the giant buckets were resolved.
     #[serde(default)]
     pub giant_buckets: Option<keeper::GiantStats>,
@@ -354,11 +357,15 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
     let first_copy = first_copies(work, plan)?;
     let index = IndexMatches::read(work, plan)?;
     let keep = KeepData::read(work, plan)?;
-    let (out, giant) = match cfg.cluster {
-        ClusterRule::Components => (components(work, plan, &first_copy, &index, keep)?, None),
+    let (out, giant, renewed) = match cfg.cluster {
+        ClusterRule::Components => {
+            let out = components(work, plan, &first_copy, &index, keep)?;
+            (out, None, Default::default())
+        }
         ClusterRule::Keeper => {
             let (out, giant) = keeper::outcome(work, plan, &first_copy, &index, keep)?;
-            (out, Some(giant))
+            let renewed = keeper::write_renewals(work, plan, &out, &index)?;
+            (out, Some(giant), renewed)
         }
     };
     let exact_in_index: ahash::AHashSet<u32> = index
@@ -433,6 +440,7 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
         clusters: hist.iter().map(|&(_, c)| c).sum(),
         cluster_size_histogram: hist.iter().map(|&(s, c)| (s.to_string(), c)).collect(),
         giant_buckets: giant,
+        renewed,
     })
 }
 
