@@ -666,19 +666,30 @@ fn index(h: &mut String, s: &serde_json::Value) {
     }
     let _ = write!(
         h,
-        "<h2>Against earlier batches</h2><p class=\"note\">Batch <b>{}</b> was compared with {} earlier batch(es) in the index <code>{}</code> (window {}). Each batch of the window now, oldest first: its documents, what its own run dropped, and what tonight lost against it.</p><table><tr><th>batch</th><th class=\"n\">documents</th><th class=\"n\">dropped by its run</th><th class=\"n\">tonight's documents dropped against it</th></tr>",
+        "<h2>Against earlier batches</h2><p class=\"note\">Batch <b>{}</b> was compared with {} earlier batch(es) in the index <code>{}</code> (window {}). Each batch of the index now (lingering ones are out of the window, kept for the documents re-crawls renewed), oldest first: its documents, what its own run dropped, and what tonight lost against it.</p><table><tr><th>batch</th><th class=\"n\">documents</th><th class=\"n\">dropped by its run</th><th class=\"n\">tonight's documents dropped against it</th></tr>",
         esc(ix["batch"].as_str().unwrap_or("")),
         ix["compared_with"].as_array().map_or(0, |a| a.len()),
         esc(ix["location"].as_str().unwrap_or("")),
         ix["window"]
     );
     let tonight = ix["batch"].as_str().unwrap_or("");
-    for b in ix["history"].as_array().into_iter().flatten() {
+    let history = ix["history"].as_array().cloned().unwrap_or_default();
+    let shown: Vec<&str> = history.iter().filter_map(|b| b["batch"].as_str()).collect();
+    // Batches tonight dropped against that left the index with tonight's commit.
+    let gone: Vec<serde_json::Value> = ix["dropped_against"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(name, _)| !shown.contains(&name.as_str()))
+        .map(|(name, _)| serde_json::json!({"batch": name, "expired": true}))
+        .collect();
+    for b in gone.iter().chain(&history) {
         let name = b["batch"].as_str().unwrap_or("");
-        let docs = b["documents"].as_u64().unwrap_or(0);
-        let own = b["dropped"].as_u64().map_or("-".to_string(), |d| {
-            format!("{} ({})", crate::progress::thousands(d), pct(d, docs))
-        });
+        let docs = b["documents"].as_u64();
+        let own = match (b["dropped"].as_u64(), docs) {
+            (Some(d), Some(n)) => format!("{} ({})", crate::progress::thousands(d), pct(d, n)),
+            _ => "-".to_string(),
+        };
         let against = if name == tonight {
             format!(
                 "{} within tonight",
@@ -687,19 +698,25 @@ fn index(h: &mut String, s: &serde_json::Value) {
         } else {
             crate::progress::thousands(ix["dropped_against"][name].as_u64().unwrap_or(0))
         };
+        let label = if b["lingering"].as_bool() == Some(true) {
+            " (lingering)"
+        } else if b["expired"].as_bool() == Some(true) {
+            " (expired tonight)"
+        } else {
+            ""
+        };
         let _ = write!(
             h,
-            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{own}</td><td class=\"n\">{against}</td></tr>",
+            "<tr><td>{}{label}</td><td class=\"n\">{}</td><td class=\"n\">{own}</td><td class=\"n\">{against}</td></tr>",
             esc(name),
-            crate::progress::thousands(docs)
+            docs.map_or("-".to_string(), crate::progress::thousands)
         );
     }
     let _ = write!(
         h,
-        "</table><p class=\"note\">Added: {}. Expired: {}. Lingering (older, kept for the documents re-crawls renewed): {}; renewed tonight: {} documents. The index holds {} documents in {} on disk ({:.0} B per document), {} of filters in memory.</p>",
+        "</table><p class=\"note\">Added: {}. Expired: {}. Renewed tonight: {} documents of earlier batches. The index holds {} documents in {} on disk ({:.0} B per document), {} of filters in memory.</p>",
         list(&ix["batches_added"]),
         list(&ix["batches_expired"]),
-        list(&ix["lingering"]),
         crate::progress::thousands(ix["renewed"].as_object().map_or(0, |r| {
             r.values().filter_map(serde_json::Value::as_u64).sum()
         })),

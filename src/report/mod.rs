@@ -48,15 +48,16 @@ pub struct Row {
 }
 
 /// True when a slice of `t.documents` (at least 20) documents loses far more than the whole
-/// input's share `overall`: over twice the share and over 4 standard errors above it, or at least
-/// 90% of it (one false giant cluster can wipe out a source).
+/// input's share `overall`: over 4 standard errors above it, and over twice the share or at least
+/// 90% of its documents (one false giant cluster can wipe out a source). A night of re-crawls that
+/// loses 95% everywhere flags nothing.
 pub fn outlier(t: &Tally, overall: f64) -> bool {
     if t.documents < 20 {
         return false;
     }
     let rate = t.drop_rate();
     let se = (overall * (1.0 - overall) / t.documents as f64).sqrt();
-    rate >= 0.9 || (rate > 2.0 * overall && rate > overall + 4.0 * se)
+    (rate >= 0.9 || rate > 2.0 * overall) && rate > overall + 4.0 * se
 }
 
 /// The `--report-group` tallies the summary keeps: the [`GROUPS_KEPT`] largest and every outlier.
@@ -458,3 +459,27 @@ pub fn write(out: &str) -> Result<usize> {
 
 /// The report's file name in the output.
 pub const REPORT: &str = "report.html";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tally(documents: u64, dropped: u64) -> Tally {
+        Tally {
+            documents,
+            dropped,
+            ..Tally::default()
+        }
+    }
+
+    #[test]
+    fn a_slice_is_an_outlier_only_well_above_the_overall_share() {
+        // A source wiped out on an ordinary night, and one at twice the share.
+        assert!(outlier(&tally(500, 480), 0.12));
+        assert!(outlier(&tally(2500, 700), 0.12));
+        // A re-crawl night: every shard loses ~95%, none stands out.
+        assert!(!outlier(&tally(2500, 2393), 0.952));
+        assert!(!outlier(&tally(2500, 310), 0.12));
+        assert!(!outlier(&tally(19, 19), 0.12));
+    }
+}

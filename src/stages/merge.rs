@@ -130,8 +130,8 @@ pub struct IndexSummary {
     pub lingering: Vec<String>,
     /// Documents of each earlier batch tonight's drops renewed (`--cluster keeper`).
     pub renewed: BTreeMap<String, u64>,
-    /// The same batches with their documents and what their own runs dropped (the change from
-    /// night to night).
+    /// The lingering batches and the window's, oldest first, with their documents and what
+    /// their own runs dropped (the change from night to night).
     pub history: Vec<BatchHistory>,
     pub batches_added: Vec<String>,
     pub batches_expired: Vec<String>,
@@ -158,6 +158,8 @@ pub struct BatchHistory {
     pub batch: String,
     pub documents: u64,
     pub dropped: Option<u64>,
+    /// Out of the window, kept for documents the window renewed.
+    pub lingering: bool,
 }
 
 /// P(candidate | s) at a few similarities, for the summary.
@@ -402,12 +404,14 @@ fn commit_index(
         dropped_against: cl.dropped_against.clone(),
         dropped_within_batch: dropped - against,
         history: c
-            .window
+            .lingering
             .iter()
+            .chain(&c.window)
             .map(|b| BatchHistory {
                 batch: b.name.clone(),
                 documents: b.documents,
                 dropped: b.dropped,
+                lingering: b.lingering,
             })
             .collect(),
         batches: c.window.iter().map(|b| b.name.clone()).collect(),

@@ -315,6 +315,8 @@ fn a_recrawl_renews_its_keepers_past_the_window_and_the_rest_expires() {
                                                 // After night 3: its 30 kept pages and night 1's 20 renewed ones; night 2 (B) expired.
     assert_eq!(ix(3)["batches_expired"], serde_json::json!(["night-2"]));
     assert_eq!(ix(3)["documents_indexed"], 50);
+    let report = std::fs::read_to_string(dir.join("out3").join("report.html")).unwrap();
+    assert!(report.contains("<tr><td>night-1 (lingering)</td>"));
     // Night 4: B was forgotten (kept again); A0..A19 renewed once more.
     assert_eq!(ix(4)["lingering"], serde_json::json!(["night-1"]));
     assert_eq!(ix(4)["documents_indexed"], 40);
