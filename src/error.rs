@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::text::visible::visible;
+
 /// Errors the library returns; the binary adds context with `anyhow` and prints one paragraph.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -141,14 +143,11 @@ fn output_message(path: &str, msg: &str) -> String {
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// An input value as shown in a message: whole when short, else its first 60 characters and its
-/// length (an id column chosen by mistake can hold whole documents). Control characters (newlines
-/// in a text) are shown as spaces, so the message stays one line.
+/// length (an id column chosen by mistake can hold whole documents). Newlines and tabs (in a
+/// text) are shown as spaces, so the message stays one line; other control characters as escapes
+/// ([`visible`]).
 fn shown(value: &str) -> String {
-    let flat = |s: &str| -> String {
-        s.chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .collect()
-    };
+    let flat = |s: &str| -> String { visible(&s.replace(['\n', '\t'], " ")).into_owned() };
     match value.char_indices().nth(60) {
         None => flat(value),
         Some((cut, _)) => format!("{}... ({} bytes)", flat(&value[..cut]), value.len()),
@@ -163,6 +162,7 @@ mod tests {
     fn long_values_are_shortened_in_messages() {
         assert_eq!(shown("doc-1"), "doc-1");
         assert_eq!(shown("a\nb"), "a b");
+        assert_eq!(shown("a\u{1b}[2J\u{0}"), "a\\x1b[2J\\x00");
         let long = "字".repeat(100);
         assert_eq!(shown(&long), format!("{}... (300 bytes)", "字".repeat(60)));
         let e = Error::DuplicateId {

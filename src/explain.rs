@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::results::{in_output, read_texts, Manifest, RowGroups};
 use crate::text::diff::{word_diff, Piece};
 use crate::text::shingle::{jaccard, shingle_hashes, shingle_key, shingle_set, Scratch};
+use crate::text::visible::visible;
 
 /// One member of the cluster.
 #[derive(Debug, Clone, Serialize)]
@@ -219,12 +220,13 @@ impl Similarity {
     }
 }
 
-/// The explanation for a person: `color` for a terminal.
+/// The explanation for a person: `color` for a terminal. Ids, file names and texts come from
+/// the corpus: their control characters are shown, never emitted ([`visible`]).
 pub fn to_text(e: &Explanation, color: bool) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let status = if e.keep { "kept" } else { "dropped" };
-    let _ = writeln!(s, "{} is {status}.", e.id);
+    let _ = writeln!(s, "{} is {status}.", visible(&e.id));
     if e.cluster_id.is_none() && e.keep {
         let _ = writeln!(s, "It has no near-duplicate in this run.");
         return s;
@@ -233,17 +235,17 @@ pub fn to_text(e: &Explanation, color: bool) -> String {
         .keeper
         .batch
         .as_deref()
-        .map(|b| format!(" (batch {b})"))
+        .map(|b| format!(" (batch {})", visible(b)))
         .unwrap_or_default();
     if !e.keeper.in_this_run {
         let _ = writeln!(
             s,
             "Its kept document is {}{batch}, in an earlier batch of the index: its text is in that night's shards, which this output does not name.",
-            e.keeper.id
+            visible(&e.keeper.id)
         );
     } else {
         let cluster = e.cluster_id.map_or("-".into(), |c| c.to_string());
-        let (n, k) = (e.cluster_size, &e.keeper.id);
+        let (n, k) = (e.cluster_size, visible(&e.keeper.id));
         let _ = writeln!(
             s,
             "{}. {}.",
@@ -282,8 +284,8 @@ pub fn to_text(e: &Explanation, color: bool) -> String {
             num(mb.estimate),
             num(mb.jaccard),
             mb.text_bytes,
-            mb.id,
-            mb.file,
+            visible(&mb.id),
+            visible(&mb.file),
             mb.row
         );
     }
@@ -292,7 +294,12 @@ pub fn to_text(e: &Explanation, color: bool) -> String {
     }
     for mb in e.members.iter().filter(|m| !m.diff.is_empty()) {
         let _ = writeln!(s);
-        let _ = writeln!(s, "--- {} (kept) -> {} ---", e.keeper.id, mb.id);
+        let _ = writeln!(
+            s,
+            "--- {} (kept) -> {} ---",
+            visible(&e.keeper.id),
+            visible(&mb.id)
+        );
         let body = if mb
             .diff
             .iter()

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 use corpus_dedup::executor::local::TaskOptions;
 use corpus_dedup::io::output::OutputDir;
 use corpus_dedup::plan::Stage;
+use corpus_dedup::text::visible::{json, visible};
 use corpus_dedup::{executor, Settings};
 
 #[derive(Parser)]
@@ -129,7 +130,7 @@ fn run(
     let summary = executor::local::run(&cfg, &layout, work.as_deref(), keep_work)
         .with_context(|| format!("corpus-dedup run failed (output '{}')", cfg.output))?;
     if !cfg.quiet && std::io::stderr().is_terminal() {
-        eprint!("{}", human_summary(&summary, &cfg.output));
+        eprint!("{}", visible(&human_summary(&summary, &cfg.output)));
     }
     let field = |k: &str| summary.get(k).cloned().unwrap_or_default();
     let seconds = summary["total_seconds"].as_f64().unwrap_or(0.0);
@@ -142,8 +143,13 @@ fn run(
         "peak_rss_mib": summary["peak_rss_mib"].as_f64().unwrap_or(0.0).round(),
         "output": cfg.output,
     });
-    println!("{line}");
+    print_json(&line);
     Ok(())
+}
+
+/// A machine-readable line on stdout, safe on a terminal ([`json`]).
+fn print_json(line: &serde_json::Value) {
+    println!("{}", json(&line.to_string()));
 }
 
 /// The end of a run for a person on a terminal: what was kept and dropped, and where the files
@@ -214,7 +220,7 @@ fn apply(opts: corpus_dedup::apply::ApplyOptions, threads: Option<usize>) -> any
     let report = executor::local::in_pool(threads, || corpus_dedup::apply::apply(&opts))
         .with_context(|| format!("corpus-dedup apply failed (manifest '{}')", opts.manifest))?;
     if opts.dry_run {
-        print!("{}", corpus_dedup::apply::dry_run_table(&report));
+        print!("{}", visible(&corpus_dedup::apply::dry_run_table(&report)));
     }
     let line = serde_json::json!({
         "dry_run": report.dry_run,
@@ -230,7 +236,7 @@ fn apply(opts: corpus_dedup::apply::ApplyOptions, threads: Option<usize>) -> any
         "output": report.output,
         "dropped": report.dropped,
     });
-    println!("{line}");
+    print_json(&line);
     Ok(())
 }
 
@@ -241,7 +247,7 @@ fn report(output: String) -> anyhow::Result<()> {
         "report": corpus_dedup::results::in_output(&output, corpus_dedup::report::REPORT),
         "bytes": bytes,
     });
-    println!("{line}");
+    print_json(&line);
     Ok(())
 }
 
@@ -249,7 +255,10 @@ fn explain(output: String, id: String, limit: usize, json: bool) -> anyhow::Resu
     let e = corpus_dedup::explain::explain(&output, &id, limit)
         .with_context(|| format!("corpus-dedup explain failed (output '{output}')"))?;
     if json {
-        println!("{}", serde_json::to_string(&e)?);
+        println!(
+            "{}",
+            corpus_dedup::text::visible::json(&serde_json::to_string(&e)?)
+        );
     } else {
         print!(
             "{}",
@@ -308,7 +317,7 @@ fn task(
         "seconds": (report.seconds * 1000.0).round() / 1000.0,
         "peak_rss_mib": report.peak_rss_mib.round(),
     });
-    println!("{line}");
+    print_json(&line);
     Ok(())
 }
 
@@ -374,6 +383,7 @@ fn main() -> ExitCode {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic".into());
+        let msg = visible(&msg);
         eprintln!("error: internal error in corpus-dedup{at}: {msg}. This is a bug; please report it with the command line.");
     }));
     let cli = Cli::parse();
@@ -412,7 +422,8 @@ fn main() -> ExitCode {
         Err(e) => {
             // One paragraph: the context chain, outermost first.
             let msg: Vec<String> = e.chain().map(|c| c.to_string()).collect();
-            eprintln!("error: {}", msg.join(": "));
+            // Ids, paths and values quoted from the input: shown, never emitted raw.
+            eprintln!("error: {}", visible(&msg.join(": ")));
             ExitCode::FAILURE
         }
     }

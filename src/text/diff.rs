@@ -7,6 +7,8 @@
 
 use serde::Serialize;
 
+use crate::text::visible::visible;
+
 /// Equal words kept either side of a change.
 pub const CONTEXT: usize = 12;
 
@@ -99,13 +101,14 @@ pub fn to_plain(pieces: &[Piece]) -> String {
     render(pieces, ("[-", "-]"), ("{+", "+}"))
 }
 
+/// For a terminal: the words' control characters are shown ([`visible`]), the marks are ours.
 fn render(pieces: &[Piece], removed: (&str, &str), added: (&str, &str)) -> String {
     let parts: Vec<String> = pieces
         .iter()
         .map(|p| match p {
-            Piece::Same(t) => t.clone(),
-            Piece::Removed(t) => format!("{}{t}{}", removed.0, removed.1),
-            Piece::Added(t) => format!("{}{t}{}", added.0, added.1),
+            Piece::Same(t) => visible(t).into_owned(),
+            Piece::Removed(t) => format!("{}{}{}", removed.0, visible(t), removed.1),
+            Piece::Added(t) => format!("{}{}{}", added.0, visible(t), added.1),
             Piece::Gap(n) => format!("[... {n} equal words ...]"),
             Piece::More(n) => format!("[... {n} more changes ...]"),
         })

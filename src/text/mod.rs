@@ -6,6 +6,7 @@ pub mod normalize;
 pub mod script;
 pub mod shingle;
 pub mod tokenize;
+pub mod visible;
 
 #[cfg(test)]
 mod tests {

@@ -15,3 +15,4 @@ mod run;
 mod s3;
 mod slurm;
 mod tasks;
+mod terminal;
