@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use corpus_dedup::executor::local::TaskOptions;
 use corpus_dedup::io::output::OutputDir;
@@ -386,7 +386,11 @@ fn main() -> ExitCode {
         let msg = visible(&msg);
         eprintln!("error: internal error in corpus-dedup{at}: {msg}. This is a bug; please report it with the command line.");
     }));
-    let cli = Cli::parse();
+    // `run --help` and `plan --help` show each option's default, as the run resolves it.
+    let cmd = Cli::command()
+        .mut_subcommand("run", corpus_dedup::config::help_with_defaults)
+        .mut_subcommand("plan", corpus_dedup::config::help_with_defaults);
+    let cli = Cli::from_arg_matches(&cmd.get_matches()).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Run {
             config,

@@ -297,6 +297,53 @@ fn config_file_sets_options_and_flags_override_it() {
     assert!(c["bands"].as_u64().unwrap() * c["rows"].as_u64().unwrap() <= 64);
 }
 
+/// `run --help` shows each option's default, and they are what a run without the option uses;
+/// a config file still wins over them (`threshold = 0.9` above).
+#[test]
+fn help_shows_the_defaults_a_run_uses() {
+    let help = String::from_utf8(cd(["run", "--help"]).ok().stdout).unwrap();
+    // "--flag <VALUE>" then its help paragraph, ending in "[default: X]".
+    let mut defaults = Vec::new();
+    let mut flag = None;
+    for line in help.lines().map(str::trim) {
+        if let Some(f) = line.strip_prefix("--") {
+            flag = f.split_whitespace().next().map(str::to_string);
+        } else if let (Some(f), Some(at)) = (&flag, line.rfind("[default: ")) {
+            let value = line[at + 10..].trim_end_matches(']').to_string();
+            defaults.push((f.replace('-', "_"), value));
+            flag = None;
+        }
+    }
+    let names: Vec<&str> = defaults.iter().map(|(f, _)| f.as_str()).collect();
+    for f in [
+        "threshold",
+        "num_perm",
+        "ngram",
+        "keep",
+        "cluster",
+        "tokenizer",
+        "window",
+    ] {
+        assert!(names.contains(&f), "--{f} shows no default: {help}");
+    }
+    assert!(defaults.len() >= 24, "{defaults:?}");
+    let dir = temp_dir("help-defaults");
+    let (glob, _) = three_shards(&dir);
+    let out = dir.join("out");
+    run_ok(&glob, &out, &[]);
+    let c = &summary(&out)["config"];
+    for (f, shown) in &defaults {
+        let used = match &c[f.as_str()] {
+            serde_json::Value::String(s) => s.clone(),
+            v => v.to_string(),
+        };
+        assert_eq!(
+            &used, shown,
+            "--{f}: help says {shown}, the run used {used}"
+        );
+    }
+}
+
 #[test]
 fn the_nightly_job_config_parses_and_runs_with_overrides() {
     let dir = temp_dir("nightly");

@@ -1,142 +1,14 @@
-//! Configuration: one validated struct, built from defaults < TOML file < command-line flags.
-//!
-//! [`Settings`] is the raw, all-optional form shared by the command line (clap) and the TOML file
-//! (serde, keys spelled like the flags: `num-perm = 128`). [`Settings::resolve`] merges and
-//! validates it into a [`Config`], which is what the pipeline reads and what the manifest's
-//! metadata and `summary.json` record.
+//! [`Settings`]: the raw, all-optional options of the command line (clap) and the TOML file
+//! (serde), merged (flags over the file) and validated into a [`Config`] with the defaults filled
+//! in; and [`help_with_defaults`], which shows those defaults in `--help`.
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
+use super::*;
 use crate::error::{Error, Result};
 use crate::lsh;
-
-/// Near-duplicate method.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Method {
-    /// MinHash signatures + LSH banding, verified by Jaccard similarity of word n-gram shingles.
-    Minhash,
-    /// 64-bit SimHash fingerprints of TF-IDF weighted jieba tokens, Hamming distance <= k found
-    /// through a block index.
-    Simhash,
-}
-
-/// How text is split into tokens before n-gram shingling (see `text::tokenize`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Tokenizer {
-    /// The measured default: currently the same as `chars` (see README, "Tokenizer choice").
-    Auto,
-    /// Whitespace-separated words only; a run of Chinese characters is one token.
-    Words,
-    /// Words for space-delimited scripts; every CJK ideograph, kana or hangul character is a token.
-    Chars,
-    /// Words for space-delimited scripts; runs of Han characters are segmented with jieba.
-    Jieba,
-}
-
-/// How candidate pairs are verified.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Verify {
-    /// The estimate decides pairs far from the threshold (more than 3 standard errors away); pairs
-    /// near it, and pairs with a short document, get the exact check.
-    Auto,
-    /// Exact Jaccard of the two documents' shingle sets (recomputed for candidate documents only).
-    Exact,
-    /// Jaccard estimated from signature agreement; documents with fewer than `min-shingles`
-    /// shingles still use the exact check, since the estimate is meaningless for them.
-    Estimate,
-}
-
-/// How the K MinHash signature values are drawn (see `minhash`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Sketch {
-    /// K independent hash functions, each shingle hashed K times.
-    Classic,
-    /// One-permutation hashing: each shingle hashed once into one of K bins, empty bins filled
-    /// by optimal densification; several times faster to compute, the same recall and precision
-    /// over 15 seeds on three corpora (docs/PERFORMANCE.md). The default.
-    #[default]
-    Oph,
-}
-
-/// Which shingle keys a batch of the retained index keeps (they make near-threshold
-/// comparisons with indexed documents exact).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum IndexKeys {
-    /// Every document's (deduplicated) keys: pairs near the threshold are checked exactly, as in
-    /// a single run; ~4 bytes per distinct shingle on disk.
-    #[default]
-    All,
-    /// Only short documents' keys: pairs with an indexed document are decided on the 8-bit
-    /// signature estimate; ~300 bytes per document, lower precision near the threshold.
-    Short,
-}
-
-/// How verified pairs become kept and dropped documents.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum ClusterRule {
-    /// Documents in keep order; one is dropped only against a verified near-duplicate kept
-    /// before it (the most similar), so every drop resembles something kept. The default.
-    Keeper,
-    /// Connected components of the verified pairs, one document kept per component; chains of
-    /// near-duplicates merge, so a drop may be far from its kept document.
-    Components,
-}
-
-impl ClusterRule {
-    /// The rule of plans, manifests and index heads written before the rule was a setting.
-    fn before_setting() -> ClusterRule {
-        ClusterRule::Components
-    }
-}
-
-/// Which document of a duplicate cluster is kept. Written as the flag's spelling: "first",
-/// "longest" or the column name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Keep {
-    /// The first document in input order (smallest global index).
-    First,
-    /// The document with the longest text (bytes); ties go to input order.
-    Longest,
-    /// The document with the largest value in this numeric column; nulls lose, ties go to input order.
-    Column(String),
-}
-
-impl std::str::FromStr for Keep {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "first" => Ok(Keep::First),
-            "longest" => Ok(Keep::Longest),
-            "" => Err("--keep needs first, longest or a column name".into()),
-            col => Ok(Keep::Column(col.to_string())),
-        }
-    }
-}
-
-impl Serialize for Keep {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(match self {
-            Keep::First => "first",
-            Keep::Longest => "longest",
-            Keep::Column(c) => c,
-        })
-    }
-}
-
-impl<'de> Deserialize<'de> for Keep {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
-    }
-}
 
 /// Raw settings: every field optional, from the command line or a TOML file.
 #[derive(Debug, Clone, Default, Deserialize, clap::Args)]
@@ -185,8 +57,9 @@ pub struct Settings {
     /// Documents with fewer shingles than this are always verified exactly.
     #[arg(long)]
     pub min_shingles: Option<usize>,
-    /// Buckets with more members than this link each member to the bucket's first document
-    /// instead of listing all pairs (avoids m^2 pairs in giant buckets).
+    /// A bucket with more members is giant: under keeper each member is compared with the
+    /// bucket's first this-many kept documents; under components linked to its first member (no
+    /// m^2 pairs either way).
     #[arg(long)]
     pub max_bucket_pairs: Option<usize>,
     /// Seed for the MinHash permutations.
@@ -228,7 +101,8 @@ pub struct Settings {
     /// Name of tonight's batch in the index (e.g. the crawl date; names must sort in time order).
     #[arg(long, value_name = "NAME")]
     pub batch: Option<String>,
-    /// Batches the index keeps, tonight's included: older ones expire (default 7).
+    /// Batches the index keeps, tonight's included: older ones expire (with `--cluster keeper`,
+    /// except documents a later batch in the window renewed).
     #[arg(long, value_name = "N")]
     pub window: Option<usize>,
     /// Shingle keys the index keeps per document (MinHash): all (exact near the threshold) or
@@ -260,68 +134,6 @@ pub struct Settings {
 
 /// The validated configuration of one run. Serialised into the manifest metadata, the summary and
 /// the run plan (from which every task reads it back).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Config {
-    pub input: Vec<String>,
-    pub output: String,
-    pub method: Method,
-    pub text_column: String,
-    pub id_column: String,
-    /// True when the id column was named explicitly (then it must exist).
-    pub id_column_explicit: bool,
-    pub threshold: f64,
-    pub num_perm: usize,
-    pub bands: usize,
-    pub rows: usize,
-    pub ngram: usize,
-    pub tokenizer: Tokenizer,
-    pub verify: Verify,
-    /// Absent in plans and manifests written before it existed: classic.
-    #[serde(default)]
-    pub sketch: Sketch,
-    pub min_shingles: usize,
-    pub max_bucket_pairs: usize,
-    pub seed: u64,
-    pub hamming: usize,
-    pub simhash_blocks: usize,
-    pub simhash_max_bucket: usize,
-    pub simhash_ngram: usize,
-    pub simhash_tf_cap: u32,
-    pub simhash_max_df: f64,
-    pub simhash_df_sample: usize,
-    pub simhash_top_k: usize,
-    pub simhash_min_features: usize,
-    /// The retained index (`--index`), if any.
-    #[serde(default)]
-    pub index: Option<String>,
-    /// Tonight's batch name in the index.
-    #[serde(default)]
-    pub batch: Option<String>,
-    /// Batches the index keeps (tonight's included).
-    #[serde(default = "default_window")]
-    pub window: usize,
-    /// Shingle keys the index keeps.
-    #[serde(default)]
-    pub index_keys: IndexKeys,
-    pub threads: usize,
-    pub keep: Keep,
-    /// Absent in plans, manifests and index heads written before it existed: components.
-    #[serde(default = "ClusterRule::before_setting")]
-    pub cluster: ClusterRule,
-    pub allow_duplicate_ids: bool,
-    /// The column the report breaks drop rates down by (`--report-group`).
-    #[serde(default)]
-    pub report_group: Option<String>,
-    #[serde(skip)]
-    pub quiet: bool,
-}
-
-fn default_window() -> usize {
-    7
-}
-
-/// LSH must find a pair at exactly the threshold with at least this probability (issue #2).
-pub const LSH_TARGET_RECALL: f64 = 0.95;
 
 impl Settings {
     /// Reads a TOML settings file.
@@ -528,32 +340,52 @@ impl Settings {
     }
 }
 
-impl Config {
-    /// The configuration as JSON (for summary.json).
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
-    }
+/// Settings without a fixed default: the required ones, and those that follow from other
+/// settings or the machine (their help says how).
+const NO_FIXED_DEFAULT: [&str; 6] = [
+    "input",
+    "output",
+    "bands",
+    "rows",
+    "simhash_blocks",
+    "threads",
+];
 
-    /// The configuration that determines the result, as JSON, for the manifest's metadata: without
-    /// the thread count and the output and index locations, which never change the result, so the manifest is
-    /// byte-identical across thread counts and output directories.
-    pub fn result_json(&self) -> serde_json::Value {
-        let mut v = self.to_json();
-        if let Some(o) = v.as_object_mut() {
-            o.remove("threads");
-            o.remove("output");
-            o.remove("index");
-        }
-        v
-    }
-
-    /// The effective tokenizer (`auto` resolved).
-    pub fn effective_tokenizer(&self) -> Tokenizer {
-        match self.tokenizer {
-            Tokenizer::Auto => Tokenizer::Chars,
-            t => t,
-        }
-    }
+/// `cmd` (a command that takes the [`Settings`] flags) with each option's default at the end of
+/// its help (`[default: 0.8]`), read from the [`Config`] that settings without values resolve to:
+/// the defaults shown are the ones a run uses. A `--config` file still overrides them, and flags
+/// override the file.
+pub fn help_with_defaults(cmd: clap::Command) -> clap::Command {
+    let empty = Settings {
+        input: vec!["-".into()],
+        output: Some("-".into()),
+        ..Settings::default()
+    };
+    let Ok(defaults) = empty.resolve() else {
+        return cmd;
+    };
+    let json = defaults.to_json();
+    let shown: Vec<(String, String)> = cmd
+        .get_arguments()
+        .filter_map(|a| {
+            let id = a.get_id().as_str();
+            if NO_FIXED_DEFAULT.contains(&id) {
+                return None;
+            }
+            let value = match json.get(id)? {
+                serde_json::Value::String(s) => s.clone(),
+                v @ serde_json::Value::Number(_) => v.to_string(),
+                _ => return None,
+            };
+            Some((id.to_string(), value))
+        })
+        .collect();
+    shown.into_iter().fold(cmd, |cmd, (id, value)| {
+        cmd.mut_arg(id, |a| {
+            let help = a.get_help().map(ToString::to_string).unwrap_or_default();
+            a.help(format!("{help} [default: {value}]"))
+        })
+    })
 }
 
 #[cfg(test)]
