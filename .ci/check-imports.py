@@ -2,7 +2,9 @@
 """Fails when two or more source modules import each other, directly or through others.
 
 A module is one file under src/. An import is any `crate::a::b` path outside `#[cfg(test)]`
-modules (unit tests may reach anywhere); it points at the longest prefix that is a module file.
+modules (unit tests may reach anywhere), in a `use` or fully qualified in a function body, and any
+`super::` or `self::` path, read as the `crate::` path it stands for; it points at the longest
+prefix that is a module file.
 Prints each cycle (a strongly connected component of more than one module).
 """
 import pathlib
@@ -31,10 +33,23 @@ def target(path_parts):
     return None
 
 
+def absolute(text, module):
+    """`super::` and `self::` paths written as the `crate::` paths they stand for."""
+    parts = module.split("::") if module else []
+
+    def repl(m):
+        ups = m.group(0).count("super")
+        base = parts[: len(parts) - ups] if ups else parts
+        return "crate::" + "".join(p + "::" for p in base)
+
+    return re.sub(r"(?<![\w:])(?:self::|(?:super::)+)", repl, text)
+
+
 def imports(path):
     text = path.read_text()
     text = re.split(r"#\[cfg\(test\)\]\s*mod tests", text)[0]
     text = re.sub(r"//.*", "", text)
+    text = absolute(text, module_of(path))
     found = set()
     for m in re.finditer(r"crate::([A-Za-z_][\w:]*)(::\{([^}]*)\})?", text):
         base = [p for p in m.group(1).split("::") if p]

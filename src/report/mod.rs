@@ -6,7 +6,9 @@
 //! [`build`] gathers the figures ([`Report`]); [`html`] renders them. `run` writes the report
 //! after the summary; `corpus-dedup report OUT` rebuilds it from an existing output.
 
+mod charts;
 pub mod html;
+mod numbers;
 mod svg;
 
 use std::collections::{BTreeMap, HashMap};

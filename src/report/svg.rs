@@ -194,7 +194,7 @@ pub fn decades(lo: f64, hi: f64) -> Vec<(f64, String)> {
     let mut v = 1.0f64;
     while v <= hi * 1.0001 {
         if v >= lo * 0.9999 {
-            out.push((v, crate::report::html::short_count(v as u64)));
+            out.push((v, super::numbers::short_count(v as u64)));
         }
         v *= 10.0;
     }
@@ -216,7 +216,7 @@ pub fn linear_ticks(hi: f64) -> Vec<(f64, String)> {
     let mut out = Vec::new();
     let mut v = 0.0;
     while v <= hi * 1.0001 {
-        out.push((v, crate::report::html::short_count(v.round() as u64)));
+        out.push((v, super::numbers::short_count(v.round() as u64)));
         v += step;
     }
     out
