@@ -16,9 +16,9 @@ use corpus_dedup::minhash::{Permutations, Signatures};
 use corpus_dedup::stages::candidates::pairs_of_rows;
 use corpus_dedup::stages::cluster::Clusters;
 use corpus_dedup::text::normalize::normalize_into;
+use corpus_dedup::text::sets::{jaccard, KeyTable};
 use corpus_dedup::text::shingle::{
-    jaccard, ngrams, shingle_hashes, shingle_key, token_hashes as shingle_token_hashes, KeyTable,
-    Scratch,
+    ngrams, shingle_hashes, shingle_key, token_hashes as shingle_token_hashes, Scratch,
 };
 use corpus_dedup::text::tokenize::tokenize;
 use corpus_dedup::unionfind::UnionFind;

@@ -13,7 +13,8 @@ use crate::config::{ClusterRule, Config, Method};
 use crate::error::{Error, Result};
 use crate::results::{in_output, read_texts, Manifest, RowGroups};
 use crate::text::diff::{word_diff, Piece};
-use crate::text::shingle::{jaccard, shingle_hashes, shingle_key, shingle_set, Scratch};
+use crate::text::sets::jaccard;
+use crate::text::shingle::{shingle_hashes, shingle_key, shingle_set, Scratch};
 use crate::text::visible::visible;
 
 /// One member of the cluster.

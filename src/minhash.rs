@@ -373,7 +373,7 @@ impl SigSource for Signatures {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::text::shingle::jaccard;
+    use crate::text::sets::jaccard;
     use proptest::prelude::*;
 
     fn sig(p: &Permutations, s: &[u32]) -> Vec<u32> {

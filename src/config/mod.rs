@@ -141,6 +141,8 @@ impl<'de> Deserialize<'de> for Keep {
     }
 }
 
+/// The validated configuration of one run. Serialised into the manifest metadata, the summary and
+/// the run plan (from which every task reads it back).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Config {
     pub input: Vec<String>,

@@ -132,9 +132,6 @@ pub struct Settings {
     pub quiet: bool,
 }
 
-/// The validated configuration of one run. Serialised into the manifest metadata, the summary and
-/// the run plan (from which every task reads it back).
-
 impl Settings {
     /// Reads a TOML settings file.
     pub fn from_toml_file(path: &Path) -> Result<Settings> {

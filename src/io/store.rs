@@ -13,7 +13,7 @@
 //! ```
 //! The keys are the document's shingle keys in text order, repeats kept (see
 //! [`crate::text::shingle::shingle_key`]): exact verification compares the ones it needs
-//! ([`crate::text::shingle::KeyTable`]) instead of normalising, tokenising and hashing the text
+//! ([`crate::text::sets::KeyTable`]) instead of normalising, tokenising and hashing the text
 //! again. The offsets are the id's and the keys' positions in their files. A document whose text
 //! is byte for byte an earlier one's of the same part (a raw copy, which the signatures task does
 //! not compute again) has `copy_of` = 1 + that original's position in the part, and no signature,
@@ -40,7 +40,7 @@ use crate::io::output::{OutputDir, RangeBytes};
 use crate::io::work::store_files;
 use crate::io::{read_u32s_le, u32_at, u32s_le, u64_at};
 use crate::minhash::{SigSource, Signatures};
-use crate::text::shingle::ShingleSets;
+use crate::text::sets::ShingleSets;
 
 const MAGIC: &[u8; 8] = b"CDSTORE5";
 const HEADER: u64 = 24;

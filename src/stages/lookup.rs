@@ -34,7 +34,7 @@ use crate::io::{store, u64_at};
 use crate::minhash::SigSource;
 use crate::plan::Plan;
 use crate::simhash;
-use crate::text::shingle::jaccard;
+use crate::text::sets::jaccard;
 
 /// Counters of a lookup task.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

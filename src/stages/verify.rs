@@ -43,7 +43,7 @@ use crate::io::{pairs, store};
 use crate::minhash::{estimate_jaccard, SigSource};
 use crate::plan::{Plan, Stage};
 use crate::simhash;
-use crate::text::shingle::{KeyTable, ShingleSets};
+use crate::text::sets::{KeyTable, ShingleSets};
 use crate::unionfind::SparseUnionFind;
 
 /// A verified duplicate pair (a < b) and its similarity.

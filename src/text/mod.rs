@@ -4,6 +4,7 @@ pub mod diff;
 pub mod features;
 pub mod normalize;
 pub mod script;
+pub mod sets;
 pub mod shingle;
 pub mod tokenize;
 pub mod visible;

@@ -11,7 +11,8 @@ use polars::prelude::*;
 use corpus_dedup::config::Tokenizer;
 use corpus_dedup::io::output::{write_parquet_atomic, ParquetUse};
 use corpus_dedup::synth::Doc;
-use corpus_dedup::text::shingle::{jaccard, shingle_set, Scratch};
+use corpus_dedup::text::sets::jaccard;
+use corpus_dedup::text::shingle::{shingle_set, Scratch};
 use corpus_dedup::unionfind::UnionFind;
 
 /// A fresh, empty directory for one test.

@@ -16,7 +16,7 @@ use crate::keeper::{self, Documents, Lazy, EXTERNAL};
 use crate::plan::{Plan, Stage};
 use crate::stages::candidates::CandidateStats;
 use crate::stages::verify;
-use crate::text::shingle::ShingleSets;
+use crate::text::sets::ShingleSets;
 
 /// How the giant buckets (more members than the pair cap) were resolved.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
