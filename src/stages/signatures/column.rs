@@ -1,0 +1,295 @@
+//! The signatures stage's column kernels: a text column -> each document's MinHash signature and
+//! shingle keys ([`signature_column`], in batches of [`KEY_BATCH`] documents per rayon task), and
+//! its 128-bit exact-text hash ([`exact_column`]).
+
+use polars::prelude::StringChunked;
+use rayon::prelude::*;
+
+use crate::config::{Config, Tokenizer};
+use crate::minhash::{Permutations, Signatures};
+use crate::text::shingle::{shingle_hashes, shingle_key, Scratch};
+
+/// The shingle keys of a run of documents (text order, repeats kept), stored flat in batches of
+/// up to [`KEY_BATCH`] documents: one allocation per batch instead of one per document.
+#[derive(Debug, Clone, Default)]
+pub struct ShingleKeys {
+    /// Global position (within the run) of each batch's first document, ascending.
+    starts: Vec<usize>,
+    batches: Vec<KeyBatch>,
+    len: usize,
+}
+
+/// Documents per batch of [`ShingleKeys`]: the unit of work of the signature UDF.
+pub const KEY_BATCH: usize = 64;
+
+#[derive(Debug, Clone, Default)]
+struct KeyBatch {
+    keys: Vec<u32>,
+    /// `ends[j]`: end of document j's keys in `keys` (its start is `ends[j - 1]`, or 0).
+    ends: Vec<usize>,
+    /// Document j's exact-text hash.
+    exact: Vec<u128>,
+}
+
+/// The exact-text hash of a document: a 128-bit hash (xxh3) of the token sequence of its
+/// normalised text (each token's 64-bit hash, in order), so two texts that normalise to the same
+/// words, whatever the spacing, are exact copies; 0 when it has no shingle (a null or empty text
+/// is nobody's duplicate). Hashing the token hashes instead of the text costs 8 bytes per token.
+/// `buf` is used (and reused between calls) only on a big-endian CPU: on a little-endian one the
+/// token hashes' own memory is those bytes.
+pub fn exact_hash(tokens: &[u64], shingles: usize, buf: &mut Vec<u8>) -> u128 {
+    if shingles == 0 {
+        return 0;
+    }
+    let bytes: &[u8] = if cfg!(target_endian = "little") {
+        // SAFETY: any u64 is eight initialised bytes, u8 has alignment 1, and the length covers
+        // exactly the tokens' memory, borrowed for as long as `tokens` is.
+        unsafe { std::slice::from_raw_parts(tokens.as_ptr().cast::<u8>(), 8 * tokens.len()) }
+    } else {
+        buf.clear();
+        for t in tokens {
+            buf.extend_from_slice(&t.to_le_bytes());
+        }
+        buf
+    };
+    xxhash_rust::xxh3::xxh3_128(bytes).max(1)
+}
+
+/// The exact-text hashes of a column (for SimHash runs that compute no shingle keys).
+pub fn exact_column(texts: &StringChunked, tokenizer: Tokenizer, ngram: usize) -> Vec<u128> {
+    (0..texts.len())
+        .into_par_iter()
+        .with_min_len(KEY_BATCH)
+        .map_init(
+            || (Scratch::default(), Vec::new(), Vec::new()),
+            |(scratch, hashes, buf), i| match texts.get(i) {
+                Some(t) => {
+                    shingle_hashes(t, tokenizer, ngram, scratch, hashes);
+                    exact_hash(scratch.token_hashes(), hashes.len(), buf)
+                }
+                None => 0,
+            },
+        )
+        .collect()
+}
+
+impl ShingleKeys {
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when there are no documents.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The exact-text hash of document `doc` ([`exact_hash`]; 0 for a text without shingles).
+    pub fn exact(&self, doc: usize) -> u128 {
+        let b = self.starts.partition_point(|&s| s <= doc) - 1;
+        self.batches[b]
+            .exact
+            .get(doc - self.starts[b])
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The keys of document `doc` (position within the run).
+    pub fn get(&self, doc: usize) -> &[u32] {
+        let b = self.starts.partition_point(|&s| s <= doc) - 1;
+        let (batch, j) = (&self.batches[b], doc - self.starts[b]);
+        let start = if j == 0 { 0 } else { batch.ends[j - 1] };
+        &batch.keys[start..batch.ends[j]]
+    }
+
+    /// `n` documents without keys (SimHash without the short-document check), with their
+    /// exact-text hashes.
+    pub fn none(exact: Vec<u128>) -> Self {
+        let n = exact.len();
+        ShingleKeys {
+            starts: vec![0],
+            batches: vec![KeyBatch {
+                keys: Vec::new(),
+                ends: vec![0; n],
+                exact,
+            }],
+            len: n,
+        }
+    }
+
+    /// Appends another run of documents.
+    pub fn extend(&mut self, other: ShingleKeys) {
+        for (s, b) in other.starts.into_iter().zip(other.batches) {
+            self.starts.push(self.len + s);
+            self.batches.push(b);
+        }
+        self.len += other.len;
+    }
+}
+
+/// Computes the signature of every text of a column with `perms` (none: shingle keys only, and
+/// signatures of length 0), and each document's shingle keys (text order, repeats kept; empty
+/// for a null or empty text).
+pub fn signature_column(
+    texts: &StringChunked,
+    perms: Option<&Permutations>,
+    tokenizer: Tokenizer,
+    ngram: usize,
+) -> (Signatures, ShingleKeys) {
+    let k = perms.map_or(0, Permutations::len);
+    let n = texts.len();
+    let mut values = vec![u32::MAX; n * k];
+    let mut shingles = vec![0u32; n];
+    let sig_batches: Vec<&mut [u32]> = if k == 0 {
+        (0..n.div_ceil(KEY_BATCH)).map(|_| &mut [][..]).collect()
+    } else {
+        values.chunks_mut(k * KEY_BATCH).collect()
+    };
+    let batches: Vec<KeyBatch> = sig_batches
+        .into_par_iter()
+        .zip(shingles.par_chunks_mut(KEY_BATCH))
+        .enumerate()
+        .map_init(
+            || (Scratch::default(), Vec::new(), Vec::new()),
+            |(scratch, hashes, buf), (b, (sigs, counts))| {
+                // About one key per 4 bytes of text or fewer (words average more, a CJK char is
+                // 3 bytes): reserving that saves the growth copies of the batch's keys.
+                let first = b * KEY_BATCH;
+                let bytes: usize = (first..first + counts.len())
+                    .filter_map(|i| texts.get(i))
+                    .map(str::len)
+                    .sum();
+                let mut batch = KeyBatch {
+                    keys: Vec::with_capacity(bytes / 4),
+                    ends: Vec::with_capacity(counts.len()),
+                    exact: vec![0; counts.len()],
+                };
+                for (j, count) in counts.iter_mut().enumerate() {
+                    if let Some(text) = texts.get(first + j) {
+                        shingle_hashes(text, tokenizer, ngram, scratch, hashes);
+                        batch.exact[j] = exact_hash(scratch.token_hashes(), hashes.len(), buf);
+                        let start = batch.keys.len();
+                        batch.keys.extend(hashes.iter().map(|&h| shingle_key(h)));
+                        let keys = &batch.keys[start..];
+                        if let Some(perms) = perms {
+                            perms.signature(keys, &mut sigs[j * k..(j + 1) * k]);
+                        }
+                        *count = u32::try_from(keys.len()).unwrap_or(u32::MAX);
+                    }
+                    batch.ends.push(batch.keys.len());
+                }
+                batch
+            },
+        )
+        .collect();
+    let keys = ShingleKeys {
+        starts: (0..batches.len()).map(|b| b * KEY_BATCH).collect(),
+        batches,
+        len: n,
+    };
+    let sigs = Signatures {
+        k,
+        values,
+        shingles,
+    };
+    (sigs, keys)
+}
+
+/// The permutations a configuration asks for.
+pub fn permutations(cfg: &Config) -> Permutations {
+    Permutations::with_sketch(cfg.num_perm, cfg.seed, cfg.sketch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polars::prelude::*;
+
+    #[test]
+    fn exact_hash_is_xxh3_128_of_the_little_endian_token_hashes() {
+        // Retained indexes hold these hashes: the value must not change with how it is computed.
+        let tokens = [1u64, u64::MAX, 0x0123_4567_89ab_cdef, 42];
+        let bytes: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
+        let mut buf = Vec::new();
+        assert_eq!(
+            exact_hash(&tokens, 1, &mut buf),
+            xxhash_rust::xxh3::xxh3_128(&bytes).max(1)
+        );
+        assert_eq!(exact_hash(&tokens, 0, &mut buf), 0);
+    }
+
+    #[test]
+    fn column_udf_handles_nulls_and_empties() {
+        let texts = StringChunked::new(
+            "text".into(),
+            &[
+                Some("a b c d e f"),
+                None,
+                Some(""),
+                Some(" ,. "),
+                Some("a b c d e f"),
+            ],
+        );
+        let perms = Permutations::new(16, 1);
+        let (s, keys) = signature_column(&texts, Some(&perms), Tokenizer::Chars, 5);
+        assert_eq!(s.len(), 5);
+        assert_eq!(s.shingles, vec![2, 0, 0, 0, 2]);
+        let lens: Vec<usize> = (0..keys.len()).map(|i| keys.get(i).len()).collect();
+        assert_eq!(lens, vec![2, 0, 0, 0, 2]);
+        assert_eq!(keys.get(0), keys.get(4));
+        assert_ne!(keys.get(0)[0], keys.get(0)[1]);
+        let (r, _) = signature_column(
+            &StringChunked::new("t".into(), &["x y x y x y"]),
+            Some(&perms),
+            Tokenizer::Chars,
+            2,
+        );
+        assert_eq!(r.shingles, vec![5]); // repeats counted
+        assert_eq!(s.get(0), s.get(4));
+        assert!(s.get(1).iter().all(|&v| v == u32::MAX));
+    }
+
+    #[test]
+    fn keys_of_runs_appended_match_one_run() {
+        // 150 documents: three batches, the last partial; split into runs of 70 and 80.
+        let texts: Vec<Option<String>> = (0..150)
+            .map(|i| (i % 7 != 3).then(|| format!("w{i} x{} y{} z{i} q", i % 5, i % 3)))
+            .collect();
+        let col = StringChunked::new("t".into(), &texts);
+        let perms = Permutations::new(16, 1);
+        let sig = |c: &StringChunked| signature_column(c, Some(&perms), Tokenizer::Chars, 2);
+        let (whole_sigs, whole) = sig(&col);
+        let (mut sigs, mut keys) = sig(&col.slice(0, 70));
+        let (s2, k2) = sig(&col.slice(70, 80));
+        sigs.extend(s2);
+        keys.extend(k2);
+        assert_eq!(keys.len(), 150);
+        assert_eq!(sigs.values, whole_sigs.values);
+        for d in 0..150 {
+            assert_eq!(keys.get(d), whole.get(d), "document {d}");
+            assert_eq!(keys.get(d).len(), if d % 7 == 3 { 0 } else { 4 });
+        }
+        // Keys alone are the same keys.
+        let (none, keys_only) = signature_column(&col, None, Tokenizer::Chars, 2);
+        assert_eq!((none.k, none.values.len()), (0, 0));
+        assert_eq!(none.shingles, whole_sigs.shingles);
+        assert!((0..150).all(|d| keys_only.get(d) == whole.get(d)));
+        let empty = ShingleKeys::none(vec![0; 3]);
+        assert!((0..3).all(|d| empty.get(d).is_empty()));
+        // Exact hashes: equal texts equal, others and empty texts differ (0 for no shingle).
+        let (_, k) = signature_column(
+            &StringChunked::new(
+                "t".into(),
+                &[Some("A b, c"), Some("a  b c"), Some("a b d"), Some(" ")],
+            ),
+            None,
+            Tokenizer::Chars,
+            2,
+        );
+        assert_eq!(k.exact(0), k.exact(1));
+        assert_ne!(k.exact(0), k.exact(2));
+        assert_eq!(k.exact(3), 0);
+        let col = StringChunked::new("t".into(), &[Some("A b, c"), None]);
+        assert_eq!(exact_column(&col, Tokenizer::Chars, 2), vec![k.exact(0), 0]);
+    }
+}
