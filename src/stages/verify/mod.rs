@@ -1,0 +1,317 @@
+//! Stage `verify`: the candidate pairs whose first document is in the part -> edges
+//! (`edges/pP.parquet`: a, b, similarity).
+//!
+//! MinHash:
+//! LSH candidates include false positives (pairs below the threshold that collided in one band), so
+//! each pair is checked:
+//! - `Verify::Exact`: exact Jaccard of the two shingle sets (of 32-bit shingle keys, see
+//!   [`crate::text::shingle::shingle_key`]), counted in a hash table from the keys as stored
+//!   ([`crate::text::sets::KeyTable`]), without sorting them. The keys are read for the candidate documents only,
+//!   from the store the signatures stage wrote, so nothing but the signatures is held for the
+//!   whole corpus. Precision against an exact ground truth is then 1 (up to a 2^-32 key collision), and
+//!   recall is only lost in LSH.
+//! - `Verify::Auto` (default): the estimate decides a pair when it is more than 3 standard errors
+//!   (`3 sqrt(t (1 - t) / K)`, 0.106 at t = 0.8, K = 128) from the threshold t, where a wrong call
+//!   has probability ~0.1%; pairs inside that band, and pairs with a short document, are checked
+//!   exactly. Most candidates are clear (copies, or chance collisions), so few sets are read.
+//! - `Verify::Estimate`: signature agreement (standard error ~0.035 at J = 0.8, K = 128), except for
+//!   pairs where either document has fewer than `min_shingles` shingles: there one differing token
+//!   moves J by a large step, the estimate means little, and the exact check is used.
+//!
+//! A verify task first takes the edges the estimate decides ([`estimate_batch`]), then makes the
+//! exact checks ([`exact_batch`]). Under `--cluster components` only connectivity matters
+//! downstream, so it skips a check where the two documents are already linked by its edges
+//! (about a third of the exact checks on the development corpora; the manifest is unchanged);
+//! under `keeper` every check is made, since any edge can decide who is kept.
+//!
+//! `decide.rs` holds how a pair is decided (estimate or exact, the batches, SimHash's check);
+//! this file the task around it (windows, fetches, the edges file).
+//!
+//! SimHash: the candidates task already kept only pairs within Hamming distance k; a pair with a
+//! short document (fewer than `--simhash-min-features` features, too few for a stable
+//! fingerprint) must also reach the Jaccard threshold on its shingle sets ([`verify_hamming`]).
+//!
+//! A task works through its pairs in windows of [`WINDOW`] first documents: the signatures and
+//! sets of one window's documents are fetched from the stores at once (plus the sets carried to
+//! later windows within a budget), so its memory follows its pairs, not the corpus.
+
+mod decide;
+
+use decide::fingerprint;
+
+pub use decide::{
+    docs_needing_sets, docs_of_pairs, estimate_batch, exact_batch, exact_edges, needs_exact,
+    short_docs, similarity, verify_hamming, Edge, ExactPair,
+};
+
+use polars::prelude::Column;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ClusterRule, Method};
+use crate::error::Result;
+use crate::io::output::OutputDir;
+use crate::io::work::{self, part_file, write_frame};
+use crate::io::{pairs, store};
+use crate::minhash::{estimate_jaccard, SigSource};
+use crate::plan::{Plan, Stage};
+use crate::simhash;
+use crate::text::sets::ShingleSets;
+use crate::unionfind::SparseUnionFind;
+
+/// Counters of a verify task.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct VerifyStats {
+    /// Distinct candidate pairs whose first document is in the part.
+    pub candidate_pairs: u64,
+    pub verified_pairs: u64,
+    pub documents_exact_sets: u64,
+    /// Pairs that needed the exact check but were skipped: their documents were already joined
+    /// by this task's edges.
+    pub exact_checks_skipped: u64,
+}
+
+/// Documents per window of the verify and manifest tasks: the pairs of one window share one
+/// fetch of signatures and exact sets from the stores.
+pub const WINDOW: u64 = 16_384;
+
+/// Window of document `d` for batching: [`WINDOW`] consecutive documents.
+fn window(d: u32) -> u64 {
+    d as u64 / WINDOW
+}
+
+/// Whether MinHash pair (a, b) gets the exact Jaccard check under the plan's settings.
+fn exact_check(plan: &Plan, a: u32, b: u32, sigs: &store::Fetched) -> bool {
+    let cfg = &plan.config;
+    let estimate = || estimate_jaccard(sigs.sig(a), sigs.sig(b));
+    let (mode, threshold, min_shingles) = (cfg.verify, cfg.threshold, cfg.min_shingles);
+    needs_exact(a, b, sigs, mode, threshold, min_shingles, estimate)
+}
+
+/// Similarity of a pair computed as verification computes it (MinHash: exact Jaccard or the
+/// estimate, per [`needs_exact`]; SimHash: 1 - hamming / 64), from what [`fetch_for_pairs`]
+/// fetched for it.
+pub fn pair_similarity(
+    plan: &Plan,
+    a: u32,
+    b: u32,
+    sigs: &store::Fetched,
+    sets: &ShingleSets,
+) -> f64 {
+    match plan.config.method {
+        Method::Minhash => similarity(a, b, exact_check(plan, a, b, sigs), sets, sigs),
+        Method::Simhash => {
+            simhash::similarity(simhash::hamming(fingerprint(sigs, a), fingerprint(sigs, b)))
+        }
+    }
+}
+
+/// The documents whose shingle sets [`check_pairs`] needs for `pairs` (sorted, unique).
+pub fn sets_needed(plan: &Plan, pairs: &[(u32, u32)], sigs: &store::Fetched) -> Vec<u32> {
+    let cfg = &plan.config;
+    match cfg.method {
+        Method::Minhash => {
+            docs_needing_sets(pairs, sigs, cfg.verify, cfg.threshold, cfg.min_shingles)
+        }
+        Method::Simhash if cfg.simhash_min_features > 0 => {
+            short_docs(pairs, sigs, cfg.simhash_min_features)
+        }
+        Method::Simhash => Vec::new(),
+    }
+}
+
+/// The verified pairs among `pairs`, checked as a verify task checks them (every check made),
+/// from their signatures and the sets [`sets_needed`] names.
+pub fn check_pairs(
+    plan: &Plan,
+    pairs: &[(u32, u32)],
+    sigs: &store::Fetched,
+    sets: &ShingleSets,
+) -> Vec<Edge> {
+    let cfg = &plan.config;
+    match cfg.method {
+        Method::Minhash => {
+            let (mut edges, checks) =
+                estimate_batch(pairs, sigs, cfg.verify, cfg.threshold, cfg.min_shingles);
+            let exact: Vec<(u32, u32)> = checks.iter().map(|c| (c.a, c.b)).collect();
+            edges.extend(exact_edges(&exact, sets, cfg.threshold));
+            edges
+        }
+        Method::Simhash => {
+            let min = cfg.simhash_min_features;
+            let short = (min > 0).then_some((sets, cfg.threshold, min));
+            verify_hamming(pairs, sigs, cfg.hamming, short)
+        }
+    }
+}
+
+/// Signatures (and ids, when `ids`) of the documents of `pairs` and of `also`.
+fn fetch_sigs(
+    work: &OutputDir,
+    plan: &Plan,
+    pairs: &[(u32, u32)],
+    also: Vec<u32>,
+    ids: bool,
+) -> Result<store::Fetched> {
+    let mut docs = docs_of_pairs(pairs, |_, _| true);
+    docs.extend(also);
+    docs.par_sort_unstable();
+    docs.dedup();
+    let wanted = store::Wanted { ids, keys: false };
+    store::fetch(work, &plan.parts, plan.store_k(), docs, wanted)
+}
+
+/// The shingle sets of `need` (sorted, unique): those found in `held` are moved out of it
+/// instead of being read again; the second value counts the sets read from the stores.
+fn fetch_sets(
+    work: &OutputDir,
+    plan: &Plan,
+    need: Vec<u32>,
+    held: &mut ShingleSets,
+) -> Result<(ShingleSets, u64)> {
+    let (reused, missing) = held.take(&need);
+    let read = missing.len() as u64;
+    let wanted = store::Wanted {
+        ids: false,
+        keys: true,
+    };
+    let sets = store::fetch(work, &plan.parts, plan.store_k(), missing, wanted)?.into_sets();
+    Ok((reused.merge(sets), read))
+}
+
+/// What comparing `pairs` needs from the stores: signatures and ids of their documents and of
+/// `also` ([`fetch_sigs`]), and the shingle sets of the documents of MinHash pairs that need
+/// exact Jaccard (per [`docs_needing_sets`], through [`fetch_sets`]).
+pub fn fetch_for_pairs(
+    work: &OutputDir,
+    plan: &Plan,
+    pairs: &[(u32, u32)],
+    also: Vec<u32>,
+) -> Result<(store::Fetched, ShingleSets)> {
+    let cfg = &plan.config;
+    let sigs = fetch_sigs(work, plan, pairs, also, true)?;
+    let need = match cfg.method {
+        Method::Minhash => {
+            docs_needing_sets(pairs, &sigs, cfg.verify, cfg.threshold, cfg.min_shingles)
+        }
+        Method::Simhash => Vec::new(),
+    };
+    let (sets, _) = fetch_sets(work, plan, need, &mut ShingleSets::default())?;
+    Ok((sigs, sets))
+}
+
+/// Shingle keys a verify task keeps between windows: the sets of documents in later windows,
+/// lowest first (their pairs come next), up to this many keys (64 MiB), so that a document
+/// whose pairs span windows is usually read once.
+const CARRY_KEYS: usize = 16 << 20;
+
+/// The verify task of part `p`: the distinct candidate pairs whose first document is in the
+/// part -> edges.
+pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
+    let mut pairs: Vec<(u32, u32)> = Vec::new();
+    for t in 0..plan.tasks(Stage::Candidates) {
+        let name = work::pairs_file(t);
+        pairs.extend(pairs::read_part(work, &name, plan.parts.len(), p)?);
+    }
+    pairs.par_sort_unstable();
+    pairs.dedup();
+    let (mut edges, exact_sets, skipped) = match plan.config.method {
+        Method::Minhash => minhash_edges(work, plan, &pairs)?,
+        Method::Simhash => simhash_edges(work, plan, &pairs)?,
+    };
+    edges.sort_unstable_by_key(|e| (e.a, e.b));
+    let a: Vec<u32> = edges.iter().map(|e| e.a).collect();
+    let b: Vec<u32> = edges.iter().map(|e| e.b).collect();
+    let similarity: Vec<f32> = edges.iter().map(|e| e.similarity).collect();
+    write_frame(
+        work,
+        &part_file("edges", p),
+        "verify",
+        vec![
+            Column::new("a".into(), a),
+            Column::new("b".into(), b),
+            Column::new("similarity".into(), similarity),
+        ],
+    )?;
+    Ok(VerifyStats {
+        candidate_pairs: pairs.len() as u64,
+        verified_pairs: edges.len() as u64,
+        documents_exact_sets: exact_sets,
+        exact_checks_skipped: skipped,
+    })
+}
+
+/// SimHash edges of `pairs` (sorted): the Hamming check, and the Jaccard check of pairs with a
+/// short document. Returns the edges, the sets read and 0 (nothing is skipped).
+fn simhash_edges(
+    work: &OutputDir,
+    plan: &Plan,
+    pairs: &[(u32, u32)],
+) -> Result<(Vec<Edge>, u64, u64)> {
+    let cfg = &plan.config;
+    let min_features = cfg.simhash_min_features;
+    let (mut edges, mut sets_read) = (Vec::new(), 0);
+    for batch in pairs.chunk_by(|x, y| window(x.0) == window(y.0)) {
+        let fps = fetch_sigs(work, plan, batch, Vec::new(), false)?;
+        let sets = if min_features > 0 {
+            let need = short_docs(batch, &fps, min_features);
+            let (sets, read) = fetch_sets(work, plan, need, &mut ShingleSets::default())?;
+            sets_read += read;
+            Some(sets)
+        } else {
+            None
+        };
+        let short = sets.as_ref().map(|s| (s, cfg.threshold, min_features));
+        edges.extend(verify_hamming(batch, &fps, cfg.hamming, short));
+    }
+    Ok((edges, sets_read, 0))
+}
+
+/// MinHash edges of `pairs` (sorted); returns the edges, the sets read and the exact checks
+/// skipped.
+fn minhash_edges(
+    work: &OutputDir,
+    plan: &Plan,
+    pairs: &[(u32, u32)],
+) -> Result<(Vec<Edge>, u64, u64)> {
+    let cfg = &plan.config;
+    // Two passes over windows of first documents: signatures and sets are held for one window
+    // at a time (plus the carried sets), the part's pairs, exact checks and edges (8-12 bytes
+    // each) for the whole task.
+    // 1: one fetch of signatures per window; the estimate decides most pairs, and their edges
+    //    link documents in `joined`.
+    // 2: one or two fetches of sets per window for the pairs that need the exact check, skipping
+    //    the pairs whose documents are already linked (see verify::exact_batch). The keeper rule
+    //    needs every verified pair (which pairs matter depends on what is kept), so nothing is
+    //    skipped there.
+    let mut edges = Vec::new();
+    let mut checks = Vec::new();
+    for batch in pairs.chunk_by(|x, y| window(x.0) == window(y.0)) {
+        let sigs = fetch_sigs(work, plan, batch, Vec::new(), false)?;
+        let (found, exact) =
+            estimate_batch(batch, &sigs, cfg.verify, cfg.threshold, cfg.min_shingles);
+        edges.extend(found);
+        checks.extend(exact);
+    }
+    let mut joined = SparseUnionFind::default();
+    for e in &edges {
+        joined.union(e.a, e.b);
+    }
+    let (mut exact_sets, mut skipped) = (0u64, 0u64);
+    let mut carry = ShingleSets::default();
+    for batch in checks.chunk_by(|x, y| window(x.a) == window(y.a)) {
+        let links = (cfg.cluster == ClusterRule::Components).then_some(&mut joined);
+        let (found, sets, skip) = exact_batch(batch, cfg.threshold, links, |need| {
+            let (sets, read) = fetch_sets(work, plan, need, &mut carry)?;
+            exact_sets += read;
+            Ok(sets)
+        })?;
+        edges.extend(found);
+        skipped += skip;
+        // Checks are sorted by first document: what later windows can use lies beyond this one.
+        let next = ((window(batch[0].a) + 1) * WINDOW).min(u32::MAX as u64) as u32;
+        carry = std::mem::take(&mut carry).merge(sets);
+        carry.keep_from(next, CARRY_KEYS);
+    }
+    Ok((edges, exact_sets, skipped))
+}
