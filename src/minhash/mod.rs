@@ -53,10 +53,10 @@
 
 mod kernel;
 
-#[cfg(test)]
-use kernel::permute;
 #[cfg(target_arch = "x86_64")]
 use kernel::avx2;
+#[cfg(test)]
+use kernel::permute;
 use kernel::{oph_signature, signature_kernel};
 
 use crate::config::Sketch;
