@@ -263,14 +263,7 @@ impl ShingleSets {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Tokenizer;
-    use crate::text::shingle::{shingle_key, shingle_set, Scratch};
-
-    fn set(text: &str, n: usize) -> Vec<u64> {
-        let mut out = Vec::new();
-        shingle_set(text, Tokenizer::Chars, n, &mut Scratch::default(), &mut out);
-        out
-    }
+    use crate::text::shingle::{chars_set as set, shingle_key};
 
     #[test]
     fn held_sets_move_merge_and_stay_within_budget() {

@@ -242,14 +242,20 @@ pub fn ngrams(hs: &[u64], n: usize, out: &mut Vec<u64>) {
     }));
 }
 
+/// The shingle set of `text` with the `chars` tokenizer (for tests).
+#[cfg(test)]
+pub(crate) fn chars_set(text: &str, n: usize) -> Vec<u64> {
+    let mut out = Vec::new();
+    shingle_set(text, Tokenizer::Chars, n, &mut Scratch::default(), &mut out);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn set(text: &str, n: usize) -> Vec<u64> {
-        let mut out = Vec::new();
-        shingle_set(text, Tokenizer::Chars, n, &mut Scratch::default(), &mut out);
-        out
+        chars_set(text, n)
     }
 
     #[test]
