@@ -108,6 +108,33 @@ pub struct Head {
     pub frequencies: Option<String>,
 }
 
+impl Head {
+    /// The batches whose files the index keeps: the window, the lingering ones and those the
+    /// newest batch was compared with (one entry per directory).
+    fn on_disk(&self) -> Vec<&BatchEntry> {
+        let mut all: Vec<&BatchEntry> = Vec::new();
+        for b in self
+            .batches
+            .iter()
+            .chain(&self.lingering)
+            .chain(&self.compared)
+        {
+            if all.iter().all(|a| a.dir != b.dir) {
+                all.push(b);
+            }
+        }
+        all
+    }
+
+    /// Whether the window or a lingering batch is the batch in `dir`.
+    fn holds(&self, dir: &str) -> bool {
+        self.batches
+            .iter()
+            .chain(&self.lingering)
+            .any(|b| b.dir == dir)
+    }
+}
+
 /// What a run knows about the index from its plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IndexPlan {
@@ -341,34 +368,16 @@ pub fn commit(
         index.write_bytes(HEAD, text)?;
         new_head
     };
-    let named = |h: &Head| -> Vec<BatchEntry> {
-        let mut all: Vec<BatchEntry> = h.batches.iter().chain(&h.lingering).cloned().collect();
-        let more: Vec<BatchEntry> = h
-            .compared
-            .iter()
-            .filter(|c| all.iter().all(|b| b.dir != c.dir))
-            .cloned()
-            .collect();
-        all.extend(more);
-        all
-    };
-    let kept = named(&new_head);
+    let kept = new_head.on_disk();
     // Files no head names any more: the batches the previous head kept for its rerun (and an
     // earlier run's directory for this name, when its input differed).
     if let Some(old) = &head {
-        for b in named(old) {
+        for b in old.on_disk() {
             if kept.iter().all(|k| k.dir != b.dir) {
                 index.child(&b.dir).remove_all()?;
             }
         }
     }
-    let live = |b: &&BatchEntry| {
-        new_head
-            .batches
-            .iter()
-            .chain(&new_head.lingering)
-            .all(|l| l.dir != b.dir)
-    };
     Ok(Committed {
         window: new_head.batches.clone(),
         lingering: new_head.lingering.clone(),
@@ -376,7 +385,7 @@ pub fn commit(
         batches_expired: new_head
             .compared
             .iter()
-            .filter(live)
+            .filter(|b| !new_head.holds(&b.dir))
             .map(|b| b.name.clone())
             .collect(),
         bytes_on_disk: kept.iter().map(|b| b.bytes).sum(),
