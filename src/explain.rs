@@ -44,9 +44,14 @@ pub struct Keeper {
     pub id: String,
     /// `--index` runs: the batch the keeper is in (this run's name when it is in this run).
     pub batch: Option<String>,
-    /// Whether the keeper is a document of this run (else its text is in an earlier batch's
-    /// shards, which the index does not keep).
+    /// Whether the keeper is a document of this run (else it is in an earlier batch, whose
+    /// index records its shard and row: its text is read from there).
     pub in_this_run: bool,
+    /// An earlier batch's keeper: where its text was read from (shard, row).
+    pub origin: Option<(String, u64)>,
+    /// An earlier batch's keeper whose text could not be read: why (the shard is gone or
+    /// changed, the batch expired...).
+    pub unavailable: Option<String>,
 }
 
 /// The answer to `explain`.
@@ -94,11 +99,13 @@ pub fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
     };
     let size = members.len();
     let kept_member = members.iter().copied().find(|&i| keep.get(i) == Some(true));
-    let keeper = match kept_member {
+    let mut keeper = match kept_member {
         Some(k) => Keeper {
             id: ids.get(k).unwrap_or_default().to_string(),
             batch: m.config.batch.clone(),
             in_this_run: true,
+            origin: None,
+            unavailable: None,
         },
         // No member kept: the keeper is in an earlier batch of the index (or the document is
         // a singleton and is its own keeper).
@@ -107,11 +114,15 @@ pub fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
                 id: d.to_string(),
                 batch: batch.and_then(|b| b.get(at)).map(str::to_string),
                 in_this_run: false,
+                origin: None,
+                unavailable: None,
             },
             None => Keeper {
                 id: id.to_string(),
                 batch: m.config.batch.clone(),
                 in_this_run: true,
+                origin: None,
+                unavailable: None,
             },
         },
     };
@@ -120,12 +131,37 @@ pub fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
     let shown: Vec<usize> = members.iter().copied().take(limit.max(2)).collect();
     let shown_files: Vec<&str> = shown.iter().filter_map(|&i| files.get(i)).collect();
     let text = read_texts(&m, &RowGroups::of(&m, Some(&shown_files))?, &shown)?;
-    let keeper_text = kept_member.and_then(|k| text.get(&k).cloned().flatten());
+    // A keeper in an earlier batch: its text from the shard the index recorded for it.
+    let earlier = (!keeper.in_this_run).then(|| earlier_keeper(out, &m.config, &keeper));
+    let mut earlier_text = None;
+    match earlier {
+        Some(Ok((input, row, t))) => {
+            keeper.origin = Some((input, row));
+            earlier_text = Some(t);
+        }
+        Some(Err(why)) => keeper.unavailable = Some(why),
+        None => {}
+    }
+    let keeper_text = match kept_member {
+        Some(k) => text.get(&k).cloned().flatten(),
+        None => earlier_text.clone(),
+    };
     let sim = Similarity::new(&m.config);
     let keeper_sets = keeper_text.as_deref().map(|t| sim.sets(t));
-    let members_out = shown
-        .iter()
-        .map(|&i| {
+    let earlier_member = keeper.origin.as_ref().map(|(file, row)| Member {
+        id: keeper.id.clone(),
+        file: file.clone(),
+        row: *row,
+        keep: true,
+        similarity: None,
+        estimate: None,
+        jaccard: None,
+        text_bytes: earlier_text.as_ref().map_or(0, String::len),
+        diff: Vec::new(),
+    });
+    let members_out = earlier_member
+        .into_iter()
+        .chain(shown.iter().map(|&i| {
             let t = text.get(&i).cloned().flatten().unwrap_or_default();
             let is_keeper = Some(i) == kept_member;
             let (estimate, jacc, diff) = match (&keeper_sets, &keeper_text) {
@@ -150,7 +186,7 @@ pub fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
                 text_bytes: t.len(),
                 diff,
             }
-        })
+        }))
         .collect();
     Ok(Explanation {
         id: id.to_string(),
@@ -165,6 +201,34 @@ pub fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
         members: members_out,
         members_not_shown: size - shown.len(),
     })
+}
+
+/// The shard, row and text of a keeper in an earlier batch of the run's index (named in
+/// `out`'s summary: the manifest leaves locations out), or why they cannot be had.
+fn earlier_keeper(
+    out: &str,
+    cfg: &Config,
+    keeper: &Keeper,
+) -> std::result::Result<(String, u64, String), String> {
+    let summary = in_output(out, "summary.json");
+    let config = crate::results::read_location(&summary)
+        .ok()
+        .flatten()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .map(|s| s["config"]["index"].clone());
+    let (Some(serde_json::Value::String(index)), Some(batch)) = (config, &keeper.batch) else {
+        return Err(format!("{summary} names no index"));
+    };
+    let found = crate::index::origins::find(&index, batch, &keeper.id);
+    let (input, row) = found.map_err(|e| e.to_string())?;
+    input.check_unchanged().map_err(|e| match e {
+        Error::ShardChanged { file, what } => format!(
+            "batch '{batch}' read it from '{file}', which has changed since ({what}); restore that shard to see the text"
+        ),
+        e => e.to_string(),
+    })?;
+    let text = crate::results::read_text_at(cfg, &input.file, row).map_err(|e| e.to_string())?;
+    Ok((input.file, row, text.unwrap_or_default()))
 }
 
 /// Shingle sets and similarities with the run's settings.
@@ -239,11 +303,20 @@ pub fn to_text(e: &Explanation, color: bool) -> String {
         .map(|b| format!(" (batch {})", visible(b)))
         .unwrap_or_default();
     if !e.keeper.in_this_run {
-        let _ = writeln!(
-            s,
-            "Its kept document is {}{batch}, in an earlier batch of the index: its text is in that night's shards, which this output does not name.",
-            visible(&e.keeper.id)
-        );
+        let kept = visible(&e.keeper.id);
+        let _ = match (&e.keeper.origin, &e.keeper.unavailable) {
+            (Some((file, row)), _) => writeln!(
+                s,
+                "Its kept document is {kept}{batch}, in an earlier batch of the index, read from {}:{row}.",
+                visible(file)
+            ),
+            (None, Some(why)) => writeln!(
+                s,
+                "Its kept document is {kept}{batch}, in an earlier batch of the index; its text cannot be shown: {}",
+                visible(why)
+            ),
+            (None, None) => writeln!(s, "Its kept document is {kept}{batch}, in an earlier batch of the index."),
+        };
     } else {
         let cluster = e.cluster_id.map_or("-".into(), |c| c.to_string());
         let (n, k) = (e.cluster_size, visible(&e.keeper.id));

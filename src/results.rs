@@ -16,15 +16,21 @@ pub const INPUTS_KEY: &str = "corpus_dedup.inputs";
 
 /// The input shards as the run read them: name, rows, size and footer fingerprint of each, so
 /// `apply` can refuse a shard that changed since.
-pub fn inputs_json(plan: &crate::plan::Plan) -> serde_json::Value {
+pub fn recorded_inputs(plan: &crate::plan::Plan) -> Vec<RecordedInput> {
     plan.files
         .iter()
-        .map(|f| {
-            serde_json::json!({
-                "file": f.file, "rows": f.rows, "bytes": f.bytes, "fingerprint": f.fingerprint,
-            })
+        .map(|f| RecordedInput {
+            file: f.file.clone(),
+            rows: f.rows,
+            bytes: f.bytes,
+            fingerprint: f.fingerprint.clone(),
         })
         .collect()
+}
+
+/// [`recorded_inputs`] as the manifest's metadata holds them.
+pub fn inputs_json(plan: &crate::plan::Plan) -> serde_json::Value {
+    serde_json::to_value(recorded_inputs(plan)).unwrap_or_default()
 }
 
 /// An input shard as the run read it (recorded in the manifest's metadata).
@@ -287,6 +293,18 @@ impl RowGroups {
         let small = *whole || range.end - range.start <= SMALL_GROUP;
         Some(((*i, g), range, small))
     }
+}
+
+/// The text at `row` of the shard `file` (an `s3://` shard is fetched whole), read with the
+/// run's column settings.
+pub fn read_text_at(cfg: &Config, file: &str, row: u64) -> Result<Option<String>> {
+    let (bytes, slice, at) = if object::is_url(file) {
+        (object::get_all(&[file.to_string()])?.pop(), None, row)
+    } else {
+        (None, Some(row..row + 1), 0)
+    };
+    let shard = input::read_shard(file, bytes, slice, cfg)?;
+    Ok(shard.text.get(at as usize).map(str::to_string))
 }
 
 /// A read of texts: a file, its rows to read, and the manifest rows in them.

@@ -9,7 +9,8 @@
 //! LOCK                       who is using the index (pid, host, start time)
 //! frequencies.bin            SimHash: the over-frequent feature filter of the first batch, reused
 //! batches/NAME-HASH/         one batch ([`batch`]): band keys, exact-text hashes, records, ids,
-//!                            the documents of earlier batches it renewed ([`renew`])
+//!                            the documents of earlier batches it renewed ([`renew`]), where
+//!                            its documents came from ([`origins`])
 //! ```
 //!
 //! Invariants:
@@ -32,6 +33,7 @@
 pub mod batch;
 pub mod blocks;
 pub mod filter;
+pub mod origins;
 pub mod renew;
 
 use std::collections::BTreeMap;

@@ -14,16 +14,18 @@
 //! order from 0 ([`Numbering`]): a later night is dropped only against kept content, and a
 //! re-crawl dropped against the index adds nothing to it but renews what it was dropped against
 //! (`renewed.bin`, [`crate::index::renew`]). With `components` it holds every document, numbered
-//! as in the run.
+//! as in the run. Either way it records where each held document came from (`origins.bin`,
+//! [`crate::index::origins`]), for `explain` on a later night.
 
 use crate::config::{ClusterRule, IndexKeys, Method};
 use crate::error::{Error, Result};
 use crate::index::batch::{self, Written};
-use crate::index::renew;
+use crate::index::{origins, renew};
 use crate::io::output::OutputDir;
 use crate::io::{band_rows, store, work};
 use crate::minhash::SigSource;
 use crate::plan::Plan;
+use crate::results::recorded_inputs;
 use crate::simhash;
 use crate::stages::lookup::read_exact;
 
@@ -178,6 +180,11 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
         exact.extend(held.filter_map(|(h, d)| Some((h, number(d)?))));
     }
     w += batch::write_exact(&dir, exact)?;
+    // Where each held document came from, for `explain` on a later night.
+    let held = numbering.held(0..plan.documents);
+    let origins = origins::encode(&recorded_inputs(plan), &held);
+    w.bytes += origins.len() as u64;
+    dir.write_bytes(origins::ORIGINS, origins)?;
     if plan.config.cluster == ClusterRule::Keeper {
         // The cluster task's renewals, as they are ([`crate::index::renew`]).
         let bytes = work.read(work::RENEWED)?.ok_or_else(|| Error::WorkFile {

@@ -77,3 +77,63 @@ fn explain_shows_the_cluster_with_similarities_and_a_diff() {
     let err = cd(["explain", "--id", "no-such-id"]).arg(&out).fails();
     assert!(err.contains("no document with id 'no-such-id'"), "{err}");
 }
+
+/// A document dropped against an earlier night: its keeper's text is read from the shard the
+/// index recorded for it, and a shard changed or gone since is named.
+#[test]
+fn explain_reads_an_earlier_nights_keeper_from_its_shard() {
+    use corpus_dedup::synth::{Doc, Kind};
+    let dir = temp_dir("explain-nights");
+    let page: String = (0..120).map(|i| format!("w{} ", i * 7 % 113)).collect();
+    let doc = |id: &str, text: String| Doc {
+        id: id.into(),
+        text,
+        source: 0,
+        kind: Kind::Base,
+    };
+    let night = |n: usize, docs: &[Doc]| {
+        let d = dir.join(format!("in{n}"));
+        std::fs::create_dir_all(&d).unwrap();
+        write_docs(&d.join("s.parquet"), docs);
+        let out = dir.join(format!("out{n}"));
+        run_cmd(&format!("{}/s.parquet", d.display()), &out, &[])
+            .arg("--index")
+            .arg(dir.join("index"))
+            .args(["--batch", &format!("night-{n}")])
+            .ok();
+        out
+    };
+    let filler = doc(
+        "other",
+        "an unrelated page about something else entirely".into(),
+    );
+    night(1, &[filler.clone(), doc("page-1", page.clone())]);
+    let out = night(2, &[doc("page-2", format!("{page} one more line"))]);
+    let rows = manifest(&out);
+    assert_eq!(rows[0].duplicate_of.as_deref(), Some("page-1"));
+    let shard = dir.join("in1").join("s.parquet");
+
+    let explain = || cd(["explain", "--id", "page-2"]).arg(&out).ok().stdout;
+    let text = String::from_utf8(explain()).unwrap();
+    let from = format!("read from {}:1", shard.display());
+    assert!(text.contains(&from), "{text}");
+    assert!(text.contains("{+one more line+}"), "{text}");
+    let json = cd(["explain", "--json", "--id", "page-2"])
+        .arg(&out)
+        .ok()
+        .stdout;
+    let e: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(e["members"][0]["id"], "page-1");
+    assert_eq!(e["members"][0]["keep"], true);
+    assert!(e["members"][1]["jaccard"].as_f64().unwrap() >= 0.8, "{e}");
+
+    // The earlier shard rewritten, then gone: said, naming the shard.
+    write_docs(&shard, &[doc("page-1", page.clone()), filler]);
+    let text = String::from_utf8(explain()).unwrap();
+    assert!(text.contains("its text cannot be shown"), "{text}");
+    assert!(text.contains(&shard.display().to_string()), "{text}");
+    std::fs::remove_file(&shard).unwrap();
+    let text = String::from_utf8(explain()).unwrap();
+    assert!(text.contains("its text cannot be shown"), "{text}");
+    assert!(text.contains(&shard.display().to_string()), "{text}");
+}
