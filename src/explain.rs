@@ -39,7 +39,7 @@ pub struct Member {
 }
 
 /// The kept document of the cluster.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Keeper {
     pub id: String,
     /// `--index` runs: the batch the keeper is in (this run's name when it is in this run).
@@ -104,8 +104,7 @@ pub fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
             id: ids.get(k).unwrap_or_default().to_string(),
             batch: m.config.batch.clone(),
             in_this_run: true,
-            origin: None,
-            unavailable: None,
+            ..Keeper::default()
         },
         // No member kept: the keeper is in an earlier batch of the index (or the document is
         // a singleton and is its own keeper).
@@ -114,15 +113,13 @@ pub fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
                 id: d.to_string(),
                 batch: batch.and_then(|b| b.get(at)).map(str::to_string),
                 in_this_run: false,
-                origin: None,
-                unavailable: None,
+                ..Keeper::default()
             },
             None => Keeper {
                 id: id.to_string(),
                 batch: m.config.batch.clone(),
                 in_this_run: true,
-                origin: None,
-                unavailable: None,
+                ..Keeper::default()
             },
         },
     };
@@ -133,19 +130,15 @@ pub fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
     let text = read_texts(&m, &RowGroups::of(&m, Some(&shown_files))?, &shown)?;
     // A keeper in an earlier batch: its text from the shard the index recorded for it.
     let earlier = (!keeper.in_this_run).then(|| earlier_keeper(out, &m.config, &keeper));
-    let mut earlier_text = None;
+    let mut keeper_text = kept_member.and_then(|k| text.get(&k).cloned().flatten());
     match earlier {
         Some(Ok((input, row, t))) => {
             keeper.origin = Some((input, row));
-            earlier_text = Some(t);
+            keeper_text = Some(t);
         }
         Some(Err(why)) => keeper.unavailable = Some(why),
         None => {}
     }
-    let keeper_text = match kept_member {
-        Some(k) => text.get(&k).cloned().flatten(),
-        None => earlier_text.clone(),
-    };
     let sim = Similarity::new(&m.config);
     let keeper_sets = keeper_text.as_deref().map(|t| sim.sets(t));
     let earlier_member = keeper.origin.as_ref().map(|(file, row)| Member {
@@ -156,7 +149,7 @@ pub fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
         similarity: None,
         estimate: None,
         jaccard: None,
-        text_bytes: earlier_text.as_ref().map_or(0, String::len),
+        text_bytes: keeper_text.as_ref().map_or(0, String::len),
         diff: Vec::new(),
     });
     let members_out = earlier_member
@@ -304,18 +297,17 @@ pub fn to_text(e: &Explanation, color: bool) -> String {
         .unwrap_or_default();
     if !e.keeper.in_this_run {
         let kept = visible(&e.keeper.id);
-        let _ = match (&e.keeper.origin, &e.keeper.unavailable) {
-            (Some((file, row)), _) => writeln!(
+        let _ = match &e.keeper.origin {
+            Some((file, row)) => writeln!(
                 s,
                 "Its kept document is {kept}{batch}, in an earlier batch of the index, read from {}:{row}.",
                 visible(file)
             ),
-            (None, Some(why)) => writeln!(
+            None => writeln!(
                 s,
                 "Its kept document is {kept}{batch}, in an earlier batch of the index; its text cannot be shown: {}",
-                visible(why)
+                visible(e.keeper.unavailable.as_deref().unwrap_or("its origin is not known"))
             ),
-            (None, None) => writeln!(s, "Its kept document is {kept}{batch}, in an earlier batch of the index."),
         };
     } else {
         let cluster = e.cluster_id.map_or("-".into(), |c| c.to_string());

@@ -450,18 +450,26 @@ fn index(h: &mut String, s: &serde_json::Value) {
     let tonight = ix["batch"].as_str().unwrap_or("");
     let history = ix["history"].as_array().cloned().unwrap_or_default();
     let shown: Vec<&str> = history.iter().filter_map(|b| b["batch"].as_str()).collect();
-    // Batches tonight dropped against that left the index with tonight's commit.
-    let gone: Vec<serde_json::Value> = ix["dropped_against"]
+    // One row per batch: name, documents and own drops (unknown for a batch gone from the
+    // index), label. First the batches tonight dropped against that left with tonight's commit.
+    let mut rows: Vec<(&str, Option<u64>, Option<u64>, &str)> = ix["dropped_against"]
         .as_object()
         .into_iter()
         .flatten()
         .filter(|(name, _)| !shown.contains(&name.as_str()))
-        .map(|(name, _)| serde_json::json!({"batch": name, "expired": true}))
+        .map(|(name, _)| (name.as_str(), None, None, " (expired tonight)"))
         .collect();
-    for b in gone.iter().chain(&history) {
-        let name = b["batch"].as_str().unwrap_or("");
-        let docs = b["documents"].as_u64();
-        let own = match (b["dropped"].as_u64(), docs) {
+    rows.extend(history.iter().map(|b| {
+        let lingering = b["lingering"].as_bool() == Some(true);
+        (
+            b["batch"].as_str().unwrap_or(""),
+            b["documents"].as_u64(),
+            b["dropped"].as_u64(),
+            if lingering { " (lingering)" } else { "" },
+        )
+    }));
+    for (name, docs, dropped, label) in rows {
+        let own = match (dropped, docs) {
             (Some(d), Some(n)) => format!("{} ({})", crate::progress::thousands(d), pct(d, n)),
             _ => "-".to_string(),
         };
@@ -472,13 +480,6 @@ fn index(h: &mut String, s: &serde_json::Value) {
             )
         } else {
             crate::progress::thousands(ix["dropped_against"][name].as_u64().unwrap_or(0))
-        };
-        let label = if b["lingering"].as_bool() == Some(true) {
-            " (lingering)"
-        } else if b["expired"].as_bool() == Some(true) {
-            " (expired tonight)"
-        } else {
-            ""
         };
         let _ = write!(
             h,
