@@ -198,8 +198,14 @@ pub fn settings(cfg: &Config) -> BTreeMap<String, serde_json::Value> {
         .collect();
     let tokenizer = serde_json::to_value(cfg.effective_tokenizer()).unwrap_or_default();
     out.insert("tokenizer".into(), tokenizer);
+    out.insert("segmentation".into(), SEGMENTATION.into());
     out
 }
+
+/// The version of the tokenisation rules (`text::tokenize`) an index records, raised whenever
+/// they change the tokens of some text: 2 splits Thai, Lao, Khmer and Myanmar into clusters, by
+/// the Unicode script of each character, and bounds every token (1: no record, before that).
+pub const SEGMENTATION: u32 = 2;
 
 /// Reads the head (None when the index is new).
 pub fn read_head(index: &OutputDir) -> Result<Option<Head>> {
@@ -261,6 +267,12 @@ pub fn plan(cfg: &Config, fingerprint: u64) -> Result<Option<IndexPlan>> {
             for k in keys {
                 let theirs = &h.settings.get(k).cloned().unwrap_or_default();
                 let mine = ours.get(k).cloned().unwrap_or_default();
+                if k == "segmentation" && &mine != theirs {
+                    return Err(err(format!(
+                        "it was built with an older tokenisation (segmentation {}; this corpus-dedup uses {SEGMENTATION}, which splits Thai, Lao, Khmer and Myanmar text into clusters by Unicode script), so its shingles do not match tonight's. Start a new index (another --index location); the old one is left as it is and the corpus-dedup that built it still reads it",
+                        if theirs.is_null() { "1".to_string() } else { theirs.to_string() }
+                    )));
+                }
                 if &mine != theirs {
                     return Err(err(format!(
                         "it was built with {} {theirs}, this run has {} {mine}. Every batch of an index must use the same settings: run with {} {theirs}, or start a new index (another --index) for the new settings",

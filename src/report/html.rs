@@ -297,11 +297,7 @@ fn slices(h: &mut String, r: &Report) {
     h.push_str("<h2>Per script</h2>");
     let mut scripts = r.scripts.clone();
     for x in &mut scripts {
-        x.name = serde_json::from_value::<crate::text::script::Script>(serde_json::Value::String(
-            x.name.clone(),
-        ))
-        .map(|s| s.label().to_string())
-        .unwrap_or_else(|_| x.name.clone());
+        x.name = crate::text::script::label(&x.name);
     }
     table(h, "script (of the first 256 bytes)", &scripts, true);
 }

@@ -32,7 +32,7 @@ use crate::minhash::SigSource;
 use crate::plan::Plan;
 use crate::stages::cluster::INDEXED;
 use crate::stages::verify;
-use crate::text::script::Script;
+use crate::text::script;
 
 /// The manifest columns of a run of documents, in document order. Ids and file names are
 /// borrowed from the part's ids and the plan (no string per row); a keeper's id is owned only
@@ -291,24 +291,15 @@ fn breakdown(plan: &Plan, docs: &DataFrame, rows: &ManifestRows) -> Result<Break
         length_dropped: vec![0; LENGTH_BUCKETS],
         ..Breakdown::default()
     };
-    let script_name = |c: u32| {
-        serde_json::to_value(Script::from_code(c as u8))
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default()
-    };
-    let names: Vec<String> = (0..Script::ALL.len() as u32).map(script_name).collect();
+    // Each distinct script code is named once.
+    let mut names: BTreeMap<u32, String> = BTreeMap::new();
     for (i, ((file, _), &keep)) in rows.files.iter().zip(&rows.keep).enumerate() {
         let bytes = u64::from(text_len.get(i).copied().unwrap_or(0));
         let dropped = !keep;
         count(&mut b.by_file, file, bytes, dropped);
-        let s = script.get(i).copied().unwrap_or(Script::None.code().into()) as usize;
-        count(
-            &mut b.by_script,
-            names.get(s).map_or("", String::as_str),
-            bytes,
-            dropped,
-        );
+        let s = script.get(i).copied().unwrap_or(0);
+        let name = names.entry(s).or_insert_with(|| script::name(s));
+        count(&mut b.by_script, name, bytes, dropped);
         if let Some(g) = group {
             count(
                 &mut b.by_group,

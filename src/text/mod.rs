@@ -12,7 +12,8 @@ pub mod visible;
 #[cfg(test)]
 mod tests {
     use super::normalize::normalize;
-    use super::shingle::{shingle_hashes, shingle_set, Scratch};
+    use super::shingle::{shingle_hashes, shingle_set, token_hash, token_hashes, Scratch};
+    use super::tokenize::{tokens, MAX_TOKEN};
     use crate::config::Tokenizer;
 
     /// Runs the whole text path on `s`: normalise (and again: idempotent), tokenise and shingle
@@ -35,6 +36,27 @@ mod tests {
             let mut again = Vec::new();
             shingle_set(&once, tok, 5, &mut scratch, &mut again);
             assert_eq!(set, again, "{tok:?} on {s:?}");
+            // Tokens are bounded, lose no character, and the hashing path makes the same ones.
+            let t = tokens(&once, tok);
+            assert!(
+                t.iter().all(|x| !x.is_empty() && x.len() <= MAX_TOKEN),
+                "{t:?}"
+            );
+            assert_eq!(t.concat(), once.replace(' ', ""), "{tok:?} on {s:?}");
+            let mut hashes = Vec::new();
+            token_hashes(&mut once.clone(), tok, &mut hashes);
+            assert_eq!(hashes, t.iter().map(|x| token_hash(x)).collect::<Vec<_>>());
+            // Segmentation is deterministic.
+            assert_eq!(tokens(&once, tok), t);
+        }
+    }
+
+    /// ZERO WIDTH SPACE is a word break: the same tokens as a space.
+    fn zwsp_is_a_break(a: &str, b: &str) {
+        for tok in [Tokenizer::Words, Tokenizer::Chars, Tokenizer::Jieba] {
+            let spaced = tokens(&normalize(&format!("{a} {b}")), tok);
+            let zwsp = tokens(&normalize(&format!("{a}\u{200B}{b}")), tok);
+            assert_eq!(zwsp, spaced, "{tok:?} on {a:?} {b:?}");
         }
     }
 
@@ -49,6 +71,18 @@ mod tests {
         #[test]
         fn any_text_goes_through(s in "\\PC{0,60}|.{0,60}|[\u{0}-\u{1f}\u{300}-\u{36f}\u{7f}-\u{9f} a\u{4e00}]{0,40}") {
             check(&s);
+        }
+
+        /// Text of the scripts written without spaces, with their marks, digits, format
+        /// characters, and runs longer than a token.
+        #[test]
+        fn spaceless_text_goes_through(s in "[\u{E01}-\u{E5B}\u{E81}-\u{EDF}\u{1780}-\u{17F9}\u{1000}-\u{109F}\u{200B}-\u{200D}\u{AD}\u{2060}\u{FEFF} a1字]{0,80}|[\u{E01}-\u{E3A}]{90,300}") {
+            check(&s);
+        }
+
+        #[test]
+        fn zero_width_space_is_a_word_break(a in "[\u{E01}-\u{E3A}\u{1780}-\u{17D3}a-z字\u{301}]{0,12}", b in "[\u{E01}-\u{E3A}\u{1780}-\u{17D3}a-z字\u{301}]{0,12}") {
+            zwsp_is_a_break(&a, &b);
         }
 
         /// Any bytes, read as UTF-8 the way a lossy reader would (invalid sequences and lone

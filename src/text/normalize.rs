@@ -1,10 +1,15 @@
 //! Text normalisation: Unicode NFKC, lowercase, every punctuation character (general category P*)
-//! and every whitespace character replaced by a plain space. Runs of spaces are collapsed
+//! and every whitespace character replaced by a plain space. Of the invisible format characters
+//! (Default_Ignorable_Code_Point), U+200B ZERO WIDTH SPACE is a word break (a space) and the rest
+//! (soft hyphen, ZWNJ, ZWJ, word joiner, BOM, bidi controls, variation selectors) are removed,
+//! so they neither glue two words nor split one. Runs of spaces are collapsed
 //! implicitly by the tokenizer, which splits on spaces. This matches the canonical form the
 //! development corpus' ground truth is computed on.
 
 use unicode_normalization::UnicodeNormalization;
 use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
+
+use crate::text::script::Classes;
 
 /// Writes the normalised form of `text` into `out` (cleared first).
 ///
@@ -293,7 +298,19 @@ fn push_fast(c: char, out: &mut String) {
 }
 
 fn push_nfkc(segment: &str, out: &mut String) {
-    for c in segment.nfkc() {
+    // Format characters go before NFKC (one between two marks would block their composition,
+    // and a second normalisation without it would compose them) and after (in case NFKC makes
+    // one).
+    let classes = Classes::get();
+    let visible = |c: char| match c {
+        '\u{200B}' => Some(' '), // ZERO WIDTH SPACE: a word break
+        c if classes.ignorable(c) => None,
+        c => Some(c),
+    };
+    for c in segment.chars().filter_map(visible).nfkc() {
+        let Some(c) = visible(c) else {
+            continue;
+        };
         for l in c.to_lowercase() {
             out.push(if is_punctuation(l) || l.is_whitespace() {
                 ' '

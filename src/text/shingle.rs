@@ -16,7 +16,8 @@
 use crate::config::Tokenizer;
 use crate::lsh::mix64;
 use crate::text::normalize::normalize_into;
-use crate::text::tokenize::{for_each_word, split_cjk, WordSink};
+use crate::text::script::Classes;
+use crate::text::tokenize::{bounded, for_each_word, split_word, WordSink, MAX_TOKEN};
 
 const M: u64 = 0x9E37_79B9_7F4A_7C15;
 
@@ -156,7 +157,8 @@ pub fn token_hashes(norm: &mut String, tokenizer: Tokenizer, out: &mut Vec<u64>)
 }
 
 /// The per-word step of [`token_hashes`]: hashes an ASCII word (or any word with
-/// `Tokenizer::Words`) in place, and splits other words at CJK characters.
+/// `Tokenizer::Words`) of up to [`MAX_TOKEN`] bytes in place, and passes other words on to be
+/// split.
 struct TokenSink<'a> {
     /// The normalised text with its spaces appended.
     padded: &'a str,
@@ -167,21 +169,23 @@ struct TokenSink<'a> {
 impl WordSink for TokenSink<'_> {
     #[inline(always)]
     fn word(&mut self, start: usize, end: usize, ascii: bool) {
-        if ascii || self.tokenizer == Tokenizer::Words {
+        if end - start <= MAX_TOKEN && (ascii || self.tokenizer == Tokenizer::Words) {
             let hash = token_hash_at(self.padded.as_bytes(), start, end - start);
             self.out.push(hash);
         } else {
-            non_ascii_word(self.padded, start..end, self.tokenizer, self.out);
+            split_word_hashes(self.padded, start..end, ascii, self.tokenizer, self.out);
         }
     }
 }
 
-/// The token hashes of the non-ASCII word `padded[word]` (split at CJK characters), for
-/// [`token_hashes`]; `padded` is the normalised text with its spaces appended.
+/// The token hashes of the word `padded[word]`, split by script (unless it is ASCII or the
+/// tokenizer is `Words`) and cut where longer than [`MAX_TOKEN`]: what `tokenize` makes of it.
+/// For [`token_hashes`]; `padded` is the normalised text with its spaces appended.
 #[inline(never)]
-fn non_ascii_word(
+fn split_word_hashes(
     padded: &str,
     word: std::ops::Range<usize>,
+    ascii: bool,
     tokenizer: Tokenizer,
     out: &mut Vec<u64>,
 ) {
@@ -189,9 +193,14 @@ fn non_ascii_word(
         return;
     };
     let (bytes, base) = (padded.as_bytes(), padded.as_ptr() as usize);
-    split_cjk(w, tokenizer, &mut |t: &str, _| {
-        out.push(token_hash_at(bytes, t.as_ptr() as usize - base, t.len()))
-    });
+    let mut push = |t: &str| out.push(token_hash_at(bytes, t.as_ptr() as usize - base, t.len()));
+    if ascii || tokenizer == Tokenizer::Words {
+        bounded(w, &mut push);
+    } else {
+        split_word(w, tokenizer, Classes::get(), &mut |t, _| {
+            bounded(t, &mut push)
+        });
+    }
 }
 
 /// Writes the sorted, deduplicated shingle set of `text` into `out` (cleared first).

@@ -1,12 +1,15 @@
-//! Tokenisation of normalised text into words, with per-script handling of CJK.
+//! Tokenisation of normalised text, by the Unicode script of each character.
 //!
-//! Space-delimited scripts split on whitespace. CJK text has no spaces, so a run of CJK characters
-//! inside a whitespace-delimited word is split further, depending on the tokenizer:
-//! - `Words`: no further split (a Chinese sentence is one token; cheap, poor for Chinese);
-//! - `Chars`: every ideograph, kana or hangul character is its own token;
-//! - `Jieba`: runs of Han ideographs are segmented into words by jieba-rs (dictionary loaded once
-//!   per process); kana and hangul stay one token per character.
+//! Text is first split at spaces. A word of a space-delimited script (Latin, Cyrillic, Arabic,
+//! Devanagari, ...) is one token. Inside a word, characters of scripts written without spaces
+//! are split further (see [`Class`]), depending on the tokenizer:
+//! - `Words`: no further split (a Chinese or Thai sentence is one token; cheap, poor for them);
+//! - `Chars`: every Han, kana or hangul character is its own token, and so is every character of
+//!   Thai, Lao, Khmer, Myanmar and the Tai scripts, with its combining marks (a cluster);
+//! - `Jieba`: as `Chars`, but runs of Han ideographs are segmented into words by jieba-rs
+//!   (dictionary loaded once per process).
 //!
+//! No token is longer than [`MAX_TOKEN`] bytes: a longer run is cut into pieces ([`bounded`]).
 //! Tokens are emitted through a callback as slices of the input: no allocation per token.
 
 use std::sync::OnceLock;
@@ -14,18 +17,19 @@ use std::sync::OnceLock;
 use jieba_rs::Jieba;
 
 use crate::config::Tokenizer;
+use crate::text::script::{Class, Classes};
 
-/// True for CJK ideographs (Han), kana and hangul syllables: the characters that are their own
-/// tokens under `Chars` (ranges as in the corpus' canonical tokenizer).
-#[inline]
-pub fn is_cjk(c: char) -> bool {
-    matches!(c as u32, 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0xAC00..=0xD7AF)
-}
+/// The longest token, in bytes. A longer run of word characters (a base64 blob, a megabyte line
+/// without spaces) is cut into pieces; words of real languages are shorter.
+pub const MAX_TOKEN: usize = 96;
 
-/// True for Han ideographs (the characters jieba segments).
+/// The shortest piece a long run is cut into, in bytes.
+const MIN_PIECE: usize = 24;
+
+/// True for Han ideographs (the characters jieba segments), by their Unicode script.
 #[inline]
 pub fn is_han(c: char) -> bool {
-    matches!(c as u32, 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF)
+    Classes::get().of(c) == Class::Han
 }
 
 /// The process-wide jieba segmenter (loading its dictionary takes ~0.15 s, so it is done once and
@@ -48,13 +52,16 @@ pub fn tokenize_marked<'a>(
     tokenizer: Tokenizer,
     mut emit: impl FnMut(&'a str, bool),
 ) {
+    let classes = Classes::get();
     for_each_word(text.as_bytes(), |start, end, ascii| {
         // A space is one byte, so both ends are char boundaries.
         let w = &text[start..end];
         if ascii || tokenizer == Tokenizer::Words {
-            emit(w, false);
+            bounded(w, &mut |t| emit(t, false));
         } else {
-            split_cjk(w, tokenizer, &mut emit);
+            split_word(w, tokenizer, classes, &mut |t, han| {
+                bounded(t, &mut |p| emit(p, han))
+            });
         }
     });
 }
@@ -193,44 +200,98 @@ mod avx2 {
     }
 }
 
-/// Splits one whitespace-free word into non-CJK runs and CJK tokens.
-pub(crate) fn split_cjk<'a>(
+/// Splits one whitespace-free, non-ASCII word by the [`Class`] of each character: a run of word
+/// characters is one token; a Han, kana or hangul character, or a cluster of a script written
+/// without spaces, is its own token with the combining marks after it; with `Jieba`, a run of
+/// Han characters is cut into jieba's words (marked `true`). Tokens may exceed [`MAX_TOKEN`].
+pub(crate) fn split_word<'a>(
     word: &'a str,
     tokenizer: Tokenizer,
+    classes: &Classes,
     emit: &mut impl FnMut(&'a str, bool),
 ) {
     let use_jieba = tokenizer == Tokenizer::Jieba;
-    let mut start = 0; // start of the pending non-CJK run
+    let mut start = 0; // start of the pending token
+    let mut single = false; // the pending token is one character (with its marks), not a run
     let mut iter = word.char_indices().peekable();
     while let Some((i, c)) = iter.next() {
-        if !is_cjk(c) {
-            continue;
-        }
-        if start < i {
-            emit(&word[start..i], false);
-        }
-        if use_jieba && is_han(c) {
-            let mut end = i + c.len_utf8();
-            while let Some(&(j, d)) = iter.peek() {
-                if !is_han(d) {
-                    break;
+        match classes.of(c) {
+            Class::Mark => {}
+            Class::Word => {
+                if single {
+                    emit(&word[start..i], false);
+                    (start, single) = (i, false);
                 }
-                end = j + d.len_utf8();
-                iter.next();
             }
-            for w in jieba().cut(&word[i..end], false) {
-                emit(w.word, true);
+            Class::Han if use_jieba => {
+                if start < i {
+                    emit(&word[start..i], false);
+                }
+                let mut end = i + c.len_utf8();
+                while let Some(&(j, d)) = iter.peek() {
+                    if classes.of(d) != Class::Han {
+                        break;
+                    }
+                    end = j + d.len_utf8();
+                    iter.next();
+                }
+                for w in jieba().cut(&word[i..end], false) {
+                    emit(w.word, true);
+                }
+                (start, single) = (end, false);
             }
-            start = end;
-        } else {
-            let end = i + c.len_utf8();
-            emit(&word[i..end], false);
-            start = end;
+            Class::Han | Class::Ideograph | Class::Cluster => {
+                if start < i {
+                    emit(&word[start..i], false);
+                }
+                (start, single) = (i, true);
+            }
         }
     }
     if start < word.len() {
         emit(&word[start..], false);
     }
+}
+
+/// Calls `emit` with `token`, or, when it is longer than [`MAX_TOKEN`] bytes, with its pieces.
+#[inline]
+pub fn bounded<'a>(token: &'a str, emit: &mut impl FnMut(&'a str)) {
+    if token.len() <= MAX_TOKEN {
+        emit(token);
+    } else {
+        cut_long(token, emit);
+    }
+}
+
+/// The pieces of a long token: each at least [`MIN_PIECE`] and at most [`MAX_TOKEN`] bytes (the
+/// last one may be shorter), cut at the first character boundary where the four bytes before it
+/// hash to 0 mod 16, else at the last boundary within [`MAX_TOKEN`]. The cuts depend on the
+/// content, not on the offset, so an edit moves only the cuts next to it and the pieces after it
+/// are the same as before.
+#[cold]
+#[inline(never)]
+fn cut_long<'a>(token: &'a str, emit: &mut impl FnMut(&'a str)) {
+    let b = token.as_bytes();
+    let mut start = 0;
+    while b.len() - start > MAX_TOKEN {
+        let mut last = start; // the last boundary seen in the window
+        for j in start + MIN_PIECE..=start + MAX_TOKEN {
+            if !token.is_char_boundary(j) {
+                continue;
+            }
+            last = j;
+            let four = u32::from_le_bytes([b[j - 4], b[j - 3], b[j - 2], b[j - 1]]);
+            if four.wrapping_mul(0x9E37_79B1) >> 28 == 0 {
+                break;
+            }
+        }
+        if last == start {
+            break; // not reached: a character is at most 4 bytes, so the window holds a boundary
+        }
+        emit(&token[start..last]);
+        start = last;
+    }
+    emit(&token[start..]);
 }
 
 /// Convenience: collects the tokens of `text` into owned strings.
@@ -299,6 +360,108 @@ mod tests {
         assert_eq!(j.last().map(String::as_str), Some("v2"));
         // Kana and hangul are one token per character in both modes.
         assert_eq!(toks("カナ한국", Tokenizer::Jieba), ["カ", "ナ", "한", "국"]);
+    }
+
+    /// Real sentences of the scripts written without spaces: every character is kept, in order,
+    /// and each token is one character with its combining marks.
+    #[test]
+    fn spaceless_scripts_are_split_into_clusters() {
+        for (text, first) in [
+            ("ภาษาไทยเป็นภาษาที่ไม่มีการเว้นวรรคระหว่างคำ", ["ภ", "า", "ษ", "า"]),
+            ("ພາສາລາວເປັນພາສາທາງການຂອງລາວ", ["ພ", "າ", "ສ", "າ"]),
+            ("ភាសាខ្មែរគឺជាភាសាផ្លូវការ", ["ភា", "សា", "ខ\u{17D2}", "មែ"]),
+            ("မြန်မာဘာသာစကားသည်", ["မြ", "န်", "မာ", "ဘာ"]),
+        ] {
+            let t = toks(text, Tokenizer::Chars);
+            assert_eq!(t[..4], first, "{text}");
+            // (NFKC spells Thai SARA AM and Lao AM as two characters.)
+            assert_eq!(t.concat(), normalize(text));
+            assert_eq!(toks(text, Tokenizer::Jieba), t);
+            // Words: one run, cut into pieces when longer than MAX_TOKEN.
+            let w = toks(text, Tokenizer::Words);
+            assert_eq!(
+                w.len(),
+                normalize(text).len().div_ceil(MAX_TOKEN).max(w.len())
+            );
+            assert_eq!(w.concat(), normalize(text));
+        }
+        // A consonant with its vowel and tone marks is one token.
+        assert_eq!(toks("ที่นี่", Tokenizer::Chars), ["ที่", "นี่"]);
+    }
+
+    #[test]
+    fn mixed_scripts_split_where_the_script_changes() {
+        assert_eq!(
+            toks("ร้านกาแฟcoffeeในกรุง 2024", Tokenizer::Chars),
+            [
+                "ร้", "า", "น", "ก", "า", "แ", "ฟ", "coffee", "ใ", "น", "ก", "รุ", "ง", "2024"
+            ]
+        );
+        assert_eq!(
+            toks("東京タワーはTokyo Towerです", Tokenizer::Chars),
+            ["東", "京", "タ", "ワ", "ー", "は", "tokyo", "tower", "で", "す"]
+        );
+        // Cyrillic and Arabic words stay whole.
+        assert_eq!(toks("Привет мир", Tokenizer::Chars), ["привет", "мир"]);
+        assert_eq!(
+            toks("مرحبا بالعالم", Tokenizer::Chars),
+            ["مرحبا", "بالعالم"]
+        );
+    }
+
+    #[test]
+    fn cjk_beyond_the_common_blocks_is_split_too() {
+        // CJK extension B, halfwidth katakana (NFKC makes it full width), Hangul jamo.
+        assert_eq!(
+            toks("\u{20000}\u{20001}", Tokenizer::Chars),
+            ["\u{20000}", "\u{20001}"]
+        );
+        assert_eq!(toks("ｶﾀｶﾅ", Tokenizer::Chars), ["カ", "タ", "カ", "ナ"]);
+        assert_eq!(toks("\u{1100}\u{1100}", Tokenizer::Chars).len(), 2);
+    }
+
+    #[test]
+    fn format_characters_neither_glue_nor_split_words() {
+        // ZERO WIDTH SPACE is a word break (Khmer web text puts it between words).
+        assert_eq!(toks("one\u{200B}two", Tokenizer::Chars), ["one", "two"]);
+        assert_eq!(toks("ខ្មែរ\u{200B}ភាសា", Tokenizer::Words), ["ខ្មែរ", "ភាសា"]);
+        // The others are removed: a word with a soft hyphen, ZWNJ, ZWJ, word joiner or BOM in it
+        // is the word without them.
+        for f in ['\u{AD}', '\u{200C}', '\u{200D}', '\u{2060}', '\u{FEFF}'] {
+            assert_eq!(
+                toks(&format!("dedup{f}lication"), Tokenizer::Chars),
+                ["deduplication"]
+            );
+        }
+        assert_eq!(toks("می\u{200C}خواهم", Tokenizer::Chars), ["میخواهم"]);
+    }
+
+    #[test]
+    fn long_runs_are_cut_into_bounded_pieces() {
+        let word = "a".repeat(MAX_TOKEN);
+        assert_eq!(toks(&word, Tokenizer::Chars), [word.clone()]);
+        let mut rng = 7u64;
+        let mut letters = String::new();
+        for _ in 0..20_000 {
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            letters.push(['x', 'y', 'z', 'é', 'ж', 'a'][(rng >> 60) as usize % 6]);
+        }
+        for tok in [Tokenizer::Words, Tokenizer::Chars, Tokenizer::Jieba] {
+            let t = toks(&letters, tok);
+            assert!(t.len() > letters.len() / MAX_TOKEN, "{tok:?}: {}", t.len());
+            assert!(t.iter().all(|p| p.len() <= MAX_TOKEN));
+            assert_eq!(t.concat(), letters);
+            // An edit near the start moves no cut after the piece it is in.
+            let edited = toks(&format!("q{letters}"), tok);
+            assert_eq!(edited[edited.len() - t.len() + 2..], t[2..], "{tok:?}");
+        }
+        // A character with a megabyte of combining marks, too.
+        let marks = format!("a{}", "\u{301}\u{302}".repeat(1 << 18));
+        assert!(toks(&marks, Tokenizer::Chars)
+            .iter()
+            .all(|p| p.len() <= MAX_TOKEN));
     }
 
     fn words(bytes: &[u8]) -> Vec<(usize, usize, bool)> {

@@ -378,3 +378,19 @@ pub fn three_shards(dir: &std::path::Path) -> (String, Vec<corpus_dedup::synth::
     let all = en.into_iter().chain(mixed).chain(zh).collect();
     (format!("{}/*.parquet", dir.display()), all)
 }
+
+/// Writes `texts` as one shard with ids d0, d1, ...; returns its path as a glob.
+pub fn text_shard(dir: &Path, texts: &[String]) -> String {
+    let id: Vec<String> = (0..texts.len()).map(|i| format!("d{i}")).collect();
+    let text: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let path = dir.join("s.parquet");
+    let df = DataFrame::new(
+        texts.len(),
+        vec![
+            Column::new("id".into(), id),
+            Column::new("text".into(), text),
+        ],
+    );
+    write_df(&path, df.unwrap());
+    path.display().to_string()
+}

@@ -2,29 +2,9 @@
 //! ends, a giant bucket of near copies is resolved against its kept documents as all pairs
 //! would be, at any thread and task count, and the index refuses to mix rules.
 
-use std::collections::HashMap;
-use std::path::Path;
-
-use polars::prelude::*;
-
 use crate::common::*;
 use corpus_dedup::synth::Rng;
-
-/// Writes `texts` as one shard with ids d0, d1, ...; returns its path as a glob.
-fn shard(dir: &Path, texts: &[String]) -> String {
-    let id: Vec<String> = (0..texts.len()).map(|i| format!("d{i}")).collect();
-    let text: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let path = dir.join("s.parquet");
-    let df = DataFrame::new(
-        texts.len(),
-        vec![
-            Column::new("id".into(), id),
-            Column::new("text".into(), text),
-        ],
-    );
-    write_df(&path, df.unwrap());
-    path.display().to_string()
-}
+use std::collections::HashMap;
 
 /// `n` distinct words from the generator.
 fn words(rng: &mut Rng, n: usize) -> Vec<String> {
@@ -71,7 +51,7 @@ fn a_chain_of_edits_keeps_its_ends() {
     let texts: Vec<String> = (0..8)
         .map(|i| all[i * 15..i * 15 + 200].join(" "))
         .collect();
-    let glob = shard(&dir, &texts);
+    let glob = text_shard(&dir, &texts);
     let out = dir.join("keeper");
     run_ok(&glob, &out, &[]);
     let rows = manifest(&out);
@@ -111,7 +91,7 @@ fn near_copies() -> Vec<String> {
 fn a_giant_bucket_is_resolved_against_its_keepers_as_all_pairs_would_be() {
     let dir = temp_dir("keeper-giant");
     let texts = near_copies();
-    let glob = shard(&dir, &texts);
+    let glob = text_shard(&dir, &texts);
     let giant = dir.join("giant");
     run_ok(&glob, &giant, &["--threads", "1"]);
     let s = summary(&giant);
@@ -152,7 +132,7 @@ fn a_giant_bucket_is_resolved_against_its_keepers_as_all_pairs_would_be() {
 fn an_index_of_components_batches_refuses_the_keeper_rule_and_an_older_format_is_named() {
     let dir = temp_dir("keeper-index");
     let texts = near_copies();
-    let glob = shard(&dir, &texts[..100]);
+    let glob = text_shard(&dir, &texts[..100]);
     let index = dir.join("index");
     let night = |out: &str, extra: &[&str]| {
         run_cmd(&glob, &dir.join(out), extra)

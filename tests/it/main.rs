@@ -13,6 +13,7 @@ mod ray;
 mod report;
 mod run;
 mod s3;
+mod scripts;
 mod slurm;
 mod tasks;
 mod terminal;

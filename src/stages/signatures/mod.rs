@@ -52,7 +52,7 @@ use crate::minhash::{Permutations, Signatures};
 use crate::plan::{Plan, DOCS_PER_CHUNK};
 use crate::simhash::{self, BlockIndex, DocFrequency, FeatureParams, Features};
 use crate::stages::{frequencies, sample};
-use crate::text::script::{classify, Script};
+use crate::text::script::classify;
 
 /// Counters of a signatures task.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -259,7 +259,7 @@ fn read_pass(corpus: &Corpus, hash: bool) -> (Vec<Option<u128>>, Vec<u32>) {
         .with_min_len(256)
         .map(|d| {
             let t = corpus.text(d);
-            let script = u32::from(t.map_or(Script::None, classify).code());
+            let script = t.map_or(0, classify);
             let h = t
                 .filter(|_| hash)
                 .map(|t| xxhash_rust::xxh3::xxh3_128(t.as_bytes()));
