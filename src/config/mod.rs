@@ -26,17 +26,21 @@ pub enum Method {
     Simhash,
 }
 
-/// How text is split into tokens before n-gram shingling (see `text::tokenize`).
+/// How text is split into tokens before n-gram shingling (see `text::tokenize`). Every
+/// tokenizer splits at spaces (U+200B ZERO WIDTH SPACE included) and cuts a run longer than 96
+/// bytes into pieces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Tokenizer {
-    /// The measured default: currently the same as `chars` (see README, "Tokenizer choice").
+    /// The measured default: currently the same as `chars` (see README, "Languages").
     Auto,
-    /// Whitespace-separated words only; a run of Chinese characters is one token.
+    /// Whitespace-separated words only: a run of Chinese or Thai is one token (cut at 96 bytes).
     Words,
-    /// Words for space-delimited scripts; every CJK ideograph, kana or hangul character is a token.
+    /// A word per token in space-delimited scripts; every Han, kana or hangul character, and
+    /// every character (with its marks) of Thai, Lao, Khmer, Myanmar and the Tai scripts, is a
+    /// token. Scripts are told apart by the Unicode Script property.
     Chars,
-    /// Words for space-delimited scripts; runs of Han characters are segmented with jieba.
+    /// As `chars`, but runs of Han characters are segmented into words with jieba.
     Jieba,
 }
 

@@ -1,5 +1,6 @@
 //! Text handling: normalisation, tokenisation, and shingling into 64-bit hash sets.
 
+pub mod chars;
 pub mod diff;
 pub mod features;
 pub mod normalize;

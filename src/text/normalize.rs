@@ -7,15 +7,15 @@
 //! development corpus' ground truth is computed on.
 
 use unicode_normalization::UnicodeNormalization;
-use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
 
-use crate::text::script::Classes;
+use crate::text::chars::{is_punctuation, Chars};
 
 /// Writes the normalised form of `text` into `out` (cleared first).
 ///
-/// Fast path: ASCII characters and CJK unified ideographs (U+4E00..U+9FFF) are unchanged by NFKC
-/// and are starters that compose with nothing before them, so they are copied directly (ASCII
-/// lowercased, through a byte table, a whole run at a time). Every other run of characters goes
+/// Fast path: ASCII characters, CJK unified ideographs (U+4E00..U+9FFF) and every other
+/// [`inert`](crate::text::chars::inert) character (most letters of Thai, Khmer, Myanmar,
+/// Cyrillic, ...) are unchanged by NFKC and are starters that compose with nothing before them,
+/// so they are copied directly (ASCII lowercased, through a byte table, a whole run at a time). Every other run of characters goes
 /// through NFKC as one segment, together with the fast character just before it (which a
 /// following combining mark may compose with). A segment ends at a fast character followed by
 /// another fast character, so NFKC of the pieces equals NFKC of the whole text.
@@ -27,6 +27,7 @@ pub fn normalize_into(text: &str, out: &mut String) {
         push_ascii(bytes, out);
         return;
     }
+    let chars = Chars::get();
     let mut slow_start: Option<usize> = None; // byte offset where the pending NFKC segment begins
     let mut i = 0;
     while i < bytes.len() {
@@ -35,29 +36,32 @@ pub fn normalize_into(text: &str, out: &mut String) {
         let run = ascii_len(&bytes[i..]);
         if run >= 2 {
             if let Some(start) = slow_start.take() {
-                push_nfkc(&text[start..i], out);
+                push_nfkc(&text[start..i], out, chars);
             }
             push_ascii(&bytes[i..i + run - 1], out);
             i += run - 1;
         }
         // Likewise a run of three-byte fast characters (ideographs U+4E00..U+9FFF and the
         // table characters, which is how Chinese text spells), less its last character.
-        let run = fast3_run(&bytes[i..]);
+        let run = fast3_run(&bytes[i..], chars);
         if run >= 2 {
             if let Some(start) = slow_start.take() {
-                push_nfkc(&text[start..i], out);
+                push_nfkc(&text[start..i], out, chars);
             }
-            push_fast3(&bytes[i..i + 3 * (run - 1)], out);
+            push_fast3(&bytes[i..i + 3 * (run - 1)], out, chars);
             i += 3 * (run - 1);
         }
         let Some(c) = text[i..].chars().next() else {
             break;
         };
         let next = i + c.len_utf8();
-        let next_fast = text[next..].chars().next().is_none_or(is_fast);
-        if is_fast(c) && next_fast {
+        let next_fast = text[next..]
+            .chars()
+            .next()
+            .is_none_or(|d| is_fast(d, chars));
+        if is_fast(c, chars) && next_fast {
             if let Some(start) = slow_start.take() {
-                push_nfkc(&text[start..i], out);
+                push_nfkc(&text[start..i], out, chars);
             }
             push_fast(c, out);
         } else if slow_start.is_none() {
@@ -66,7 +70,7 @@ pub fn normalize_into(text: &str, out: &mut String) {
         i = next;
     }
     if let Some(start) = slow_start {
-        push_nfkc(&text[start..], out);
+        push_nfkc(&text[start..], out, chars);
     }
 }
 
@@ -186,22 +190,27 @@ fn char3(b: &[u8]) -> Option<u32> {
     }
 }
 
-/// What a fast three-byte character becomes: `Some(0)` for an ideograph (itself),
-/// `Some(ascii)` for a table character, `None` for any other character.
+/// What a fast three-byte character becomes: `Some(0)` for an ideograph or another inert
+/// character (itself), `Some(ascii)` for a table character, `None` for any other character.
 #[inline(always)]
-fn fast3(c: u32) -> Option<u8> {
+fn fast3(c: u32, chars: &Chars) -> Option<u8> {
     if (0x4E00..=0x9FFF).contains(&c) {
         return Some(0);
     }
-    char::from_u32(c).and_then(table_ascii)
+    let c = char::from_u32(c)?;
+    match table_ascii(c) {
+        Some(a) => Some(a),
+        None if chars.inert(c) => Some(0),
+        None => None,
+    }
 }
 
 /// Number of fast three-byte characters at the start of `b` (valid UTF-8).
 #[inline]
-fn fast3_run(b: &[u8]) -> usize {
+fn fast3_run(b: &[u8], chars: &Chars) -> usize {
     let mut n = 0;
     while let Some(c) = char3(&b[3 * n..]) {
-        if fast3(c).is_none() {
+        if fast3(c, chars).is_none() {
             break;
         }
         n += 1;
@@ -211,13 +220,13 @@ fn fast3_run(b: &[u8]) -> usize {
 
 /// Appends the normalised form of a run of fast three-byte characters (see [`fast3_run`]).
 #[inline]
-fn push_fast3(run: &[u8], out: &mut String) {
-    // SAFETY: only whole UTF-8 sequences of ideographs and ASCII bytes are appended.
+fn push_fast3(run: &[u8], out: &mut String, chars: &Chars) {
+    // SAFETY: only whole UTF-8 sequences of inert characters and ASCII bytes are appended.
     let v = unsafe { out.as_mut_vec() };
     // Ideographs are copied a stretch at a time, up to each table character.
     let mut copied = 0;
     for (k, ch) in run.chunks_exact(3).enumerate() {
-        match char3(ch).and_then(fast3) {
+        match char3(ch).and_then(|c| fast3(c, chars)) {
             Some(0) => {}
             Some(a) => {
                 v.extend_from_slice(&run[copied..3 * k]);
@@ -231,10 +240,10 @@ fn push_fast3(run: &[u8], out: &mut String) {
 }
 
 /// Characters with a known normalised form that never combine with a preceding character:
-/// ASCII, CJK ideographs (unchanged by NFKC), and the [`table_ascii`] characters.
+/// ASCII, inert characters (unchanged by NFKC), and the [`table_ascii`] characters.
 #[inline]
-fn is_fast(c: char) -> bool {
-    c.is_ascii() || ('\u{4E00}'..='\u{9FFF}').contains(&c) || table_ascii(c).is_some()
+fn is_fast(c: char, chars: &Chars) -> bool {
+    c.is_ascii() || chars.inert(c) || table_ascii(c).is_some()
 }
 
 /// The normalised form of common punctuation and full-width forms of Chinese text when it is
@@ -293,21 +302,24 @@ fn push_fast(c: char, out: &mut String) {
     } else if let Some(b) = table_ascii(c) {
         out.push(b as char);
     } else {
-        out.push(c); // a CJK ideograph: no case, not punctuation, not whitespace
+        out.push(c); // an inert character: unchanged
     }
 }
 
-fn push_nfkc(segment: &str, out: &mut String) {
+fn push_nfkc(segment: &str, out: &mut String, chars: &Chars) {
     // Format characters go before NFKC (one between two marks would block their composition,
     // and a second normalisation without it would compose them) and after (in case NFKC makes
     // one).
-    let classes = Classes::get();
     let visible = |c: char| match c {
         '\u{200B}' => Some(' '), // ZERO WIDTH SPACE: a word break
-        c if classes.ignorable(c) => None,
+        c if chars.ignorable(c) => None,
         c => Some(c),
     };
     for c in segment.chars().filter_map(visible).nfkc() {
+        if chars.plain(c) {
+            out.push(c);
+            continue;
+        }
         let Some(c) = visible(c) else {
             continue;
         };
@@ -324,19 +336,23 @@ fn push_nfkc(segment: &str, out: &mut String) {
 /// The reference form, without the fast path: NFKC of the whole text, lowercase, punctuation to
 /// spaces. `normalize_into` must agree with it on every input.
 pub fn normalize_reference(text: &str) -> String {
+    let chars = Chars::get();
+    let visible = |c: char| match c {
+        '\u{200B}' => Some(' '),
+        c if chars.ignorable(c) => None,
+        c => Some(c),
+    };
     let mut out = String::new();
-    push_nfkc(text, &mut out);
-    out
-}
-
-/// Unicode punctuation (Pc, Pd, Ps, Pe, Pi, Pf, Po). ASCII symbols such as `$`, `+`, `<` are
-/// category S*, not punctuation, and stay.
-#[inline]
-pub fn is_punctuation(c: char) -> bool {
-    if c.is_ascii() {
-        return is_ascii_punctuation(c as u8);
+    for c in text.chars().filter_map(visible).nfkc().filter_map(visible) {
+        for l in c.to_lowercase() {
+            out.push(if is_punctuation(l) || l.is_whitespace() {
+                ' '
+            } else {
+                l
+            });
+        }
     }
-    c.general_category_group() == GeneralCategoryGroup::Punctuation
+    out
 }
 
 /// Convenience wrapper returning a new string.
@@ -401,6 +417,14 @@ mod tests {
         /// ideographs and ASCII between them: exercises the three-byte run copy.
         #[test]
         fn ideograph_runs_agree(s in "([\u{4e00}-\u{4e08}\u{9ff8}-\u{a002}\u{4dfe}-\u{4dff}\u{3000}-\u{3003}\u{ff0c}\u{ff01}\u{2014}\u{2026}]{0,9}[a-z \u{301}\u{3099}\u{304b}\u{f900}\u{3131}\u{ff21}]?){0,8}") {
+            proptest::prop_assert_eq!(normalize(&s), normalize_reference(&s));
+        }
+
+        /// Scripts whose letters are inert (Thai, Lao, Khmer, Myanmar, Cyrillic) beside the marks
+        /// NFKC reorders or composes (Thai tone marks, Myanmar U+1025 + U+102E, Hangul jamo,
+        /// Latin accents), format characters and upper case: the fast path of inert runs.
+        #[test]
+        fn inert_runs_agree(s in "[aA \u{e01}-\u{e4f}\u{e81}-\u{edf}\u{1780}-\u{17dd}\u{1000}-\u{1030}\u{400}-\u{45f}\u{1100}-\u{1112}\u{1161}-\u{1175}\u{11a8}-\u{11c2}\u{300}-\u{302}\u{34f}\u{ad}\u{200b}-\u{200d}\u{e9}\u{130}]{0,60}") {
             proptest::prop_assert_eq!(normalize(&s), normalize_reference(&s));
         }
 

@@ -15,8 +15,8 @@
 
 use crate::config::Tokenizer;
 use crate::lsh::mix64;
+use crate::text::chars::Chars;
 use crate::text::normalize::normalize_into;
-use crate::text::script::Classes;
 use crate::text::tokenize::{bounded, for_each_word, split_word, WordSink, MAX_TOKEN};
 
 const M: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -197,7 +197,7 @@ fn split_word_hashes(
     if ascii || tokenizer == Tokenizer::Words {
         bounded(w, &mut push);
     } else {
-        split_word(w, tokenizer, Classes::get(), &mut |t, _| {
+        split_word(w, tokenizer, Chars::get(), &mut |t, _| {
             bounded(t, &mut push)
         });
     }

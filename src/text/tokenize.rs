@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use jieba_rs::Jieba;
 
 use crate::config::Tokenizer;
-use crate::text::script::{Class, Classes};
+use crate::text::chars::{Chars, Class};
 
 /// The longest token, in bytes. A longer run of word characters (a base64 blob, a megabyte line
 /// without spaces) is cut into pieces; words of real languages are shorter.
@@ -29,7 +29,7 @@ const MIN_PIECE: usize = 24;
 /// True for Han ideographs (the characters jieba segments), by their Unicode script.
 #[inline]
 pub fn is_han(c: char) -> bool {
-    Classes::get().of(c) == Class::Han
+    Chars::get().class(c) == Class::Han
 }
 
 /// The process-wide jieba segmenter (loading its dictionary takes ~0.15 s, so it is done once and
@@ -52,14 +52,14 @@ pub fn tokenize_marked<'a>(
     tokenizer: Tokenizer,
     mut emit: impl FnMut(&'a str, bool),
 ) {
-    let classes = Classes::get();
+    let chars = Chars::get();
     for_each_word(text.as_bytes(), |start, end, ascii| {
         // A space is one byte, so both ends are char boundaries.
         let w = &text[start..end];
         if ascii || tokenizer == Tokenizer::Words {
             bounded(w, &mut |t| emit(t, false));
         } else {
-            split_word(w, tokenizer, classes, &mut |t, han| {
+            split_word(w, tokenizer, chars, &mut |t, han| {
                 bounded(t, &mut |p| emit(p, han))
             });
         }
@@ -207,7 +207,7 @@ mod avx2 {
 pub(crate) fn split_word<'a>(
     word: &'a str,
     tokenizer: Tokenizer,
-    classes: &Classes,
+    chars: &Chars,
     emit: &mut impl FnMut(&'a str, bool),
 ) {
     let use_jieba = tokenizer == Tokenizer::Jieba;
@@ -215,7 +215,7 @@ pub(crate) fn split_word<'a>(
     let mut single = false; // the pending token is one character (with its marks), not a run
     let mut iter = word.char_indices().peekable();
     while let Some((i, c)) = iter.next() {
-        match classes.of(c) {
+        match chars.class(c) {
             Class::Mark => {}
             Class::Word => {
                 if single {
@@ -229,7 +229,7 @@ pub(crate) fn split_word<'a>(
                 }
                 let mut end = i + c.len_utf8();
                 while let Some(&(j, d)) = iter.peek() {
-                    if classes.of(d) != Class::Han {
+                    if chars.class(d) != Class::Han {
                         break;
                     }
                     end = j + d.len_utf8();
@@ -439,7 +439,7 @@ mod tests {
     #[test]
     fn long_runs_are_cut_into_bounded_pieces() {
         let word = "a".repeat(MAX_TOKEN);
-        assert_eq!(toks(&word, Tokenizer::Chars), [word.clone()]);
+        assert_eq!(toks(&word, Tokenizer::Chars), [word]);
         let mut rng = 7u64;
         let mut letters = String::new();
         for _ in 0..20_000 {
