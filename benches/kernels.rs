@@ -350,7 +350,10 @@ fn steps(texts: &[&str], row: &impl Fn(&str, f64, String)) {
         })
         .collect();
     for (name, tok) in [
-        ("tokenise: chars (a CJK or spaceless-script character = token)", Tokenizer::Chars),
+        (
+            "tokenise: chars (a CJK or spaceless-script character = token)",
+            Tokenizer::Chars,
+        ),
         ("tokenise: words (whitespace)", Tokenizer::Words),
         ("tokenise: jieba (Han runs)", Tokenizer::Jieba),
     ] {

@@ -228,7 +228,7 @@ pub const LENGTH_BUCKETS: usize = 24;
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Breakdown {
     pub by_file: BTreeMap<String, Tally>,
-    /// Keyed by [`Script`] name.
+    /// Keyed by the name of a document's Unicode script ([`script::name`]).
     pub by_script: BTreeMap<String, Tally>,
     /// `--report-group` values (empty without it; a null value is `(null)`).
     pub by_group: BTreeMap<String, Tally>,
