@@ -11,7 +11,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-ab bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-recrawl bench-sketch soak s3-demo clean-out
+.PHONY: build dedup test samples bench bench-ab bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-recrawl bench-scripts bench-sketch soak s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -73,6 +73,10 @@ bench-nights: build
 ## A nightly re-crawl through one index, both --cluster rules, scored: make bench-recrawl [ARGS=...] [NIGHTS=4] [WINDOW=2]
 bench-recrawl: build
 	NIGHTS=$(or $(NIGHTS),4) WINDOW=$(or $(WINDOW),2) ARGS='$(ARGS)' bash benches/recrawl/run.sh
+
+## Speed per script (same-size corpora from ../shared/corpus/multi, one thread): make bench-scripts [LANGS='en th km my'] [MB=20] [ROUNDS=3]
+bench-scripts: build
+	LANGS='$(or $(LANGS),en th km my)' MB=$(or $(MB),20) ROUNDS=$(or $(ROUNDS),3) bash benches/scripts/run.sh $(BIN)
 
 ## Memory and time per stage with every task its own process: make bench-scale INPUT='dir/*.parquet' NAME=1M
 bench-scale: build
