@@ -5,13 +5,15 @@ CARGO_TARGET_DIR ?= $(HOME)/.cache/corpus-dedup-target
 export CARGO_TARGET_DIR
 CARGO ?= cargo
 BIN := $(CARGO_TARGET_DIR)/release/corpus-dedup
+PY_VENV ?= $(HOME)/.cache/corpus-dedup-py-venv
+export CORPUS_DEDUP_PY_VENV := $(PY_VENV)
 GEN := $(CARGO_TARGET_DIR)/release/gen-corpus
 
 INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-ab bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-recrawl bench-scripts bench-sketch soak s3-demo clean-out
+.PHONY: build dedup test samples bench bench-ab bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch soak s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -21,8 +23,12 @@ build:
 dedup: build
 	$(BIN) run $(foreach i,$(INPUT),--input '$(i)') --output '$(OUTPUT)' $(ARGS)
 
+## Rust tests, then the Python package's (python/build.sh builds and installs its wheel first:
+## the Ray test runs its module)
 test:
+	bash python/build.sh
 	$(CARGO) test --release --locked --features test-hooks
+	$(PY_VENV)/bin/python -m pytest -q python/tests
 
 ## Regenerates data-samples/ deterministically (English, Chinese, mixed shards).
 samples: build
@@ -73,6 +79,13 @@ bench-nights: build
 ## A nightly re-crawl through one index, both --cluster rules, scored: make bench-recrawl [ARGS=...] [NIGHTS=4] [WINDOW=2]
 bench-recrawl: build
 	NIGHTS=$(or $(NIGHTS),4) WINDOW=$(or $(WINDOW),2) ARGS='$(ARGS)' bash benches/recrawl/run.sh
+
+## The Python package's minhash() against the Rust kernels, one core: make bench-python [KERNEL_INPUT=glob]
+bench-python:
+	bash python/build.sh
+	$(CARGO) build --release --locked --example kernels
+	line=$$(taskset -c 0 env RAYON_NUM_THREADS=1 POLARS_MAX_THREADS=1 $(CARGO_TARGET_DIR)/release/examples/kernels --signature-path '$(or $(KERNEL_INPUT),../shared/corpus/dev-small/shard-*.parquet)' | grep 'signature-path kernels'); \
+	taskset -c 0 env RAYON_NUM_THREADS=1 POLARS_MAX_THREADS=1 $(PY_VENV)/bin/python benches/python/udf.py "$$line" '$(or $(KERNEL_INPUT),../shared/corpus/dev-small/shard-*.parquet)'
 
 ## Speed per script (same-size corpora from ../shared/corpus/multi, one thread): make bench-scripts [LANGS='en th km my'] [MB=20] [ROUNDS=3]
 bench-scripts: build

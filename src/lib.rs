@@ -9,6 +9,7 @@
 //! process; [`config`] holds the one validated configuration. docs/ARCHITECTURE.md has the map.
 
 pub mod apply;
+pub mod cli;
 pub mod config;
 pub mod corpus;
 pub mod error;

@@ -1,9 +1,11 @@
-//! The Ray driver (jobs/ray/driver.py) on a real local Ray cluster: a head and a second node on
-//! loopback, the sample job submitted with `ray job submit`, one task killed with SIGKILL on its
-//! first attempt (Ray retries it), and the manifest compared byte for byte with `corpus-dedup run`.
+//! The Ray driver (`python -m corpus_dedup.ray`, a module of the Python package) on a real local
+//! Ray cluster: a head and a second node on loopback, the sample job submitted with `ray job
+//! submit`, one task killed with SIGKILL on its first attempt (Ray retries it), and the manifest
+//! compared byte for byte with `corpus-dedup run`.
 //!
 //! Ray comes from PyPI: `.ci/run` installs it into a venv and sets CORPUS_DEDUP_RAY to its bin
-//! directory. Locally the test is skipped when Ray is missing (never in CI).
+//! directory; `make test` installs the package into that venv (python/build.sh). Locally the
+//! test is skipped when Ray is missing (never in CI).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -96,7 +98,6 @@ fn ray_driver_runs_the_sample_job_and_retries_a_killed_task() {
     let env = serde_json::json!({
         "env_vars": {"CORPUS_DEDUP_CRASH": format!("verify:1:{}", once.display())}
     });
-    let driver = format!("{}/jobs/ray/driver.py", env!("CARGO_MANIFEST_DIR"));
     let job = ray(
         &bin,
         &[
@@ -108,7 +109,8 @@ fn ray_driver_runs_the_sample_job_and_retries_a_killed_task() {
             &env.to_string(),
             "--",
             "python",
-            &driver,
+            "-m",
+            "corpus_dedup.ray",
             "--binary",
             env!("CARGO_BIN_EXE_corpus-dedup"),
             "--work",

@@ -136,6 +136,30 @@ pub fn signature_column(
     tokenizer: Tokenizer,
     ngram: usize,
 ) -> (Signatures, ShingleKeys) {
+    column(texts, perms, tokenizer, ngram, true)
+}
+
+/// The signatures of [`signature_column`] alone: each document's keys are dropped once its
+/// signature is made, and no exact-text hash is computed (the signature UDF of the Python
+/// package, which returns only the signatures).
+pub fn signatures_only(
+    texts: &StringChunked,
+    perms: &Permutations,
+    tokenizer: Tokenizer,
+    ngram: usize,
+) -> Signatures {
+    column(texts, Some(perms), tokenizer, ngram, false).0
+}
+
+/// [`signature_column`], keeping the shingle keys and exact hashes when `keep` (else each
+/// document's keys live only until its signature is made).
+fn column(
+    texts: &StringChunked,
+    perms: Option<&Permutations>,
+    tokenizer: Tokenizer,
+    ngram: usize,
+    keep: bool,
+) -> (Signatures, ShingleKeys) {
     let k = perms.map_or(0, Permutations::len);
     let n = texts.len();
     let mut values = vec![u32::MAX; n * k];
@@ -160,14 +184,19 @@ pub fn signature_column(
                     .map(str::len)
                     .sum();
                 let mut batch = KeyBatch {
-                    keys: Vec::with_capacity(bytes / 4),
+                    keys: Vec::with_capacity(if keep { bytes / 4 } else { 0 }),
                     ends: Vec::with_capacity(counts.len()),
                     exact: vec![0; counts.len()],
                 };
                 for (j, count) in counts.iter_mut().enumerate() {
+                    if !keep {
+                        batch.keys.clear();
+                    }
                     if let Some(text) = texts.get(first + j) {
                         shingle_hashes(text, tokenizer, ngram, scratch, hashes);
-                        batch.exact[j] = exact_hash(scratch.token_hashes(), hashes.len(), buf);
+                        if keep {
+                            batch.exact[j] = exact_hash(scratch.token_hashes(), hashes.len(), buf);
+                        }
                         let start = batch.keys.len();
                         batch.keys.extend(hashes.iter().map(|&h| shingle_key(h)));
                         let keys = &batch.keys[start..];

@@ -35,7 +35,8 @@
 mod column;
 
 pub use column::{
-    exact_column, exact_hash, permutations, signature_column, ShingleKeys, KEY_BATCH,
+    exact_column, exact_hash, permutations, signature_column, signatures_only, ShingleKeys,
+    KEY_BATCH,
 };
 
 use polars::prelude::{BooleanChunked, Column, NewChunkedArray, PlSmallStr, StringChunked};

@@ -1,9 +1,9 @@
-"""Run a corpus-dedup job on a Ray cluster, stage by stage.
+"""Run a corpus-dedup job on a Ray cluster, stage by stage (`python -m corpus_dedup.ray`).
 
 Submit it with the Ray Jobs CLI (the cluster must already run; nothing here starts one):
 
     ray job submit --address http://HEAD:8265 -- \
-        python jobs/ray/driver.py --binary /opt/corpus-dedup --work s3://bucket/work/2026-11-22 \
+        python -m corpus_dedup.ray --work s3://bucket/work/2026-11-22 \
         -- --input 's3://bucket/crawl/*.parquet' --output s3://bucket/manifests/2026-11-22 --tasks 400
 
 What it does:
@@ -17,18 +17,16 @@ What it does:
    binary itself (its completion marker exists), so retries and reruns are safe.
 3. Prints one JSON line per stage and the summary at the end.
 
-Needs on every node: the binary at --binary and access to the work directory (a shared filesystem
+Needs on every node: this package (`pip install ./python`, whose `corpus-dedup` command runs
+the tasks) or the binary at --binary, and access to the work directory (a shared filesystem
 path, or object storage with AWS_* credentials in the environment or the job's runtime_env).
 """
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
-
-import ray
 
 
 def run_task(binary, stage, index, count, work, threads):
@@ -45,7 +43,8 @@ def run_task(binary, stage, index, count, work, threads):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--binary", required=True, help="path of corpus-dedup on every node")
+    ap.add_argument("--binary", default="corpus-dedup",
+                    help="the corpus-dedup command on every node (default: this package's)")
     ap.add_argument("--work", required=True, help="shared work directory (path or s3:// URL)")
     ap.add_argument("--address", default="auto", help="Ray address (default: the job's cluster)")
     ap.add_argument("--retries", type=int, default=3, help="retries per failed task")
@@ -64,6 +63,8 @@ def main(argv=None):
         sys.exit(f"corpus-dedup plan failed: {plan.stderr.strip()}")
     counts = json.loads(plan.stdout)
     print(json.dumps({"plan": counts}), flush=True)
+
+    import ray  # only the driver needs Ray, not the package
 
     ray.init(address=args.address)
     task = ray.remote(max_retries=args.retries, retry_exceptions=True,

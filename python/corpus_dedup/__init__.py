@@ -1,0 +1,140 @@
+"""corpus-dedup from Python: the near-duplicate job over Parquet shards, and its kernels as
+vectorized functions over text columns.
+
+The job:
+
+    import corpus_dedup
+    manifest = corpus_dedup.run("crawl/*.parquet", "out", threshold=0.85)   # a polars DataFrame
+    corpus_dedup.apply("out", "dedup")                                     # the kept rows
+
+The kernels, the job's own (same values as a run), over a polars Series, a pyarrow Array or
+ChunkedArray, or a list of str; nulls stay null, no Python runs per row:
+
+    df.with_columns(sig=pl.col("text").map_batches(corpus_dedup.minhash))
+    ds.map_batches(corpus_dedup.minhash_batch, batch_format="pyarrow")       # Ray Data
+
+Errors raise corpus_dedup.Error with the command line's message.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Optional, Sequence, Union
+
+import polars as pl
+
+from corpus_dedup import _native
+from corpus_dedup._native import Error
+
+__all__ = [
+    "Error",
+    "run",
+    "read_manifest",
+    "summary",
+    "apply",
+    "explain",
+    "minhash",
+    "simhash",
+    "jaccard",
+    "minhash_batch",
+]
+__version__ = _native.__version__
+
+
+def _settings(**settings: Any) -> str:
+    """The keyword arguments as the job's settings (JSON, kebab-case keys: `num_perm` is the
+    `--num-perm` option); None leaves a setting at its default."""
+    return json.dumps({k.replace("_", "-"): v for k, v in settings.items() if v is not None})
+
+
+def run(input: Union[str, Sequence[str]], output: str, *, progress: bool = False,
+        **settings: Any) -> pl.DataFrame:
+    """Runs the job over `input` (a glob or a list of globs, local or s3://) and writes
+    `output/manifest.parquet`, `summary.json` and `report.html`; returns the manifest.
+
+    `settings` are the options of `corpus-dedup run` with underscores: `threshold=0.85`,
+    `keep="longest"`, `tokenizer="jieba"`, `method="simhash"`, `index="idx", batch="2026-11-26"`,
+    `threads=4`, ... Progress bars are off unless `progress=True`. The GIL is released while the
+    job runs. A rerun of the same call resumes an interrupted run.
+    """
+    globs = [input] if isinstance(input, str) else list(input)
+    _native.run(_settings(input=globs, output=output, quiet=not progress, **settings))
+    return read_manifest(output)
+
+
+def read_manifest(output: str) -> pl.DataFrame:
+    """The manifest of a finished run: one row per input document (id, file, row, keep,
+    cluster_id, duplicate_of, similarity)."""
+    return pl.read_parquet(f"{output.rstrip('/')}/manifest.parquet")
+
+
+def summary(output: str) -> dict:
+    """The summary of a finished run (summary.json: counts, stages, configuration)."""
+    return json.loads(_native.read_output(output, "summary.json"))
+
+
+def apply(manifest: str, output: str, dropped: Optional[str] = None, dry_run: bool = False,
+          *, threads: Optional[int] = None, progress: bool = False) -> dict:
+    """Writes each input shard's kept rows to `output` (same names, schema and row order), and
+    with `dropped` the dropped rows with `duplicate_of` and `similarity`. `manifest` is a run's
+    output directory or its manifest.parquet. Returns what `corpus-dedup apply` prints."""
+    if not manifest.endswith(".parquet"):
+        manifest = f"{manifest.rstrip('/')}/manifest.parquet"
+    return json.loads(_native.apply(manifest, output, dropped, dry_run, not progress, threads))
+
+
+def explain(output: str, id: str, limit: int = 20) -> dict:
+    """The cluster of one document: its kept document, each member's similarity and the word
+    diff against the keeper (what `corpus-dedup explain --json` prints)."""
+    return json.loads(_native.explain(output, id, limit))
+
+
+def _series(column: Any, name: str) -> pl.Series:
+    # polars takes the column through its `__arrow_c_array__` (no copy); the name is set after,
+    # since the Arrow field's own name would win.
+    return pl.Series(column).alias(name)
+
+
+def minhash(texts: Any, num_perm: int = 128, seed: int = 42, ngram: int = 5,
+            tokenizer: str = "auto", sketch: str = "oph") -> pl.Series:
+    """The MinHash signature of each text, as the job computes it: a polars Series of
+    Array(UInt32, num_perm), null where the text is null (an empty text: every value 2^32-1).
+
+    `texts`: a polars Series, a pyarrow Array or ChunkedArray, or a list of str. Works as
+    `pl.col("text").map_batches(corpus_dedup.minhash)`."""
+    name = getattr(texts, "name", None) or "minhash"
+    column = _native.minhash(texts, _settings(num_perm=num_perm, seed=seed, ngram=ngram,
+                                              tokenizer=tokenizer, sketch=sketch))
+    return _series(column, name if isinstance(name, str) else "minhash")
+
+
+def simhash(texts: Any, ngram: Optional[int] = None, tf_cap: Optional[int] = None,
+            top_k: Optional[int] = None) -> pl.Series:
+    """The 64-bit SimHash fingerprint of each text from the job's weighted features: a polars
+    Series of UInt64, null where the text is null. The job also drops features frequent in the
+    corpus (`--simhash-max-df`), which needs the whole corpus; these are the fingerprints
+    before that cut. Defaults: the job's `--simhash-ngram`, `--simhash-tf-cap`, `--simhash-top-k`."""
+    name = getattr(texts, "name", None) or "simhash"
+    column = _native.simhash(texts, _settings(simhash_ngram=ngram, simhash_tf_cap=tf_cap,
+                                              simhash_top_k=top_k))
+    return _series(column, name if isinstance(name, str) else "simhash")
+
+
+def jaccard(a: str, b: str, ngram: int = 5, tokenizer: str = "auto") -> float:
+    """The exact Jaccard similarity of two texts' shingle sets, as the job verifies a pair."""
+    return _native.jaccard(a, b, _settings(ngram=ngram, tokenizer=tokenizer))
+
+
+def minhash_batch(batch: Any, column: str = "text", out: str = "minhash", **kwargs: Any) -> Any:
+    """Ray Data's `map_batches` form of `minhash`: takes a pyarrow Table (batch_format="pyarrow")
+    or a dict of numpy arrays / a pandas DataFrame, and returns it with an `out` column of
+    signatures (fixed-size lists of UInt32)."""
+    import pyarrow as pa
+
+    if isinstance(batch, pa.Table):
+        sig = pa.array(minhash(batch.column(column), **kwargs).to_arrow())
+        return batch.append_column(out, sig)
+    texts = [None if t is None else str(t) for t in batch[column]]
+    sig = minhash(texts, **kwargs).to_list()
+    if isinstance(batch, dict):
+        return {**batch, out: sig}
+    return batch.assign(**{out: sig})

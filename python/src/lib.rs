@@ -1,0 +1,336 @@
+//! `corpus_dedup._native`: the Python package's bindings over the corpus-dedup library. The
+//! Python side (`corpus_dedup/__init__.py`) shapes arguments and results; everything here
+//! calls the library: the command line, the job, `apply`, `explain`, and the signature kernels
+//! over Arrow columns that cross through the Arrow C data interface (PyCapsules).
+
+use std::ffi::CString;
+use std::sync::{Arc, Mutex};
+
+use corpus_dedup::cli as command;
+use corpus_dedup::config::Tokenizer;
+use corpus_dedup::executor::local::TaskOptions;
+use corpus_dedup::minhash::Permutations;
+use corpus_dedup::stages::signatures::{permutations, signatures_only};
+use corpus_dedup::text::sets::jaccard as set_jaccard;
+use corpus_dedup::text::shingle::{shingle_set, Scratch};
+use corpus_dedup::{Config, Settings};
+use polars::prelude::*;
+use polars_arrow::array::{Array, FixedSizeListArray, PrimitiveArray};
+use polars_arrow::bitmap::Bitmap;
+use polars_arrow::datatypes::{ArrowDataType, Field};
+use polars_arrow::ffi;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyTuple};
+
+pyo3::create_exception!(
+    _native,
+    Error,
+    PyException,
+    "An error of corpus-dedup: the message is the command line's."
+);
+
+/// The exception of an error, with the command line's one paragraph.
+fn error(e: anyhow::Error) -> PyErr {
+    Error::new_err(command::error_text(&e))
+}
+
+/// The command line, in this process: `argv` with the program name first; returns the exit code.
+#[pyfunction]
+fn cli(py: Python<'_>, argv: Vec<String>) -> u8 {
+    py.detach(|| command::main(argv))
+}
+
+/// Settings from the JSON object the Python side made of keyword arguments (kebab-case keys).
+fn settings(json: &str) -> anyhow::Result<Settings> {
+    serde_json::from_str(json).map_err(|e| {
+        // serde names the option as the TOML file spells it and says where in the JSON it was.
+        let msg = e.to_string();
+        let msg = msg.split(" at line ").next().unwrap_or(&msg);
+        match msg.strip_prefix("unknown field ") {
+            Some(rest) => anyhow::anyhow!(
+                "unknown keyword argument {}",
+                rest.replace('-', "_")
+                    .replace("expected one of", "expected one of the settings")
+            ),
+            None => anyhow::anyhow!("bad setting: {msg}"),
+        }
+    })
+}
+
+/// Runs the job; returns the summary as JSON.
+#[pyfunction]
+fn run(py: Python<'_>, settings_json: &str) -> PyResult<String> {
+    py.detach(|| {
+        let (_, summary) = command::run_job(
+            None,
+            settings(settings_json)?,
+            &TaskOptions::default(),
+            None,
+            false,
+        )?;
+        Ok(summary.to_string())
+    })
+    .map_err(error)
+}
+
+/// Writes the deduplicated shards; returns the JSON line `corpus-dedup apply` prints.
+#[pyfunction]
+#[pyo3(signature = (manifest, output, dropped, dry_run, quiet, threads))]
+fn apply(
+    py: Python<'_>,
+    manifest: String,
+    output: String,
+    dropped: Option<String>,
+    dry_run: bool,
+    quiet: bool,
+    threads: Option<usize>,
+) -> PyResult<String> {
+    let opts = corpus_dedup::apply::ApplyOptions {
+        manifest,
+        output,
+        dropped,
+        dry_run,
+        quiet,
+    };
+    py.detach(|| command::apply_job(&opts, threads).map(|(_, line)| line.to_string()))
+        .map_err(error)
+}
+
+/// The cluster of one document, as `corpus-dedup explain --json` prints it.
+#[pyfunction]
+fn explain(py: Python<'_>, output: &str, id: &str, limit: usize) -> PyResult<String> {
+    py.detach(|| command::explain_json(output, id, limit))
+        .map_err(error)
+}
+
+/// A file of a run's output directory (local or s3://), as text.
+#[pyfunction]
+fn read_output(py: Python<'_>, output: &str, name: &str) -> PyResult<String> {
+    py.detach(|| -> anyhow::Result<String> {
+        let at = corpus_dedup::results::in_output(output, name);
+        let bytes = corpus_dedup::results::read_location(&at)?.ok_or_else(|| {
+            anyhow::anyhow!(
+                "'{at}' does not exist: is '{output}' the output directory of a finished run?"
+            )
+        })?;
+        Ok(String::from_utf8(bytes)?)
+    })
+    .map_err(error)
+}
+
+/// The configuration the signature kernels run with: the job's, from these settings.
+fn kernel_config(settings_json: &str) -> anyhow::Result<Config> {
+    let mut s = settings(settings_json)?;
+    s.input = vec!["-".into()];
+    s.output = Some("-".into());
+    Ok(s.resolve()?)
+}
+
+/// The configuration and MinHash permutations of the last settings a kernel was called with: a
+/// UDF is called once per batch with the same settings, and resolving them and drawing the
+/// permutations is most of the cost of a small call.
+fn kernel(settings_json: &str) -> anyhow::Result<Arc<(Config, Permutations)>> {
+    static LAST: Mutex<Option<(String, Arc<(Config, Permutations)>)>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((_, k)) = last.as_ref().filter(|(json, _)| json == settings_json) {
+        return Ok(Arc::clone(k));
+    }
+    let cfg = kernel_config(settings_json)?;
+    let perms = permutations(&cfg);
+    let k = Arc::new((cfg, perms));
+    *last = Some((settings_json.to_string(), Arc::clone(&k)));
+    Ok(k)
+}
+
+/// A text column: an Arrow C stream (`__arrow_c_stream__`: polars Series, pyarrow
+/// ChunkedArray), an Arrow C array (`__arrow_c_array__`: pyarrow Array) or a list of str/None.
+fn texts(obj: &Bound<'_, PyAny>) -> anyhow::Result<StringChunked> {
+    let name = PlSmallStr::from_static("text");
+    let chunks: Vec<Box<dyn Array>> = if obj.hasattr("__arrow_c_stream__")? {
+        let capsule = obj.call_method0("__arrow_c_stream__")?;
+        let capsule = capsule.cast_into::<PyCapsule>().map_err(PyErr::from)?;
+        // SAFETY: the producer's capsule holds an ArrowArrayStream (the PyCapsule protocol);
+        // it is moved out, leaving a released one, so the capsule's destructor frees nothing.
+        let stream = unsafe {
+            let ptr = capsule
+                .pointer_checked(Some(c"arrow_array_stream"))?
+                .cast::<ffi::ArrowArrayStream>()
+                .as_ptr();
+            Box::new(std::ptr::replace(ptr, ffi::ArrowArrayStream::empty()))
+        };
+        // SAFETY: as above, the stream follows the C stream interface.
+        let mut reader = unsafe { ffi::ArrowArrayStreamReader::try_new(stream)? };
+        let mut chunks = Vec::new();
+        // SAFETY: as above.
+        while let Some(chunk) = unsafe { reader.next() } {
+            chunks.push(chunk?);
+        }
+        chunks
+    } else if obj.hasattr("__arrow_c_array__")? {
+        let pair = obj.call_method0("__arrow_c_array__")?;
+        let pair = pair.cast_into::<PyTuple>().map_err(PyErr::from)?;
+        let schema = pair
+            .get_item(0)?
+            .cast_into::<PyCapsule>()
+            .map_err(PyErr::from)?;
+        let array = pair
+            .get_item(1)?
+            .cast_into::<PyCapsule>()
+            .map_err(PyErr::from)?;
+        // SAFETY: the capsules hold an ArrowSchema and an ArrowArray (the PyCapsule protocol);
+        // the schema is read in place, the array moved out, leaving a released one.
+        unsafe {
+            let schema = schema
+                .pointer_checked(Some(c"arrow_schema"))?
+                .cast::<ffi::ArrowSchema>();
+            let field = ffi::import_field_from_c(schema.as_ref())?;
+            let ptr = array
+                .pointer_checked(Some(c"arrow_array"))?
+                .cast::<ffi::ArrowArray>()
+                .as_ptr();
+            let array = std::ptr::replace(ptr, ffi::ArrowArray::empty());
+            vec![ffi::import_array_from_c(array, field.dtype)?]
+        }
+    } else {
+        let values: Vec<Option<String>> = obj.extract().map_err(|_| {
+            anyhow::anyhow!(
+                "texts must be a polars Series, a pyarrow Array or ChunkedArray, or a list of str (got {})",
+                obj.get_type().name().map_or_else(|_| "?".to_string(), |n| n.to_string())
+            )
+        })?;
+        return Ok(StringChunked::from_iter_options(name, values.into_iter()));
+    };
+    let series = Series::try_from((name, chunks))?;
+    match series.str() {
+        Ok(s) => Ok(s.clone()),
+        Err(_) => anyhow::bail!("texts must be strings, not {}", series.dtype()),
+    }
+}
+
+/// A column handed to Python through `__arrow_c_array__` (polars, pyarrow and Ray read it).
+#[pyclass(module = "corpus_dedup._native", frozen)]
+struct ArrowColumn {
+    array: Box<dyn Array>,
+}
+
+#[pymethods]
+impl ArrowColumn {
+    /// The schema and array capsules of the PyCapsule interface (a fresh export each call).
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_array__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let _ = requested_schema; // the column is offered as it is
+        let field = Field::new(
+            PlSmallStr::from_static(""),
+            self.array.dtype().clone(),
+            true,
+        );
+        // A capsule's value is dropped with it, and dropping an export the consumer did not take
+        // calls its release callback.
+        let schema = PyCapsule::new(
+            py,
+            ffi::export_field_to_c(&field),
+            Some(CString::from(c"arrow_schema")),
+        )?;
+        let array = PyCapsule::new(
+            py,
+            ffi::export_array_to_c(self.array.clone()),
+            Some(CString::from(c"arrow_array")),
+        )?;
+        PyTuple::new(py, [schema.into_any(), array.into_any()])
+    }
+
+    fn __len__(&self) -> usize {
+        self.array.len()
+    }
+}
+
+/// The validity of a text column (None when it has no null).
+fn validity(texts: &StringChunked) -> Option<Bitmap> {
+    (texts.null_count() > 0).then(|| texts.iter().map(|t| t.is_some()).collect())
+}
+
+/// MinHash signatures of a text column: FixedSizeList<UInt32, K>, null where the text is null.
+#[pyfunction]
+fn minhash(
+    py: Python<'_>,
+    texts_obj: &Bound<'_, PyAny>,
+    settings_json: &str,
+) -> PyResult<ArrowColumn> {
+    let texts = texts(texts_obj).map_err(error)?;
+    py.detach(|| -> anyhow::Result<ArrowColumn> {
+        let kernel = kernel(settings_json)?;
+        let (cfg, perms) = &*kernel;
+        let sigs = signatures_only(&texts, perms, cfg.effective_tokenizer(), cfg.ngram);
+        let k = cfg.num_perm;
+        let values = PrimitiveArray::<u32>::from_vec(sigs.values).boxed();
+        let item = Field::new(
+            PlSmallStr::from_static("item"),
+            ArrowDataType::UInt32,
+            false,
+        );
+        let dtype = ArrowDataType::FixedSizeList(Box::new(item), k);
+        let array = FixedSizeListArray::new(dtype, texts.len(), values, validity(&texts));
+        Ok(ArrowColumn {
+            array: array.boxed(),
+        })
+    })
+    .map_err(error)
+}
+
+/// SimHash fingerprints of a text column: UInt64, null where the text is null.
+#[pyfunction]
+fn simhash(
+    py: Python<'_>,
+    texts_obj: &Bound<'_, PyAny>,
+    settings_json: &str,
+) -> PyResult<ArrowColumn> {
+    let texts = texts(texts_obj).map_err(error)?;
+    py.detach(|| -> anyhow::Result<ArrowColumn> {
+        let cfg = kernel_config(settings_json)?;
+        let params = corpus_dedup::stages::sample::params(&cfg);
+        let fps = corpus_dedup::simhash::fingerprint_column(&texts, |_| None, params, None);
+        let array =
+            PrimitiveArray::<u64>::new(ArrowDataType::UInt64, fps.values.into(), validity(&texts));
+        Ok(ArrowColumn {
+            array: array.boxed(),
+        })
+    })
+    .map_err(error)
+}
+
+/// The exact Jaccard similarity of two texts' shingle sets, as the job verifies pairs.
+#[pyfunction]
+fn jaccard(a: &str, b: &str, settings_json: &str) -> PyResult<f64> {
+    let cfg = kernel_config(settings_json).map_err(error)?;
+    let tokenizer: Tokenizer = cfg.effective_tokenizer();
+    let mut scratch = Scratch::default();
+    let (mut sa, mut sb) = (Vec::new(), Vec::new());
+    shingle_set(a, tokenizer, cfg.ngram, &mut scratch, &mut sa);
+    shingle_set(b, tokenizer, cfg.ngram, &mut scratch, &mut sb);
+    Ok(set_jaccard(&sa, &sb))
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("Error", m.py().get_type::<Error>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<ArrowColumn>()?;
+    for f in [
+        wrap_pyfunction!(cli, m)?,
+        wrap_pyfunction!(run, m)?,
+        wrap_pyfunction!(apply, m)?,
+        wrap_pyfunction!(explain, m)?,
+        wrap_pyfunction!(read_output, m)?,
+        wrap_pyfunction!(minhash, m)?,
+        wrap_pyfunction!(simhash, m)?,
+        wrap_pyfunction!(jaccard, m)?,
+    ] {
+        m.add_function(f)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,158 @@
+"""The Python package against the command line it wraps: the same manifest byte for byte, the
+same error text, and the signature kernels over every column type (make test runs this after
+python/build.sh installed the wheel)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import corpus_dedup as cd
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = str(ROOT / "data-samples" / "*.parquet")
+TARGET = Path(os.environ.get("CARGO_TARGET_DIR", Path.home() / ".cache" / "corpus-dedup-target"))
+BINARY = str(TARGET / "release" / "corpus-dedup")
+SCRIPT = str(Path(sys.executable).parent / "corpus-dedup")
+
+TEXTS = [
+    "the quick brown fox jumps over the lazy dog again and again",
+    None,
+    "",
+    "ภาษาไทยเป็นภาษาราชการของประเทศไทย คนไทยส่วนใหญ่พูดภาษาไทย",
+    "我们中出了一个叛徒，今天天气很好",
+]
+
+
+def cli(*args):
+    return subprocess.run([BINARY, *args], capture_output=True, text=True)
+
+
+def test_run_gives_the_cli_manifest_byte_for_byte(tmp_path):
+    done = cli("run", "--input", SAMPLES, "--output", str(tmp_path / "cli"), "--threshold", "0.85",
+               "--keep", "longest", "--quiet")
+    assert done.returncode == 0, done.stderr
+    manifest = cd.run(SAMPLES, str(tmp_path / "py"), threshold=0.85, keep="longest")
+    cli_bytes = (tmp_path / "cli" / "manifest.parquet").read_bytes()
+    assert (tmp_path / "py" / "manifest.parquet").read_bytes() == cli_bytes
+    assert manifest.equals(pl.read_parquet(tmp_path / "cli" / "manifest.parquet"))
+    assert manifest.height == 600 and manifest.filter(~pl.col("keep")).height > 0
+    assert cd.summary(str(tmp_path / "py"))["documents_in"] == 600
+    assert cd.read_manifest(str(tmp_path / "py")).equals(manifest)
+
+
+def test_a_bad_input_raises_error_with_the_cli_text(tmp_path):
+    missing = str(tmp_path / "nothing-*.parquet")
+    done = cli("run", "--input", missing, "--output", str(tmp_path / "a"))
+    assert done.returncode == 1
+    with pytest.raises(cd.Error) as e:
+        cd.run(missing, str(tmp_path / "a"))
+    assert isinstance(e.value, Exception)
+    assert done.stderr.strip() == f"error: {e.value}"
+    with pytest.raises(cd.Error, match="unknown keyword argument `thresold`"):
+        cd.run(SAMPLES, str(tmp_path / "b"), thresold=0.9)
+    with pytest.raises(cd.Error, match="threshold"):
+        cd.run(SAMPLES, str(tmp_path / "c"), threshold=1.5)
+
+
+def test_the_console_script_is_the_cli(tmp_path):
+    assert shutil.which(SCRIPT)
+    for args in (["--version"], ["run", "--input", str(tmp_path / "x-*.parquet"), "--output",
+                                 str(tmp_path / "o")]):
+        ours, theirs = subprocess.run([SCRIPT, *args], capture_output=True, text=True), cli(*args)
+        assert (ours.returncode, ours.stdout, ours.stderr) == \
+            (theirs.returncode, theirs.stdout, theirs.stderr)
+    help_text = subprocess.run([SCRIPT, "run", "--help"], capture_output=True, text=True).stdout
+    assert "[default: 0.8]" in help_text
+
+
+def test_apply_and_explain_as_the_cli_does(tmp_path):
+    out = str(tmp_path / "out")
+    manifest = cd.run(SAMPLES, out)
+    dry = cd.apply(out, str(tmp_path / "dedup"), dry_run=True)
+    assert dry["dry_run"] and dry["rows_in"] == 600
+    done = cd.apply(out, str(tmp_path / "dedup"), dropped=str(tmp_path / "dropped"))
+    assert done["rows_kept"] == manifest["keep"].sum()
+    kept = pl.read_parquet(tmp_path / "dedup" / "*.parquet")
+    assert kept.height == done["rows_kept"]
+    drop = manifest.filter(~pl.col("keep"))["id"][0]
+    e = cd.explain(out, drop)
+    line = cli("explain", out, "--id", drop, "--json")
+    assert e == json.loads(line.stdout)
+    with pytest.raises(cd.Error, match="no document with id"):
+        cd.explain(out, "no-such-id")
+
+
+def as_lists(series):
+    return [None if v is None else list(v) for v in series.to_list()]
+
+
+def test_minhash_is_the_same_for_every_input_type_keeps_nulls_and_is_deterministic():
+    want = cd.minhash(pl.Series("text", TEXTS))
+    assert want.dtype == pl.Array(pl.UInt32, 128) and want.name == "text"
+    assert want.is_null().to_list() == [t is None for t in TEXTS]
+    # An empty text has no shingle: every value stays at the maximum, as in the job.
+    assert set(want[2].to_list()) == {2**32 - 1}
+    chunked = pa.chunked_array([TEXTS[:2], TEXTS[2:]])
+    for texts in (TEXTS, pa.array(TEXTS), pa.array(TEXTS, pa.large_string()), chunked,
+                  pl.Series(TEXTS).cast(pl.String)):
+        assert as_lists(cd.minhash(texts)) == as_lists(want)
+    assert as_lists(cd.minhash(TEXTS)) == as_lists(cd.minhash(TEXTS))
+    # The settings change the values as they change the job's.
+    assert cd.minhash(TEXTS, num_perm=64).dtype == pl.Array(pl.UInt32, 64)
+    assert as_lists(cd.minhash(TEXTS, seed=7)) != as_lists(want)
+    assert as_lists(cd.minhash(TEXTS, sketch="classic")) != as_lists(want)
+    with pytest.raises(cd.Error, match="strings"):
+        cd.minhash(pa.array([1, 2]))
+    with pytest.raises(cd.Error, match="list of str"):
+        cd.minhash(42)
+
+
+def test_minhash_agrees_with_the_exact_jaccard():
+    a = "the quick brown fox jumps over the lazy dog " * 3 + "again and again and again"
+    b = a.replace("again and again and again", "again and again and more")
+    sig = cd.minhash([a, b])
+    agree = sum(x == y for x, y in zip(sig[0].to_list(), sig[1].to_list())) / 128
+    assert abs(agree - cd.jaccard(a, b)) < 0.2
+
+
+def test_jaccard_matches_the_rust_tests():
+    a = "the quick brown fox jumps over the lazy dog again and again"
+    b = "the quick brown fox jumps over the lazy cat again and again"
+    # src/text/sets.rs: 10 trigrams each, 3 differ on each side.
+    assert cd.jaccard(a, b, ngram=3) == pytest.approx(7 / 13, abs=1e-12)
+    assert cd.jaccard(a, a) == 1.0
+    assert cd.jaccard("ที่นี่", "ที่นี่") == 1.0
+
+
+def test_simhash_fingerprints():
+    fp = cd.simhash(pl.Series("text", TEXTS))
+    assert fp.dtype == pl.UInt64 and fp.is_null().to_list() == [t is None for t in TEXTS]
+    assert fp.to_list() == cd.simhash(pa.array(TEXTS)).to_list()
+    near = cd.simhash([TEXTS[0] * 3, TEXTS[0] * 3 + " and once more"]).to_list()
+    assert bin(near[0] ^ near[1]).count("1") <= 8
+
+
+def test_a_polars_pipeline_with_map_batches():
+    df = pl.DataFrame({"id": range(len(TEXTS)), "text": TEXTS})
+    eager = df.with_columns(sig=pl.col("text").map_batches(cd.minhash))
+    lazy = df.lazy().with_columns(
+        sig=pl.col("text").map_batches(cd.minhash, return_dtype=pl.Array(pl.UInt32, 128))
+    ).collect()
+    assert eager.equals(lazy)
+    assert eager.schema["sig"] == pl.Array(pl.UInt32, 128)
+    assert eager["sig"].null_count() == 1
+
+
+def test_the_ray_data_batch_form():
+    table = pa.table({"id": list(range(len(TEXTS))), "text": TEXTS})
+    out = cd.minhash_batch(table)
+    assert out.column_names == ["id", "text", "minhash"]
+    assert out.column("minhash").to_pylist() == as_lists(cd.minhash(TEXTS))
+    as_dict = cd.minhash_batch({"text": TEXTS})
+    assert as_dict["minhash"] == out.column("minhash").to_pylist()
