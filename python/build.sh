@@ -18,4 +18,4 @@ wheel=$(ls "$CARGO_TARGET_DIR"/wheels/corpus_dedup-*.whl)
 if [ -n "${CORPUS_DEDUP_RAY:-}" ] && [ -x "$CORPUS_DEDUP_RAY/pip" ]; then
   "$CORPUS_DEDUP_RAY/pip" install -q --force-reinstall "$wheel" polars==2.1.0
 fi
-echo "python: $(basename "$wheel") installed in $VENV"
+echo "python: $(basename "$wheel") built and installed in $VENV in ${SECONDS} s"

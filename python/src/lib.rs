@@ -127,11 +127,14 @@ fn kernel_config(settings_json: &str) -> anyhow::Result<Config> {
     Ok(s.resolve()?)
 }
 
+/// A configuration and its MinHash permutations.
+type Kernel = Arc<(Config, Permutations)>;
+
 /// The configuration and MinHash permutations of the last settings a kernel was called with: a
 /// UDF is called once per batch with the same settings, and resolving them and drawing the
 /// permutations is most of the cost of a small call.
-fn kernel(settings_json: &str) -> anyhow::Result<Arc<(Config, Permutations)>> {
-    static LAST: Mutex<Option<(String, Arc<(Config, Permutations)>)>> = Mutex::new(None);
+fn kernel(settings_json: &str) -> anyhow::Result<Kernel> {
+    static LAST: Mutex<Option<(String, Kernel)>> = Mutex::new(None);
     let mut last = LAST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some((_, k)) = last.as_ref().filter(|(json, _)| json == settings_json) {
         return Ok(Arc::clone(k));

@@ -1,7 +1,8 @@
 //! The Ray driver (`python -m corpus_dedup.ray`, a module of the Python package) on a real local
 //! Ray cluster: a head and a second node on loopback, the sample job submitted with `ray job
 //! submit`, one task killed with SIGKILL on its first attempt (Ray retries it), and the manifest
-//! compared byte for byte with `corpus-dedup run`.
+//! compared byte for byte with `corpus-dedup run`; then a Ray Data job on the same cluster runs
+//! the package's signature UDF (`map_batches(corpus_dedup.minhash_batch)`).
 //!
 //! Ray comes from PyPI: `.ci/run` installs it into a venv and sets CORPUS_DEDUP_RAY to its bin
 //! directory; `make test` installs the package into that venv (python/build.sh). Locally the
@@ -135,4 +136,37 @@ fn ray_driver_runs_the_sample_job_and_retries_a_killed_task() {
         "the Ray manifest differs from the local one"
     );
     assert_eq!(summary(&out)["documents_in"], 600);
+
+    // The package's signature UDF in a Ray Data pipeline on the same cluster: the column it
+    // adds equals minhash() of the same texts.
+    let job = ray(
+        &bin,
+        &[
+            "job",
+            "submit",
+            "--address",
+            &format!("http://127.0.0.1:{dash}"),
+            "--",
+            "python",
+            "-c",
+            RAY_DATA_CHECK,
+        ],
+    );
+    ok(&job, "ray job submit (Ray Data)");
+    let log = String::from_utf8_lossy(&job.stdout);
+    assert!(log.contains("ray data: 12 rows match"), "{log}");
 }
+
+/// A Ray Data job: `map_batches(corpus_dedup.minhash_batch)` over a small table with nulls and
+/// Thai, compared row by row with `corpus_dedup.minhash`.
+const RAY_DATA_CHECK: &str = r#"
+import pyarrow as pa, ray, corpus_dedup as cd
+ray.init()
+texts = ["the quick brown fox jumps over the lazy dog again", None, "ภาษาไทยเป็นภาษาราชการ"] * 4
+ds = ray.data.from_arrow(pa.table({"id": list(range(len(texts))), "text": texts}))
+rows = sorted(ds.map_batches(cd.minhash_batch, batch_format="pyarrow").take_all(), key=lambda r: r["id"])
+got = [None if r["minhash"] is None else [int(v) for v in r["minhash"]] for r in rows]
+want = [None if w is None else list(w) for w in cd.minhash(texts).to_list()]
+assert got == want, (got[:2], want[:2])
+print(f"ray data: {len(rows)} rows match")
+"#;
