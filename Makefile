@@ -80,12 +80,13 @@ bench-nights: build
 bench-recrawl: build
 	NIGHTS=$(or $(NIGHTS),4) WINDOW=$(or $(WINDOW),2) ARGS='$(ARGS)' bash benches/recrawl/run.sh
 
-## The Python package's minhash() against the Rust kernels, one core: make bench-python [KERNEL_INPUT=glob]
+## The Python package's minhash() against the Rust kernels, one core, alternated:
+## make bench-python [KERNEL_INPUT=glob] [ROUNDS=5]
 bench-python:
 	bash python/build.sh
 	$(CARGO) build --release --locked --example kernels
-	line=$$(taskset -c 0 env RAYON_NUM_THREADS=1 POLARS_MAX_THREADS=1 $(CARGO_TARGET_DIR)/release/examples/kernels --signature-path '$(or $(KERNEL_INPUT),../shared/corpus/dev-small/shard-*.parquet)' | grep 'signature-path kernels'); \
-	taskset -c 0 env RAYON_NUM_THREADS=1 POLARS_MAX_THREADS=1 $(PY_VENV)/bin/python benches/python/udf.py "$$line" '$(or $(KERNEL_INPUT),../shared/corpus/dev-small/shard-*.parquet)'
+	taskset -c 0 env RAYON_NUM_THREADS=1 POLARS_MAX_THREADS=1 $(PY_VENV)/bin/python benches/python/udf.py \
+	  $(CARGO_TARGET_DIR)/release/examples/kernels '$(or $(KERNEL_INPUT),../shared/corpus/dev-small/shard-*.parquet)' $(or $(ROUNDS),5)
 
 ## Speed per script (same-size corpora from ../shared/corpus/multi, one thread): make bench-scripts [LANGS='en th km my'] [MB=20] [ROUNDS=3]
 bench-scripts: build
