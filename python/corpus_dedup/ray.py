@@ -42,7 +42,7 @@ def run_task(binary, stage, index, count, work, threads):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m corpus_dedup.ray", description=__doc__.split("\n")[0])
     ap.add_argument("--binary", default="corpus-dedup",
                     help="the corpus-dedup command on every node (default: this package's)")
     ap.add_argument("--work", required=True, help="shared work directory (path or s3:// URL)")

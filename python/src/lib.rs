@@ -257,6 +257,19 @@ fn validity(texts: &StringChunked) -> Option<Bitmap> {
     (texts.null_count() > 0).then(|| texts.iter().map(|t| t.is_some()).collect())
 }
 
+/// A kernel over a text column: the texts are imported with the GIL held, `kernel` runs
+/// without it.
+fn column_kernel(
+    py: Python<'_>,
+    texts_obj: &Bound<'_, PyAny>,
+    kernel: impl FnOnce(&StringChunked) -> anyhow::Result<Box<dyn Array>> + Send,
+) -> PyResult<ArrowColumn> {
+    let texts = texts(texts_obj).map_err(error)?;
+    py.detach(|| kernel(&texts))
+        .map(|array| ArrowColumn { array })
+        .map_err(error)
+}
+
 /// MinHash signatures of a text column: FixedSizeList<UInt32, K>, null where the text is null.
 #[pyfunction]
 fn minhash(
@@ -264,25 +277,19 @@ fn minhash(
     texts_obj: &Bound<'_, PyAny>,
     settings_json: &str,
 ) -> PyResult<ArrowColumn> {
-    let texts = texts(texts_obj).map_err(error)?;
-    py.detach(|| -> anyhow::Result<ArrowColumn> {
+    column_kernel(py, texts_obj, |texts| {
         let kernel = kernel(settings_json)?;
         let (cfg, perms) = &*kernel;
-        let sigs = signatures_only(&texts, perms, cfg.effective_tokenizer(), cfg.ngram);
-        let k = cfg.num_perm;
+        let sigs = signatures_only(texts, perms, cfg.effective_tokenizer(), cfg.ngram);
         let values = PrimitiveArray::<u32>::from_vec(sigs.values).boxed();
         let item = Field::new(
             PlSmallStr::from_static("item"),
             ArrowDataType::UInt32,
             false,
         );
-        let dtype = ArrowDataType::FixedSizeList(Box::new(item), k);
-        let array = FixedSizeListArray::new(dtype, texts.len(), values, validity(&texts));
-        Ok(ArrowColumn {
-            array: array.boxed(),
-        })
+        let dtype = ArrowDataType::FixedSizeList(Box::new(item), cfg.num_perm);
+        Ok(FixedSizeListArray::new(dtype, texts.len(), values, validity(texts)).boxed())
     })
-    .map_err(error)
 }
 
 /// SimHash fingerprints of a text column: UInt64, null where the text is null.
@@ -292,18 +299,13 @@ fn simhash(
     texts_obj: &Bound<'_, PyAny>,
     settings_json: &str,
 ) -> PyResult<ArrowColumn> {
-    let texts = texts(texts_obj).map_err(error)?;
-    py.detach(|| -> anyhow::Result<ArrowColumn> {
+    column_kernel(py, texts_obj, |texts| {
         let cfg = kernel_config(settings_json)?;
         let params = corpus_dedup::stages::sample::params(&cfg);
-        let fps = corpus_dedup::simhash::fingerprint_column(&texts, |_| None, params, None);
-        let array =
-            PrimitiveArray::<u64>::new(ArrowDataType::UInt64, fps.values.into(), validity(&texts));
-        Ok(ArrowColumn {
-            array: array.boxed(),
-        })
+        let fps = corpus_dedup::simhash::fingerprint_column(texts, |_| None, params, None);
+        let values = fps.values.into();
+        Ok(PrimitiveArray::<u64>::new(ArrowDataType::UInt64, values, validity(texts)).boxed())
     })
-    .map_err(error)
 }
 
 /// The exact Jaccard similarity of two texts' shingle sets, as the job verifies pairs.

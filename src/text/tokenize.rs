@@ -266,8 +266,8 @@ pub fn bounded<'a>(token: &'a str, emit: &mut impl FnMut(&'a str)) {
 /// The pieces of a long token: each at least [`MIN_PIECE`] and at most [`MAX_TOKEN`] bytes (the
 /// last one may be shorter), cut at the first character boundary where the four bytes before it
 /// hash to 0 mod 16, else at the last boundary within [`MAX_TOKEN`]. The cuts depend on the
-/// content, not on the offset, so an edit moves only the cuts next to it and the pieces after it
-/// are the same as before.
+/// content, not on the offset: after an edit the pieces are the same again from the first
+/// content-defined cut past it.
 #[cold]
 #[inline(never)]
 fn cut_long<'a>(token: &'a str, emit: &mut impl FnMut(&'a str)) {

@@ -99,32 +99,31 @@ fn ray_driver_runs_the_sample_job_and_retries_a_killed_task() {
     let env = serde_json::json!({
         "env_vars": {"CORPUS_DEDUP_CRASH": format!("verify:1:{}", once.display())}
     });
-    let job = ray(
-        &bin,
-        &[
-            "job",
-            "submit",
-            "--address",
-            &format!("http://127.0.0.1:{dash}"),
-            "--runtime-env-json",
-            &env.to_string(),
-            "--",
-            "python",
-            "-m",
-            "corpus_dedup.ray",
-            "--binary",
-            env!("CARGO_BIN_EXE_corpus-dedup"),
-            "--work",
-            work.to_str().unwrap(),
-            "--",
-            "--input",
-            &samples,
-            "--output",
-            out.to_str().unwrap(),
-            "--tasks",
-            "3",
-        ],
-    );
+    let address = format!("http://127.0.0.1:{dash}");
+    let submit = |args: &[&str]| {
+        let mut all = vec!["job", "submit", "--address", &address];
+        all.extend_from_slice(args);
+        ray(&bin, &all)
+    };
+    let job = submit(&[
+        "--runtime-env-json",
+        &env.to_string(),
+        "--",
+        "python",
+        "-m",
+        "corpus_dedup.ray",
+        "--binary",
+        env!("CARGO_BIN_EXE_corpus-dedup"),
+        "--work",
+        work.to_str().unwrap(),
+        "--",
+        "--input",
+        &samples,
+        "--output",
+        out.to_str().unwrap(),
+        "--tasks",
+        "3",
+    ]);
     ok(&job, "ray job submit");
     let log = String::from_utf8_lossy(&job.stdout);
     // The verify task was killed once (the marker file says so) and retried by Ray.
@@ -139,19 +138,7 @@ fn ray_driver_runs_the_sample_job_and_retries_a_killed_task() {
 
     // The package's signature UDF in a Ray Data pipeline on the same cluster: the column it
     // adds equals minhash() of the same texts.
-    let job = ray(
-        &bin,
-        &[
-            "job",
-            "submit",
-            "--address",
-            &format!("http://127.0.0.1:{dash}"),
-            "--",
-            "python",
-            "-c",
-            RAY_DATA_CHECK,
-        ],
-    );
+    let job = submit(&["--", "python", "-c", RAY_DATA_CHECK]);
     ok(&job, "ray job submit (Ray Data)");
     let log = String::from_utf8_lossy(&job.stdout);
     assert!(log.contains("ray data: 12 rows match"), "{log}");
