@@ -403,7 +403,7 @@ fn diff_html(pieces: &[Piece]) -> String {
             Piece::More(n) => format!("<span class=\"gap\">[… {n} more changes …]</span>"),
         })
         .collect();
-    parts.join(" ")
+    crate::text::diff::join_rendered(pieces, &parts)
 }
 
 fn pairs(h: &mut String, r: &Report) {

@@ -1,12 +1,17 @@
 //! Word-level diff of a document against its cluster's kept document, for `explain` and the
 //! report: what a person reads to judge whether two documents are really duplicates.
 //!
-//! The diff (Myers over whitespace-separated words, by [`similar`]) is folded: runs of equal
-//! words longer than twice [`CONTEXT`] keep that many words either side and report the rest as
-//! a gap, so a 20 KB page with one changed sentence shows that sentence.
+//! The diff (Myers, by [`similar`]) runs over the tokens the shingles see: whitespace-separated
+//! words, and in scripts written without spaces (Chinese, Japanese, Thai, Khmer, ...) each
+//! character with its marks, so a changed character is shown, not its whole sentence. It is
+//! folded: runs of equal tokens longer than twice [`CONTEXT`] keep that many either side and
+//! report the rest as a gap, so a 20 KB page with one changed sentence shows that sentence.
 
 use serde::Serialize;
 
+use crate::config::Tokenizer;
+use crate::text::chars::{Chars, Class};
+use crate::text::tokenize::split_word;
 use crate::text::visible::visible;
 
 /// Equal words kept either side of a change.
@@ -31,12 +36,11 @@ pub enum Piece {
 /// Changes shown at most; the rest are counted ([`Piece::More`]).
 pub const MAX_CHANGES: usize = 40;
 
-/// The folded word diff from `keeper` to `doc`. Words are compared as whitespace-separated
-/// tokens (spacing and line breaks never count as a change, as in the shingles) and shown
-/// joined by single spaces.
+/// The folded word diff from `keeper` to `doc` over their [`diff_tokens`] (spacing and line
+/// breaks never count as a change, as in the shingles), shown joined by single spaces except
+/// between characters of scripts written without spaces ([`separator`]).
 pub fn word_diff(keeper: &str, doc: &str) -> Vec<Piece> {
-    let a: Vec<&str> = keeper.split_whitespace().collect();
-    let b: Vec<&str> = doc.split_whitespace().collect();
+    let (a, b) = (diff_tokens(keeper), diff_tokens(doc));
     let ops = similar::capture_diff_slices_deadline(
         similar::Algorithm::Myers,
         &a,
@@ -61,10 +65,10 @@ pub fn word_diff(keeper: &str, doc: &str) -> Vec<Piece> {
                     break;
                 }
                 if tag != similar::DiffTag::Insert {
-                    out.push(Piece::Removed(a[old].join(" ")));
+                    out.push(Piece::Removed(join(&a[old])));
                 }
                 if tag != similar::DiffTag::Delete {
-                    out.push(Piece::Added(b[new].join(" ")));
+                    out.push(Piece::Added(join(&b[new])));
                 }
             }
         }
@@ -78,17 +82,88 @@ fn fold(words: &[&str], first: bool, last: bool) -> Vec<Piece> {
     let keep_head = if first { 0 } else { CONTEXT };
     let keep_tail = if last { 0 } else { CONTEXT };
     if words.len() <= keep_head + keep_tail + 1 {
-        return vec![Piece::Same(words.join(" "))];
+        return vec![Piece::Same(join(words))];
     }
     let mut out = Vec::new();
     if keep_head > 0 {
-        out.push(Piece::Same(words[..keep_head].join(" ")));
+        out.push(Piece::Same(join(&words[..keep_head])));
     }
     out.push(Piece::Gap(words.len() - keep_head - keep_tail));
     if keep_tail > 0 {
-        out.push(Piece::Same(words[words.len() - keep_tail..].join(" ")));
+        out.push(Piece::Same(join(&words[words.len() - keep_tail..])));
     }
     out
+}
+
+/// The tokens a diff compares: whitespace-separated words, split further as the `chars`
+/// tokenizer splits them (each Han, kana or hangul character, and each character of a script
+/// written without spaces with its marks, is a token), on the text as written.
+pub fn diff_tokens(text: &str) -> Vec<&str> {
+    let chars = Chars::get();
+    let mut out = Vec::new();
+    for w in text.split_whitespace() {
+        if w.is_ascii() {
+            out.push(w);
+        } else {
+            split_word(w, Tokenizer::Chars, chars, &mut |t, _| out.push(t));
+        }
+    }
+    out
+}
+
+/// What is shown between two tokens (or pieces): nothing between characters of scripts written
+/// without spaces, as they are written; a space otherwise.
+pub fn separator(before: &str, after: &str) -> &'static str {
+    let chars = Chars::get();
+    let unspaced = |c: Option<char>| {
+        c.is_some_and(|c| {
+            matches!(
+                chars.class(c),
+                Class::Han | Class::Ideograph | Class::Cluster | Class::Mark
+            )
+        })
+    };
+    if unspaced(before.chars().next_back()) && unspaced(after.chars().next()) {
+        ""
+    } else {
+        " "
+    }
+}
+
+/// Tokens joined for display ([`separator`] between each two).
+fn join(tokens: &[&str]) -> String {
+    let mut s = String::new();
+    for (i, t) in tokens.iter().enumerate() {
+        if i > 0 {
+            s.push_str(separator(tokens[i - 1], t));
+        }
+        s.push_str(t);
+    }
+    s
+}
+
+/// The text of a piece, for [`separator`] (a gap or a count stands apart: a space either side).
+fn piece_text(p: &Piece) -> &str {
+    match p {
+        Piece::Same(t) | Piece::Removed(t) | Piece::Added(t) => t,
+        Piece::Gap(_) | Piece::More(_) => " ",
+    }
+}
+
+/// Rendered pieces (one string per piece, as a renderer marked it up) joined with the
+/// [`separator`] their texts call for.
+pub fn join_rendered(pieces: &[Piece], rendered: &[String]) -> String {
+    let mut s = String::new();
+    for (i, r) in rendered.iter().enumerate() {
+        if i > 0 {
+            s.push_str(separator(
+                piece_text(&pieces[i - 1]),
+                piece_text(&pieces[i]),
+            ));
+        }
+        s.push_str(r);
+    }
+    s
 }
 
 /// The diff for a terminal: removed words red and struck through, added ones green.
@@ -113,7 +188,7 @@ fn render(pieces: &[Piece], removed: (&str, &str), added: (&str, &str)) -> Strin
             Piece::More(n) => format!("[... {n} more changes ...]"),
         })
         .collect();
-    parts.join(" ")
+    join_rendered(pieces, &parts)
 }
 
 #[cfg(test)]
@@ -149,5 +224,24 @@ mod tests {
             "one [-two-] {+2+} three"
         );
         assert_eq!(word_diff("", ""), Vec::<Piece>::new());
+    }
+
+    #[test]
+    fn unspaced_scripts_are_diffed_by_character_and_shown_as_written() {
+        // One changed character in a Chinese sentence and in a Thai one: that character, not
+        // the sentence, with the text around it unspaced.
+        assert_eq!(
+            to_plain(&word_diff("我们今天去公园", "我们明天去公园")),
+            "我们[-今-]{+明+}天去公园"
+        );
+        assert_eq!(
+            to_plain(&word_diff("ภาษาไทยง่ายมาก", "ภาษาไทยยากมาก")),
+            "ภาษาไทย[-ง่-]{+ย+}า[-ย-]{+ก+}มาก"
+        );
+        // Mixed with spaced words: spaces where the words were.
+        assert_eq!(
+            to_plain(&word_diff("Rust 很快 safe", "Rust 很慢 safe")),
+            "Rust 很[-快-]{+慢+} safe"
+        );
     }
 }
