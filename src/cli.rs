@@ -29,13 +29,8 @@ enum Command {
     /// Run the whole job: read shards, find near-duplicates, write manifest.parquet and summary.json.
     /// Runs as resumable tasks: rerun the same command after a crash to continue.
     Run {
-        /// TOML file with the same keys as the flags (`num-perm = 128`); flags override it.
-        #[arg(long, value_name = "FILE.toml")]
-        config: Option<PathBuf>,
         #[command(flatten)]
-        settings: Settings,
-        #[command(flatten)]
-        layout: TaskOptions,
+        job: Job,
         /// Work directory for the task files (local or s3://); default OUTPUT/_work.
         #[arg(long, value_name = "DIR|URL")]
         work: Option<String>,
@@ -46,13 +41,8 @@ enum Command {
     /// Plan a task run: count the input rows and write plan.json into the work directory; prints
     /// the stages and their task counts as JSON, for a driver.
     Plan {
-        /// TOML file with the same keys as the flags; flags override it.
-        #[arg(long, value_name = "FILE.toml")]
-        config: Option<PathBuf>,
         #[command(flatten)]
-        settings: Settings,
-        #[command(flatten)]
-        layout: TaskOptions,
+        job: Job,
         /// Work directory shared by all tasks (a shared filesystem path or s3:// URL).
         #[arg(long, value_name = "DIR|URL")]
         work: String,
@@ -108,6 +98,18 @@ enum Command {
     },
 }
 
+/// What `run` and `plan` take alike: the job's settings and how its tasks are laid out.
+#[derive(clap::Args)]
+struct Job {
+    /// TOML file with the same keys as the flags (`num-perm = 128`); flags override it.
+    #[arg(long, value_name = "FILE.toml")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    settings: Settings,
+    #[command(flatten)]
+    layout: TaskOptions,
+}
+
 fn resolve(config: Option<PathBuf>, flags: Settings) -> anyhow::Result<crate::Config> {
     let file = match &config {
         Some(p) => Settings::from_toml_file(p)?,
@@ -134,14 +136,14 @@ pub fn run_job(
     Ok((cfg, summary))
 }
 
-fn run(
-    config: Option<PathBuf>,
-    flags: Settings,
-    layout: TaskOptions,
-    work: Option<String>,
-    keep_work: bool,
-) -> anyhow::Result<()> {
-    let (cfg, summary) = run_job(config, flags, &layout, work.as_deref(), keep_work)?;
+fn run(job: Job, work: Option<String>, keep_work: bool) -> anyhow::Result<()> {
+    let (cfg, summary) = run_job(
+        job.config,
+        job.settings,
+        &job.layout,
+        work.as_deref(),
+        keep_work,
+    )?;
     if !cfg.quiet && std::io::stderr().is_terminal() {
         eprint!("{}", visible(&human_summary(&summary, &cfg.output)));
     }
@@ -202,13 +204,13 @@ fn human_summary(summary: &serde_json::Value, output: &str) -> String {
     s
 }
 
-fn plan(
-    config: Option<PathBuf>,
-    flags: Settings,
-    layout: TaskOptions,
-    work: String,
-) -> anyhow::Result<()> {
-    let cfg = resolve(config, flags)?;
+fn plan(job: Job, work: String) -> anyhow::Result<()> {
+    let Job {
+        config,
+        settings,
+        layout,
+    } = job;
+    let cfg = resolve(config, settings)?;
     let dir = OutputDir::parse(&work);
     let plan = executor::local::in_pool(cfg.threads, || {
         dir.prepare()?;
@@ -274,11 +276,19 @@ fn report(output: String) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The cluster of one document, with the command's context on an error.
+fn explanation(
+    output: &str,
+    id: &str,
+    limit: usize,
+) -> anyhow::Result<crate::explain::Explanation> {
+    crate::explain::explain(output, id, limit)
+        .with_context(|| format!("corpus-dedup explain failed (output '{output}')"))
+}
+
 /// The cluster of one document as the JSON `corpus-dedup explain --json` prints.
 pub fn explain_json(output: &str, id: &str, limit: usize) -> anyhow::Result<String> {
-    let e = crate::explain::explain(output, id, limit)
-        .with_context(|| format!("corpus-dedup explain failed (output '{output}')"))?;
-    Ok(serde_json::to_string(&e)?)
+    Ok(serde_json::to_string(&explanation(output, id, limit)?)?)
 }
 
 fn explain(output: String, id: String, limit: usize, json: bool) -> anyhow::Result<()> {
@@ -286,8 +296,7 @@ fn explain(output: String, id: String, limit: usize, json: bool) -> anyhow::Resu
         let text = explain_json(&output, &id, limit)?;
         println!("{}", crate::text::visible::json(&text));
     } else {
-        let e = crate::explain::explain(&output, &id, limit)
-            .with_context(|| format!("corpus-dedup explain failed (output '{output}')"))?;
+        let e = explanation(&output, &id, limit)?;
         print!(
             "{}",
             crate::explain::to_text(&e, std::io::stdout().is_terminal())
@@ -436,18 +445,11 @@ where
     let cli = Cli::from_arg_matches(&cmd.get_matches_from(args)).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Run {
-            config,
-            settings,
-            layout,
+            job,
             work,
             keep_work,
-        } => run(config, settings, layout, work, keep_work),
-        Command::Plan {
-            config,
-            settings,
-            layout,
-            work,
-        } => plan(config, settings, layout, work),
+        } => run(job, work, keep_work),
+        Command::Plan { job, work } => plan(job, work),
         Command::Apply { options, threads } => apply(options, threads),
         Command::Report { output } => report(output),
         Command::Explain {

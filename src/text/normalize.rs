@@ -310,47 +310,47 @@ fn push_nfkc(segment: &str, out: &mut String, chars: &Chars) {
     // Format characters go before NFKC (one between two marks would block their composition,
     // and a second normalisation without it would compose them) and after (in case NFKC makes
     // one).
-    let visible = |c: char| match c {
-        '\u{200B}' => Some(' '), // ZERO WIDTH SPACE: a word break
-        c if chars.ignorable(c) => None,
-        c => Some(c),
-    };
-    for c in segment.chars().filter_map(visible).nfkc() {
+    for c in segment.chars().filter_map(|c| visible(chars, c)).nfkc() {
         if chars.plain(c) {
             out.push(c);
-            continue;
-        }
-        let Some(c) = visible(c) else {
-            continue;
-        };
-        for l in c.to_lowercase() {
-            out.push(if is_punctuation(l) || l.is_whitespace() {
-                ' '
-            } else {
-                l
-            });
+        } else if let Some(c) = visible(chars, c) {
+            push_mapped(c, out);
         }
     }
 }
 
-/// The reference form, without the fast path: NFKC of the whole text, lowercase, punctuation to
-/// spaces. `normalize_into` must agree with it on every input.
-pub fn normalize_reference(text: &str) -> String {
-    let chars = Chars::get();
-    let visible = |c: char| match c {
+/// What a character becomes before and after NFKC: U+200B ZERO WIDTH SPACE a space (a word
+/// break), another default-ignorable character nothing, any other character itself.
+#[inline]
+fn visible(chars: &Chars, c: char) -> Option<char> {
+    match c {
         '\u{200B}' => Some(' '),
         c if chars.ignorable(c) => None,
         c => Some(c),
-    };
+    }
+}
+
+/// Appends what `c` becomes after NFKC: its lowercase, punctuation and white space as a space.
+#[inline]
+fn push_mapped(c: char, out: &mut String) {
+    for l in c.to_lowercase() {
+        out.push(if is_punctuation(l) || l.is_whitespace() {
+            ' '
+        } else {
+            l
+        });
+    }
+}
+
+/// The reference form, without the fast path (nor the shortcut for plain characters): NFKC of
+/// the whole text, lowercase, punctuation to spaces. `normalize_into` must agree with it on
+/// every input.
+pub fn normalize_reference(text: &str) -> String {
+    let chars = Chars::get();
     let mut out = String::new();
+    let visible = |c| visible(chars, c);
     for c in text.chars().filter_map(visible).nfkc().filter_map(visible) {
-        for l in c.to_lowercase() {
-            out.push(if is_punctuation(l) || l.is_whitespace() {
-                ' '
-            } else {
-                l
-            });
-        }
+        push_mapped(c, &mut out);
     }
     out
 }
