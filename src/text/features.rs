@@ -66,8 +66,8 @@ fn token_idf(token: &str, h: u64, han: bool, cache: &mut AHashMap<u64, f32>) -> 
             median_idf()
         };
     }
-    // Han characters are all in the Basic Multilingual Plane: one character is 3 UTF-8 bytes.
-    if token.len() <= 3 {
+    // A single Han character (3 bytes in the BMP, 4 in CJK extension B and beyond).
+    if token.chars().nth(1).is_none() {
         return 0.0;
     }
     if let Some(&v) = cache.get(&h) {
@@ -176,6 +176,8 @@ mod tests {
         assert_eq!(idf("the"), 0.0);
         assert_eq!(idf("rust"), m);
         assert_eq!(idf("的"), 0.0);
+        // One Han character of CJK extension B (4 bytes) too.
+        assert_eq!(idf("\u{20000}"), 0.0);
         // A rare word has a higher IDF than a common one.
         assert!(
             idf("北京烤鸭") > idf("我们"),
