@@ -3,7 +3,9 @@
 //! One output shard per input shard, under the same file name, with the input's schema, column
 //! order, row order, codec and row-group boundaries, and its kept rows only; with `--dropped`,
 //! the dropped rows too (in a second directory, with the manifest's `duplicate_of` and
-//! `similarity` columns appended) for audit.
+//! `similarity` columns appended) for audit. Rehydration: `--cluster-size-column NAME` appends
+//! the manifest's cluster size to the rows written, and `--upsample` repeats each kept row by
+//! its cluster size (the copies next to each other, in the row group of the original).
 //!
 //! Invariants:
 //! - Nothing is written unless every input shard is the one the run read (size and Parquet
@@ -43,6 +45,97 @@ pub struct ApplyOptions {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Add the manifest's cluster_size to the written rows as a UInt32 column of this name.
+    #[arg(long, value_name = "NAME")]
+    pub cluster_size_column: Option<String>,
+    /// Repeat each kept row by its cluster size: `fineweb2` (FineWeb-2's published weights) or
+    /// size ranges and copies, `1=1,2-4=2,5-99=4,100-=1` (sizes no range names: 1 copy).
+    #[arg(long, value_name = "fineweb2|RANGES")]
+    pub upsample: Option<Upsample>,
+}
+
+/// Copies of a kept row by its cluster size (`--upsample`): ranges of sizes, each with a number
+/// of copies; a size no range holds gets one copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upsample {
+    /// (first size, last size, copies), sorted, not overlapping.
+    ranges: Vec<(u32, u32, u32)>,
+}
+
+impl Upsample {
+    /// FineWeb-2's weights: 1 -> 1, 2 -> 2, 3 -> 3, 4 -> 3, 5-99 -> 5, 100-999 -> 8, 1000+ -> 1
+    /// (very large clusters are taken to be lower quality).
+    pub const FINEWEB2: &'static str = "1=1,2=2,3=3,4=3,5-99=5,100-999=8,1000-=1";
+
+    /// Copies of a kept row whose cluster has `size` documents.
+    pub fn copies(&self, size: u32) -> u32 {
+        self.ranges
+            .iter()
+            .find(|&&(lo, hi, _)| lo <= size && size <= hi)
+            .map_or(1, |&(_, _, c)| c)
+    }
+}
+
+impl std::str::FromStr for Upsample {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let spec = if s == "fineweb2" { Self::FINEWEB2 } else { s };
+        let bad = |why: &str| {
+            format!("--upsample '{s}': {why}; write `fineweb2` or size ranges with copies such as `1=1,2-4=2,5-99=4,100-=1`")
+        };
+        let number = |t: &str| {
+            t.trim()
+                .parse::<u32>()
+                .map_err(|_| bad(&format!("'{t}' is not a whole number")))
+        };
+        let mut ranges = Vec::new();
+        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (sizes, copies) = part
+                .split_once('=')
+                .ok_or_else(|| bad(&format!("'{part}' has no '='")))?;
+            let (lo, hi) = match sizes.split_once('-') {
+                Some((lo, "")) => (number(lo)?, u32::MAX),
+                Some((lo, hi)) => (number(lo)?, number(hi)?),
+                None => (number(sizes)?, number(sizes)?),
+            };
+            let copies = number(copies)?;
+            if lo == 0 || hi < lo {
+                return Err(bad(&format!(
+                    "'{sizes}' is no range of cluster sizes (1 or more, first <= last)"
+                )));
+            }
+            if copies == 0 {
+                return Err(bad(&format!("'{part}' would drop kept documents; upsampling only repeats them (filter on the cluster size column to drop)")));
+            }
+            ranges.push((lo, hi, copies));
+        }
+        if ranges.is_empty() {
+            return Err(bad("no range given"));
+        }
+        ranges.sort_unstable();
+        if let Some(w) = ranges.windows(2).find(|w| w[1].0 <= w[0].1) {
+            return Err(bad(&format!(
+                "sizes {}-{} and {}-{} overlap",
+                w[0].0, w[0].1, w[1].0, w[1].1
+            )));
+        }
+        Ok(Upsample { ranges })
+    }
+}
+
+impl std::fmt::Display for Upsample {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = self
+            .ranges
+            .iter()
+            .map(|&(lo, hi, c)| match (lo == hi, hi == u32::MAX) {
+                (true, _) => format!("{lo}={c}"),
+                (false, true) => format!("{lo}-={c}"),
+                (false, false) => format!("{lo}-{hi}={c}"),
+            })
+            .collect();
+        f.write_str(&parts.join(","))
+    }
 }
 
 /// One input shard's outcome.
@@ -54,8 +147,10 @@ pub struct ShardReport {
     pub rows_in: u64,
     pub rows_kept: u64,
     pub rows_dropped: u64,
+    /// Rows in the kept rows' file: the kept rows, each repeated by `--upsample`.
+    pub rows_written: u64,
     pub bytes_in: u64,
-    /// Bytes of the kept rows' file (for a dry run: the input's bytes times the kept share).
+    /// Bytes of the kept rows' file (for a dry run: the input's bytes times the written share).
     pub bytes_out: u64,
     /// The output already held this manifest's rows (a rerun), so it was not written again.
     pub already_complete: bool,
@@ -74,6 +169,7 @@ pub struct ApplyReport {
     pub rows_in: u64,
     pub rows_kept: u64,
     pub rows_dropped: u64,
+    pub rows_written: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub seconds: f64,
@@ -147,12 +243,39 @@ pub fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
         .map(|k| k.unwrap_or(true))
         .collect();
     let names = output_names(&m.inputs)?;
+    // Each manifest row's copies in the kept file (1, or by its cluster size with --upsample).
+    let copies: Vec<u32> = match &opts.upsample {
+        None => Vec::new(),
+        Some(up) => m
+            .columns()?
+            .cluster_size
+            .ok_or_else(|| manifest_err(&m, "it has no cluster_size column (written by corpus-dedup before 2026-11-26), which --upsample reads; run the job again with this version"))?
+            .iter()
+            .map(|s| up.copies(s.unwrap_or(1)))
+            .collect(),
+    };
+    let size_column = match &opts.cluster_size_column {
+        None => None,
+        Some(name) => Some(
+            m.column("cluster_size")
+                .map_err(|_| manifest_err(&m, "it has no cluster_size column (written by corpus-dedup before 2026-11-26); run the job again with this version"))?
+                .clone()
+                .with_name(name.as_str().into()),
+        ),
+    };
     // The settings that decide the manifest, less the input globs (a shard is known by its
     // fingerprint, wherever it was read from).
     let settings = {
         let mut v = m.config.result_json();
         if let Some(o) = v.as_object_mut() {
             o.remove("input");
+            // What apply adds to the rows changes the files too.
+            let (up, col) = (&opts.upsample, &opts.cluster_size_column);
+            o.insert(
+                "upsample".into(),
+                up.as_ref().map(ToString::to_string).into(),
+            );
+            o.insert("cluster_size_column".into(), col.clone().into());
         }
         v.to_string()
     };
@@ -179,14 +302,26 @@ pub fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
         let rows = &by_input[i];
         let mask: Vec<bool> = rows.iter().map(|&r| keep[r as usize]).collect();
         let kept = mask.iter().filter(|&&k| k).count() as u64;
+        let repeat: Vec<u32> = match copies.is_empty() {
+            true => Vec::new(),
+            false => rows.iter().map(|&r| copies[r as usize]).collect(),
+        };
+        let written = match repeat.is_empty() {
+            true => kept,
+            false => (mask.iter().zip(&repeat))
+                .filter(|(&k, _)| k)
+                .map(|(_, &c)| u64::from(c))
+                .sum(),
+        };
         let mut report = ShardReport {
             input: src.file.clone(),
             name: names[i].clone(),
             rows_in: src.rows,
             rows_kept: kept,
             rows_dropped: src.rows - kept,
+            rows_written: written,
             bytes_in: src.bytes,
-            bytes_out: (src.bytes as f64 * kept as f64 / src.rows.max(1) as f64).round() as u64,
+            bytes_out: (src.bytes as f64 * written as f64 / src.rows.max(1) as f64).round() as u64,
             already_complete: false,
         };
         if !opts.dry_run {
@@ -195,6 +330,8 @@ pub fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
                 footer: &footers[i],
                 mask: &mask,
                 rows,
+                repeat: &repeat,
+                size_column: size_column.as_ref(),
             };
             let tag = shard.tag(&settings);
             let kept_done = existing_tag(&kept_dir, &names[i])? == Some(tag.clone());
@@ -230,6 +367,7 @@ pub fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
         rows_in: sum(|s| s.rows_in),
         rows_kept: sum(|s| s.rows_kept),
         rows_dropped: sum(|s| s.rows_dropped),
+        rows_written: sum(|s| s.rows_written),
         bytes_in: sum(|s| s.bytes_in),
         bytes_out: sum(|s| s.bytes_out),
         shards,
@@ -301,6 +439,10 @@ struct Shard<'a> {
     mask: &'a [bool],
     /// The manifest row of each row.
     rows: &'a [u32],
+    /// Copies of each kept row (`--upsample`; empty: one each).
+    repeat: &'a [u32],
+    /// The manifest's cluster sizes under the `--cluster-size-column` name (all manifest rows).
+    size_column: Option<&'a Column>,
 }
 
 impl Shard<'_> {
@@ -346,6 +488,12 @@ impl Shard<'_> {
             .map(|c| codec(c.compression()))
             .next()
             .unwrap_or(ParquetCompression::Uncompressed);
+        let arrow_schema = meta
+            .key_value_metadata()
+            .iter()
+            .flatten()
+            .find(|kv| kv.key == ARROW_SCHEMA_KEY)
+            .and_then(|kv| kv.value.as_deref());
         let bytes = if crate::io::object::is_url(file) {
             crate::io::object::get_all(std::slice::from_ref(file))?.pop()
         } else {
@@ -353,16 +501,23 @@ impl Shard<'_> {
         };
         let mut lf = input::scan(file, bytes)?;
         let schema = lf.collect_schema().map_err(perr)?;
+        if let Some(c) = self.size_column.filter(|c| schema.contains(c.name())) {
+            return Err(Error::Request(format!(
+                "input '{file}' has a column '{}' already, so --cluster-size-column cannot add one of that name: choose another name",
+                c.name()
+            )));
+        }
+        // The kept file's schema: the input's, plus the cluster size column if asked for (then
+        // the input's Arrow schema no longer describes it).
+        let mut kept_schema = (*schema).clone();
+        if let Some(c) = self.size_column {
+            kept_schema.with_column(c.name().clone(), c.dtype().clone());
+        }
+        let arrow_schema = arrow_schema.filter(|_| self.size_column.is_none());
         let audit = match dropped {
             Some(_) => Some(self.audit_columns(m, &schema)?),
             None => None,
         };
-        let arrow_schema = meta
-            .key_value_metadata()
-            .iter()
-            .flatten()
-            .find(|kv| kv.key == ARROW_SCHEMA_KEY)
-            .and_then(|kv| kv.value.as_deref());
         let largest = groups.iter().copied().max().unwrap_or(1).max(1) as usize;
         // Both files are written in one pass over the row groups: the kept file's writer runs
         // on this thread, the dropped one's (if any) is fed the same groups through a channel.
@@ -399,7 +554,7 @@ impl Shard<'_> {
             let mut tx = audit_writer.is_some().then_some(tx);
             let kept_result = kept.write_with(name, |w| {
                 let mut bw = shard_writer(w, codec, largest, tag, arrow_schema)
-                    .batched(&schema)
+                    .batched(&kept_schema)
                     .map_err(|e| out_err(kept, e))?;
                 let mut offset = 0u64;
                 for &g in &groups {
@@ -410,7 +565,7 @@ impl Shard<'_> {
                         .map_err(perr)?;
                     let range = offset as usize..(offset + g) as usize;
                     let keep = BooleanChunked::from_slice("keep".into(), &self.mask[range.clone()]);
-                    let mut kept_rows = df.filter(&keep).map_err(perr)?;
+                    let mut kept_rows = self.kept_rows(&df, range.clone()).map_err(perr)?;
                     if kept_rows.height() > 0 {
                         kept_rows.rechunk_mut();
                         bw.write_batch(&kept_rows).map_err(|e| out_err(kept, e))?;
@@ -453,6 +608,27 @@ impl Shard<'_> {
         })
     }
 
+    /// The rows of `df` (the shard's rows `range`) written to the kept file: the kept ones, each
+    /// as often as `--upsample` says, with the `--cluster-size-column`.
+    fn kept_rows(&self, df: &DataFrame, range: std::ops::Range<usize>) -> PolarsResult<DataFrame> {
+        let mut at: Vec<IdxSize> = Vec::new();
+        for (j, i) in range.clone().enumerate() {
+            if self.mask[i] {
+                let n = self.repeat.get(i).copied().unwrap_or(1);
+                at.extend(std::iter::repeat_n(j as IdxSize, n as usize));
+            }
+        }
+        let mut out = df.take(&IdxCa::from_vec("at".into(), at.clone()))?;
+        if let Some(c) = self.size_column {
+            let rows: Vec<IdxSize> = at
+                .iter()
+                .map(|&j| self.rows[range.start + j as usize] as IdxSize)
+                .collect();
+            out.with_column(c.take(&IdxCa::from_vec("rows".into(), rows))?)?;
+        }
+        Ok(out)
+    }
+
     /// The manifest's audit columns (all rows), after checking the shard has none of them.
     fn audit_columns(&self, m: &Manifest, schema: &Schema) -> Result<Vec<Column>> {
         let mut out = Vec::new();
@@ -468,6 +644,7 @@ impl Shard<'_> {
             }
             out.push(c.clone());
         }
+        out.extend(self.size_column.cloned());
         Ok(out)
     }
 }
@@ -507,5 +684,26 @@ fn codec(c: polars_parquet::parquet::compression::Compression) -> ParquetCompres
         C::Lz4 | C::Lz4Raw => ParquetCompression::Lz4Raw,
         // LZO cannot be read by polars either, so a shard using it never gets here.
         C::Zstd | C::Lzo => ParquetCompression::Zstd(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upsample_tables() {
+        let f: Upsample = "fineweb2".parse().unwrap();
+        let got: Vec<u32> = [1, 2, 3, 4, 5, 99, 100, 999, 1000, 5_000_000]
+            .map(|s| f.copies(s))
+            .to_vec();
+        assert_eq!(got, [1, 2, 3, 3, 5, 5, 8, 8, 1, 1]);
+        assert_eq!(f.to_string(), Upsample::FINEWEB2);
+        let u: Upsample = " 3-=2, 2=4 ".parse().unwrap();
+        assert_eq!((u.copies(1), u.copies(2), u.copies(70)), (1, 4, 2));
+        assert_eq!(u.to_string(), "2=4,3-=2");
+        for bad in ["", "2", "0=1", "2=0", "3-1=2", "1-4=2,4=1", "a=1", "1=b"] {
+            assert!(bad.parse::<Upsample>().is_err(), "{bad}");
+        }
     }
 }

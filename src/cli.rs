@@ -78,6 +78,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Read the retained index of a nightly job (`run --index`).
+    Index {
+        #[command(subcommand)]
+        command: IndexCommand,
+    },
     /// Run one task of a planned run (what a cluster scheduler launches).
     Task {
         /// The stage.
@@ -95,6 +100,20 @@ enum Command {
         /// Worker threads (default: all cores).
         #[arg(long)]
         threads: Option<usize>,
+    },
+}
+
+#[derive(Subcommand)]
+enum IndexCommand {
+    /// Write one row per live indexed document (id, batch, copies across nights, latest_batch)
+    /// as a Parquet file.
+    Export {
+        /// The index (local directory or s3:// prefix).
+        #[arg(long, value_name = "DIR|URL")]
+        index: String,
+        /// The Parquet file to write (local or s3://).
+        #[arg(long, value_name = "FILE.parquet")]
+        output: String,
     },
 }
 
@@ -247,6 +266,7 @@ pub fn apply_job(
         "rows_in": report.rows_in,
         "rows_kept": report.rows_kept,
         "rows_dropped": report.rows_dropped,
+        "rows_written": report.rows_written,
         "bytes_in": report.bytes_in,
         "bytes_out": report.bytes_out,
         "seconds": (report.seconds * 1000.0).round() / 1000.0,
@@ -262,6 +282,13 @@ fn apply(opts: crate::apply::ApplyOptions, threads: Option<usize>) -> anyhow::Re
         print!("{}", visible(&crate::apply::dry_run_table(&report)));
     }
     print_json(&line);
+    Ok(())
+}
+
+fn index_export(index: String, output: String) -> anyhow::Result<()> {
+    let done = crate::index::export::export(&index, &output)
+        .with_context(|| format!("corpus-dedup index export failed (index '{index}')"))?;
+    print_json(&serde_json::to_value(&done)?);
     Ok(())
 }
 
@@ -458,6 +485,9 @@ where
             limit,
             json,
         } => explain(output, id, limit, json),
+        Command::Index {
+            command: IndexCommand::Export { index, output },
+        } => index_export(index, output),
         Command::Task {
             stage,
             task: index,

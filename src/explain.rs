@@ -185,7 +185,11 @@ pub fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
         id: id.to_string(),
         keep: keep.get(at).unwrap_or(true),
         cluster_id,
-        cluster_size: size,
+        // The run's count (with an indexed keeper: its copies, not only tonight's members).
+        cluster_size: c
+            .cluster_size
+            .and_then(|s| s.get(at))
+            .map_or(size, |s| s as usize),
         keeper,
         method: m.config.method,
         cluster_rule: m.config.cluster,
@@ -309,6 +313,11 @@ pub fn to_text(e: &Explanation, color: bool) -> String {
                 visible(e.keeper.unavailable.as_deref().unwrap_or("its origin is not known"))
             ),
         };
+        let _ = writeln!(
+            s,
+            "Cluster size {}: the kept document and the documents dropped against it.",
+            e.cluster_size
+        );
     } else {
         let cluster = e.cluster_id.map_or("-".into(), |c| c.to_string());
         let (n, k) = (e.cluster_size, visible(&e.keeper.id));

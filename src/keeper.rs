@@ -11,7 +11,8 @@
 //! Exact copies (one normalised text) are one node at the keep position of their best member:
 //! they are verified pairs of each other with identical neighbours, so the best member decides
 //! the group. Kept: the others are dropped against it (similarity 1). Dropped: all take its
-//! keeper. Edges may name any member of a group.
+//! keeper. Edges may name any member of a group. With `--across` a group is the copies of one
+//! value, and a kept group keeps every member ([`Documents::copies_kept`]).
 //!
 //! Some pairs are only compared once the rule needs them ([`Lazy`]): a giant bucket's members
 //! are compared with the bucket's documents kept so far, never with each other.
@@ -58,6 +59,9 @@ pub struct Documents<'a> {
     pub rank: &'a [u32],
     /// Each document's group: its first exact copy in input order (itself when it has none).
     pub group: &'a [u32],
+    /// Whether a kept group keeps all its members (`--across`: copies of one value are all
+    /// kept) instead of dropping them against its best member.
+    pub copies_kept: bool,
 }
 
 const UNDECIDED: u8 = 0;
@@ -165,7 +169,7 @@ pub fn keepers(
     for d in 0..n {
         let g = group[d] as usize;
         match state[g] {
-            KEPT if best[g] as usize == d => keeper[d] = d as u32,
+            KEPT if best[g] as usize == d || docs.copies_kept => keeper[d] = d as u32,
             KEPT => (keeper[d], similarity[d]) = (best[g], 1.0),
             _ if to[g] != EXTERNAL => (keeper[d], similarity[d]) = (best[to[g] as usize], sim[g]),
             _ => {}
@@ -198,7 +202,11 @@ mod tests {
         external: &[u32],
         lazy: &mut impl Lazy,
     ) -> Keepers {
-        let docs = Documents { rank, group };
+        let docs = Documents {
+            rank,
+            group,
+            copies_kept: false,
+        };
         let each = |f: &mut dyn FnMut(u32, u32, f32)| {
             edges.iter().for_each(|&(a, b, s)| f(a, b, s));
             Ok(())
@@ -238,6 +246,29 @@ mod tests {
         // External: dropped, and blocks nothing.
         let k = run(&[0, 1, 2], &[0, 1, 0], &[(0, 1, 0.9)], &[0], &mut NoLazy);
         assert_eq!(k.keeper, vec![EXTERNAL, 1, EXTERNAL]);
+    }
+
+    #[test]
+    fn copies_kept_keeps_every_member_of_a_kept_group() {
+        // 0 and 2 share a text (group 0); 1 resembles it. Kept group: both members kept.
+        let each = |f: &mut dyn FnMut(u32, u32, f32)| {
+            f(0, 1, 0.9);
+            Ok(())
+        };
+        let docs = Documents {
+            rank: &[0, 1, 2],
+            group: &[0, 1, 0],
+            copies_kept: true,
+        };
+        let k = keepers(&docs, |_| false, each, &mut NoLazy).unwrap();
+        assert_eq!(k.keeper, vec![0, 0, 2]);
+        // 1 first: the group is dropped against it, every member.
+        let docs = Documents {
+            rank: &[1, 0, 2],
+            ..docs
+        };
+        let k = keepers(&docs, |_| false, each, &mut NoLazy).unwrap();
+        assert_eq!(k.keeper, vec![1, 1, 1]);
     }
 
     /// Pairs given only through [`Lazy`]: offered when the other group is kept.

@@ -21,6 +21,7 @@ pub mod io;
 pub mod keeper;
 pub mod lsh;
 pub mod minhash;
+pub mod partition;
 pub mod plan;
 pub mod progress;
 pub mod report;

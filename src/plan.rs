@@ -39,7 +39,7 @@ use crate::simhash::BlockIndex;
 
 /// Plan file format version, raised whenever the meaning of a work file changes, so that a work
 /// directory left by another build is discarded instead of resumed.
-pub const FORMAT: u32 = 11;
+pub const FORMAT: u32 = 12;
 
 /// Documents per part when `--tasks` is not given. A part's tasks hold its signatures and band
 /// keys (~700 bytes per document: ~170 MB) but only one chunk of its text at a time.

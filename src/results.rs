@@ -65,6 +65,8 @@ pub struct Columns<'a> {
     pub duplicate_of: &'a StringChunked,
     pub similarity: &'a Float32Chunked,
     pub batch: Option<&'a StringChunked>,
+    /// Absent in manifests written before it existed.
+    pub cluster_size: Option<&'a UInt32Chunked>,
 }
 
 /// A manifest read back.
@@ -173,6 +175,11 @@ impl Manifest {
                 .column("duplicate_of_batch")
                 .ok()
                 .and_then(|c| c.str().ok()),
+            cluster_size: self
+                .frame
+                .column("cluster_size")
+                .ok()
+                .and_then(|c| c.u32().ok()),
         })
     }
 

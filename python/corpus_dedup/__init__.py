@@ -53,7 +53,7 @@ def run(input: Union[str, Sequence[str]], output: str, *, progress: bool = False
 
     `settings` are the options of `corpus-dedup run` with underscores: `threshold=0.85`,
     `keep="longest"`, `tokenizer="jieba"`, `method="simhash"`, `index="idx", batch="2026-11-26"`,
-    `threads=4`, ... Progress bars are off unless `progress=True`. The GIL is released while the
+    `partition_by="lang"`, `across="source"`, `threads=4`, ... Progress bars are off unless `progress=True`. The GIL is released while the
     job runs. A rerun of the same call resumes an interrupted run.
     """
     globs = [input] if isinstance(input, str) else list(input)
@@ -63,7 +63,7 @@ def run(input: Union[str, Sequence[str]], output: str, *, progress: bool = False
 
 def read_manifest(output: str) -> pl.DataFrame:
     """The manifest of a finished run: one row per input document (id, file, row, keep,
-    cluster_id, duplicate_of, similarity)."""
+    cluster_id, cluster_size, duplicate_of, similarity)."""
     return pl.read_parquet(f"{output.rstrip('/')}/manifest.parquet")
 
 
@@ -73,13 +73,18 @@ def summary(output: str) -> dict:
 
 
 def apply(manifest: str, output: str, dropped: Optional[str] = None, dry_run: bool = False,
-          *, threads: Optional[int] = None, progress: bool = False) -> dict:
+          *, threads: Optional[int] = None, progress: bool = False,
+          cluster_size_column: Optional[str] = None, upsample: Optional[str] = None) -> dict:
     """Writes each input shard's kept rows to `output` (same names, schema and row order), and
     with `dropped` the dropped rows with `duplicate_of` and `similarity`. `manifest` is a run's
-    output directory or its manifest.parquet. Returns what `corpus-dedup apply` prints."""
+    output directory or its manifest.parquet. Returns what `corpus-dedup apply` prints.
+
+    Rehydration: `cluster_size_column="n"` adds the manifest's cluster size to the rows written;
+    `upsample="fineweb2"` (or ranges such as `"1=1,2-4=2,5-=3"`) repeats each kept row by it."""
     if not manifest.endswith(".parquet"):
         manifest = f"{manifest.rstrip('/')}/manifest.parquet"
-    return json.loads(_native.apply(manifest, output, dropped, dry_run, not progress, threads))
+    return json.loads(_native.apply(manifest, output, dropped, dry_run, not progress, threads,
+                                    cluster_size_column, upsample))
 
 
 def explain(output: str, id: str, limit: int = 20) -> dict:

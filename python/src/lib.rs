@@ -76,7 +76,11 @@ fn run(py: Python<'_>, settings_json: &str) -> PyResult<String> {
 
 /// Writes the deduplicated shards; returns the JSON line `corpus-dedup apply` prints.
 #[pyfunction]
-#[pyo3(signature = (manifest, output, dropped, dry_run, quiet, threads))]
+#[pyo3(signature = (manifest, output, dropped, dry_run, quiet, threads, cluster_size_column, upsample))]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "apply()'s keyword arguments, one each"
+)]
 fn apply(
     py: Python<'_>,
     manifest: String,
@@ -85,13 +89,21 @@ fn apply(
     dry_run: bool,
     quiet: bool,
     threads: Option<usize>,
+    cluster_size_column: Option<String>,
+    upsample: Option<String>,
 ) -> PyResult<String> {
+    let upsample = match upsample {
+        Some(u) => Some(u.parse().map_err(|e: String| Error::new_err(e))?),
+        None => None,
+    };
     let opts = corpus_dedup::apply::ApplyOptions {
         manifest,
         output,
         dropped,
         dry_run,
         quiet,
+        cluster_size_column,
+        upsample,
     };
     py.detach(|| command::apply_job(&opts, threads).map(|(_, line)| line.to_string()))
         .map_err(error)

@@ -196,9 +196,16 @@ pub struct Config {
     #[serde(default = "ClusterRule::before_setting")]
     pub cluster: ClusterRule,
     pub allow_duplicate_ids: bool,
-    /// The column the report breaks drop rates down by (`--report-group`).
+    /// The column the report breaks drop rates down by (`--report-group`; by default the
+    /// `--partition-by` or else the `--across` column).
     #[serde(default)]
     pub report_group: Option<String>,
+    /// `--partition-by`: documents are compared only with documents of the same value.
+    #[serde(default)]
+    pub partition_by: Option<String>,
+    /// `--across`: a document is dropped only against a kept document of another value.
+    #[serde(default)]
+    pub across: Option<String>,
     #[serde(skip)]
     pub quiet: bool,
 }

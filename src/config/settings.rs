@@ -123,9 +123,18 @@ pub struct Settings {
     #[arg(long)]
     #[serde(default)]
     pub allow_duplicate_ids: bool,
-    /// A column to break the report's drop rates down by (a domain or source column).
+    /// A column to break the report's drop rates down by (a domain or source column; default:
+    /// the --partition-by or --across column).
     #[arg(long, value_name = "COLUMN")]
     pub report_group: Option<String>,
+    /// Compare a document only with documents of the same value of this column (string,
+    /// integer or boolean; null is a value of its own): the same result as one run per value.
+    #[arg(long, value_name = "COLUMN")]
+    pub partition_by: Option<String>,
+    /// Drop a document only against a kept document with another value of this column (string,
+    /// integer or boolean): near-duplicates within one value are all kept.
+    #[arg(long, value_name = "COLUMN")]
+    pub across: Option<String>,
     /// No progress bars.
     #[arg(long)]
     #[serde(default)]
@@ -186,6 +195,8 @@ impl Settings {
             cluster: self.cluster.or(base.cluster),
             allow_duplicate_ids: self.allow_duplicate_ids || base.allow_duplicate_ids,
             report_group: self.report_group.or(base.report_group),
+            partition_by: self.partition_by.or(base.partition_by),
+            across: self.across.or(base.across),
             quiet: self.quiet || base.quiet,
         }
     }
@@ -296,6 +307,30 @@ impl Settings {
                 "--text-column and --id-column are both '{text_column}'"
             ));
         }
+        let cluster = self.cluster.unwrap_or(ClusterRule::Keeper);
+        for (flag, c) in [
+            ("partition-by", &self.partition_by),
+            ("across", &self.across),
+        ] {
+            match c.as_deref() {
+                Some("") => return bad(format!("--{flag} needs a column name")),
+                Some(c) if c == text_column => {
+                    return bad(format!("--{flag} '{c}' is the text column; name a column of labels such as a language or source"))
+                }
+                _ => {}
+            }
+        }
+        if let Some(a) = &self.across {
+            if self.partition_by.as_ref() == Some(a) {
+                return bad(format!("--partition-by and --across are both '{a}': within one value nothing could be dropped; name two different columns"));
+            }
+            if cluster == ClusterRule::Components {
+                return bad("--across needs --cluster keeper (the default): a connected component would join copies of one value through another".into());
+            }
+            if self.index.is_some() {
+                return bad("--across cannot be used with --index yet: run the nightly job without --across, or run --across over the night's shards into its own output".into());
+            }
+        }
         Ok(Config {
             input: self.input,
             output,
@@ -329,9 +364,14 @@ impl Settings {
             index_keys: self.index_keys.unwrap_or_default(),
             threads,
             keep: self.keep.unwrap_or(Keep::First),
-            cluster: self.cluster.unwrap_or(ClusterRule::Keeper),
+            cluster,
             allow_duplicate_ids: self.allow_duplicate_ids,
-            report_group: self.report_group,
+            report_group: self
+                .report_group
+                .or_else(|| self.partition_by.clone())
+                .or_else(|| self.across.clone()),
+            partition_by: self.partition_by,
+            across: self.across,
             quiet: self.quiet,
         })
     }

@@ -10,7 +10,8 @@
 //! frequencies.bin            SimHash: the over-frequent feature filter of the first batch, reused
 //! batches/NAME-HASH/         one batch ([`batch`]): band keys, exact-text hashes, records, ids,
 //!                            the documents of earlier batches it renewed ([`renew`]), where
-//!                            its documents came from ([`origins`])
+//!                            its documents came from ([`origins`]), copies across nights
+//!                            ([`copies`])
 //! ```
 //!
 //! Invariants:
@@ -32,6 +33,8 @@
 
 pub mod batch;
 pub mod blocks;
+pub mod copies;
+pub mod export;
 pub mod filter;
 pub mod origins;
 pub mod renew;
@@ -45,8 +48,8 @@ use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
 
 /// Format of index.json and the batch files. 2: keeper batches (kept documents only), renewals
-/// and lingering batches.
-pub const FORMAT: u32 = 2;
+/// and lingering batches; 3: copies across nights ([`copies`]).
+pub const FORMAT: u32 = 3;
 
 /// The head file.
 pub const HEAD: &str = "index.json";
@@ -169,7 +172,7 @@ impl IndexPlan {
 /// The settings that change signatures or matches, by method (what the head records).
 pub fn settings(cfg: &Config) -> BTreeMap<String, serde_json::Value> {
     let all = cfg.to_json();
-    let mut keys = vec!["method", "ngram", "threshold", "cluster"];
+    let mut keys = vec!["method", "ngram", "threshold", "cluster", "partition_by"];
     match cfg.method {
         Method::Minhash => keys.extend([
             "num_perm",
@@ -231,7 +234,7 @@ fn parse_head(bytes: &[u8], location: &str, path: &str) -> Result<Head> {
         return Err(Error::Index {
             index: location.trim_end_matches('/').to_string(),
             msg: format!(
-                "index format {format}, this corpus-dedup reads format {FORMAT} (format 2 holds kept documents only and renews what re-crawls bring back). Start a new index for the next batch (another --index location); the old one is left as it is and an older corpus-dedup still reads it"
+                "index format {format}, this corpus-dedup reads format {FORMAT} (format 3 counts each document's copies across nights, format 2 holds kept documents only and renews what re-crawls bring back). Start a new index for the next batch (another --index location); the old one is left as it is and an older corpus-dedup still reads it"
             ),
         });
     }
@@ -274,6 +277,11 @@ pub fn plan(cfg: &Config, fingerprint: u64) -> Result<Option<IndexPlan>> {
                     )));
                 }
                 if &mine != theirs {
+                    let shown = |v: &serde_json::Value| match v {
+                        serde_json::Value::Null => "(not set)".to_string(),
+                        v => v.to_string(),
+                    };
+                    let (theirs, mine) = (shown(theirs), shown(&mine));
                     return Err(err(format!(
                         "it was built with {} {theirs}, this run has {} {mine}. Every batch of an index must use the same settings: run with {} {theirs}, or start a new index (another --index) for the new settings",
                         flag(k),

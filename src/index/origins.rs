@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::index::batch::BatchReader;
 use crate::index::{read_head, BatchEntry};
 use crate::io::output::OutputDir;
-use crate::io::u32_at;
+use crate::io::{u32_at, varint};
 use crate::results::RecordedInput;
 
 /// A batch's origins file.
@@ -25,13 +25,8 @@ pub fn encode(inputs: &[RecordedInput], docs: &[u32]) -> Vec<u8> {
     out.extend_from_slice(&json);
     let mut last = 0u32;
     for &d in docs {
-        let mut v = d - last;
+        varint::put(&mut out, d - last);
         last = d;
-        while v >= 0x80 {
-            out.push((v as u8 & 0x7f) | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
     }
     out
 }
@@ -57,21 +52,15 @@ impl Origins {
             .ok_or_else(|| bad("truncated"))?;
         let inputs: Vec<RecordedInput> =
             serde_json::from_slice(json).map_err(|_| bad("its shard list"))?;
-        let (mut docs, mut last, mut v, mut shift) = (Vec::new(), 0u32, 0u32, 0u32);
-        for &b in &bytes[4 + json.len()..] {
-            v |= u32::from(b & 0x7f).checked_shl(shift).unwrap_or(0);
-            shift += 7;
-            if b & 0x80 == 0 {
-                last = last
-                    .checked_add(v)
-                    .ok_or_else(|| bad("an index overflows"))?;
-                docs.push(last);
-                (v, shift) = (0, 0);
-            } else if shift > 28 {
-                return Err(bad("a varint too long"));
-            }
+        let (mut docs, mut last) = (Vec::new(), 0u32);
+        let mut r = varint::Reader::new(&bytes[4 + json.len()..]);
+        while let Some(v) = r.next() {
+            last = last
+                .checked_add(v)
+                .ok_or_else(|| bad("an index overflows"))?;
+            docs.push(last);
         }
-        if shift != 0 {
+        if !r.done() {
             return Err(bad("truncated"));
         }
         Ok(Origins { inputs, docs })

@@ -170,6 +170,10 @@ pub struct Shard {
     pub priority: Option<Float64Chunked>,
     /// The `--report-group` column, cast to strings.
     pub group: Option<StringChunked>,
+    /// The `--partition-by` column, cast to strings.
+    pub partition: Option<StringChunked>,
+    /// The `--across` column, cast to strings.
+    pub across: Option<StringChunked>,
     /// Row of the file that row 0 here is (non-zero when a row range was read).
     pub first_row: u64,
 }
@@ -226,8 +230,82 @@ struct Selection {
     priority_column: Option<String>,
 }
 
-/// Name under which the `--report-group` column is read (it may be the text or id column too).
-const GROUP_ALIAS: &str = "__corpus_dedup_group";
+/// A column of labels a run reads beside the text: string, integer or boolean values, read as
+/// strings (an integer 7 and a string "7" are one value; null stays null).
+#[derive(Debug, Clone, Copy)]
+enum Label {
+    PartitionBy,
+    Across,
+    ReportGroup,
+}
+
+impl Label {
+    /// In the order they are checked: the report group defaults to one of the others, whose
+    /// flag an error should name.
+    const ALL: [Label; 3] = [Label::PartitionBy, Label::Across, Label::ReportGroup];
+
+    fn column(self, cfg: &Config) -> Option<&str> {
+        match self {
+            Label::ReportGroup => cfg.report_group.as_deref(),
+            Label::PartitionBy => cfg.partition_by.as_deref(),
+            Label::Across => cfg.across.as_deref(),
+        }
+    }
+
+    /// The flag that names the column.
+    fn flag(self) -> &'static str {
+        match self {
+            Label::ReportGroup => "report-group",
+            Label::PartitionBy => "partition-by",
+            Label::Across => "across",
+        }
+    }
+
+    /// Name under which the column is read (it may be the id column, or another label's, too).
+    fn alias(self) -> &'static str {
+        match self {
+            Label::ReportGroup => "__corpus_dedup_group",
+            Label::PartitionBy => "__corpus_dedup_partition",
+            Label::Across => "__corpus_dedup_across",
+        }
+    }
+
+    /// The expression reading column `c` as strings, after checking it exists with a label type.
+    fn select(self, file: &str, schema: &Schema, c: &str) -> Result<Expr> {
+        match schema.get(c) {
+            Some(dt) if dt.is_string() || dt.is_integer() || dt.is_bool() => {
+                Ok(col(c).cast(DataType::String).alias(self.alias()))
+            }
+            Some(dt) => Err(Error::ColumnType {
+                file: file.to_string(),
+                column: c.to_string(),
+                found: dt.to_string(),
+                expected: "string, integer or boolean",
+                hint: match self {
+                    Label::ReportGroup => "--report-group takes a column of labels such as a domain or source name",
+                    Label::PartitionBy => "--partition-by takes a column of labels such as a language or crawl snapshot (a float or nested column is no label: derive a string column from it first)",
+                    Label::Across => "--across takes a column of labels such as a source or dataset name (a float or nested column is no label: derive a string column from it first)",
+                },
+            }),
+            None => Err(Error::MissingColumn {
+                file: file.to_string(),
+                column: c.to_string(),
+                available: column_list(schema),
+                flag: self.flag(),
+            }),
+        }
+    }
+
+    /// The column as read (None when the run does not use it).
+    fn read(self, df: &DataFrame, cfg: &Config, file: &str) -> Result<Option<StringChunked>> {
+        if self.column(cfg).is_none() {
+            return Ok(None);
+        }
+        let pe = |e| parquet_err(file, e);
+        let c = df.column(self.alias()).map_err(pe)?.str().map_err(pe)?;
+        Ok(Some(c.rechunk().into_owned()))
+    }
+}
 
 /// Checks the shard's columns (names and types) and lists what to read.
 fn select_columns(file: &str, schema: &Schema, cfg: &Config) -> Result<Selection> {
@@ -304,28 +382,9 @@ fn select_columns(file: &str, schema: &Schema, cfg: &Config) -> Result<Selection
         }
     }
 
-    if let Some(g) = &cfg.report_group {
-        match schema.get(g) {
-            Some(dt) if dt.is_string() || dt.is_integer() || dt.is_bool() => {
-                select.push(col(g.as_str()).cast(DataType::String).alias(GROUP_ALIAS));
-            }
-            Some(dt) => {
-                return Err(Error::ColumnType {
-                    file: file.to_string(),
-                    column: g.clone(),
-                    found: dt.to_string(),
-                    expected: "string, integer or boolean",
-                    hint: "--report-group takes a column of labels such as a domain or source name",
-                })
-            }
-            None => {
-                return Err(Error::MissingColumn {
-                    file: file.to_string(),
-                    column: g.clone(),
-                    available: column_list(schema),
-                    flag: "report-group",
-                })
-            }
+    for label in Label::ALL {
+        if let Some(c) = label.column(cfg) {
+            select.push(label.select(file, schema, c)?);
         }
     }
 
@@ -438,23 +497,15 @@ pub fn read_shard(
         ),
         None => None,
     };
-    let group = match &cfg.report_group {
-        Some(_) => Some(
-            df.column(GROUP_ALIAS)
-                .map_err(pe)?
-                .str()
-                .map_err(pe)?
-                .rechunk()
-                .into_owned(),
-        ),
-        None => None,
-    };
+    let [partition, across, group] = Label::ALL.map(|l| l.read(&df, cfg, file));
     Ok(Shard {
         first_row: rows.map_or(0, |r| r.start),
         file: file.to_string(),
         text,
         id,
         priority,
-        group,
+        group: group?,
+        partition: partition?,
+        across: across?,
     })
 }

@@ -9,6 +9,7 @@ pub mod object;
 pub mod output;
 pub mod pairs;
 pub mod store;
+pub mod varint;
 pub mod work;
 
 /// The little-endian u32 at byte `at` of a work file (the caller checked the length).

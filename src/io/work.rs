@@ -36,6 +36,10 @@ pub const PLAN: &str = "plan.json";
 /// The indexed documents the cluster task renewed (`--cluster keeper` with `--index`).
 pub const RENEWED: &str = "cluster/renewed.bin";
 
+/// The cluster task's copies of tonight's held documents and of the indexed documents tonight
+/// was dropped against, for the index stage ([`crate::index::copies`]).
+pub const COPIES: &str = "cluster/copies.bin";
+
 /// The SimHash feature filter written by the frequencies task.
 pub const FREQUENCIES: &str = "frequencies.bin";
 
@@ -187,6 +191,20 @@ pub fn series(df: &DataFrame, name: &str, stage: &'static str) -> Result<Series>
         .map_err(polars_err(stage))?
         .as_materialized_series()
         .rechunk())
+}
+
+/// The label keys (`partition` or `across`, [`crate::partition`]) of part `p`'s documents from
+/// its `docs/pP.parquet`; empty when the run has no such column (`used` false).
+pub fn label_keys(work: &OutputDir, p: usize, name: &str, used: bool) -> Result<Vec<u64>> {
+    if !used {
+        return Ok(Vec::new());
+    }
+    let df = work.read_parquet(&part_file("docs", p))?;
+    let s = series(&df, name, "docs")?;
+    Ok(s.u64()
+        .map_err(polars_err("docs"))?
+        .into_no_null_iter()
+        .collect())
 }
 
 /// A column of a work file as a u32 vector.

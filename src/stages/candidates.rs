@@ -77,9 +77,19 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateStats> {
         let (x, y) = (fps.get(&a), fps.get(&b));
         x.zip(y).is_some_and(|(x, y)| hamming(*x, *y) <= k)
     };
-    let (cap, filter) = match simhash {
-        true => (plan.config.simhash_max_bucket, Some(&near as PairFilter)),
-        false => (plan.config.max_bucket_pairs, None),
+    // `--across`: pairs of one value never drop anything, so they are not listed.
+    let across = across_keys(work, plan)?;
+    let apart = |a: u32, b: u32| across[a as usize] != across[b as usize];
+    let near_apart = |a: u32, b: u32| apart(a, b) && near(a, b);
+    let cap = match simhash {
+        true => plan.config.simhash_max_bucket,
+        false => plan.config.max_bucket_pairs,
+    };
+    let filter: Option<PairFilter> = match (simhash, across.is_empty()) {
+        (true, true) => Some(&near),
+        (true, false) => Some(&near_apart),
+        (false, false) => Some(&apart),
+        (false, true) => None,
     };
     let (found, giants, stats) = pairs_of_rows(rows, cap, filter, keeper);
     let starts: Vec<u64> = plan.parts.iter().map(|&(first, _)| first).collect();
@@ -99,6 +109,16 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateStats> {
         write_frame(work, &work::giant_file(t), "candidates", columns)?;
     }
     Ok(stats)
+}
+
+/// Every document's `--across` key, by global index (empty without `--across`).
+pub fn across_keys(work: &OutputDir, plan: &Plan) -> Result<Vec<u64>> {
+    let used = plan.config.across.is_some();
+    let mut keys = Vec::new();
+    for p in 0..plan.parts.len() {
+        keys.extend(work::label_keys(work, p, "across", used)?);
+    }
+    Ok(keys)
 }
 
 /// Groups (band, bucket, doc) rows (any order) by (band, bucket) and lists the candidate pairs:

@@ -20,7 +20,7 @@
 use crate::config::{ClusterRule, IndexKeys, Method};
 use crate::error::{Error, Result};
 use crate::index::batch::{self, Written};
-use crate::index::{origins, renew};
+use crate::index::{copies, origins, renew};
 use crate::io::output::OutputDir;
 use crate::io::{band_rows, store, work};
 use crate::minhash::SigSource;
@@ -185,14 +185,19 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
     let origins = origins::encode(&recorded_inputs(plan), &held);
     w.bytes += origins.len() as u64;
     dir.write_bytes(origins::ORIGINS, origins)?;
+    // The cluster task's copies ([`crate::index::copies`]) and, under keeper, its renewals
+    // ([`crate::index::renew`]), as they are.
+    let mut files = vec![(work::COPIES, copies::COPIES)];
     if plan.config.cluster == ClusterRule::Keeper {
-        // The cluster task's renewals, as they are ([`crate::index::renew`]).
-        let bytes = work.read(work::RENEWED)?.ok_or_else(|| Error::WorkFile {
-            path: work.location(work::RENEWED),
+        files.push((work::RENEWED, renew::RENEWED));
+    }
+    for (from, to) in files {
+        let bytes = work.read(from)?.ok_or_else(|| Error::WorkFile {
+            path: work.location(from),
             msg: "missing".into(),
         })?;
         w.bytes += bytes.len() as u64;
-        dir.write_bytes(renew::RENEWED, bytes)?;
+        dir.write_bytes(to, bytes)?;
     }
     Ok(w)
 }

@@ -127,12 +127,20 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
         })
         .collect();
     let block_index = plan.block_index();
+    // With `--partition-by`, keys within the document's partition, as the batch stored them.
+    let partitions = crate::io::work::label_keys(work, p, "partition", cfg.partition_by.is_some())?;
     let mut keys = vec![0u64; n * bands];
     keys.par_chunks_mut(bands.max(1))
         .enumerate()
-        .for_each(|(q, out)| match simhash {
-            true => block_index.bucket_keys(fps[q], out),
-            false => crate::lsh::band_keys(sigs.sig(first + q as u32), cfg.rows, out),
+        .for_each(|(q, out)| {
+            match simhash {
+                true => block_index.bucket_keys(fps[q], out),
+                false => crate::lsh::band_keys(sigs.sig(first + q as u32), cfg.rows, out),
+            }
+            if let Some(&pk) = partitions.get(q) {
+                out.iter_mut()
+                    .for_each(|k| *k = crate::partition::band_key(*k, pk));
+            }
         });
     // Each band's keys in the order of their high bits: a filter's block follows from them, so
     // probing in that order walks every filter front to back instead of missing the cache on

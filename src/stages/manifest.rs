@@ -8,7 +8,8 @@
 //! rows stay in document order.
 //!
 //! Columns: id (Utf8), file (Utf8), row (UInt64), keep (Boolean), cluster_id (UInt64, null for
-//! singletons), duplicate_of (Utf8, null when kept), similarity (Float32, null when kept; the
+//! singletons), cluster_size (UInt32: the kept document and those dropped against it; a dropped
+//! document carries its keeper's), duplicate_of (Utf8, null when kept), similarity (Float32, null when kept; the
 //! similarity of the document to its cluster's kept document). The part's ids are read in one
 //! piece ([`store::part_ids`]); only keepers in other parts and the documents whose similarity is
 //! computed here are read from the stores' records. Rows are in global index order, so
@@ -50,8 +51,12 @@ pub struct ManifestRows<'a> {
 }
 
 /// Builds the manifest frame from its columns; `cluster_id` is a UInt64 column (null for
-/// singletons) of the same length.
-pub fn manifest_frame(rows: ManifestRows, cluster_id: Column) -> Result<DataFrame> {
+/// singletons) and `cluster_size` a UInt32 column of the same length.
+pub fn manifest_frame(
+    rows: ManifestRows,
+    cluster_id: Column,
+    cluster_size: Column,
+) -> Result<DataFrame> {
     let n = rows.ids.len();
     let (file, row): (Vec<&str>, Vec<u64>) = rows.files.into_iter().unzip();
     let duplicate_of: Vec<Option<&str>> = rows.duplicate_of.iter().map(|d| d.as_deref()).collect();
@@ -61,6 +66,7 @@ pub fn manifest_frame(rows: ManifestRows, cluster_id: Column) -> Result<DataFram
         Column::new("row".into(), row),
         Column::new("keep".into(), rows.keep),
         cluster_id.with_name("cluster_id".into()),
+        cluster_size.with_name("cluster_size".into()),
         Column::new("duplicate_of".into(), duplicate_of),
         Column::new("similarity".into(), rows.similarity),
     ];
@@ -335,10 +341,8 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> {
         ids: &own_ids,
     };
     let keeper = u32s(&cl, "keeper", "manifest")?;
-    let cluster_id = cl
-        .column("cluster_id")
-        .map_err(polars_err("manifest"))?
-        .clone();
+    let column = |name: &str| cl.column(name).map_err(polars_err("manifest")).cloned();
+    let (cluster_id, cluster_size) = (column("cluster_id")?, column("cluster_size")?);
     let known: Vec<Option<f32>> = series(&cl, "similarity", "manifest")?
         .f32()
         .map_err(polars_err("manifest"))?
@@ -392,7 +396,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> {
         rows.duplicate_of_batch = Some(b.iter().map(|x| x.map(str::to_string)).collect());
     }
     let tallies = breakdown(plan, &docs, &rows)?;
-    let mut df = manifest_frame(rows, cluster_id)?;
+    let mut df = manifest_frame(rows, cluster_id, cluster_size)?;
     work.write_parquet(
         &part_file("manifest", p),
         &mut df,

@@ -145,3 +145,66 @@ fn apply_dry_run_writes_nothing_and_a_changed_shard_is_refused() {
         .fails();
     assert!(err.contains("not written by"), "{err}");
 }
+
+#[test]
+fn apply_rehydrates_kept_rows_by_cluster_size() {
+    let dir = temp_dir("apply-upsample");
+    let out = run_three(&dir);
+    let m = manifest(&out);
+    let kept = dir.join("kept");
+    let apply = |upsample: &str| {
+        cd(["apply", "--quiet", "--manifest"])
+            .arg(out.join("manifest.parquet"))
+            .arg("--output")
+            .arg(&kept)
+            .args(["--cluster-size-column", "n", "--upsample", upsample])
+    };
+    let line = json_line(&apply("1=1,2=3,3-=2").ok());
+    let copies = |size: u32| match size {
+        1 => 1,
+        2 => 3,
+        _ => 2,
+    };
+    let want: u64 = m
+        .iter()
+        .filter(|r| r.keep)
+        .map(|r| copies(r.cluster_size.unwrap()))
+        .sum();
+    assert_eq!(line["rows_written"], want);
+    assert!(want > line["rows_kept"].as_u64().unwrap());
+    // Each kept row, its copies next to it, in input order, with its cluster size.
+    let f = "a-en.parquet";
+    let got = read_df(&kept.join(f));
+    let ids = str_column(&got, "id");
+    let sizes: Vec<u32> = got
+        .column("n")
+        .unwrap()
+        .u32()
+        .unwrap()
+        .into_no_null_iter()
+        .collect();
+    let mut expected: Vec<(&str, u32)> = Vec::new();
+    for r in m.iter().filter(|r| r.keep && r.file.ends_with(f)) {
+        let s = r.cluster_size.unwrap();
+        expected.extend(std::iter::repeat_n((r.id.as_str(), s), copies(s) as usize));
+    }
+    let found: Vec<(&str, u32)> = ids.into_iter().zip(sizes).collect();
+    assert_eq!(found, expected);
+    // A rerun with other weights rewrites; the preset and bad tables.
+    let line = json_line(&apply("fineweb2").ok());
+    assert_eq!(line["shards_written"], 3);
+    for bad in ["2=0", "1-3=2,3-4=1", "x=1", "5-2=1"] {
+        let err = apply(bad).fails();
+        assert!(
+            err.contains("--upsample") && err.contains("fineweb2"),
+            "{bad}: {err}"
+        );
+    }
+    let err = cd(["apply", "--quiet", "--manifest"])
+        .arg(out.join("manifest.parquet"))
+        .arg("--output")
+        .arg(dir.join("other"))
+        .args(["--cluster-size-column", "text"])
+        .fails();
+    assert!(err.contains("'text' already"), "{err}");
+}

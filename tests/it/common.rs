@@ -254,6 +254,7 @@ pub struct Row {
     pub cluster_id: Option<u64>,
     pub duplicate_of: Option<String>,
     pub similarity: Option<f32>,
+    pub cluster_size: Option<u32>,
 }
 
 /// Reads `DIR/manifest.parquet` into rows.
@@ -266,6 +267,7 @@ pub fn manifest(dir: &Path) -> Vec<Row> {
     let cl = df.column("cluster_id").unwrap().u64().unwrap().clone();
     let dup = df.column("duplicate_of").unwrap().str().unwrap().clone();
     let sim = df.column("similarity").unwrap().f32().unwrap().clone();
+    let size = df.column("cluster_size").unwrap().u32().unwrap().clone();
     (0..df.height())
         .map(|i| Row {
             id: id.get(i).unwrap().to_string(),
@@ -275,6 +277,7 @@ pub fn manifest(dir: &Path) -> Vec<Row> {
             cluster_id: cl.get(i),
             duplicate_of: dup.get(i).map(str::to_string),
             similarity: sim.get(i),
+            cluster_size: size.get(i),
         })
         .collect()
 }

@@ -14,6 +14,7 @@ mod report;
 mod run;
 mod s3;
 mod scripts;
+mod signals;
 mod slurm;
 mod tasks;
 mod terminal;

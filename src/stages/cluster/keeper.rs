@@ -76,10 +76,12 @@ pub fn outcome(
             anchor[g] = i as u32;
         }
     }
-    let mut giants = Giants::read(work, plan, first_copy)?;
+    let across = crate::stages::candidates::across_keys(work, plan)?;
+    let mut giants = Giants::read(work, plan, first_copy, across)?;
     let docs = Documents {
         rank: &rank,
         group: first_copy,
+        copies_kept: plan.config.across.is_some(),
     };
     let external = |g: u32| anchor.get(g as usize).is_some_and(|&a| a != NONE);
     let k = keeper::keepers(&docs, external, |f| each_edge(work, plan, f), &mut giants)?;
@@ -163,18 +165,26 @@ struct Giants<'a> {
     plan: &'a Plan,
     /// Each member's buckets.
     buckets_of: ahash::AHashMap<u32, Vec<u32>>,
-    /// Each bucket's kept members so far, in keep order.
-    kept: Vec<Vec<u32>>,
+    /// Each bucket's kept members so far, in keep order, by `--across` key (one list under key
+    /// 0 without `--across`): the cap applies per value.
+    kept: Vec<Vec<(u64, Vec<u32>)>>,
     sigs: store::Fetched,
     sets: ahash::AHashMap<u32, Vec<u32>>,
     /// The current member's set, kept if the member is.
     pending: Option<Vec<u32>>,
     cap: usize,
+    /// `--across`: each document's key; a member is compared only with other values' documents.
+    across: Vec<u64>,
     stats: GiantStats,
 }
 
 impl<'a> Giants<'a> {
-    fn read(work: &'a OutputDir, plan: &'a Plan, first_copy: &[u32]) -> Result<Giants<'a>> {
+    fn read(
+        work: &'a OutputDir,
+        plan: &'a Plan,
+        first_copy: &[u32],
+        across: Vec<u64>,
+    ) -> Result<Giants<'a>> {
         let mut buckets_of: ahash::AHashMap<u32, Vec<u32>> = ahash::AHashMap::new();
         let mut buckets = 0u32;
         let reports = work::require_stage(work, plan, Stage::Candidates)?;
@@ -218,8 +228,16 @@ impl<'a> Giants<'a> {
             sets: ahash::AHashMap::new(),
             pending: None,
             cap,
+            across,
             stats,
         })
+    }
+}
+
+impl Giants<'_> {
+    /// The `--across` key of a node (0 without `--across`).
+    fn value(&self, node: u32) -> u64 {
+        self.across.get(node as usize).copied().unwrap_or(0)
     }
 }
 
@@ -229,12 +247,18 @@ impl Lazy for Giants<'_> {
         let Some(buckets) = self.buckets_of.get(&node) else {
             return Ok(());
         };
+        let mine = self.value(node);
         let mut others: Vec<u32> = Vec::new();
         let mut capped = false;
         for &b in buckets {
-            let kept = &self.kept[b as usize];
-            capped |= kept.len() > self.cap;
-            others.extend(&kept[..kept.len().min(self.cap)]);
+            // `--across`: only other values' documents can drop this one.
+            let apart = self.kept[b as usize]
+                .iter()
+                .filter(|(v, _)| self.across.is_empty() || *v != mine);
+            for (_, kept) in apart {
+                capped |= kept.len() > self.cap;
+                others.extend(&kept[..kept.len().min(self.cap)]);
+            }
         }
         others.sort_unstable();
         others.dedup();
@@ -285,8 +309,17 @@ impl Lazy for Giants<'_> {
             return;
         };
         let mut compared_with = false;
+        let mine = self.value(node);
         for &b in buckets {
-            let kept = &mut self.kept[b as usize];
+            let lists = &mut self.kept[b as usize];
+            let at = match lists.iter().position(|(v, _)| *v == mine) {
+                Some(at) => at,
+                None => {
+                    lists.push((mine, Vec::new()));
+                    lists.len() - 1
+                }
+            };
+            let kept = &mut lists[at].1;
             compared_with |= kept.len() < self.cap;
             kept.push(node);
         }

@@ -23,11 +23,14 @@ mod keeper;
 
 pub use keeper::GiantStats;
 
+use std::collections::BTreeMap;
+
 use crate::config::{ClusterRule, Keep};
 use crate::error::{Error, Result};
+use crate::index::copies;
 use crate::io::output::OutputDir;
 use crate::io::store;
-use crate::io::work::{part_file, polars_err as pe, series, u32s, write_frame};
+use crate::io::work::{self, part_file, polars_err as pe, series, u32s, write_frame};
 use crate::plan::Plan;
 use crate::stages::lookup;
 use crate::unionfind::UnionFind;
@@ -378,6 +381,11 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
         .filter(|&d| first_copy[d as usize] != d || exact_in_index.contains(&d))
         .count() as u64;
     drop(first_copy);
+    let prior = prior_copies(plan, &index)?;
+    let size = cluster_sizes(&out, &index, &prior);
+    if plan.index.is_some() {
+        write_copies(work, plan, &out, &index, &size)?;
+    }
     let names: Vec<&str> = plan
         .index
         .iter()
@@ -402,6 +410,7 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
         let mut columns = vec![
             Column::new("keeper".into(), out.keeper[docs.clone()].to_vec()),
             Column::new("cluster_id".into(), cluster_id),
+            Column::new("cluster_size".into(), size[docs.clone()].to_vec()),
             Column::new("similarity".into(), similarity.clone()),
         ];
         if let Some(ip) = &plan.index {
@@ -442,6 +451,92 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
         giant_buckets: giant,
         renewed,
     })
+}
+
+/// Each document's cluster size: a kept document and the documents dropped against it in this
+/// run; a dropped document carries its keeper's. An indexed keeper counts its copies before
+/// tonight (`prior`, by (batch, number)) and tonight's documents dropped against it.
+fn cluster_sizes(
+    out: &Outcome,
+    index: &IndexMatches,
+    prior: &BTreeMap<(u32, u32), u32>,
+) -> Vec<u32> {
+    let n = out.keeper.len();
+    let mut size = vec![0u32; n];
+    let mut indexed: ahash::AHashMap<(u32, u32), u32> = ahash::AHashMap::new();
+    let of_anchor = |d: usize| {
+        let m = &index.matches[out.anchor(d) as usize];
+        (m.batch, m.xdoc)
+    };
+    for (d, &k) in out.keeper.iter().enumerate() {
+        match k {
+            INDEXED => {
+                let x = of_anchor(d);
+                let before = prior.get(&x).copied().unwrap_or(1);
+                *indexed.entry(x).or_insert(before) += 1;
+            }
+            k => size[k as usize] += 1,
+        }
+    }
+    (0..n)
+        .map(|d| match out.keeper[d] {
+            INDEXED => indexed[&of_anchor(d)],
+            k => size[k as usize],
+        })
+        .collect()
+}
+
+/// The copies so far ([`crate::index::copies`]) of the indexed documents tonight's documents
+/// matched, by (batch position in the compare list, number).
+fn prior_copies(plan: &Plan, index: &IndexMatches) -> Result<BTreeMap<(u32, u32), u32>> {
+    let Some(ip) = plan.index.as_ref().filter(|_| !index.matches.is_empty()) else {
+        return Ok(BTreeMap::new());
+    };
+    let wanted: ahash::AHashSet<(usize, u32)> = index
+        .matches
+        .iter()
+        .map(|m| (m.batch as usize, m.xdoc))
+        .collect();
+    let counts = copies::counts(&ip.dir(), &ip.compare, |b, x| wanted.contains(&(b, x)))?;
+    Ok(counts
+        .into_iter()
+        .map(|((b, x), c)| ((b as u32, x), c.copies))
+        .collect())
+}
+
+/// Writes tonight's copies file for the index stage: the copies of the documents the batch
+/// holds (kept ones under `keeper`, all under `components`), in batch order, and the new totals
+/// of the indexed documents tonight's documents were dropped against.
+fn write_copies(
+    work: &OutputDir,
+    plan: &Plan,
+    out: &Outcome,
+    index: &IndexMatches,
+    size: &[u32],
+) -> Result<()> {
+    let Some(ip) = &plan.index else {
+        return Ok(());
+    };
+    let holds_all = plan.config.cluster == ClusterRule::Components;
+    let own = (0..out.keeper.len())
+        .filter(|&d| holds_all || out.keeper[d] == d as u32)
+        .map(|d| size[d])
+        .collect();
+    let mut renewed: BTreeMap<String, Vec<(u32, u32)>> = BTreeMap::new();
+    for (d, &a) in out.anchor.iter().enumerate().filter(|&(_, &a)| a != NONE) {
+        let m = &index.matches[a as usize];
+        if let Some(b) = ip.compare.get(m.batch as usize) {
+            renewed
+                .entry(b.dir.clone())
+                .or_default()
+                .push((m.xdoc, size[d]));
+        }
+    }
+    for docs in renewed.values_mut() {
+        docs.sort_unstable();
+        docs.dedup();
+    }
+    work.write_bytes(work::COPIES, copies::Copies { own, renewed }.encode())
 }
 
 /// Histogram of cluster sizes >= 2 (members of this run): (size, count), ascending by size.

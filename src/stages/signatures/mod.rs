@@ -15,8 +15,9 @@
 //! - Null and empty texts (no shingle, or for SimHash no weighted feature) get no band rows: they
 //!   can be no one's near-duplicate and stay singletons. Nor does a later exact copy of a text
 //!   of the same part (the exact pre-pass settles it).
-//! - MinHash: a raw copy (a text byte for byte an earlier one's in the part: 128-bit hash of the
-//!   bytes) is not normalised, shingled or signed again: it takes its original's exact-text hash,
+//! - MinHash: a raw copy (a text byte for byte an earlier one's in the part, with the same
+//!   `--partition-by` and `--across` values: 128-bit hash of the bytes and the values) is not
+//!   normalised, shingled or signed again: it takes its original's exact-text hash,
 //!   and its store record names the original instead of repeating signature and keys. Every file
 //!   is the same function of the documents as when copies were computed, except the store's
 //!   records. That holds because a MinHash document has band rows exactly when it has an
@@ -50,6 +51,7 @@ use crate::io::output::OutputDir;
 use crate::io::work::{self, part_file, write_frame};
 use crate::io::{band_rows, store};
 use crate::minhash::{Permutations, Signatures};
+use crate::partition;
 use crate::plan::{Plan, DOCS_PER_CHUNK};
 use crate::simhash::{self, BlockIndex, DocFrequency, FeatureParams, Features};
 use crate::stages::{frequencies, sample};
@@ -341,7 +343,11 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
     // Exact-text hashes of the part, and those seen so far: a later copy of a text gets no band
     // rows (the cluster task joins it to the first copy, and any near-duplicate of it is one of
     // the first copy too), so exact copies cost no candidate pair and no verification.
+    // Raw: of the text alone (what a raw copy takes from its original); `exact`: within the
+    // document's `--partition-by` and `--across` values ([`partition::exact_key`]).
+    let mut raw_exact: Vec<u128> = Vec::with_capacity(count as usize);
     let mut exact: Vec<u8> = Vec::with_capacity(16 * count as usize);
+    let (mut partition_keys, mut across_keys) = (Vec::new(), Vec::new());
     let mut seen: ahash::AHashSet<u128> = ahash::AHashSet::new();
     let mut read = 0u64;
     let changed = |read: u64| {
@@ -391,6 +397,13 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
                 let (corpus, hashes, scripts) = loaded?;
                 let n = corpus.len();
                 let (base, at) = (first + read, read as usize);
+                let pkeys = label_keys(&corpus, |s| s.partition.as_ref());
+                let akeys = label_keys(&corpus, |s| s.across.as_ref());
+                // A raw copy is one of a text and its labels: a copy with other labels meets
+                // other documents, so it gets band rows of its own.
+                let hashes: Vec<Option<u128>> = (hashes.into_iter().enumerate())
+                    .map(|(d, h)| h.map(|h| partition::exact_key(h, pkeys[d], akeys[d])))
+                    .collect();
                 let copy_of = raw_copies(&hashes, at as u32, &mut first_seen);
                 read += n as u64;
                 if read > count {
@@ -430,14 +443,14 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
                     }
                 }
                 for (d, ks) in chunk.band_keys.chunks(bands.max(1)).enumerate() {
-                    let h = match copy_of[d] {
-                        // The original's, written earlier (it precedes its copies in the part).
-                        Some(o) => {
-                            let at = 16 * o as usize;
-                            exact[at..at + 16].try_into().map_or(0, u128::from_le_bytes)
-                        }
+                    let raw = match copy_of[d] {
+                        // The original's, computed earlier (it precedes its copies in the part).
+                        Some(o) => raw_exact[o as usize],
                         None => chunk.keys.exact(d),
                     };
+                    raw_exact.push(raw);
+                    let (pk, ak) = (pkeys[d], akeys[d]);
+                    let h = partition::exact_key(raw, pk, ak);
                     exact.extend_from_slice(&h.to_le_bytes());
                     let repeat = h != 0 && !seen.insert(h);
                     // A raw copy is also a repeat of its original's exact hash, or has none.
@@ -448,10 +461,16 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
                     for (b, &key) in ks.iter().enumerate() {
                         let (bucket, doc, value) =
                             &mut band_rows[b * ranges + bucket_range(key, ranges)];
-                        bucket.push(key);
+                        bucket.push(partition::band_key(key, pk));
                         doc.push((base + d as u64) as u32);
                         value.extend(fp);
                     }
+                }
+                if cfg.partition_by.is_some() {
+                    partition_keys.extend(pkeys);
+                }
+                if cfg.across.is_some() {
+                    across_keys.extend(akeys);
                 }
                 id_hash.extend(
                     chunk
@@ -505,8 +524,30 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
     if cfg.report_group.is_some() {
         columns.push(Column::new("group".into(), group));
     }
+    if cfg.partition_by.is_some() {
+        columns.push(Column::new("partition".into(), partition_keys));
+    }
+    if cfg.across.is_some() {
+        columns.push(Column::new("across".into(), across_keys));
+    }
     write_frame(work, &part_file("docs", p), "signatures", columns)?;
     Ok(stats)
+}
+
+/// The label keys ([`partition::key`]) of a chunk's documents from one label column of its
+/// shards (all 0 when the run reads no such column).
+fn label_keys(
+    corpus: &Corpus,
+    column: impl Fn(&crate::io::input::Shard) -> Option<&StringChunked>,
+) -> Vec<u64> {
+    let mut out = Vec::with_capacity(corpus.len());
+    for shard in &corpus.shards {
+        match column(shard) {
+            Some(c) => out.extend(partition::keys(c)),
+            None => out.extend(std::iter::repeat_n(0, shard.len())),
+        }
+    }
+    out
 }
 
 /// Which of `ranges` bucket ranges a bucket key falls in (its high bits, scaled).
