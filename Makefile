@@ -13,7 +13,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-ab bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch soak s3-demo clean-out
+.PHONY: build dedup test samples bench bench-ab bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-signals bench-export soak s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -91,6 +91,15 @@ bench-python:
 ## Speed per script (same-size corpora from ../shared/corpus/multi, one thread): make bench-scripts [LANGS='en th km my'] [MB=20] [ROUNDS=3]
 bench-scripts: build
 	LANGS='$(or $(LANGS),en th km my)' MB=$(or $(MB),20) ROUNDS=$(or $(ROUNDS),3) bash benches/scripts/run.sh $(BIN)
+
+## --partition-by against one run per value (dev-small, multi) and --across against its ideal on
+## exact truth (dev-small): make bench-signals
+bench-signals: build
+	BIN=$(BIN) bash benches/signals/run.sh
+
+## `index export` of NIGHTS x NIGHT_DOCS indexed documents: make bench-export [NIGHTS=10 NIGHT_DOCS=1000000]
+bench-export: build
+	NIGHTS=$(or $(NIGHTS),10) NIGHT_DOCS=$(or $(NIGHT_DOCS),1000000) bash benches/signals/export.sh
 
 ## Memory and time per stage with every task its own process: make bench-scale INPUT='dir/*.parquet' NAME=1M
 bench-scale: build

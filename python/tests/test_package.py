@@ -88,6 +88,25 @@ def test_apply_and_explain_as_the_cli_does(tmp_path):
         cd.explain(out, "no-such-id")
 
 
+def test_signals_partition_by_and_rehydration(tmp_path):
+    # data-samples' integer `source` column as the partition: the new column, options and apply.
+    out = str(tmp_path / "out")
+    manifest = cd.run(SAMPLES, out, partition_by="source")
+    assert manifest["cluster_size"].dtype == pl.UInt32
+    kept = manifest.filter(pl.col("keep"))
+    assert manifest.filter(pl.col("cluster_size") > 1).height > 0
+    assert cd.summary(out)["config"]["partition_by"] == "source"
+    done = cd.apply(out, str(tmp_path / "mix"), cluster_size_column="n", upsample="1=1,2-=2")
+    want = kept.select(pl.when(pl.col("cluster_size") >= 2).then(2).otherwise(1)).sum().item()
+    assert done["rows_written"] == want
+    mix = pl.read_parquet(tmp_path / "mix" / "*.parquet")
+    assert mix.height == want and mix["n"].dtype == pl.UInt32
+    with pytest.raises(cd.Error, match="--upsample"):
+        cd.apply(out, str(tmp_path / "bad"), upsample="2=0")
+    drop = manifest.filter(~pl.col("keep")).row(0, named=True)
+    assert cd.explain(out, drop["id"])["cluster_size"] == drop["cluster_size"]
+
+
 def as_lists(series):
     return [None if v is None else list(v) for v in series.to_list()]
 

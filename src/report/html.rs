@@ -497,6 +497,24 @@ fn index(h: &mut String, s: &serde_json::Value) {
         ix["index_bytes_per_document"].as_f64().unwrap_or(0.0),
         bytes(ix["filter_bytes_in_memory"].as_u64().unwrap_or(0)),
     );
+    let copied = ix["most_copied"].as_array().cloned().unwrap_or_default();
+    if copied.is_empty() {
+        return;
+    }
+    let _ = write!(
+        h,
+        "<h3>Seen most often across nights</h3><p class=\"note\">Indexed documents tonight's documents were dropped against, by their copies so far: the document itself and every document dropped against it in any night, tonight's included (<code>corpus-dedup index export</code> lists every live document).</p><table><tr><th>document</th><th>batch</th><th class=\"n\">copies</th></tr>"
+    );
+    for c in copied {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td></tr>",
+            esc(c["id"].as_str().unwrap_or("")),
+            esc(c["batch"].as_str().unwrap_or("")),
+            crate::progress::thousands(c["copies"].as_u64().unwrap_or(0))
+        );
+    }
+    h.push_str("</table>");
 }
 
 fn list(v: &serde_json::Value) -> String {

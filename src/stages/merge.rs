@@ -149,6 +149,8 @@ pub struct IndexSummary {
     pub filter_bytes_per_document: f64,
     /// Filter passes (block reads) and candidates of tonight's lookups.
     pub lookup: LookupStats,
+    /// The indexed documents tonight was dropped against with the most copies across nights.
+    pub most_copied: Vec<crate::stages::cluster::Copied>,
 }
 
 /// A batch of the window: its documents and its own run's drops (null for batches committed
@@ -417,6 +419,7 @@ fn commit_index(
         batches: c.window.iter().map(|b| b.name.clone()).collect(),
         lingering: c.lingering.iter().map(|b| b.name.clone()).collect(),
         renewed: cl.renewed.clone(),
+        most_copied: cl.most_copied.clone(),
         batches_added: c.batches_added,
         batches_expired: c.batches_expired,
         documents_indexed: documents,

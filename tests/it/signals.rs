@@ -432,6 +432,16 @@ fn copies_across_nights_survive_the_window_and_are_exported() {
             assert_eq!(r.duplicate_of.as_deref().unwrap()[..3].to_string(), "n1-");
         }
     }
+    // The summary and the report name the documents seen most often.
+    let last = dir.join("out3");
+    let top = &summary(&last)["index"]["most_copied"];
+    assert_eq!(top.as_array().unwrap().len(), 5);
+    assert_eq!(
+        (top[0]["batch"].as_str(), top[0]["copies"].as_u64()),
+        (Some("2026-11-01"), Some(5))
+    );
+    let html = std::fs::read_to_string(last.join("report.html")).unwrap();
+    assert!(html.contains("Seen most often across nights") && html.contains("n1-0"));
     let export = dir.join("exported/copies.parquet");
     let line = cd([
         "index",

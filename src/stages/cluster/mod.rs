@@ -54,7 +54,21 @@ pub struct ClusterStats {
     /// `--cluster keeper`: how the giant buckets were resolved.
     #[serde(default)]
     pub giant_buckets: Option<keeper::GiantStats>,
+    /// `--index`: the indexed documents tonight was dropped against with the most copies so far.
+    #[serde(default)]
+    pub most_copied: Vec<Copied>,
 }
+
+/// An indexed document and its copies across nights, tonight's included.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Copied {
+    pub id: String,
+    pub batch: String,
+    pub copies: u32,
+}
+
+/// Indexed documents listed in the summary's `most_copied`.
+const MOST_COPIED: usize = 10;
 
 /// The keeper of a cluster whose kept document is in the retained index (an earlier batch).
 pub const INDEXED: u32 = u32::MAX;
@@ -442,7 +456,9 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
         write_frame(work, &part_file("cluster", p), "cluster", columns)?;
     }
     let hist = size_histogram(&out.cluster);
+    let most_copied = most_copied(&out, &index, &size, &names);
     Ok(ClusterStats {
+        most_copied,
         exact_duplicates,
         dropped_against,
         documents_kept: (0..n).filter(|&d| out.keeper[d] == d as u32).count() as u64,
@@ -482,6 +498,26 @@ fn cluster_sizes(
         .map(|d| match out.keeper[d] {
             INDEXED => indexed[&of_anchor(d)],
             k => size[k as usize],
+        })
+        .collect()
+}
+
+/// The [`MOST_COPIED`] indexed documents tonight's documents were dropped against with the most
+/// copies (ties to the earlier batch, then the smaller number).
+fn most_copied(out: &Outcome, index: &IndexMatches, size: &[u32], names: &[&str]) -> Vec<Copied> {
+    let mut seen: BTreeMap<(u32, u32), (u32, &str)> = BTreeMap::new();
+    for (d, &a) in out.anchor.iter().enumerate().filter(|&(_, &a)| a != NONE) {
+        let m = &index.matches[a as usize];
+        seen.insert((m.batch, m.xdoc), (size[d], m.xid.as_str()));
+    }
+    let mut top: Vec<((u32, u32), (u32, &str))> = seen.into_iter().collect();
+    top.sort_by_key(|&(at, (copies, _))| (std::cmp::Reverse(copies), at));
+    top.into_iter()
+        .take(MOST_COPIED)
+        .map(|((b, _), (copies, id))| Copied {
+            id: id.to_string(),
+            batch: names[b as usize].to_string(),
+            copies,
         })
         .collect()
 }
