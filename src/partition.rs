@@ -6,10 +6,11 @@
 //!   index entry. Everything downstream (candidates, giant buckets, the keeper rule, lookups in
 //!   the index) then sees each value's documents alone: the same decisions as one run per value,
 //!   in one pass.
-//! - `--across`: the across key is mixed into the exact-text hash only (copies of one text with
-//!   one value form a group, copies with different values are separate groups that meet in the
-//!   band buckets); pairs of one value are left out where candidates are listed and where giant
-//!   buckets are compared, so a document is dropped only against a document of another value.
+//! - `--across`: the across key makes the exact-copy group ([`copy_group`]: copies of one text
+//!   with one value form a group, copies with different values are separate groups that meet in
+//!   the band buckets, and in the index through the exact key, which does not hold it); pairs of
+//!   one value are left out where candidates are listed, where giant buckets are compared and
+//!   where the index is looked up, so a document is dropped only against one of another value.
 //!
 //! A key is a 64-bit hash of the value as a string (an integer 7 and a string "7" are one value);
 //! null has a key of its own. Two distinct values share a key with probability ~2^-64 per pair of
@@ -45,16 +46,28 @@ pub fn band_key(key: u64, partition: u64) -> u64 {
     }
 }
 
-/// The exact-text hash of a document within its partition and across value (0, no text,
-/// stays 0; identity when both keys are 0).
-pub fn exact_key(hash: u128, partition: u64, across: u64) -> u128 {
-    if hash == 0 || (partition == 0 && across == 0) {
+/// The exact-text hash of a document within its partition (0, no text, stays 0; identity
+/// without `--partition-by`): what the exact pre-pass and the index match on.
+pub fn exact_key(hash: u128, partition: u64) -> u128 {
+    mix128(hash, partition, 1)
+}
+
+/// The exact-copy group of a document: its exact key within its `--across` value (identity
+/// without `--across`), so copies of one text with another value are another group.
+pub fn copy_group(exact: u128, across: u64) -> u128 {
+    mix128(exact, across, 2)
+}
+
+/// `hash` and `key` hashed together (`tag` keeps the two uses apart); 0 and a 0 key leave
+/// `hash` as it is.
+fn mix128(hash: u128, key: u64, tag: u8) -> u128 {
+    if hash == 0 || key == 0 {
         return hash;
     }
-    let mut bytes = [0u8; 32];
+    let mut bytes = [0u8; 25];
     bytes[..16].copy_from_slice(&hash.to_le_bytes());
-    bytes[16..24].copy_from_slice(&partition.to_le_bytes());
-    bytes[24..].copy_from_slice(&across.to_le_bytes());
+    bytes[16..24].copy_from_slice(&key.to_le_bytes());
+    bytes[24] = tag;
     xxhash_rust::xxh3::xxh3_128(&bytes).max(1)
 }
 
@@ -73,8 +86,9 @@ mod tests {
     #[test]
     fn mixing_is_identity_without_a_column() {
         assert_eq!(band_key(12345, 0), 12345);
-        assert_eq!(exact_key(99, 0, 0), 99);
-        assert_eq!(exact_key(0, key(Some("en")), 0), 0);
+        assert_eq!(exact_key(99, 0), 99);
+        assert_eq!(copy_group(99, 0), 99);
+        assert_eq!(exact_key(0, key(Some("en"))), 0);
     }
 
     #[test]
@@ -82,8 +96,8 @@ mod tests {
         let (en, zh) = (key(Some("en")), key(Some("zh")));
         assert_ne!(band_key(5, en), band_key(5, zh));
         assert_eq!(band_key(5, en), band_key(5, en));
-        assert_ne!(exact_key(7, en, 0), exact_key(7, zh, 0));
-        assert_ne!(exact_key(7, 0, en), exact_key(7, en, 0));
-        assert_ne!(exact_key(7, en, 0), 0);
+        assert_ne!(exact_key(7, en), exact_key(7, zh));
+        assert_ne!(copy_group(7, en), exact_key(7, en));
+        assert_ne!(exact_key(7, en), 0);
     }
 }

@@ -105,7 +105,7 @@ impl ClusterRule {
 }
 
 /// Which document of a duplicate cluster is kept. Written as the flag's spelling: "first",
-/// "longest" or the column name.
+/// "longest", the column name, or `COLUMN=v1,v2`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Keep {
     /// The first document in input order (smallest global index).
@@ -114,6 +114,25 @@ pub enum Keep {
     Longest,
     /// The document with the largest value in this numeric column; nulls lose, ties go to input order.
     Column(String),
+    /// The document whose value of this column (string, integer or boolean) comes first in
+    /// `values`: values not listed come after every listed one, nulls last; ties go to input
+    /// order. Written `COLUMN=v1,v2,...` (a ranking of sources for `--across`, say).
+    Ranked { column: String, values: Vec<String> },
+}
+
+impl Keep {
+    /// The column the rule reads, if any.
+    pub fn column(&self) -> Option<&str> {
+        match self {
+            Keep::Column(c) | Keep::Ranked { column: c, .. } => Some(c),
+            Keep::First | Keep::Longest => None,
+        }
+    }
+
+    /// Whether the rule ranks documents by a per-document priority (a column).
+    pub fn by_priority(&self) -> bool {
+        self.column().is_some()
+    }
 }
 
 impl std::str::FromStr for Keep {
@@ -123,6 +142,21 @@ impl std::str::FromStr for Keep {
             "first" => Ok(Keep::First),
             "longest" => Ok(Keep::Longest),
             "" => Err("--keep needs first, longest or a column name".into()),
+            ranked if ranked.contains('=') => {
+                let (column, list) = ranked.split_once('=').unwrap_or_default();
+                let values: Vec<String> = list.split(',').map(|v| v.trim().to_string()).collect();
+                let mut seen = std::collections::BTreeSet::new();
+                if column.is_empty() || values.iter().any(String::is_empty) {
+                    return Err(format!("--keep '{s}': write COLUMN=VALUE,VALUE,... (the values in the order they win, e.g. source=wiki,books,web)"));
+                }
+                if let Some(v) = values.iter().find(|v| !seen.insert(v.as_str())) {
+                    return Err(format!("--keep '{s}': '{v}' is listed twice"));
+                }
+                Ok(Keep::Ranked {
+                    column: column.to_string(),
+                    values,
+                })
+            }
             col => Ok(Keep::Column(col.to_string())),
         }
     }
@@ -130,10 +164,11 @@ impl std::str::FromStr for Keep {
 
 impl Serialize for Keep {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(match self {
-            Keep::First => "first",
-            Keep::Longest => "longest",
-            Keep::Column(c) => c,
+        s.serialize_str(&match self {
+            Keep::First => "first".to_string(),
+            Keep::Longest => "longest".to_string(),
+            Keep::Column(c) => c.clone(),
+            Keep::Ranked { column, values } => format!("{column}={}", values.join(",")),
         })
     }
 }

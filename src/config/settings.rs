@@ -327,9 +327,6 @@ impl Settings {
             if cluster == ClusterRule::Components {
                 return bad("--across needs --cluster keeper (the default): a connected component would join copies of one value through another".into());
             }
-            if self.index.is_some() {
-                return bad("--across cannot be used with --index yet: run the nightly job without --across, or run --across over the night's shards into its own output".into());
-            }
         }
         Ok(Config {
             input: self.input,
@@ -511,6 +508,22 @@ mod tests {
         assert_eq!(c.num_perm, 64);
         assert_eq!(c.keep, Keep::Longest);
         assert_eq!(c.text_column, "body");
+    }
+
+    #[test]
+    fn keep_ranks_a_column_of_labels() {
+        let k: Keep = "source=wiki, books,web".parse().unwrap();
+        let want = Keep::Ranked {
+            column: "source".into(),
+            values: vec!["wiki".into(), "books".into(), "web".into()],
+        };
+        assert_eq!(k, want);
+        assert_eq!(serde_json::to_value(&k).unwrap(), "source=wiki,books,web");
+        assert_eq!(k.column(), Some("source"));
+        for bad in ["=a,b", "s=", "s=a,,b", "s=a,b,a"] {
+            assert!(bad.parse::<Keep>().is_err(), "{bad}");
+        }
+        assert_eq!("n".parse::<Keep>().unwrap(), Keep::Column("n".into()));
     }
 
     #[test]

@@ -66,7 +66,7 @@ impl Copies {
         let mut r = varint::Reader::new(bytes);
         let held = r.u32_le().ok_or_else(cut)?;
         let own: Vec<u32> = (0..held)
-            .map(|_| r.next().ok_or_else(cut))
+            .map(|_| r.varint().ok_or_else(cut))
             .collect::<Result<_>>()?;
         let mut renewed = BTreeMap::new();
         for _ in 0..r.u32_le().ok_or_else(cut)? {
@@ -76,7 +76,7 @@ impl Copies {
             let n = r.u32_le().ok_or_else(cut)?;
             let (mut docs, mut last) = (Vec::new(), 0u32);
             for _ in 0..n {
-                let (dx, total) = r.next().zip(r.next()).ok_or_else(cut)?;
+                let (dx, total) = r.varint().zip(r.varint()).ok_or_else(cut)?;
                 last = last
                     .checked_add(dx)
                     .ok_or_else(|| bad("a number overflows"))?;

@@ -36,6 +36,7 @@ pub mod blocks;
 pub mod copies;
 pub mod export;
 pub mod filter;
+pub mod labels;
 pub mod origins;
 pub mod renew;
 
@@ -172,7 +173,14 @@ impl IndexPlan {
 /// The settings that change signatures or matches, by method (what the head records).
 pub fn settings(cfg: &Config) -> BTreeMap<String, serde_json::Value> {
     let all = cfg.to_json();
-    let mut keys = vec!["method", "ngram", "threshold", "cluster", "partition_by"];
+    let mut keys = vec![
+        "method",
+        "ngram",
+        "threshold",
+        "cluster",
+        "partition_by",
+        "across",
+    ];
     match cfg.method {
         Method::Minhash => keys.extend([
             "num_perm",

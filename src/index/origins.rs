@@ -54,7 +54,7 @@ impl Origins {
             serde_json::from_slice(json).map_err(|_| bad("its shard list"))?;
         let (mut docs, mut last) = (Vec::new(), 0u32);
         let mut r = varint::Reader::new(&bytes[4 + json.len()..]);
-        while let Some(v) = r.next() {
+        while let Some(v) = r.varint() {
             last = last
                 .checked_add(v)
                 .ok_or_else(|| bad("an index overflows"))?;

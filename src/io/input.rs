@@ -190,6 +190,22 @@ impl Shard {
     }
 }
 
+/// `--keep COLUMN=v1,v2,...` as priorities (the largest is kept): the first value listed
+/// highest, values not listed 0, nulls null (they lose).
+fn ranked_priority(rank: &StringChunked, values: &[String]) -> Float64Chunked {
+    let n = values.len();
+    rank.iter()
+        .map(|v| {
+            v.map(|v| {
+                values
+                    .iter()
+                    .position(|x| x == v)
+                    .map_or(0.0, |i| (n - i) as f64)
+            })
+        })
+        .collect()
+}
+
 fn parquet_err(file: &str, e: PolarsError) -> Error {
     Error::Parquet {
         file: file.to_string(),
@@ -237,18 +253,29 @@ enum Label {
     PartitionBy,
     Across,
     ReportGroup,
+    /// `--keep COLUMN=v1,v2,...`.
+    KeepRank,
 }
 
 impl Label {
     /// In the order they are checked: the report group defaults to one of the others, whose
     /// flag an error should name.
-    const ALL: [Label; 3] = [Label::PartitionBy, Label::Across, Label::ReportGroup];
+    const ALL: [Label; 4] = [
+        Label::PartitionBy,
+        Label::Across,
+        Label::ReportGroup,
+        Label::KeepRank,
+    ];
 
     fn column(self, cfg: &Config) -> Option<&str> {
         match self {
             Label::ReportGroup => cfg.report_group.as_deref(),
             Label::PartitionBy => cfg.partition_by.as_deref(),
             Label::Across => cfg.across.as_deref(),
+            Label::KeepRank => match &cfg.keep {
+                Keep::Ranked { column, .. } => Some(column),
+                _ => None,
+            },
         }
     }
 
@@ -258,6 +285,7 @@ impl Label {
             Label::ReportGroup => "report-group",
             Label::PartitionBy => "partition-by",
             Label::Across => "across",
+            Label::KeepRank => "keep",
         }
     }
 
@@ -267,6 +295,7 @@ impl Label {
             Label::ReportGroup => "__corpus_dedup_group",
             Label::PartitionBy => "__corpus_dedup_partition",
             Label::Across => "__corpus_dedup_across",
+            Label::KeepRank => "__corpus_dedup_rank",
         }
     }
 
@@ -285,6 +314,7 @@ impl Label {
                     Label::ReportGroup => "--report-group takes a column of labels such as a domain or source name",
                     Label::PartitionBy => "--partition-by takes a column of labels such as a language or crawl snapshot (a float or nested column is no label: derive a string column from it first)",
                     Label::Across => "--across takes a column of labels such as a source or dataset name (a float or nested column is no label: derive a string column from it first)",
+                    Label::KeepRank => "--keep COLUMN=v1,v2,... ranks the values of a column of labels; a numeric column is --keep COLUMN (largest wins)",
                 },
             }),
             None => Err(Error::MissingColumn {
@@ -368,7 +398,7 @@ fn select_columns(file: &str, schema: &Schema, cfg: &Config) -> Result<Selection
                     column: pc.to_string(),
                     found: dt.to_string(),
                     expected: "numeric (the largest value is kept)",
-                    hint: "--keep takes first, longest, or a numeric priority column",
+                    hint: "--keep takes first, longest, a numeric priority column, or COLUMN=v1,v2,... to rank the values of a column of labels",
                 })
             }
             None => {
@@ -497,7 +527,11 @@ pub fn read_shard(
         ),
         None => None,
     };
-    let [partition, across, group] = Label::ALL.map(|l| l.read(&df, cfg, file));
+    let [partition, across, group, rank] = Label::ALL.map(|l| l.read(&df, cfg, file));
+    let priority = match (&cfg.keep, rank?) {
+        (Keep::Ranked { values, .. }, Some(rank)) => Some(ranked_priority(&rank, values)),
+        _ => priority,
+    };
     Ok(Shard {
         first_row: rows.map_or(0, |r| r.start),
         file: file.to_string(),

@@ -24,7 +24,7 @@ impl<'a> Reader<'a> {
 
     /// The next varint; None at the end, or where one is cut short or longer than 5 bytes
     /// (then nothing is consumed, so [`Reader::done`] stays false).
-    pub fn next(&mut self) -> Option<u32> {
+    pub fn varint(&mut self) -> Option<u32> {
         let (mut v, mut shift, mut at) = (0u32, 0u32, self.at);
         loop {
             let b = *self.bytes.get(at)?;
@@ -72,7 +72,7 @@ mod tests {
                 put(&mut bytes, v);
             }
             let mut r = Reader::new(&bytes);
-            let back: Vec<u32> = std::iter::from_fn(|| r.next()).collect();
+            let back: Vec<u32> = std::iter::from_fn(|| r.varint()).collect();
             prop_assert_eq!(back, values);
             prop_assert!(r.done());
         }
@@ -83,8 +83,8 @@ mod tests {
         let mut bytes = Vec::new();
         put(&mut bytes, 300);
         let mut r = Reader::new(&bytes[..1]);
-        assert_eq!(r.next(), None);
+        assert_eq!(r.varint(), None);
         assert!(!r.done());
-        assert_eq!(Reader::new(&[0xff; 6]).next(), None);
+        assert_eq!(Reader::new(&[0xff; 6]).varint(), None);
     }
 }

@@ -20,7 +20,7 @@
 use crate::config::{ClusterRule, IndexKeys, Method};
 use crate::error::{Error, Result};
 use crate::index::batch::{self, Written};
-use crate::index::{copies, origins, renew};
+use crate::index::{copies, labels, origins, renew};
 use crate::io::output::OutputDir;
 use crate::io::{band_rows, store, work};
 use crate::minhash::SigSource;
@@ -185,6 +185,23 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
     let origins = origins::encode(&recorded_inputs(plan), &held);
     w.bytes += origins.len() as u64;
     dir.write_bytes(origins::ORIGINS, origins)?;
+    // `--across`: each held document's value, for the lookups of later nights.
+    if plan.config.across.is_some() {
+        let mut keys = Vec::with_capacity(held.len());
+        for p in 0..plan.parts.len() {
+            let r = plan.part_range(p);
+            let part = work::label_keys(work, p, "across", true)?;
+            keys.extend(
+                numbering
+                    .held(r.clone())
+                    .iter()
+                    .map(|&d| part[(d as u64 - r.start) as usize]),
+            );
+        }
+        let bytes = labels::encode(&keys);
+        w.bytes += bytes.len() as u64;
+        dir.write_bytes(labels::ACROSS, bytes)?;
+    }
     // The cluster task's copies ([`crate::index::copies`]) and, under keeper, its renewals
     // ([`crate::index::renew`]), as they are.
     let mut files = vec![(work::COPIES, copies::COPIES)];

@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{IndexKeys, Method, Verify};
 use crate::error::{Error, Result};
 use crate::index::batch::{self, BatchReader};
+use crate::index::labels;
 use crate::io::output::{OutputDir, ParquetUse};
 use crate::io::work::{exact_file, lookup_file};
 use crate::io::{store, u64_at};
@@ -95,12 +96,27 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
         .par_iter()
         .map(|e| BatchReader::open(&index, e, bands))
         .collect::<Result<_>>()?;
-    // A lingering batch is compared with its renewed documents only.
+    // A lingering batch is compared with its renewed documents only; with `--across`, a
+    // document only with indexed documents of another value.
     let alive = crate::index::renew::alive(&index, &ip.compare)?;
-    let live = |bi: usize, x: u32| {
-        alive[bi]
-            .as_ref()
-            .is_none_or(|a| a.binary_search(&x).is_ok())
+    let (mine, theirs) = match cfg.across.is_some() {
+        true => (
+            crate::io::work::label_keys(work, p, "across", true)?,
+            ip.compare
+                .iter()
+                .map(|e| labels::read(&index, e))
+                .collect::<Result<Vec<_>>>()?,
+        ),
+        false => (Vec::new(), Vec::new()),
+    };
+    let live = |bi: usize, q: usize, x: u32| {
+        let apart = theirs
+            .get(bi)
+            .is_none_or(|t| t.get(x as usize) != mine.get(q));
+        apart
+            && alive[bi]
+                .as_ref()
+                .is_none_or(|a| a.binary_search(&x).is_ok())
     };
     let mut stats = LookupStats {
         filter_bytes: readers.iter().map(|r| r.memory_bytes() as u64).sum(),
@@ -179,7 +195,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
             .map(|q| (q, exact[q]))
             .collect();
         let found = r.find_exact(&queries)?;
-        for (q, x) in found.into_iter().filter(|&(_, x)| live(bi as usize, x)) {
+        for (q, x) in found.into_iter().filter(|&(q, x)| live(bi as usize, q, x)) {
             best[q] = Some((bi, x, 1.0));
             copy[q] = true;
         }
@@ -208,7 +224,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
             stats.filter_passes += passes;
             cands.extend(found);
         }
-        cands.retain(|&(_, x)| live(bi as usize, x));
+        cands.retain(|&(q, x)| live(bi as usize, q, x));
         cands.par_sort_unstable();
         cands.dedup();
         // A candidate that cannot beat the document's match so far needs no verification.

@@ -221,6 +221,36 @@ fn across_drops_only_against_another_value() {
     assert_eq!(keep, ideal);
     assert!(keep.iter().filter(|k| !**k).count() > 10);
 
+    // A ranking of the values decides which copy survives: a drop's keeper ranks ahead of it
+    // (values not listed, then null, come last).
+    let ranked = dir.join("ranked");
+    run_ok(
+        &glob,
+        &ranked,
+        &["--across", "src", "--keep", "src=books,web,en"],
+    );
+    let rank = |l: Option<&str>| match l {
+        Some("books") => 0,
+        Some("web") => 1,
+        Some("en") => 2,
+        Some(_) => 3,
+        None => 4,
+    };
+    let rows = manifest(&ranked);
+    assert!(rows.iter().filter(|r| !r.keep).count() > 10);
+    for (i, r) in rows.iter().enumerate() {
+        if let Some(k) = &r.duplicate_of {
+            assert!(rank(labels[of[k.as_str()]]) < rank(labels[i]), "{r:?}");
+        }
+    }
+    let err = run_cmd(&glob, &dir.join("bad"), &["--keep", "src=a,,b"]).fails();
+    assert!(err.contains("COLUMN=VALUE,VALUE"), "{err}");
+    let err = run_cmd(&glob, &dir.join("bad"), &["--keep", "f=a,b"]).fails();
+    assert!(
+        err.contains("column 'f'") && err.contains("--keep COLUMN=v1,v2"),
+        "{err}"
+    );
+
     // With --partition-by too: only across values within each partition; and as tasks.
     let both = dir.join("both");
     run_ok(&glob, &both, &["--across", "src", "--partition-by", "n"]);
@@ -490,4 +520,96 @@ fn copies_across_nights_survive_the_window_and_are_exported() {
         .arg(dir.join("x.parquet"))
         .fails();
     assert!(err.contains("no index here"), "{err}");
+}
+
+/// Writes `(id, text, src)` rows as one shard in `dir`; returns its glob.
+fn sourced_shard(dir: &Path, rows: &[(String, String, &str)]) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    let id: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    let text: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+    let src: Vec<&str> = rows.iter().map(|r| r.2).collect();
+    let columns = vec![
+        Column::new("id".into(), id),
+        Column::new("text".into(), text),
+        Column::new("src".into(), src),
+    ];
+    write_df(
+        &dir.join("s.parquet"),
+        DataFrame::new(rows.len(), columns).unwrap(),
+    );
+    format!("{}/*.parquet", dir.display())
+}
+
+#[test]
+fn across_through_the_index_drops_only_against_another_value() {
+    let dir = temp_dir("signals-across-index");
+    let index = dir.join("index");
+    let texts = random_texts(21, 20);
+    let night = |n: usize, rows: &[(String, String, &str)]| {
+        let glob = sourced_shard(&dir.join(format!("in{n}")), rows);
+        let out = dir.join(format!("out{n}"));
+        let batch = format!("2026-12-0{n}");
+        run_ok(
+            &glob,
+            &out,
+            &[
+                "--across",
+                "src",
+                "--index",
+                index.to_str().unwrap(),
+                "--batch",
+                &batch,
+            ],
+        );
+        manifest(&out)
+    };
+    let first: Vec<(String, String, &str)> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (format!("a{i}"), t.clone(), "a"))
+        .collect();
+    assert!(night(1, &first).iter().all(|r| r.keep));
+    // Night 2: copies of night 1 from the same source (kept), from another (dropped), and a
+    // near copy from another (one word changed: found through the bands, not the exact table).
+    let mut edited = texts[5].clone();
+    edited.replace_range(0..edited.find(' ').unwrap(), "changed");
+    let second = vec![
+        ("same0".to_string(), texts[0].clone(), "a"),
+        ("same1".to_string(), texts[1].clone(), "a"),
+        ("other2".to_string(), texts[2].clone(), "b"),
+        ("other3".to_string(), texts[3].clone(), "b"),
+        ("near5".to_string(), edited, "b"),
+    ];
+    let rows = night(2, &second);
+    let got: Vec<(bool, Option<&str>)> = rows
+        .iter()
+        .map(|r| (r.keep, r.duplicate_of.as_deref()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (true, None),
+            (true, None),
+            (false, Some("a2")),
+            (false, Some("a3")),
+            (false, Some("a5"))
+        ]
+    );
+    // Night 3: source a's copy of a0 is kept again (night 2 kept one of a too); c's is dropped
+    // against the earliest, night 1's.
+    let third = vec![
+        ("again0".to_string(), texts[0].clone(), "a"),
+        ("c0".to_string(), texts[0].clone(), "c"),
+    ];
+    let rows = night(3, &third);
+    assert!(rows[0].keep);
+    assert_eq!(rows[1].duplicate_of.as_deref(), Some("a0"));
+    // The index records the column.
+    let err = run_cmd(
+        &sourced_shard(&dir.join("in4"), &third),
+        &dir.join("out4"),
+        &["--index", index.to_str().unwrap(), "--batch", "2026-12-04"],
+    )
+    .fails();
+    assert!(err.contains("--across"), "{err}");
 }

@@ -40,7 +40,7 @@ fn keep_order(plan: &Plan, keep: &KeepData) -> Vec<u32> {
         Keep::First => (0..n as u32).collect(),
         Keep::Longest => keeper::rank_by(n, |d| std::cmp::Reverse(keep.text_len(d))),
         // Largest first; nulls (and NaN) last; ties to input order (the rank's second key).
-        Keep::Column(_) => keeper::rank_by(n, |d| match keep.priority(d) {
+        Keep::Column(_) | Keep::Ranked { .. } => keeper::rank_by(n, |d| match keep.priority(d) {
             Some(x) if !x.is_nan() => (0, std::cmp::Reverse(order_bits(x))),
             _ => (1, std::cmp::Reverse(0)),
         }),
@@ -60,6 +60,7 @@ pub fn outcome(
     first_copy: &[u32],
     index: &IndexMatches,
     keep: KeepData,
+    across: Vec<u64>,
 ) -> Result<(Outcome, GiantStats)> {
     let n = plan.documents as usize;
     let rank = keep_order(plan, &keep);
@@ -76,7 +77,6 @@ pub fn outcome(
             anchor[g] = i as u32;
         }
     }
-    let across = crate::stages::candidates::across_keys(work, plan)?;
     let mut giants = Giants::read(work, plan, first_copy, across)?;
     let docs = Documents {
         rank: &rank,

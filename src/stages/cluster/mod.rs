@@ -31,6 +31,7 @@ use crate::index::copies;
 use crate::io::output::OutputDir;
 use crate::io::store;
 use crate::io::work::{self, part_file, polars_err as pe, series, u32s, write_frame};
+use crate::partition;
 use crate::plan::Plan;
 use crate::stages::lookup;
 use crate::unionfind::UnionFind;
@@ -190,7 +191,7 @@ impl Clusters {
                 let better = match keep {
                     Keep::First => false,
                     Keep::Longest => text_len(d) > text_len(best),
-                    Keep::Column(_) => match (priority(d), priority(best)) {
+                    Keep::Column(_) | Keep::Ranked { .. } => match (priority(d), priority(best)) {
                         (Some(x), Some(y)) => x > y,
                         (Some(x), None) => !x.is_nan(),
                         _ => false,
@@ -279,8 +280,9 @@ impl Outcome {
 pub const NONE: u32 = u32::MAX;
 
 /// Each document's first exact copy in the input (itself when it has none): a 128-bit hash of
-/// its normalised text, from the signatures stage.
-fn first_copies(work: &OutputDir, plan: &Plan) -> Result<Vec<u32>> {
+/// its normalised text (and partition) from the signatures stage, within its `--across` value
+/// ([`partition::copy_group`]).
+fn first_copies(work: &OutputDir, plan: &Plan, across: &[u64]) -> Result<Vec<u32>> {
     let n = plan.documents as usize;
     let mut first_copy: Vec<u32> = (0..n as u32).collect();
     let mut hashes: Vec<(u128, u32)> = Vec::with_capacity(n);
@@ -290,7 +292,11 @@ fn first_copies(work: &OutputDir, plan: &Plan) -> Result<Vec<u32>> {
         hashes.extend(
             ex.into_iter()
                 .zip(r.start as u32..r.end as u32)
-                .filter(|&(h, _)| h != 0),
+                .filter(|&(h, _)| h != 0)
+                .map(|(h, d)| {
+                    let a = across.get(d as usize).copied().unwrap_or(0);
+                    (partition::copy_group(h, a), d)
+                }),
         );
     }
     hashes.par_sort_unstable();
@@ -348,7 +354,7 @@ impl KeepData {
                 text_len: column("text_len")?,
                 priority: Vec::new(),
             },
-            Keep::Column(_) => KeepData {
+            Keep::Column(_) | Keep::Ranked { .. } => KeepData {
                 text_len: Vec::new(),
                 priority: column("priority")?,
             },
@@ -371,7 +377,8 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
         check_unique_ids(work, plan)?;
     }
     let n = plan.documents as usize;
-    let first_copy = first_copies(work, plan)?;
+    let across = crate::stages::candidates::across_keys(work, plan)?;
+    let first_copy = first_copies(work, plan, &across)?;
     let index = IndexMatches::read(work, plan)?;
     let keep = KeepData::read(work, plan)?;
     let (out, giant, renewed) = match cfg.cluster {
@@ -380,7 +387,7 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
             (out, None, Default::default())
         }
         ClusterRule::Keeper => {
-            let (out, giant) = keeper::outcome(work, plan, &first_copy, &index, keep)?;
+            let (out, giant) = keeper::outcome(work, plan, &first_copy, &index, keep, across)?;
             let renewed = keeper::write_renewals(work, plan, &out, &index)?;
             (out, Some(giant), renewed)
         }
@@ -505,12 +512,13 @@ fn cluster_sizes(
 /// The [`MOST_COPIED`] indexed documents tonight's documents were dropped against with the most
 /// copies (ties to the earlier batch, then the smaller number).
 fn most_copied(out: &Outcome, index: &IndexMatches, size: &[u32], names: &[&str]) -> Vec<Copied> {
+    // (batch, number) -> (copies, id)
     let mut seen: BTreeMap<(u32, u32), (u32, &str)> = BTreeMap::new();
     for (d, &a) in out.anchor.iter().enumerate().filter(|&(_, &a)| a != NONE) {
         let m = &index.matches[a as usize];
         seen.insert((m.batch, m.xdoc), (size[d], m.xid.as_str()));
     }
-    let mut top: Vec<((u32, u32), (u32, &str))> = seen.into_iter().collect();
+    let mut top: Vec<_> = seen.into_iter().collect();
     top.sort_by_key(|&(at, (copies, _))| (std::cmp::Reverse(copies), at));
     top.into_iter()
         .take(MOST_COPIED)

@@ -344,7 +344,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
     // rows (the cluster task joins it to the first copy, and any near-duplicate of it is one of
     // the first copy too), so exact copies cost no candidate pair and no verification.
     // Raw: of the text alone (what a raw copy takes from its original); `exact`: within the
-    // document's `--partition-by` and `--across` values ([`partition::exact_key`]).
+    // document's `--partition-by` value ([`partition::exact_key`]).
     let mut raw_exact: Vec<u128> = Vec::with_capacity(count as usize);
     let mut exact: Vec<u8> = Vec::with_capacity(16 * count as usize);
     let (mut partition_keys, mut across_keys) = (Vec::new(), Vec::new());
@@ -402,7 +402,11 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
                 // A raw copy is one of a text and its labels: a copy with other labels meets
                 // other documents, so it gets band rows of its own.
                 let hashes: Vec<Option<u128>> = (hashes.into_iter().enumerate())
-                    .map(|(d, h)| h.map(|h| partition::exact_key(h, pkeys[d], akeys[d])))
+                    .map(|(d, h)| {
+                        h.map(|h| {
+                            partition::copy_group(partition::exact_key(h, pkeys[d]), akeys[d])
+                        })
+                    })
                     .collect();
                 let copy_of = raw_copies(&hashes, at as u32, &mut first_seen);
                 read += n as u64;
@@ -450,9 +454,9 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
                     };
                     raw_exact.push(raw);
                     let (pk, ak) = (pkeys[d], akeys[d]);
-                    let h = partition::exact_key(raw, pk, ak);
+                    let h = partition::exact_key(raw, pk);
                     exact.extend_from_slice(&h.to_le_bytes());
-                    let repeat = h != 0 && !seen.insert(h);
+                    let repeat = h != 0 && !seen.insert(partition::copy_group(h, ak));
                     // A raw copy is also a repeat of its original's exact hash, or has none.
                     if copy_of[d].is_some() || repeat || !indexed[at + d] {
                         continue;
