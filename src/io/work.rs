@@ -199,7 +199,7 @@ pub fn label_keys(work: &OutputDir, p: usize, name: &str, used: bool) -> Result<
     if !used {
         return Ok(Vec::new());
     }
-    let df = work.read_parquet(&part_file("docs", p))?;
+    let df = work.read_parquet_columns(&part_file("docs", p), Some(&[name]))?;
     let s = series(&df, name, "docs")?;
     Ok(s.u64()
         .map_err(polars_err("docs"))?

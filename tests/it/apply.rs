@@ -176,13 +176,7 @@ fn apply_rehydrates_kept_rows_by_cluster_size() {
     let f = "a-en.parquet";
     let got = read_df(&kept.join(f));
     let ids = str_column(&got, "id");
-    let sizes: Vec<u32> = got
-        .column("n")
-        .unwrap()
-        .u32()
-        .unwrap()
-        .into_no_null_iter()
-        .collect();
+    let sizes = u32_column(&got, "n");
     let mut expected: Vec<(&str, u32)> = Vec::new();
     for r in m.iter().filter(|r| r.keep && r.file.ends_with(f)) {
         let s = r.cluster_size.unwrap();

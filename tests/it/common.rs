@@ -30,21 +30,25 @@ pub fn write_df(path: &Path, mut df: DataFrame) {
     write_parquet_atomic(path, &mut df, vec![], ParquetUse::Output).unwrap();
 }
 
+/// Writes a shard with `id` and `text` columns and the `extra` ones (creating its directory);
+/// returns the glob of the shards in that directory.
+pub fn write_shard(path: &Path, id: &[&str], text: &[&str], extra: Vec<Column>) -> String {
+    let dir = path.parent().unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    let mut columns = vec![
+        Column::new("id".into(), id),
+        Column::new("text".into(), text),
+    ];
+    columns.extend(extra);
+    write_df(path, DataFrame::new(id.len(), columns).unwrap());
+    format!("{}/*.parquet", dir.display())
+}
+
 /// Writes generated documents as a shard with id and text columns.
 pub fn write_docs(path: &Path, docs: &[Doc]) {
     let id: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
     let text: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
-    write_df(
-        path,
-        DataFrame::new(
-            docs.len(),
-            vec![
-                Column::new("id".into(), id),
-                Column::new("text".into(), text),
-            ],
-        )
-        .unwrap(),
-    );
+    write_shard(path, &id, &text, Vec::new());
 }
 
 /// The task stages of a MinHash run, in order.
@@ -244,6 +248,20 @@ pub fn str_column<'a>(df: &'a DataFrame, name: &str) -> Vec<&'a str> {
         .collect()
 }
 
+/// A UInt32 column's values (nulls as 0).
+pub fn u32_column(df: &DataFrame, name: &str) -> Vec<u32> {
+    let c = df.column(name).unwrap().u32().unwrap();
+    c.iter().map(|v| v.unwrap_or_default()).collect()
+}
+
+/// Each manifest row's position, by id.
+pub fn positions(rows: &[Row]) -> std::collections::HashMap<&str, usize> {
+    rows.iter()
+        .enumerate()
+        .map(|(i, r)| (r.id.as_str(), i))
+        .collect()
+}
+
 /// The manifest as plain rows.
 #[derive(Debug, Clone)]
 pub struct Row {
@@ -385,15 +403,9 @@ pub fn three_shards(dir: &std::path::Path) -> (String, Vec<corpus_dedup::synth::
 /// Writes `texts` as one shard with ids d0, d1, ...; returns its path as a glob.
 pub fn text_shard(dir: &Path, texts: &[String]) -> String {
     let id: Vec<String> = (0..texts.len()).map(|i| format!("d{i}")).collect();
+    let id: Vec<&str> = id.iter().map(String::as_str).collect();
     let text: Vec<&str> = texts.iter().map(String::as_str).collect();
     let path = dir.join("s.parquet");
-    let df = DataFrame::new(
-        texts.len(),
-        vec![
-            Column::new("id".into(), id),
-            Column::new("text".into(), text),
-        ],
-    );
-    write_df(&path, df.unwrap());
+    write_shard(&path, &id, &text, Vec::new());
     path.display().to_string()
 }

@@ -4,7 +4,6 @@
 
 use crate::common::*;
 use corpus_dedup::synth::Rng;
-use std::collections::HashMap;
 
 /// `n` distinct words from the generator.
 fn words(rng: &mut Rng, n: usize) -> Vec<String> {
@@ -18,11 +17,7 @@ fn words(rng: &mut Rng, n: usize) -> Vec<String> {
 fn check_guarantees(texts: &[String], rows: &[Row]) {
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let sets = shingle_sets(&refs);
-    let at: HashMap<&str, usize> = rows
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (r.id.as_str(), i))
-        .collect();
+    let at = positions(rows);
     for (d, r) in rows.iter().enumerate() {
         if let Some(k) = r.duplicate_of.as_deref() {
             let k = at[k];

@@ -20,24 +20,17 @@ fn label(i: usize) -> Option<&'static str> {
 /// Writes `docs` as one shard with id, text and a `src` label column (and an integer `n` and a
 /// float `f` column for the type checks); returns its glob.
 fn labelled_shard(dir: &Path, name: &str, docs: &[(&Doc, Option<&str>)]) -> String {
-    std::fs::create_dir_all(dir).unwrap();
     let id: Vec<&str> = docs.iter().map(|(d, _)| d.id.as_str()).collect();
     let text: Vec<&str> = docs.iter().map(|(d, _)| d.text.as_str()).collect();
     let src: Vec<Option<&str>> = docs.iter().map(|(_, l)| *l).collect();
     let n: Vec<i64> = (0..docs.len() as i64).map(|i| i % 2).collect();
     let f: Vec<f64> = (0..docs.len()).map(|i| i as f64 / 2.0).collect();
-    let columns = vec![
-        Column::new("id".into(), id),
-        Column::new("text".into(), text),
+    let extra = vec![
         Column::new("src".into(), src),
         Column::new("n".into(), n),
         Column::new("f".into(), f),
     ];
-    write_df(
-        &dir.join(name),
-        DataFrame::new(docs.len(), columns).unwrap(),
-    );
-    format!("{}/*.parquet", dir.display())
+    write_shard(&dir.join(name), &id, &text, extra)
 }
 
 /// English, mixed and Chinese documents with planted near-duplicates.
@@ -196,11 +189,7 @@ fn across_drops_only_against_another_value() {
     run_ok(&glob, &out, &["--across", "src", "--verify", "exact"]);
     let rows = manifest(&out);
     check_cluster_sizes(&rows);
-    let of: HashMap<&str, usize> = rows
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (r.id.as_str(), i))
-        .collect();
+    let of = positions(&rows);
     for (i, r) in rows.iter().enumerate() {
         if let Some(k) = &r.duplicate_of {
             assert_ne!(
@@ -362,20 +351,16 @@ fn a_label_column_that_is_missing_or_not_a_label_is_refused() {
         );
         assert!(!out.exists(), "nothing is written");
     }
-    let err = run_cmd(
-        &glob,
-        &dir.join("out"),
-        &["--across", "src", "--partition-by", "src"],
-    )
-    .fails();
-    assert!(err.contains("both 'src'"), "{err}");
-    let err = run_cmd(
-        &glob,
-        &dir.join("out"),
-        &["--across", "src", "--cluster", "components"],
-    )
-    .fails();
-    assert!(err.contains("--across needs --cluster keeper"), "{err}");
+    for (flags, says) in [
+        (["--across", "src", "--partition-by", "src"], "both 'src'"),
+        (
+            ["--across", "src", "--cluster", "components"],
+            "--across needs --cluster keeper",
+        ),
+    ] {
+        let err = run_cmd(&glob, &dir.join("out"), &flags).fails();
+        assert!(err.contains(says), "{err}");
+    }
 }
 
 /// `n` documents of 120 random words each.
@@ -391,20 +376,13 @@ fn random_texts(seed: u64, n: usize) -> Vec<String> {
         .collect()
 }
 
-/// Writes `(id, text)` rows as one shard in `dir`; returns its glob.
-fn id_text_shard(dir: &Path, rows: &[(String, String)]) -> String {
-    std::fs::create_dir_all(dir).unwrap();
-    let id: Vec<&str> = rows.iter().map(|(i, _)| i.as_str()).collect();
-    let text: Vec<&str> = rows.iter().map(|(_, t)| t.as_str()).collect();
-    let columns = vec![
-        Column::new("id".into(), id),
-        Column::new("text".into(), text),
-    ];
-    write_df(
-        &dir.join("s.parquet"),
-        DataFrame::new(rows.len(), columns).unwrap(),
-    );
-    format!("{}/*.parquet", dir.display())
+/// Writes `(id, text, src)` rows as one shard in `dir`; returns its glob.
+fn sourced_shard(dir: &Path, rows: &[(String, String, &str)]) -> String {
+    let id: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    let text: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+    let src: Vec<&str> = rows.iter().map(|r| r.2).collect();
+    let extra = vec![Column::new("src".into(), src)];
+    write_shard(&dir.join("s.parquet"), &id, &text, extra)
 }
 
 #[test]
@@ -435,7 +413,9 @@ fn copies_across_nights_survive_the_window_and_are_exported() {
                 rows.push((format!("n{}-copy{c}-of-{i}", night + 1), t.clone()));
             }
         }
-        let glob = id_text_shard(&dir.join(format!("in{night}")), &rows);
+        let rows: Vec<(String, String, &str)> =
+            rows.into_iter().map(|(i, t)| (i, t, "x")).collect();
+        let glob = sourced_shard(&dir.join(format!("in{night}")), &rows);
         let out = dir.join(format!("out{night}"));
         let batch = format!("2026-11-0{}", night + 1);
         run_ok(
@@ -490,13 +470,7 @@ fn copies_across_nights_survive_the_window_and_are_exported() {
     let ids = str_column(&df, "id");
     let batch = str_column(&df, "batch");
     let latest = str_column(&df, "latest_batch");
-    let copies: Vec<u32> = df
-        .column("copies")
-        .unwrap()
-        .u32()
-        .unwrap()
-        .into_no_null_iter()
-        .collect();
+    let copies = u32_column(&df, "copies");
     for i in 0..df.height() {
         match ids[i].strip_prefix("n1-") {
             Some(_) => {
@@ -520,24 +494,6 @@ fn copies_across_nights_survive_the_window_and_are_exported() {
         .arg(dir.join("x.parquet"))
         .fails();
     assert!(err.contains("no index here"), "{err}");
-}
-
-/// Writes `(id, text, src)` rows as one shard in `dir`; returns its glob.
-fn sourced_shard(dir: &Path, rows: &[(String, String, &str)]) -> String {
-    std::fs::create_dir_all(dir).unwrap();
-    let id: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
-    let text: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
-    let src: Vec<&str> = rows.iter().map(|r| r.2).collect();
-    let columns = vec![
-        Column::new("id".into(), id),
-        Column::new("text".into(), text),
-        Column::new("src".into(), src),
-    ];
-    write_df(
-        &dir.join("s.parquet"),
-        DataFrame::new(rows.len(), columns).unwrap(),
-    );
-    format!("{}/*.parquet", dir.display())
 }
 
 #[test]

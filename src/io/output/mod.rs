@@ -167,12 +167,20 @@ impl OutputDir {
 
     /// Reads the Parquet file `name` (which must exist).
     pub fn read_parquet(&self, name: &str) -> Result<DataFrame> {
+        self.read_parquet_columns(name, None)
+    }
+
+    /// Reads the Parquet file `name`, only `columns` of it when given (the others are not
+    /// decoded).
+    pub fn read_parquet_columns(&self, name: &str, columns: Option<&[&str]>) -> Result<DataFrame> {
         let loc = self.location(name);
         let bytes = self.read(name)?.ok_or_else(|| Error::WorkFile {
             path: loc.clone(),
             msg: "missing".into(),
         })?;
+        let columns = columns.map(|c| c.iter().map(|n| n.to_string()).collect());
         ParquetReader::new(std::io::Cursor::new(bytes))
+            .with_columns(columns)
             .finish()
             .map_err(|e| Error::WorkFile {
                 path: loc,
