@@ -1,7 +1,8 @@
 """--partition-by and --across measured on the development corpora (benches/signals/run.sh).
 
-1. Equivalence: `--partition-by lang` in one run against one run per value, document by document
-   (keep and duplicate_of), on dev-small (lang joined in from docs_meta.parquet) and on multi.
+1. Equivalence: `--partition-by` in one run against one run per value, document by document
+   (keep and duplicate_of): dev-small by lang (joined in from docs_meta.parquet) and by a source
+   drawn per document from its id (a, b, c: most planted pairs cross values), multi by lang.
 2. --across against its ideal on dev-small's exact ground truth: documents in input order, one
    dropped iff a ground-truth partner (exact Jaccard >= 0.8) of another value was kept before it.
    Values: a source drawn per document from its id (a, b, c: most planted pairs cross sources)
@@ -43,6 +44,7 @@ def labelled_dev_small():
 
 def equivalence(name, shards, column):
     glob = f"{shards}/*.parquet"
+    name = f"{name}-{column}"
     together = WORK / f"{name}-partitioned"
     t_one = run(glob, together, "--partition-by", column)
     plain = WORK / f"{name}-plain"
@@ -105,6 +107,7 @@ def main():
     dev = labelled_dev_small()
     results = {
         "partition": [equivalence("dev-small", dev, "lang"),
+                      equivalence("dev-small", dev, "src"),
                       equivalence("multi", SHARED / "multi" / "data", "lang")],
         "across": [across(dev, "src"), across(dev, "base_src")],
     }
