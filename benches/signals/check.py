@@ -2,7 +2,8 @@
 
 1. Equivalence: `--partition-by` in one run against one run per value, document by document
    (keep and duplicate_of): dev-small by lang (joined in from docs_meta.parquet) and by a source
-   drawn per document from its id (a, b, c: most planted pairs cross values), multi by lang.
+   drawn per document from its id (a, b, c: most planted pairs cross values; also with SimHash
+   and its whole-night feature sample off), multi by lang.
 2. --across against its ideal on dev-small's exact ground truth: documents in input order, one
    dropped iff a ground-truth partner (exact Jaccard >= 0.8) of another value was kept before it.
    Values: a source drawn per document from its id (a, b, c: most planted pairs cross sources)
@@ -42,13 +43,13 @@ def labelled_dev_small():
     return out
 
 
-def equivalence(name, shards, column):
+def equivalence(name, shards, column, *flags):
     glob = f"{shards}/*.parquet"
-    name = f"{name}-{column}"
+    name = "-".join([name, column, *flags])
     together = WORK / f"{name}-partitioned"
-    t_one = run(glob, together, "--partition-by", column)
+    t_one = run(glob, together, "--partition-by", column, *flags)
     plain = WORK / f"{name}-plain"
-    t_plain = run(glob, plain)
+    t_plain = run(glob, plain, *flags)
     m = pl.read_parquet(together / "manifest.parquet").select("id", "keep", "duplicate_of")
     values = pl.read_parquet(glob).select(column).unique()[column].to_list()
     t_sep, mismatches, compared = 0.0, 0, 0
@@ -59,14 +60,14 @@ def equivalence(name, shards, column):
             part = pl.read_parquet(shard).filter(pl.col(column).eq_missing(v))
             if part.height:
                 part.write_parquet(d / shard.name)
-        t_sep += run(f"{d}/*.parquet", WORK / f"{name}-alone-{v}")
+        t_sep += run(f"{d}/*.parquet", WORK / f"{name}-alone-{v}", *flags)
         alone = pl.read_parquet(WORK / f"{name}-alone-{v}" / "manifest.parquet").select("id", "keep", "duplicate_of")
         j = alone.join(m, on="id", suffix="_together")
         compared += j.height
         mismatches += j.filter((pl.col("keep") != pl.col("keep_together"))
                                | ~pl.col("duplicate_of").eq_missing(pl.col("duplicate_of_together"))).height
     plain_drops = pl.read_parquet(plain / "manifest.parquet").filter(~pl.col("keep")).height
-    return {"corpus": name, "column": column, "values": len(values), "documents": m.height,
+    return {"corpus": name, "column": column, "flags": " ".join(flags), "values": len(values), "documents": m.height,
             "compared": compared, "mismatches": mismatches,
             "drops_partitioned": m.filter(~pl.col("keep")).height, "drops_plain": plain_drops,
             "seconds_one_run": round(t_one, 2), "seconds_plain": round(t_plain, 2),
@@ -108,6 +109,8 @@ def main():
     results = {
         "partition": [equivalence("dev-small", dev, "lang"),
                       equivalence("dev-small", dev, "src"),
+                      equivalence("dev-small", dev, "src", "--method", "simhash",
+                                  "--simhash-max-df", "1"),
                       equivalence("multi", SHARED / "multi" / "data", "lang")],
         "across": [across(dev, "src"), across(dev, "base_src")],
     }
