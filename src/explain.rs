@@ -315,7 +315,7 @@ pub fn to_text(e: &Explanation, color: bool) -> String {
         };
         let _ = writeln!(
             s,
-            "Cluster size {}: the kept document and the documents dropped against it.",
+            "Copies so far: {} (the kept document and every document dropped against it, in any night).",
             e.cluster_size
         );
     } else {

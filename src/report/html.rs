@@ -550,6 +550,12 @@ fn settings(h: &mut String, s: &serde_json::Value) {
     } else {
         keys.extend(["hamming", "simhash_blocks", "simhash_max_df"]);
     }
+    // Shown when set: they change what meets what.
+    keys.extend(
+        ["partition_by", "across"]
+            .into_iter()
+            .filter(|k| !c[*k].is_null()),
+    );
     for k in keys {
         let v = match &c[k] {
             serde_json::Value::String(x) => x.clone(),
