@@ -207,6 +207,16 @@ pub fn label_keys(work: &OutputDir, p: usize, name: &str, used: bool) -> Result<
         .collect())
 }
 
+/// Every document's `--across` key, by global index (empty without `--across`).
+pub fn across_keys(work: &OutputDir, plan: &Plan) -> Result<Vec<u64>> {
+    let used = plan.config.across.is_some();
+    let mut keys = Vec::new();
+    for p in 0..plan.parts.len() {
+        keys.extend(label_keys(work, p, "across", used)?);
+    }
+    Ok(keys)
+}
+
 /// A column of a work file as a u32 vector.
 pub fn u32s(df: &DataFrame, name: &str, stage: &'static str) -> Result<Vec<u32>> {
     let s = series(df, name, stage)?;

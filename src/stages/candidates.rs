@@ -78,7 +78,7 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateStats> {
         x.zip(y).is_some_and(|(x, y)| hamming(*x, *y) <= k)
     };
     // `--across`: pairs of one value never drop anything, so they are not listed.
-    let across = across_keys(work, plan)?;
+    let across = work::across_keys(work, plan)?;
     let apart = |a: u32, b: u32| across[a as usize] != across[b as usize];
     let near_apart = |a: u32, b: u32| apart(a, b) && near(a, b);
     let cap = match simhash {
@@ -109,16 +109,6 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateStats> {
         write_frame(work, &work::giant_file(t), "candidates", columns)?;
     }
     Ok(stats)
-}
-
-/// Every document's `--across` key, by global index (empty without `--across`).
-pub fn across_keys(work: &OutputDir, plan: &Plan) -> Result<Vec<u64>> {
-    let used = plan.config.across.is_some();
-    let mut keys = Vec::new();
-    for p in 0..plan.parts.len() {
-        keys.extend(work::label_keys(work, p, "across", used)?);
-    }
-    Ok(keys)
 }
 
 /// Groups (band, bucket, doc) rows (any order) by (band, bucket) and lists the candidate pairs:

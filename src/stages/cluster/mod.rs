@@ -377,7 +377,7 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
         check_unique_ids(work, plan)?;
     }
     let n = plan.documents as usize;
-    let across = crate::stages::candidates::across_keys(work, plan)?;
+    let across = work::across_keys(work, plan)?;
     let first_copy = first_copies(work, plan, &across)?;
     let index = IndexMatches::read(work, plan)?;
     let keep = KeepData::read(work, plan)?;
@@ -398,8 +398,12 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
         .filter(|m| m.exact)
         .map(|m| m.doc)
         .collect();
+    // Under `--across` copies of one value are all kept: only dropped ones count.
+    let copy_dropped = |d: u32| cfg.across.is_none() || out.keeper[d as usize] != d;
     let exact_duplicates = (0..n as u32)
-        .filter(|&d| first_copy[d as usize] != d || exact_in_index.contains(&d))
+        .filter(|&d| {
+            (first_copy[d as usize] != d && copy_dropped(d)) || exact_in_index.contains(&d)
+        })
         .count() as u64;
     drop(first_copy);
     let prior = prior_copies(plan, &index)?;
