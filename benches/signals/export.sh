@@ -4,7 +4,8 @@
 # window holding them all, then `index export` of every live document, timed (wall and peak
 # RSS). Corpora and the index stay under BENCH_DIR (delete it to start over); a stopped build
 # resumes at the first night its index lacks.
-#   make bench-export                        # 10 x 1M documents (~10 min, ~7 GB)
+#   make bench-export                        # 10 x 1M documents (~11 min, ~7 GB)
+#   make bench-export NIGHTS=15              # 10.4M live documents (~25 min)
 #   make bench-export NIGHTS=3 NIGHT_DOCS=100000
 set -euo pipefail
 target=${CARGO_TARGET_DIR:-$HOME/.cache/corpus-dedup-target}
