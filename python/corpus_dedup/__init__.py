@@ -57,6 +57,10 @@ def run(input: Union[str, Sequence[str]], output: str, *, progress: bool = False
     job runs. A rerun of the same call resumes an interrupted run.
     """
     globs = [input] if isinstance(input, str) else list(input)
+    # The command line's own --quiet, spelled as a keyword, is the opposite of `progress`.
+    quiet = settings.pop("quiet", None)
+    if quiet is not None:
+        progress = not quiet
     _native.run(_settings(input=globs, output=output, quiet=not progress, **settings))
     return read_manifest(output)
 

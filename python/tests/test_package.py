@@ -58,6 +58,8 @@ def test_a_bad_input_raises_error_with_the_cli_text(tmp_path):
         cd.run(SAMPLES, str(tmp_path / "b"), thresold=0.9)
     with pytest.raises(cd.Error, match="threshold"):
         cd.run(SAMPLES, str(tmp_path / "c"), threshold=1.5)
+    # The command line's --quiet as a keyword is accepted (it was a TypeError).
+    assert cd.run(SAMPLES, str(tmp_path / "d"), quiet=True).height == 600
 
 
 def test_the_console_script_is_the_cli(tmp_path):
