@@ -499,6 +499,19 @@ fn an_index_on_s3_gives_the_local_index_manifests_and_is_locked() {
         "{s2}"
     );
     assert!(s2["exact_duplicates"].as_u64().unwrap() >= 200, "{s2}");
+    // Copies across nights exported from s3 to s3 are the local index's.
+    let export = ["index", "export", "--index", "s3://crawl/index", "--output"];
+    s3_cmd(&server, SECRET, export)
+        .arg("s3://crawl/exports/copies.parquet")
+        .ok();
+    let lexport = local.join("copies.parquet");
+    cd(["index", "export", "--index"])
+        .arg(local.join("index"))
+        .arg("--output")
+        .arg(&lexport)
+        .ok();
+    let remote = read_df(&server.root.join("crawl/exports/copies.parquet"));
+    assert!(remote.height() > 0 && remote.equals(&read_df(&lexport)));
     // The lock object is gone after a run; one held by a live process elsewhere stops a run.
     let lock = server.root.join("crawl/index/LOCK");
     assert!(!lock.exists());
