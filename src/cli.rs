@@ -108,13 +108,52 @@ enum IndexCommand {
     /// Write one row per live indexed document (id, batch, copies across nights, latest_batch)
     /// as a Parquet file.
     Export {
-        /// The index (local directory or s3:// prefix).
-        #[arg(long, value_name = "DIR|URL")]
-        index: String,
+        #[command(flatten)]
+        index: IndexArgs,
         /// The Parquet file to write (local or s3://).
         #[arg(long, value_name = "FILE.parquet")]
         output: String,
     },
+    /// What the index holds: its batches (lingering ones too), live documents, bytes on disk
+    /// and in memory per document, the newest batch and the settings.
+    Status {
+        #[command(flatten)]
+        index: IndexArgs,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read every file of the index, check every checksum and the files of each batch against
+    /// each other; exit 1 naming each damaged file and its batch.
+    Verify {
+        #[command(flatten)]
+        index: IndexArgs,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The index an `index` command reads, and whether to wait for a run using it.
+#[derive(clap::Args)]
+struct IndexArgs {
+    /// The index (local directory or s3:// prefix).
+    #[arg(long, value_name = "DIR|URL")]
+    index: String,
+    /// When a run is using the index, wait for it instead of failing.
+    #[arg(long)]
+    wait: bool,
+}
+
+impl IndexArgs {
+    /// Takes the index lock, waiting with `--wait`.
+    fn lock(&self) -> impl Fn() -> crate::Result<crate::index::Lock> + '_ {
+        || {
+            crate::io::lock::waiting(self.wait, false, || {
+                crate::index::Lock::acquire(&self.index)
+            })
+        }
+    }
 }
 
 /// What `run` and `plan` take alike: the job's settings and how its tasks are laid out.
@@ -285,11 +324,104 @@ fn apply(opts: crate::apply::ApplyOptions, threads: Option<usize>) -> anyhow::Re
     Ok(())
 }
 
-fn index_export(index: String, output: String) -> anyhow::Result<()> {
-    let done = crate::index::export::export(&index, &output)
-        .with_context(|| format!("corpus-dedup index export failed (index '{index}')"))?;
-    print_json(&serde_json::to_value(&done)?);
+fn index_command(command: IndexCommand) -> anyhow::Result<()> {
+    use crate::index::{export, inspect};
+    match command {
+        IndexCommand::Export { index, output } => {
+            let done = export::export(&index.index, &output, index.lock()).with_context(|| {
+                format!("corpus-dedup index export failed (index '{}')", index.index)
+            })?;
+            print_json(&serde_json::to_value(&done)?);
+        }
+        IndexCommand::Status { index, json } => {
+            let s = inspect::status(&index.index, index.lock()).with_context(|| {
+                format!("corpus-dedup index status failed (index '{}')", index.index)
+            })?;
+            match json {
+                true => print_json(&serde_json::to_value(&s)?),
+                false => print!("{}", visible(&status_text(&s))),
+            }
+        }
+        IndexCommand::Verify { index, json } => {
+            let v = inspect::verify(&index.index, index.lock()).with_context(|| {
+                format!("corpus-dedup index verify failed (index '{}')", index.index)
+            })?;
+            match json {
+                true => print_json(&serde_json::to_value(&v)?),
+                false => {
+                    for d in &v.damaged {
+                        println!(
+                            "damaged: batch {}: {}",
+                            visible(&d.batch),
+                            visible(&d.error)
+                        );
+                    }
+                    println!(
+                        "{} batches, {} files, {} read in {:.1} s: {}",
+                        v.batches,
+                        v.files,
+                        crate::report::numbers::bytes(v.bytes),
+                        v.seconds,
+                        match v.damaged.len() {
+                            0 => "no damage".to_string(),
+                            n => format!("{n} damaged file(s); restore the index from a backup, or start a new --index"),
+                        }
+                    );
+                }
+            }
+            if !v.damaged.is_empty() {
+                anyhow::bail!(
+                    "index '{}' has {} damaged file(s), listed above: restore the index from a backup, or start a new --index",
+                    index.index,
+                    v.damaged.len()
+                );
+            }
+        }
+    }
     Ok(())
+}
+
+/// `index status` for a person: one line per batch, then the totals.
+fn status_text(s: &crate::index::inspect::Status) -> String {
+    use crate::progress::thousands;
+    use crate::report::numbers::bytes;
+    let mut out = format!(
+        "index {} (format {}, generation {}), newest batch {}\n{:<24} {:>12} {:>12} {:>12} {:>12}\n",
+        s.index,
+        s.format,
+        s.generation,
+        s.newest_batch.as_deref().unwrap_or("-"),
+        "batch",
+        "documents",
+        "held",
+        "live",
+        "on disk"
+    );
+    for b in &s.batches {
+        let name = format!(
+            "{}{}",
+            b.batch,
+            if b.lingering { " (lingering)" } else { "" }
+        );
+        out += &format!(
+            "{name:<24} {:>12} {:>12} {:>12} {:>12}\n",
+            thousands(b.documents),
+            thousands(b.held),
+            thousands(b.live),
+            bytes(b.bytes_on_disk)
+        );
+    }
+    out += &format!(
+        "{} live documents in {} batches ({} lingering); {} on disk ({:.0} B per live document), {} in memory for a lookup ({:.0} B per live document)\n",
+        thousands(s.live_documents),
+        s.batches.len(),
+        s.lingering,
+        bytes(s.bytes_on_disk),
+        s.bytes_on_disk_per_live_document,
+        bytes(s.bytes_in_memory),
+        s.bytes_in_memory_per_live_document
+    );
+    out
 }
 
 fn report(output: String) -> anyhow::Result<()> {
@@ -485,9 +617,7 @@ where
             limit,
             json,
         } => explain(output, id, limit, json),
-        Command::Index {
-            command: IndexCommand::Export { index, output },
-        } => index_export(index, output),
+        Command::Index { command } => index_command(command),
         Command::Task {
             stage,
             task: index,

@@ -44,24 +44,6 @@ pub struct TaskOptions {
 /// The lock file `run` holds in its output and work directories.
 pub const RUN_LOCK: &str = ".corpus-dedup.lock";
 
-/// Takes a lock through `take`; with `wait`, retries every two seconds while another run holds
-/// it (saying so once, unless `quiet`).
-fn lock_with<T>(wait: bool, quiet: bool, take: impl Fn() -> Result<T>) -> Result<T> {
-    let mut said = false;
-    loop {
-        match take() {
-            Err(e @ (Error::IndexInUse { .. } | Error::DirInUse { .. })) if wait => {
-                if !quiet && !said {
-                    eprintln!("corpus-dedup: {e}\ncorpus-dedup: waiting for it (--wait)");
-                    said = true;
-                }
-                std::thread::sleep(std::time::Duration::from_secs(2));
-            }
-            other => return other,
-        }
-    }
-}
-
 /// The lock of a run's output directory (a file in it).
 fn dir_lock(dir: &str) -> Result<crate::io::lock::Lock> {
     crate::io::lock::Lock::acquire(dir, RUN_LOCK, |holder| Error::DirInUse {
@@ -223,7 +205,8 @@ fn run_tasks(
     let (wait, quiet) = (layout.wait, cfg.quiet);
     let _lock = match &cfg.index {
         Some(index) => {
-            let lock = lock_with(wait, quiet, || crate::index::Lock::acquire(index))?;
+            let lock =
+                crate::io::lock::waiting(wait, quiet, || crate::index::Lock::acquire(index))?;
             crate::index::plan(cfg, 0)?;
             Some(lock)
         }
@@ -231,7 +214,7 @@ fn run_tasks(
     };
     let plan = pool.install(|| Plan::build(cfg, layout.tasks, layout.bucket_ranges))?;
     // One run per output and work directory at a time.
-    let _out_lock = lock_with(wait, quiet, || dir_lock(&cfg.output))?;
+    let _out_lock = crate::io::lock::waiting(wait, quiet, || dir_lock(&cfg.output))?;
     let out = OutputDir::parse(&cfg.output);
     out.prepare()?;
     let (work_name, work) = match work {
@@ -240,7 +223,9 @@ fn run_tasks(
     };
     let _work_lock = match work_name.trim_end_matches('/') == out.location("_work") {
         true => None,
-        false => Some(lock_with(wait, quiet, || work_lock(&work_name))?),
+        false => Some(crate::io::lock::waiting(wait, quiet, || {
+            work_lock(&work_name)
+        })?),
     };
     let work = work.scratch();
     if let Some(dir) = work.local_dir() {

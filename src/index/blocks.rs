@@ -250,6 +250,21 @@ impl Blocked {
         (i / RECORDS_PER_BLOCK as u64) as usize
     }
 
+    /// Reads every block of the data file in `dir`, a few hundred at a time, each checked
+    /// against its checksum; returns the bytes read.
+    pub fn verify(&self, dir: &OutputDir) -> Result<u64> {
+        let all: Vec<usize> = (0..self.blocks.len()).collect();
+        let mut bytes = 0u64;
+        for chunk in all.chunks(256) {
+            bytes += self
+                .read(dir, chunk)?
+                .iter()
+                .map(|b| b.len() as u64)
+                .sum::<u64>();
+        }
+        Ok(bytes)
+    }
+
     /// Reads blocks `wanted` (sorted, unique) of the data file in `dir`, each checked against its
     /// checksum; returns their bytes in the same order.
     pub fn read(&self, dir: &OutputDir, wanted: &[usize]) -> Result<Vec<Vec<u8>>> {

@@ -23,10 +23,11 @@ pub struct Exported {
 }
 
 /// Writes the live documents of the index at `location` to the Parquet file `output` (local or
-/// s3://), holding the index lock meanwhile so no commit removes a batch being read.
-pub fn export(location: &str, output: &str) -> Result<Exported> {
+/// s3://), holding the index lock (taken through `lock`, which can wait) meanwhile so no commit
+/// removes a batch being read.
+pub fn export(location: &str, output: &str, lock: impl Fn() -> Result<Lock>) -> Result<Exported> {
     let index = OutputDir::parse(location);
-    let _lock = Lock::acquire(location)?;
+    let _lock = lock()?;
     let head = read_head(&index)?.ok_or_else(|| Error::Index {
         index: location.to_string(),
         msg: "there is no index here (no index.json): check the --index location".into(),

@@ -36,6 +36,7 @@ pub mod blocks;
 pub mod copies;
 pub mod export;
 pub mod filter;
+pub mod inspect;
 pub mod labels;
 pub mod origins;
 pub mod renew;

@@ -144,6 +144,24 @@ fn alive(pid: i32) -> bool {
     r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
+/// Takes a lock through `take`; with `wait`, retries every two seconds while another run holds
+/// it (saying so once, unless `quiet`).
+pub fn waiting<T>(wait: bool, quiet: bool, take: impl Fn() -> Result<T>) -> Result<T> {
+    let mut said = false;
+    loop {
+        match take() {
+            Err(e @ (Error::IndexInUse { .. } | Error::DirInUse { .. })) if wait => {
+                if !quiet && !said {
+                    eprintln!("corpus-dedup: {e}\ncorpus-dedup: waiting for it (--wait)");
+                    said = true;
+                }
+                std::thread::sleep(std::time::Duration::from_secs(2));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// This machine's host name.
 pub fn hostname() -> String {
     let mut buf = [0u8; 256];

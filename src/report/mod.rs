@@ -8,7 +8,7 @@
 
 mod charts;
 pub mod html;
-mod numbers;
+pub mod numbers;
 mod svg;
 
 use std::collections::{BTreeMap, HashMap};

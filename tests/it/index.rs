@@ -478,3 +478,66 @@ fn exact_copies_are_counted_without_an_index() {
     let df = read_df(&out.join("manifest.parquet"));
     assert!(df.column("duplicate_of_batch").is_err());
 }
+
+#[test]
+fn index_status_and_verify_say_what_the_index_holds_and_name_each_damaged_file() {
+    let dir = temp_dir("index-inspect");
+    let (globs, _) = nights(&dir);
+    let index = dir.join("index");
+    let mut kept = 0;
+    for n in 1..=2 {
+        let out = dir.join(format!("o{n}"));
+        night(&globs, n, &out, &index, &[]).ok();
+        kept += manifest(&out).iter().filter(|r| r.keep).count();
+    }
+    let inspect = |what: &str| cd(["index", what, "--json", "--index"]).arg(&index);
+    let status: serde_json::Value = serde_json::from_slice(&inspect("status").ok().stdout).unwrap();
+    assert_eq!(status["live_documents"], kept);
+    assert_eq!(status["newest_batch"], "night-2");
+    assert_eq!(status["batches"].as_array().unwrap().len(), 2);
+    assert!(status["bytes_on_disk_per_live_document"].as_f64().unwrap() > 0.0);
+    let text = cd(["index", "status", "--index"]).arg(&index).ok();
+    assert!(String::from_utf8_lossy(&text.stdout).contains("night-1"));
+    let verified: serde_json::Value =
+        serde_json::from_slice(&inspect("verify").ok().stdout).unwrap();
+    assert_eq!(verified["damaged"].as_array().unwrap().len(), 0);
+    assert!(verified["files"].as_u64().unwrap() > 20);
+    // A flipped byte in one batch and a file cut short in the other: both named, exit 1.
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(index.join("batches"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    let (docs, copies) = (dirs[0].join("docs.bin"), dirs[1].join("copies.bin"));
+    let (good_docs, good_copies) = (
+        std::fs::read(&docs).unwrap(),
+        std::fs::read(&copies).unwrap(),
+    );
+    let mut bad = good_docs.clone();
+    let at = bad.len() / 2;
+    bad[at] ^= 0x40;
+    std::fs::write(&docs, &bad).unwrap();
+    std::fs::write(&copies, &good_copies[..good_copies.len() - 1]).unwrap();
+    let o = cd(["index", "verify", "--index"]).arg(&index).output();
+    assert_eq!(o.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        said.contains("batch night-1")
+            && said.contains("docs.bin")
+            && said.contains("fails its checksum"),
+        "{said}"
+    );
+    assert!(
+        said.contains("batch night-2") && said.contains("copies.bin"),
+        "{said}"
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("2 damaged file(s)"));
+    std::fs::write(&docs, &good_docs).unwrap();
+    std::fs::write(&copies, &good_copies).unwrap();
+    cd(["index", "verify", "--index"]).arg(&index).ok();
+    // No index there: named.
+    let e = cd(["index", "status", "--index"])
+        .arg(dir.join("none"))
+        .fails();
+    assert!(e.contains("no index here"), "{e}");
+}

@@ -512,6 +512,28 @@ fn an_index_on_s3_gives_the_local_index_manifests_and_is_locked() {
         .ok();
     let remote = read_df(&server.root.join("crawl/exports/copies.parquet"));
     assert!(remote.height() > 0 && remote.equals(&read_df(&lexport)));
+    // Status and verify read an s3:// index as a local one.
+    for what in ["status", "verify"] {
+        let o = s3_cmd(
+            &server,
+            SECRET,
+            ["index", what, "--json", "--index", "s3://crawl/index"],
+        )
+        .ok();
+        let local_o = cd(["index", what, "--json", "--index"])
+            .arg(local.join("index"))
+            .ok();
+        let (r, l): (serde_json::Value, serde_json::Value) = (
+            serde_json::from_slice(&o.stdout).unwrap(),
+            serde_json::from_slice(&local_o.stdout).unwrap(),
+        );
+        let key = if what == "status" {
+            "live_documents"
+        } else {
+            "files"
+        };
+        assert_eq!(r[key], l[key], "{what}");
+    }
     // The lock object is gone after a run; one held by a live process elsewhere stops a run.
     let lock = server.root.join("crawl/index/LOCK");
     assert!(!lock.exists());
