@@ -132,6 +132,15 @@ enum IndexCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Remove one batch (after damage, or to forget a bad night): its documents are no longer
+    /// matched by later nights. The index head changes in one step.
+    Remove {
+        #[command(flatten)]
+        index: IndexArgs,
+        /// The batch's name (as --batch gave it).
+        #[arg(long, value_name = "NAME")]
+        batch: String,
+    },
 }
 
 /// The index an `index` command reads, and whether to wait for a run using it.
@@ -341,6 +350,25 @@ fn index_command(command: IndexCommand) -> anyhow::Result<()> {
                 true => print_json(&serde_json::to_value(&s)?),
                 false => print!("{}", visible(&status_text(&s))),
             }
+        }
+        IndexCommand::Remove { index, batch } => {
+            let r =
+                crate::index::remove(&index.index, &batch, index.lock()).with_context(|| {
+                    format!("corpus-dedup index remove failed (index '{}')", index.index)
+                })?;
+            if std::io::stdout().is_terminal() {
+                println!(
+                    "removed batch {}: its {} documents are no longer matched, so a later night's copies of them are kept{}; {} freed",
+                    visible(&r.batch),
+                    crate::progress::thousands(r.documents_forgotten),
+                    match r.batches_expired.is_empty() {
+                        true => String::new(),
+                        false => format!(" (expired with it: {})", visible(&r.batches_expired.join(", "))),
+                    },
+                    crate::report::numbers::bytes(r.bytes_freed)
+                );
+            }
+            print_json(&serde_json::to_value(&r)?);
         }
         IndexCommand::Verify { index, json } => {
             let v = inspect::verify(&index.index, index.lock()).with_context(|| {

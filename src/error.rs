@@ -86,7 +86,7 @@ pub enum Error {
     },
 
     /// A file of the retained index (`--index`) is missing, truncated or fails its checksum.
-    #[error("index file '{path}' is damaged: {msg}. Nothing was written to the index or the output; restore the index from a backup, or start a new index (a new --index location) and rerun")]
+    #[error("index file '{path}' is damaged: {msg}. Nothing was written to the index or the output; {}", damaged_index_remedy(.path))]
     IndexFile { path: String, msg: String },
 
     /// The retained index cannot be used with this run (other settings, an older batch name).
@@ -154,6 +154,23 @@ fn shown(value: &str) -> String {
     }
 }
 
+/// What to do about a damaged index file at `path`: restore a backup; for a batch's file, remove
+/// that batch (losing its documents only, named with the command); or start a new index.
+fn damaged_index_remedy(path: &str) -> String {
+    let batch = path.rsplit_once("/batches/").and_then(|(index, rest)| {
+        let dir = rest.split('/').next()?;
+        // Batch directories are NAME-HASH, HASH 16 hex digits.
+        let (name, hash) = dir.rsplit_once('-')?;
+        (hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit())).then_some((index, name))
+    });
+    match batch {
+        Some((index, name)) => format!(
+            "restore the index from a backup, or remove batch '{name}' (`corpus-dedup index remove --index {index} --batch {name}`: later nights no longer match its documents; `index verify` lists every damaged file), or start a new index (a new --index location) and rerun"
+        ),
+        None => "restore the index from a backup, or start a new index (a new --index location) and rerun".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,5 +190,23 @@ mod tests {
         assert!(e
             .to_string()
             .starts_with(&format!("duplicate id '{}...", "字".repeat(60))));
+    }
+
+    #[test]
+    fn a_damaged_batch_file_names_its_batch_and_the_remove_command() {
+        let e = Error::IndexFile {
+            path: "s3://b/idx/batches/2026-11-02-0123456789abcdef/docs.bin".into(),
+            msg: "block 3 fails its checksum".into(),
+        };
+        let text = e.to_string();
+        assert!(
+            text.contains("index remove --index s3://b/idx --batch 2026-11-02"),
+            "{text}"
+        );
+        let head = Error::IndexFile {
+            path: "idx/index.json".into(),
+            msg: "cut".into(),
+        };
+        assert!(!head.to_string().contains("index remove"));
     }
 }

@@ -113,6 +113,14 @@ pub struct Head {
     pub compared: Vec<BatchEntry>,
     /// SimHash: the shared feature filter (index-relative name), once the first batch wrote it.
     pub frequencies: Option<String>,
+    /// False after `index remove` took the newest batch away: what the batch now newest was
+    /// compared with is not known any more, so it cannot be rerun exactly (a new batch can run).
+    #[serde(default = "yes", skip_serializing_if = "Clone::clone")]
+    pub rerun: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Head {
@@ -301,6 +309,11 @@ pub fn plan(cfg: &Config, fingerprint: u64) -> Result<Option<IndexPlan>> {
             }
             let newest = h.batches.last().map(|b| b.name.as_str());
             let compare = if newest == Some(batch.as_str()) {
+                if !h.rerun {
+                    return Err(err(format!(
+                        "batch '{batch}' cannot be rerun: the batch after it was removed (index remove), so what it was first compared with is not known. Run the night under a new name that sorts after '{batch}'"
+                    )));
+                }
                 // A rerun of the newest batch: what its first run compared with.
                 h.compared.clone()
             } else {
@@ -393,6 +406,7 @@ pub fn commit(
             lingering,
             compared: ip.compare.clone(),
             frequencies: frequencies_name,
+            rerun: true,
         };
         let text = serde_json::to_vec_pretty(&new_head).unwrap_or_default();
         crate::hooks::crash_at("index-commit");
@@ -426,6 +440,85 @@ pub fn commit(
             .chain(&new_head.lingering)
             .map(|b| b.filter_bytes)
             .sum(),
+    })
+}
+
+/// What `index remove` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Removed {
+    pub index: String,
+    pub batch: String,
+    /// The documents it held: no later night is compared with them any more.
+    pub documents_forgotten: u64,
+    /// Lingering batches that lived only on the removed batch's renewals, expired with it.
+    pub batches_expired: Vec<String>,
+    pub bytes_freed: u64,
+}
+
+/// Removes batch `name` from the index at `location` (under its lock, taken through `lock`): a
+/// new head without it in one write (lingering batches only it renewed expire too), then its
+/// files. A crash after the head is written leaves files no head names, which cost only space.
+pub fn remove(location: &str, name: &str, lock: impl Fn() -> Result<Lock>) -> Result<Removed> {
+    let index = OutputDir::parse(location);
+    let _lock = lock()?;
+    let err = |msg: String| Error::Index {
+        index: location.to_string(),
+        msg,
+    };
+    let head = read_head(&index)?.ok_or_else(|| {
+        err("there is no index here (no index.json): check the --index location".into())
+    })?;
+    let live: Vec<&BatchEntry> = head.batches.iter().chain(&head.lingering).collect();
+    let Some(gone) = live.iter().find(|b| b.name == name).copied().cloned() else {
+        let names: Vec<&str> = live.iter().map(|b| b.name.as_str()).collect();
+        return Err(err(format!(
+            "it holds no batch '{name}' (its batches: {}); a batch that expired is gone already",
+            names.join(", ")
+        )));
+    };
+    let newest = head.batches.last().is_some_and(|b| b.dir == gone.dir);
+    let batches: Vec<BatchEntry> = head
+        .batches
+        .iter()
+        .filter(|b| b.dir != gone.dir)
+        .cloned()
+        .collect();
+    let renewed = |b: &BatchEntry| batches.iter().any(|w| w.renews.contains_key(&b.dir));
+    let (lingering, expired): (Vec<BatchEntry>, Vec<BatchEntry>) = head
+        .lingering
+        .iter()
+        .filter(|b| b.dir != gone.dir)
+        .cloned()
+        .partition(|b| renewed(b));
+    let new_head = Head {
+        generation: head.generation + 1,
+        batches,
+        lingering,
+        compared: head
+            .compared
+            .iter()
+            .filter(|b| b.dir != gone.dir)
+            .cloned()
+            .collect(),
+        rerun: head.rerun && !newest,
+        ..head.clone()
+    };
+    let text = serde_json::to_vec_pretty(&new_head).unwrap_or_default();
+    index.write_bytes(HEAD, text)?;
+    let kept = new_head.on_disk();
+    let mut freed = 0;
+    for b in head.on_disk() {
+        if kept.iter().all(|k| k.dir != b.dir) {
+            index.child(&b.dir).remove_all()?;
+            freed += b.bytes;
+        }
+    }
+    Ok(Removed {
+        index: location.to_string(),
+        batch: name.to_string(),
+        documents_forgotten: gone.held(),
+        batches_expired: expired.iter().map(|b| b.name.clone()).collect(),
+        bytes_freed: freed,
     })
 }
 

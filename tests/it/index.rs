@@ -541,3 +541,68 @@ fn index_status_and_verify_say_what_the_index_holds_and_name_each_damaged_file()
         .fails();
     assert!(e.contains("no index here"), "{e}");
 }
+
+#[test]
+fn index_remove_forgets_a_damaged_batch_and_the_next_night_runs() {
+    let dir = temp_dir("index-remove");
+    let (globs, _) = nights(&dir);
+    let index = dir.join("index");
+    for n in 1..=2 {
+        night(&globs, n, &dir.join(format!("o{n}")), &index, &[]).ok();
+    }
+    let held2 = manifest(&dir.join("o2")).iter().filter(|r| r.keep).count();
+    // A damaged file of night 2: the run names the batch and offers to remove it.
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(index.join("batches"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    let docs = dirs[1].join("docs.bin");
+    let mut bad = std::fs::read(&docs).unwrap();
+    bad.truncate(bad.len() / 2);
+    std::fs::write(&docs, &bad).unwrap();
+    let e = night(&globs, 3, &dir.join("o3"), &index, &[]).fails();
+    assert!(
+        e.contains("index remove --index") && e.contains("--batch night-2"),
+        "{e}"
+    );
+    let remove = |batch: &str| cd(["index", "remove", "--batch", batch, "--index"]).arg(&index);
+    let done: serde_json::Value = serde_json::from_slice(&remove("night-2").ok().stdout).unwrap();
+    assert_eq!(done["documents_forgotten"], held2);
+    assert!(!dirs[1].exists(), "its files are deleted");
+    // The next night runs against night 1 only; rerunning night 1, now the newest, is refused.
+    night(&globs, 3, &dir.join("o3"), &index, &[]).ok();
+    let against: Vec<String> = manifest(&dir.join("o3"))
+        .iter()
+        .filter_map(|r| r.duplicate_of.clone())
+        .collect();
+    assert!(!against.is_empty());
+    let s = summary(&dir.join("o3"));
+    assert!(
+        s["index"]["dropped_against"].get("night-2").is_none(),
+        "{s}"
+    );
+    let status: serde_json::Value = serde_json::from_slice(
+        &cd(["index", "status", "--json", "--index"])
+            .arg(&index)
+            .ok()
+            .stdout,
+    )
+    .unwrap();
+    let names: Vec<&str> = status["batches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["batch"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["night-1", "night-3"]);
+    remove("night-3").ok();
+    let e = night(&globs, 1, &dir.join("o1b"), &index, &[]).fails();
+    assert!(e.contains("cannot be rerun"), "{e}");
+    let e = remove("night-9").fails();
+    assert!(
+        e.contains("no batch 'night-9'") && e.contains("night-1"),
+        "{e}"
+    );
+    cd(["index", "verify", "--index"]).arg(&index).ok();
+}
