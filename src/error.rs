@@ -124,6 +124,51 @@ pub enum Error {
     TooManyDocuments(u64),
 }
 
+/// What kind of failure an [`Error`] is, for a caller that acts on it (the Python package raises
+/// a class per kind): fix the call, fix the data, retry later, or look at the index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The settings or the request are wrong: fix the call.
+    Config,
+    /// The input data (shards, columns, ids, a manifest or its shards) cannot be used as it is.
+    Input,
+    /// Reading or writing storage failed (a full disk, permissions, object storage): retryable
+    /// once the cause is fixed; a rerun resumes.
+    Storage,
+    /// Another run holds the output, work directory or index: retry later (or `--wait`).
+    Busy,
+    /// The retained index does not fit this run (other settings, names) or is damaged.
+    Index,
+    /// A bug, or a work directory that no longer fits its plan.
+    Internal,
+}
+
+impl Error {
+    /// The kind of failure (see [`ErrorKind`]).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Config(_) | Error::ConfigFile { .. } | Error::Request(_) => ErrorKind::Config,
+            Error::NoInput(_)
+            | Error::BadGlob { .. }
+            | Error::Parquet { .. }
+            | Error::MissingColumn { .. }
+            | Error::ColumnType { .. }
+            | Error::DuplicateId { .. }
+            | Error::Manifest { .. }
+            | Error::ShardChanged { .. }
+            | Error::InputChanged { .. }
+            | Error::TooManyDocuments(_) => ErrorKind::Input,
+            Error::Output { .. } | Error::WorkFile { .. } | Error::ObjectStore { .. } => {
+                ErrorKind::Storage
+            }
+            Error::IndexInUse { .. } | Error::DirInUse { .. } => ErrorKind::Busy,
+            Error::IndexFile { .. } | Error::Index { .. } => ErrorKind::Index,
+            Error::Task(_) | Error::Polars { .. } => ErrorKind::Internal,
+        }
+    }
+}
+
 /// The message of [`Error::Output`]: the common causes (a full disk, no permission, a read-only
 /// file system; recognised by the OS error number in `msg`) said first, with what to do.
 fn output_message(path: &str, msg: &str) -> String {
@@ -190,6 +235,23 @@ mod tests {
         assert!(e
             .to_string()
             .starts_with(&format!("duplicate id '{}...", "字".repeat(60))));
+    }
+
+    #[test]
+    fn kinds_say_what_to_do() {
+        let busy = Error::IndexInUse {
+            index: "i".into(),
+            holder: "pid 1".into(),
+        };
+        assert_eq!(busy.kind(), ErrorKind::Busy);
+        assert_eq!(Error::Config("x".into()).kind(), ErrorKind::Config);
+        assert_eq!(Error::NoInput("x".into()).kind(), ErrorKind::Input);
+        let storage = Error::Output {
+            path: "p".into(),
+            msg: "m".into(),
+        };
+        assert_eq!(storage.kind(), ErrorKind::Storage);
+        assert_eq!(Error::Task("t".into()).kind(), ErrorKind::Internal);
     }
 
     #[test]

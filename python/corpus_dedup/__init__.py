@@ -13,7 +13,9 @@ ChunkedArray, or a list of str; nulls stay null, no Python runs per row:
     df.with_columns(sig=pl.col("text").map_batches(corpus_dedup.minhash))
     ds.map_batches(corpus_dedup.minhash_batch, batch_format="pyarrow")       # Ray Data
 
-Errors raise corpus_dedup.Error with the command line's message.
+Errors raise a subclass of corpus_dedup.Error with the command line's message, by what to do:
+ConfigError (fix the call), InputError (fix the data), StorageError and BusyError (retry later:
+a rerun resumes), IndexStateError (the retained index does not fit or is damaged).
 """
 from __future__ import annotations
 
@@ -23,10 +25,22 @@ from typing import Any, Optional, Sequence, Union
 import polars as pl
 
 from corpus_dedup import _native
-from corpus_dedup._native import Error
+from corpus_dedup._native import (
+    BusyError,
+    ConfigError,
+    Error,
+    IndexStateError,
+    InputError,
+    StorageError,
+)
 
 __all__ = [
     "Error",
+    "ConfigError",
+    "InputError",
+    "StorageError",
+    "BusyError",
+    "IndexStateError",
     "run",
     "read_manifest",
     "summary",

@@ -5,6 +5,16 @@ __version__: str
 
 class Error(Exception):
     """An error of corpus-dedup; the message is the command line's."""
+class ConfigError(Error):
+    """The settings or the request are wrong: fix the call."""
+class InputError(Error):
+    """The input data (shards, columns, ids, a manifest) cannot be used as it is."""
+class StorageError(Error):
+    """Reading or writing storage failed: retry once the cause is fixed; a rerun resumes."""
+class BusyError(Error):
+    """Another run holds the output, work directory or index: retry later."""
+class IndexStateError(Error):
+    """The retained index does not fit this run (settings, batch names) or is damaged."""
 
 class ArrowColumn:
     """A column offered through the Arrow PyCapsule interface."""

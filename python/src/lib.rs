@@ -29,10 +29,54 @@ pyo3::create_exception!(
     PyException,
     "An error of corpus-dedup: the message is the command line's."
 );
+pyo3::create_exception!(
+    _native,
+    ConfigError,
+    Error,
+    "The settings or the request are wrong: fix the call."
+);
+pyo3::create_exception!(
+    _native,
+    InputError,
+    Error,
+    "The input data (shards, columns, ids, a manifest) cannot be used as it is."
+);
+pyo3::create_exception!(
+    _native,
+    StorageError,
+    Error,
+    "Reading or writing storage failed: retry once the cause is fixed; a rerun resumes."
+);
+pyo3::create_exception!(
+    _native,
+    BusyError,
+    Error,
+    "Another run holds the output, work directory or index: retry later."
+);
+pyo3::create_exception!(
+    _native,
+    IndexStateError,
+    Error,
+    "The retained index does not fit this run (settings, batch names) or is damaged."
+);
 
-/// The exception of an error, with the command line's one paragraph.
+/// The exception of an error, with the command line's one paragraph, of the class of its kind
+/// (the base `Error` when the library did not say, which is a bug).
 fn error(e: anyhow::Error) -> PyErr {
-    Error::new_err(command::error_text(&e))
+    use corpus_dedup::error::ErrorKind;
+    let text = command::error_text(&e);
+    let kind = e
+        .chain()
+        .find_map(|c| c.downcast_ref::<corpus_dedup::Error>())
+        .map(corpus_dedup::Error::kind);
+    match kind {
+        Some(ErrorKind::Config) => ConfigError::new_err(text),
+        Some(ErrorKind::Input) => InputError::new_err(text),
+        Some(ErrorKind::Storage) => StorageError::new_err(text),
+        Some(ErrorKind::Busy) => BusyError::new_err(text),
+        Some(ErrorKind::Index) => IndexStateError::new_err(text),
+        Some(ErrorKind::Internal) | None => Error::new_err(text),
+    }
 }
 
 /// The command line, in this process: `argv` with the program name first; returns the exit code.
@@ -47,14 +91,15 @@ fn settings(json: &str) -> anyhow::Result<Settings> {
         // serde names the option as the TOML file spells it and says where in the JSON it was.
         let msg = e.to_string();
         let msg = msg.split(" at line ").next().unwrap_or(&msg);
-        match msg.strip_prefix("unknown field ") {
-            Some(rest) => anyhow::anyhow!(
+        let msg = match msg.strip_prefix("unknown field ") {
+            Some(rest) => format!(
                 "unknown keyword argument {}",
                 rest.replace('-', "_")
                     .replace("expected one of", "expected one of the settings")
             ),
-            None => anyhow::anyhow!("bad setting: {msg}"),
-        }
+            None => format!("bad setting: {msg}"),
+        };
+        anyhow::Error::new(corpus_dedup::Error::Config(msg))
     })
 }
 
@@ -335,6 +380,11 @@ fn jaccard(a: &str, b: &str, settings_json: &str) -> PyResult<f64> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("Error", m.py().get_type::<Error>())?;
+    m.add("ConfigError", m.py().get_type::<ConfigError>())?;
+    m.add("InputError", m.py().get_type::<InputError>())?;
+    m.add("StorageError", m.py().get_type::<StorageError>())?;
+    m.add("BusyError", m.py().get_type::<BusyError>())?;
+    m.add("IndexStateError", m.py().get_type::<IndexStateError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<ArrowColumn>()?;
     for f in [

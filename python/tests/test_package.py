@@ -62,6 +62,33 @@ def test_a_bad_input_raises_error_with_the_cli_text(tmp_path):
     assert cd.run(SAMPLES, str(tmp_path / "d"), quiet=True).height == 600
 
 
+def test_errors_raise_a_class_per_kind(tmp_path):
+    # Each a corpus_dedup.Error, with the command line's message.
+    with pytest.raises(cd.InputError, match="matches no file"):
+        cd.run(str(tmp_path / "nothing-*.parquet"), str(tmp_path / "a"))
+    with pytest.raises(cd.ConfigError, match="threshold"):
+        cd.run(SAMPLES, str(tmp_path / "b"), threshold=1.5)
+    with pytest.raises(cd.ConfigError, match="unknown keyword argument"):
+        cd.run(SAMPLES, str(tmp_path / "c"), thresold=0.9)
+    with pytest.raises(cd.InputError, match="no column 'lang'"):
+        cd.run(SAMPLES, str(tmp_path / "d"), partition_by="lang")
+    # An index another process holds (its lock file flocked, as a run does): retry later.
+    import fcntl
+
+    index = tmp_path / "index"
+    cd.run(SAMPLES, str(tmp_path / "e"), index=str(index), batch="2026-11-01")
+    with open(index / "LOCK", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(cd.BusyError, match="in use"):
+            cd.run(SAMPLES, str(tmp_path / "f"), index=str(index), batch="2026-11-02")
+    with pytest.raises(cd.IndexStateError, match="it was built with"):
+        cd.run(SAMPLES, str(tmp_path / "g"), index=str(index), batch="2026-11-02", num_perm=64)
+    with pytest.raises(cd.ConfigError, match="no document with id"):
+        cd.explain(str(tmp_path / "e"), "no-such-id")
+    for cls in (cd.ConfigError, cd.InputError, cd.StorageError, cd.BusyError, cd.IndexStateError):
+        assert issubclass(cls, cd.Error)
+
+
 def test_the_console_script_is_the_cli(tmp_path):
     assert shutil.which(SCRIPT)
     for args in (["--version"], ["run", "--input", str(tmp_path / "x-*.parquet"), "--output",
