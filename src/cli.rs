@@ -335,27 +335,26 @@ fn apply(opts: crate::apply::ApplyOptions, threads: Option<usize>) -> anyhow::Re
 
 fn index_command(command: IndexCommand) -> anyhow::Result<()> {
     use crate::index::{export, inspect};
+    let failed = |what: &str, index: &IndexArgs| {
+        format!("corpus-dedup index {what} failed (index '{}')", index.index)
+    };
     match command {
         IndexCommand::Export { index, output } => {
-            let done = export::export(&index.index, &output, index.lock()).with_context(|| {
-                format!("corpus-dedup index export failed (index '{}')", index.index)
-            })?;
+            let done = export::export(&index.index, &output, index.lock())
+                .with_context(|| failed("export", &index))?;
             print_json(&serde_json::to_value(&done)?);
         }
         IndexCommand::Status { index, json } => {
-            let s = inspect::status(&index.index, index.lock()).with_context(|| {
-                format!("corpus-dedup index status failed (index '{}')", index.index)
-            })?;
+            let s = inspect::status(&index.index, index.lock())
+                .with_context(|| failed("status", &index))?;
             match json {
                 true => print_json(&serde_json::to_value(&s)?),
                 false => print!("{}", visible(&status_text(&s))),
             }
         }
         IndexCommand::Remove { index, batch } => {
-            let r =
-                crate::index::remove(&index.index, &batch, index.lock()).with_context(|| {
-                    format!("corpus-dedup index remove failed (index '{}')", index.index)
-                })?;
+            let r = crate::index::remove(&index.index, &batch, index.lock())
+                .with_context(|| failed("remove", &index))?;
             if std::io::stdout().is_terminal() {
                 println!(
                     "removed batch {}: its {} documents are no longer matched, so a later night's copies of them are kept{}; {} freed",
@@ -371,9 +370,8 @@ fn index_command(command: IndexCommand) -> anyhow::Result<()> {
             print_json(&serde_json::to_value(&r)?);
         }
         IndexCommand::Verify { index, json } => {
-            let v = inspect::verify(&index.index, index.lock()).with_context(|| {
-                format!("corpus-dedup index verify failed (index '{}')", index.index)
-            })?;
+            let v = inspect::verify(&index.index, index.lock())
+                .with_context(|| failed("verify", &index))?;
             match json {
                 true => print_json(&serde_json::to_value(&v)?),
                 false => {

@@ -9,7 +9,7 @@
 use polars::prelude::*;
 use serde::Serialize;
 
-use super::{copies, read_head, renew, BatchEntry, Lock};
+use super::{copies, renew, Lock};
 use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
 
@@ -26,19 +26,8 @@ pub struct Exported {
 /// s3://), holding the index lock (taken through `lock`, which can wait) meanwhile so no commit
 /// removes a batch being read.
 pub fn export(location: &str, output: &str, lock: impl Fn() -> Result<Lock>) -> Result<Exported> {
-    let index = OutputDir::parse(location);
-    let _lock = lock()?;
-    let head = read_head(&index)?.ok_or_else(|| Error::Index {
-        index: location.to_string(),
-        msg: "there is no index here (no index.json): check the --index location".into(),
-    })?;
-    // The compare order of a next run: lingering batches, then the window, oldest first.
-    let batches: Vec<BatchEntry> = head
-        .lingering
-        .iter()
-        .chain(&head.batches)
-        .cloned()
-        .collect();
+    let (index, head, _lock) = super::locked_head(location, lock)?;
+    let batches = head.next_compare();
     let alive = renew::alive(&index, &batches)?;
     let live = |b: usize, x: u32| {
         alive[b]

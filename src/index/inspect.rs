@@ -6,10 +6,9 @@ use serde::Serialize;
 
 use super::batch::{band_file, EXACT, IDS, KEYS};
 use super::blocks::Blocked;
-use super::{copies, labels, origins, read_head, renew, BatchEntry, Head, Lock};
+use super::{copies, labels, locked_head, origins, renew, Head, Lock};
 use crate::config::Method;
 use crate::error::{Error, Result};
-use crate::io::output::OutputDir;
 
 /// One batch in `index status`.
 #[derive(Debug, Clone, Serialize)]
@@ -48,26 +47,10 @@ pub struct Status {
     pub settings: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
-/// The head of the index at `location`, under its lock (taken through `lock`, which can wait).
-fn locked_head(location: &str, lock: impl Fn() -> Result<Lock>) -> Result<(OutputDir, Head, Lock)> {
-    let index = OutputDir::parse(location);
-    let held = lock()?;
-    let head = read_head(&index)?.ok_or_else(|| Error::Index {
-        index: location.to_string(),
-        msg: "there is no index here (no index.json): check the --index location".into(),
-    })?;
-    Ok((index, head, held))
-}
-
 /// What the index at `location` holds.
 pub fn status(location: &str, lock: impl Fn() -> Result<Lock>) -> Result<Status> {
     let (index, head, _lock) = locked_head(location, lock)?;
-    let compare: Vec<BatchEntry> = head
-        .lingering
-        .iter()
-        .chain(&head.batches)
-        .cloned()
-        .collect();
+    let compare = head.next_compare();
     let alive = renew::alive(&index, &compare)?;
     let batches: Vec<BatchStatus> = compare
         .iter()

@@ -141,6 +141,16 @@ impl Head {
         all
     }
 
+    /// The batches a next run compares with, in that order: the lingering ones, then the
+    /// window, oldest first.
+    pub fn next_compare(&self) -> Vec<BatchEntry> {
+        self.lingering
+            .iter()
+            .chain(&self.batches)
+            .cloned()
+            .collect()
+    }
+
     /// Whether the window or a lingering batch is the batch in `dir`.
     fn holds(&self, dir: &str) -> bool {
         self.batches
@@ -443,6 +453,21 @@ pub fn commit(
     })
 }
 
+/// The head of the index at `location`, read under its lock (taken through `lock`, which can
+/// wait), for the `index` commands; fails when there is no index there.
+pub fn locked_head(
+    location: &str,
+    lock: impl Fn() -> Result<Lock>,
+) -> Result<(OutputDir, Head, Lock)> {
+    let index = OutputDir::parse(location);
+    let held = lock()?;
+    let head = read_head(&index)?.ok_or_else(|| Error::Index {
+        index: location.to_string(),
+        msg: "there is no index here (no index.json): check the --index location".into(),
+    })?;
+    Ok((index, head, held))
+}
+
 /// What `index remove` did.
 #[derive(Debug, Clone, Serialize)]
 pub struct Removed {
@@ -459,15 +484,11 @@ pub struct Removed {
 /// new head without it in one write (lingering batches only it renewed expire too), then its
 /// files. A crash after the head is written leaves files no head names, which cost only space.
 pub fn remove(location: &str, name: &str, lock: impl Fn() -> Result<Lock>) -> Result<Removed> {
-    let index = OutputDir::parse(location);
-    let _lock = lock()?;
+    let (index, head, _lock) = locked_head(location, lock)?;
     let err = |msg: String| Error::Index {
         index: location.to_string(),
         msg,
     };
-    let head = read_head(&index)?.ok_or_else(|| {
-        err("there is no index here (no index.json): check the --index location".into())
-    })?;
     let live: Vec<&BatchEntry> = head.batches.iter().chain(&head.lingering).collect();
     let Some(gone) = live.iter().find(|b| b.name == name).copied().cloned() else {
         let names: Vec<&str> = live.iter().map(|b| b.name.as_str()).collect();
