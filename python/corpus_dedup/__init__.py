@@ -60,7 +60,7 @@ def _settings(**settings: Any) -> str:
     return json.dumps({k.replace("_", "-"): v for k, v in settings.items() if v is not None})
 
 
-def run(input: Union[str, Sequence[str]], output: str, *, progress: bool = False,
+def run(input: Union[str, Sequence[str]], output: str, *, progress: Optional[bool] = None,
         **settings: Any) -> pl.DataFrame:
     """Runs the job over `input` (a glob or a list of globs, local or s3://) and writes
     `output/manifest.parquet`, `summary.json` and `report.html`; returns the manifest.
@@ -73,9 +73,12 @@ def run(input: Union[str, Sequence[str]], output: str, *, progress: bool = False
     globs = [input] if isinstance(input, str) else list(input)
     # The command line's own --quiet, spelled as a keyword, is the opposite of `progress`.
     quiet = settings.pop("quiet", None)
-    if quiet is not None:
-        progress = not quiet
-    _native.run(_settings(input=globs, output=output, quiet=not progress, **settings))
+    if quiet is not None and progress is not None:
+        raise ConfigError("run(): give progress= or quiet=, not both (quiet is the opposite of "
+                          "progress)")
+    if quiet is None:
+        quiet = not progress
+    _native.run(_settings(input=globs, output=output, quiet=quiet, **settings))
     return read_manifest(output)
 
 

@@ -85,6 +85,11 @@ def test_errors_raise_a_class_per_kind(tmp_path):
         cd.run(SAMPLES, str(tmp_path / "g"), index=str(index), batch="2026-11-02", num_perm=64)
     with pytest.raises(cd.ConfigError, match="no document with id"):
         cd.explain(str(tmp_path / "e"), "no-such-id")
+    with pytest.raises(cd.ConfigError, match="not both"):
+        cd.run(SAMPLES, str(tmp_path / "h"), quiet=True, progress=False)
+    # An output that cannot be written: storage.
+    with pytest.raises(cd.StorageError, match="cannot write output"):
+        cd.run(SAMPLES, "/dev/null/out")
     for cls in (cd.ConfigError, cd.InputError, cd.StorageError, cd.BusyError, cd.IndexStateError):
         assert issubclass(cls, cd.Error)
 
