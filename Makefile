@@ -13,7 +13,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-ab bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-signals bench-export soak s3-demo clean-out
+.PHONY: build dedup test samples bench bench-ab bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-signals bench-export bench-index-soak soak s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -100,6 +100,11 @@ bench-signals: build
 ## `index export` of NIGHTS x NIGHT_DOCS indexed documents: make bench-export [NIGHTS=10 NIGHT_DOCS=1000000]
 bench-export: build
 	NIGHTS=$(or $(NIGHTS),10) NIGHT_DOCS=$(or $(NIGHT_DOCS),1000000) bash benches/signals/export.sh
+
+## The index over a re-crawl stream, bytes per live document night by night:
+## make bench-index-soak [NIGHTS=24] [NEW=800] [RECRAWL=800] [WINDOW=2] [ARGS=...]
+bench-index-soak: build
+	NIGHTS=$(or $(NIGHTS),24) NEW=$(or $(NEW),800) RECRAWL=$(or $(RECRAWL),800) WINDOW=$(or $(WINDOW),2) ARGS='$(ARGS)' bash benches/soak-index/run.sh
 
 ## Memory and time per stage with every task its own process: make bench-scale INPUT='dir/*.parquet' NAME=1M
 bench-scale: build
