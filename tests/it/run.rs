@@ -659,3 +659,44 @@ fn a_full_disk_is_named_and_a_rerun_after_freeing_space_resumes() {
     let err = run_cmd(&glob, &disk.join("out2"), &[]).fails();
     assert!(err.contains("read-only file system at '"), "{err}");
 }
+
+#[test]
+fn every_flag_of_every_command_is_in_the_readme() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let commands: [&[&str]; 10] = [
+        &["run"],
+        &["plan"],
+        &["task"],
+        &["apply"],
+        &["explain"],
+        &["report"],
+        &["index", "export"],
+        &["index", "status"],
+        &["index", "verify"],
+        &["index", "remove"],
+    ];
+    let mut missing = Vec::new();
+    for args in commands {
+        let help = cd(args.iter().chain(&["--help"])).ok();
+        for line in String::from_utf8_lossy(&help.stdout).lines() {
+            let Some(flag) = line.trim_start().strip_prefix("--") else {
+                continue;
+            };
+            let flag: String = flag
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            if ["help", "version"].contains(&flag.as_str()) {
+                continue;
+            }
+            if !readme.contains(&format!("--{flag}")) {
+                missing.push(format!("{} --{flag}", args.join(" ")));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "flags the README does not mention: {missing:?}"
+    );
+}
