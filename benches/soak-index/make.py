@@ -1,24 +1,21 @@
 #!/usr/bin/env python3
 """A months-long re-crawl stream for the retained index (issue 47): each night NEW documents never
 seen before, and RECRAWL near-copies (1 word in 50 replaced) of documents drawn uniformly from
-all earlier nights' new documents, so content keeps coming back from every age.
+all earlier nights' new documents (tokens replaced as benches/recrawl/make.py does; a CJK
+character is a token), so content keeps coming back from every age.
 
 usage: make.py SOURCE_DIR OUT_DIR [--nights 24] [--new 800] [--recrawl 800] [--seed 1]
 
 New documents are SOURCE_DIR's shards' texts in a seeded order (so NIGHTS x NEW must not exceed
 them). Writes OUT/night-KK.parquet (id, text), one file per night.
 """
-import argparse, glob, os, random
+import argparse, glob, os, random, sys
 
 import pyarrow as pa, pyarrow.parquet as pq
 
-
-def edit(text, rng, every=50):
-    words = text.split(" ")
-    for i in range(len(words)):
-        if rng.random() < 1 / every:
-            words[i] = f"r{rng.randrange(10**6)}"
-    return " ".join(words)
+# The re-crawl benchmark's edit: tokens replaced at a rate (a CJK character is a token).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "recrawl"))
+from make import edit  # noqa: E402
 
 
 def main():
@@ -46,7 +43,7 @@ def main():
         if seen:
             for i in range(a.recrawl):
                 src = rng.choice(seen)
-                rows.append((f"n{night}-copy{i}", edit(src, rng)))
+                rows.append((f"n{night}-copy{i}", edit(src, 1 / 50, rng)))
         seen.extend(fresh)
         pq.write_table(pa.table({"id": [r[0] for r in rows], "text": [r[1] for r in rows]}),
                        f"{a.out}/night-{night:02d}.parquet")
