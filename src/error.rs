@@ -119,6 +119,11 @@ pub enum Error {
     #[error("'{dir}' is in use by {holder}: another corpus-dedup run is writing there. Wait for it to finish (or rerun with --wait), or use another --output / --work; do not delete the directory while that run is alive (a lock left by a process that died on this host is taken over automatically)")]
     DirInUse { dir: String, holder: String },
 
+    /// A benchmark reference file (`--reference`) cannot be used: no file matches, a column is
+    /// missing or of another type, the file cannot be read or changed since the plan.
+    #[error("benchmark reference (--reference) '{file}': {msg}. Nothing was written")]
+    Reference { file: String, msg: String },
+
     /// The corpus has more documents than the 32-bit document index supports.
     #[error("the input has {0} documents; this version supports at most 4,294,967,294 per run: split the input into several runs")]
     TooManyDocuments(u64),
@@ -158,7 +163,8 @@ impl Error {
             | Error::Manifest { .. }
             | Error::ShardChanged { .. }
             | Error::InputChanged { .. }
-            | Error::TooManyDocuments(_) => ErrorKind::Input,
+            | Error::TooManyDocuments(_)
+            | Error::Reference { .. } => ErrorKind::Input,
             Error::Output { .. } | Error::WorkFile { .. } | Error::ObjectStore { .. } => {
                 ErrorKind::Storage
             }

@@ -47,7 +47,8 @@ impl Lazy for NoLazy {
 /// The outcome per document.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Keepers {
-    /// The document itself when kept, its keeper when dropped, or [`EXTERNAL`].
+    /// The document itself when kept (or never kept and alone, [`Documents::never_kept`]), its
+    /// keeper when dropped, or [`EXTERNAL`].
     pub keeper: Vec<u32>,
     /// Similarity to the keeper; NaN when kept or external.
     pub similarity: Vec<f32>,
@@ -62,11 +63,22 @@ pub struct Documents<'a> {
     /// Whether a kept group keeps all its members (`--across`: copies of one value are all
     /// kept) instead of dropping them against its best member.
     pub copies_kept: bool,
+    /// Documents never kept, by document (empty: none). Copies share it (it is a function of
+    /// the text), so a group's first member speaks for the group.
+    pub never_kept: &'a [bool],
+}
+
+impl Documents<'_> {
+    fn never_kept(&self, g: u32) -> bool {
+        self.never_kept.get(g as usize).copied().unwrap_or(false)
+    }
 }
 
 const UNDECIDED: u8 = 0;
 const KEPT: u8 = 1;
 const DROPPED: u8 = 2;
+/// Never kept and no kept near-duplicate: its own keeper in the outcome, though not kept.
+const ALONE: u8 = 3;
 
 /// Runs the rule. `each_edge` streams every verified pair `(a, b, similarity)` to its callback
 /// and is called twice; `external(group)` tells groups dropped before the rule runs.
@@ -157,6 +169,7 @@ pub fn keepers(
                 to[gi] = u;
                 sim[gi] = s;
             }
+            None if docs.never_kept(g) => state[gi] = ALONE,
             None => {
                 state[gi] = KEPT;
                 lazy.kept(g);
@@ -171,6 +184,7 @@ pub fn keepers(
         match state[g] {
             KEPT if best[g] as usize == d || docs.copies_kept => keeper[d] = d as u32,
             KEPT => (keeper[d], similarity[d]) = (best[g], 1.0),
+            ALONE => keeper[d] = d as u32,
             _ if to[g] != EXTERNAL => (keeper[d], similarity[d]) = (best[to[g] as usize], sim[g]),
             _ => {}
         }
@@ -202,10 +216,22 @@ mod tests {
         external: &[u32],
         lazy: &mut impl Lazy,
     ) -> Keepers {
+        run_never(rank, group, edges, external, &[], lazy)
+    }
+
+    fn run_never(
+        rank: &[u32],
+        group: &[u32],
+        edges: &[(u32, u32, f32)],
+        external: &[u32],
+        never_kept: &[bool],
+        lazy: &mut impl Lazy,
+    ) -> Keepers {
         let docs = Documents {
             rank,
             group,
             copies_kept: false,
+            never_kept,
         };
         let each = |f: &mut dyn FnMut(u32, u32, f32)| {
             edges.iter().for_each(|&(a, b, s)| f(a, b, s));
@@ -259,6 +285,7 @@ mod tests {
             rank: &[0, 1, 2],
             group: &[0, 1, 0],
             copies_kept: true,
+            never_kept: &[],
         };
         let k = keepers(&docs, |_| false, each, &mut NoLazy).unwrap();
         assert_eq!(k.keeper, vec![0, 0, 2]);
@@ -269,6 +296,27 @@ mod tests {
         };
         let k = keepers(&docs, |_| false, each, &mut NoLazy).unwrap();
         assert_eq!(k.keeper, vec![1, 1, 1]);
+    }
+
+    #[test]
+    fn never_kept_documents_keep_nothing_from_being_kept() {
+        // 0 - 1 - 2 in keep order, 0 never kept: 1 is kept (nothing kept to drop it against),
+        // 2 dropped against 1; 0 stands alone.
+        let edges = [(0, 1, 0.9), (1, 2, 0.85)];
+        let never = [true, false, false];
+        let k = run_never(&[0, 1, 2], &[0, 1, 2], &edges, &[], &never, &mut NoLazy);
+        assert_eq!(k.keeper, vec![0, 1, 1]);
+        // 1 never kept: 0 kept, 1 dropped against it, 2 kept (its only neighbour is not kept).
+        let never = [false, true, false];
+        let k = run_never(&[0, 1, 2], &[0, 1, 2], &edges, &[], &never, &mut NoLazy);
+        assert_eq!(k.keeper, vec![0, 0, 2]);
+        assert_eq!(k.similarity[1], 0.9);
+        // A never-kept group of copies: every member alone.
+        let k = run_never(&[0, 1, 2], &[0, 0, 2], &[], &[], &[true, true, false], &mut NoLazy);
+        assert_eq!(k.keeper, vec![0, 1, 2]);
+        // External wins: dropped before the rule.
+        let k = run_never(&[0, 1], &[0, 1], &[], &[0], &[true, false], &mut NoLazy);
+        assert_eq!(k.keeper, vec![EXTERNAL, 1]);
     }
 
     /// Pairs given only through [`Lazy`]: offered when the other group is kept.
@@ -298,6 +346,7 @@ mod tests {
         group: &[u32],
         pairs: &[(u32, u32, f32)],
         external: &[u32],
+        never: &[bool],
     ) -> Vec<u32> {
         let n = rank.len();
         let mut s = vec![vec![0f32; n]; n];
@@ -322,7 +371,8 @@ mod tests {
             let mut found: Option<(f32, usize)> = None;
             for &e in &order[..i] {
                 let x = if group[e] == group[d] { 1.0 } else { s[d][e] };
-                if keeper[e] == e as u32 && x > 0.0 && found.is_none_or(|(fs, _)| x > fs) {
+                let kept = keeper[e] == e as u32 && !never[e];
+                if kept && x > 0.0 && found.is_none_or(|(fs, _)| x > fs) {
                     found = Some((x, e));
                 }
             }
@@ -332,8 +382,8 @@ mod tests {
     }
 
     /// A generated case: keep ranks, copy groups, (a, b, similarity, lazy) edges, documents
-    /// matched externally.
-    type Case = (Vec<u32>, Vec<u32>, Vec<(u32, u32, f32, bool)>, Vec<u32>);
+    /// matched externally, groups never kept.
+    type Case = (Vec<u32>, Vec<u32>, Vec<(u32, u32, f32, bool)>, Vec<u32>, Vec<bool>);
 
     fn case() -> impl Strategy<Value = Case> {
         (2usize..14).prop_flat_map(|n| {
@@ -351,14 +401,16 @@ mod tests {
             let edge = (0..n as u32, 0..n as u32, sims, any::<bool>());
             let edges = proptest::collection::vec(edge, 0..3 * n);
             let external = proptest::collection::vec(0..n as u32, 0..2);
-            (perm, group, edges, external)
+            let never = proptest::collection::vec(prop::bool::weighted(0.2), n);
+            (perm, group, edges, external, never)
         })
     }
 
     proptest! {
         #[test]
-        fn equals_brute_force((rank, group, raw, external) in case()) {
+        fn equals_brute_force((rank, group, raw, external, never_g) in case()) {
             let n = rank.len();
+            let never: Vec<bool> = (0..n).map(|d| never_g[group[d] as usize]).collect();
             // One similarity per pair of groups (copies have identical neighbours), given on any
             // member; some pairs only through the lazy source.
             let mut seen = std::collections::BTreeMap::new();
@@ -379,18 +431,18 @@ mod tests {
             }
             let all: Vec<(u32, u32, f32)> =
                 seen.iter().map(|(&(a, b), &s)| (a, b, s)).collect();
-            let got = run(&rank, &group, &edges, &external, &mut hidden);
-            let want = reference(&rank, &group, &all, &external);
+            let got = run_never(&rank, &group, &edges, &external, &never, &mut hidden);
+            let want = reference(&rank, &group, &all, &external, &never);
             let best = |g: u32| (0..n).filter(|&d| group[d] == g).min_by_key(|&d| rank[d]);
             for d in 0..n {
-                let kept = |x: u32| x != EXTERNAL && got.keeper[x as usize] == x;
-                prop_assert_eq!(kept(d as u32), want[d] == d as u32, "doc {}", d);
+                let kept = |x: u32| x != EXTERNAL && got.keeper[x as usize] == x && !never[x as usize];
+                prop_assert_eq!(kept(d as u32), want[d] == d as u32 && !never[d], "doc {}", d);
                 let g = group[d];
                 let decides = best(g) == Some(d) || kept(best(g).unwrap_or(0) as u32);
                 if decides {
                     // The deciding member, and copies of a kept text: exactly the reference.
                     prop_assert_eq!(got.keeper[d], want[d], "doc {}", d);
-                } else if got.keeper[d] != EXTERNAL {
+                } else if got.keeper[d] != EXTERNAL && got.keeper[d] != d as u32 {
                     // Copies of a dropped text take its keeper: kept, and a verified pair.
                     prop_assert!(kept(got.keeper[d]));
                     prop_assert!(got.similarity[d] >= 0.8);
@@ -398,7 +450,7 @@ mod tests {
             }
             // No two kept documents form a verified pair.
             for &(a, b, _) in &all {
-                let k = |x: u32| (0..n as u32).any(|d| group[d as usize] == x && got.keeper[d as usize] == d);
+                let k = |x: u32| (0..n as u32).any(|d| group[d as usize] == x && got.keeper[d as usize] == d && !never[d as usize]);
                 prop_assert!(!(k(a) && k(b)), "kept pair {} {}", a, b);
             }
         }

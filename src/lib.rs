@@ -24,6 +24,7 @@ pub mod minhash;
 pub mod partition;
 pub mod plan;
 pub mod progress;
+pub mod reference;
 pub mod report;
 pub mod results;
 pub mod simhash;

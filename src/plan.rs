@@ -175,6 +175,9 @@ pub struct Plan {
     /// `--index`: the retained index as this run uses it.
     #[serde(default)]
     pub index: Option<crate::index::IndexPlan>,
+    /// `--reference`: the benchmark reference files, as listed when the plan was made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reference: Vec<crate::reference::ReferenceFile>,
 }
 
 impl Plan {
@@ -182,6 +185,10 @@ impl Plan {
     /// cuts the documents into `tasks` parts (default: one per [`DOCS_PER_PART`] documents).
     pub fn build(cfg: &Config, tasks: Option<usize>, bucket_ranges: Option<usize>) -> Result<Plan> {
         let names = input::expand_inputs(&cfg.input)?;
+        let reference = match &cfg.reference {
+            Some(r) => crate::reference::list(r)?,
+            None => Vec::new(),
+        };
         let rows: Vec<((u64, Vec<u64>), input::Footer)> = names
             .par_iter()
             .map(|f| Ok((input::count_rows(f, cfg)?, input::Footer::read(f)?)))
@@ -233,6 +240,7 @@ impl Plan {
             parts,
             bucket_ranges,
             index: crate::index::plan(cfg, fingerprint)?,
+            reference,
         })
     }
 
@@ -425,6 +433,7 @@ impl Plan {
             && self.bucket_ranges == other.bucket_ranges
             && self.config.result_json() == other.config.result_json()
             && self.index == other.index
+            && self.reference == other.reference
     }
 
     /// The plan as JSON.
@@ -498,6 +507,7 @@ mod tests {
             parts,
             bucket_ranges: 1,
             index: None,
+            reference: Vec::new(),
         }
     }
 

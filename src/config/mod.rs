@@ -241,9 +241,36 @@ pub struct Config {
     /// `--across`: a document is dropped only against a kept document of another value.
     #[serde(default)]
     pub across: Option<String>,
+    /// `--reference`: the benchmark reference documents are checked against. Absent when not
+    /// given, so the settings of runs without it read as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<ReferenceConfig>,
     #[serde(skip)]
     pub quiet: bool,
 }
+
+/// The benchmark reference (`--reference` and its options).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceConfig {
+    /// Parquet globs, local or s3://.
+    pub globs: Vec<String>,
+    pub id_column: String,
+    /// True when the id column was named explicitly (then it must exist; otherwise a file
+    /// without it gives ids `file:row`).
+    pub id_column_explicit: bool,
+    pub text_column: String,
+    /// Tokens per n-gram.
+    pub ngram: usize,
+    /// The share of an item's n-grams a document must hold to be contaminated by it.
+    pub threshold: f64,
+}
+
+/// `--reference-ngram`'s default: n-grams of 8 tokens caught 98% of lightly edited items on the
+/// planted set, 13 only 91% (docs/PERFORMANCE.md, "Decontamination").
+pub const REFERENCE_NGRAM: usize = 8;
+
+/// `--reference-threshold`'s default: the share at which no host of a held-out item was flagged.
+pub const REFERENCE_THRESHOLD: f64 = 0.3;
 
 fn default_window() -> usize {
     7

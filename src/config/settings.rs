@@ -135,6 +135,24 @@ pub struct Settings {
     /// integer or boolean): near-duplicates within one value are all kept.
     #[arg(long, value_name = "COLUMN")]
     pub across: Option<String>,
+    /// Benchmark reference (Parquet glob, local or s3://; repeat for several): a document holding
+    /// a reference item's text is dropped (contaminated_by, contamination in the manifest).
+    #[arg(long = "reference", value_name = "GLOB")]
+    #[serde(default)]
+    pub reference: Vec<String>,
+    /// Name of the reference's id column.
+    #[arg(long, value_name = "NAME")]
+    pub reference_id_column: Option<String>,
+    /// Name of the reference's text column.
+    #[arg(long, value_name = "NAME")]
+    pub reference_text_column: Option<String>,
+    /// Reference matching: n-grams of this many tokens.
+    #[arg(long, value_name = "N")]
+    pub reference_ngram: Option<usize>,
+    /// Reference matching: a document is contaminated when it holds at least this share of an
+    /// item's n-grams (those of 3 or more items, the benchmark's boilerplate, left out).
+    #[arg(long, value_name = "SHARE")]
+    pub reference_threshold: Option<f64>,
     /// No progress bars.
     #[arg(long)]
     #[serde(default)]
@@ -197,6 +215,15 @@ impl Settings {
             report_group: self.report_group.or(base.report_group),
             partition_by: self.partition_by.or(base.partition_by),
             across: self.across.or(base.across),
+            reference: if self.reference.is_empty() {
+                base.reference
+            } else {
+                self.reference
+            },
+            reference_id_column: self.reference_id_column.or(base.reference_id_column),
+            reference_text_column: self.reference_text_column.or(base.reference_text_column),
+            reference_ngram: self.reference_ngram.or(base.reference_ngram),
+            reference_threshold: self.reference_threshold.or(base.reference_threshold),
             quiet: self.quiet || base.quiet,
         }
     }
@@ -204,6 +231,7 @@ impl Settings {
     /// Fills defaults and validates.
     pub fn resolve(self) -> Result<Config> {
         let bad = |m: String| Err(Error::Config(m));
+        let reference = self.reference()?;
         if self.input.is_empty() {
             return bad(
                 "no input: pass --input 'GLOB' (or `input = [..]` in the config file)".into(),
@@ -328,6 +356,9 @@ impl Settings {
                 return bad("--across needs --cluster keeper (the default): a connected component would join copies of one value through another".into());
             }
         }
+        if reference.is_some() && cluster == ClusterRule::Components {
+            return bad("--reference needs --cluster keeper (the default): a contaminated document is never kept, and a connected component would need another keeper that is no verified near-duplicate of its members".into());
+        }
         Ok(Config {
             input: self.input,
             output,
@@ -369,8 +400,57 @@ impl Settings {
                 .or_else(|| self.across.clone()),
             partition_by: self.partition_by,
             across: self.across,
+            reference,
             quiet: self.quiet,
         })
+    }
+
+    /// The `--reference` settings, validated (None without `--reference`; its other options are
+    /// then refused, since they would do nothing).
+    fn reference(&self) -> Result<Option<ReferenceConfig>> {
+        let bad = |m: String| Err(Error::Config(m));
+        if self.reference.is_empty() {
+            let given = [
+                ("reference-id-column", self.reference_id_column.is_some()),
+                ("reference-text-column", self.reference_text_column.is_some()),
+                ("reference-ngram", self.reference_ngram.is_some()),
+                ("reference-threshold", self.reference_threshold.is_some()),
+            ];
+            return match given.iter().find(|(_, g)| *g) {
+                Some((flag, _)) => bad(format!(
+                    "--{flag} sets how a benchmark reference is read or matched: give --reference 'GLOB' too"
+                )),
+                None => Ok(None),
+            };
+        }
+        if let Some(g) = self.reference.iter().find(|g| g.trim().is_empty()) {
+            return bad(format!("--reference '{g}' is empty: give a Parquet glob such as 'bench/*.parquet'"));
+        }
+        let ngram = self.reference_ngram.unwrap_or(REFERENCE_NGRAM);
+        if !(1..=64).contains(&ngram) {
+            return bad(format!("--reference-ngram {ngram} is outside 1..=64; 8 is the default, GPT-3 used 13"));
+        }
+        let threshold = self.reference_threshold.unwrap_or(REFERENCE_THRESHOLD);
+        if !(threshold > 0.0 && threshold <= 1.0) {
+            return bad(format!(
+                "--reference-threshold {threshold} is outside (0, 1]; use e.g. 0.3"
+            ));
+        }
+        let id_column = self.reference_id_column.clone().unwrap_or_else(|| "id".into());
+        let text_column = (self.reference_text_column.clone()).unwrap_or_else(|| "text".into());
+        if id_column == text_column {
+            return bad(format!(
+                "--reference-id-column and --reference-text-column are both '{id_column}'"
+            ));
+        }
+        Ok(Some(ReferenceConfig {
+            globs: self.reference.clone(),
+            id_column,
+            id_column_explicit: self.reference_id_column.is_some(),
+            text_column,
+            ngram,
+            threshold,
+        }))
     }
 }
 
@@ -393,6 +473,7 @@ pub fn help_with_defaults(cmd: clap::Command) -> clap::Command {
     let empty = Settings {
         input: vec!["-".into()],
         output: Some("-".into()),
+        reference: vec!["-".into()],
         ..Settings::default()
     };
     let Ok(defaults) = empty.resolve() else {
@@ -406,7 +487,12 @@ pub fn help_with_defaults(cmd: clap::Command) -> clap::Command {
             if NO_FIXED_DEFAULT.contains(&id) {
                 return None;
             }
-            let value = match json.get(id)? {
+            // The reference's options are under "reference" (`reference_ngram`: its "ngram").
+            let value = match id.strip_prefix("reference_") {
+                Some(key) => json.get("reference")?.get(key)?,
+                None => json.get(id)?,
+            };
+            let value = match value {
                 serde_json::Value::String(s) => s.clone(),
                 v @ serde_json::Value::Number(_) => v.to_string(),
                 _ => return None,

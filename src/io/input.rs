@@ -213,7 +213,7 @@ fn parquet_err(file: &str, e: PolarsError) -> Error {
     }
 }
 
-fn column_list(schema: &Schema) -> String {
+pub(crate) fn column_list(schema: &Schema) -> String {
     schema
         .iter_names()
         .map(|n| n.as_str())

@@ -217,6 +217,26 @@ pub fn across_keys(work: &OutputDir, plan: &Plan) -> Result<Vec<u64>> {
     Ok(keys)
 }
 
+/// `--reference`: whether each document of part `p` holds a reference item (never kept), from
+/// its `docs/pP.parquet`; empty without `--reference`.
+pub fn contaminated(work: &OutputDir, plan: &Plan, p: usize) -> Result<Vec<bool>> {
+    if plan.config.reference.is_none() {
+        return Ok(Vec::new());
+    }
+    let df = work.read_parquet_columns(&part_file("docs", p), Some(&["contamination"]))?;
+    let present = series(&df, "contamination", "docs")?.is_not_null();
+    Ok(present.iter().map(|b| b == Some(true)).collect())
+}
+
+/// [`contaminated`] for every document, by global index.
+pub fn all_contaminated(work: &OutputDir, plan: &Plan) -> Result<Vec<bool>> {
+    let mut out = Vec::new();
+    for p in 0..plan.parts.len() {
+        out.extend(contaminated(work, plan, p)?);
+    }
+    Ok(out)
+}
+
 /// A column of a work file as a u32 vector.
 pub fn u32s(df: &DataFrame, name: &str, stage: &'static str) -> Result<Vec<u32>> {
     let s = series(df, name, stage)?;

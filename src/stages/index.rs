@@ -52,11 +52,15 @@ impl Numbering {
             let df = work.read_parquet(&work::part_file("cluster", p))?;
             let first = plan.part_range(p).start as u32;
             let keeper = work::u32s(&df, "keeper", "index")?;
+            // A document holding benchmark text (`--reference`) is its own keeper but not kept.
+            let contaminated = work::contaminated(work, plan, p)?;
+            let never = |j: usize| contaminated.get(j).copied().unwrap_or(false);
             kept.extend(
                 (first..)
                     .zip(keeper)
-                    .filter(|&(d, k)| d == k)
-                    .map(|(d, _)| d),
+                    .enumerate()
+                    .filter(|&(j, (d, k))| d == k && !never(j))
+                    .map(|(_, (d, _))| d),
             );
         }
         Ok(Numbering { kept: Some(kept) })

@@ -48,6 +48,9 @@ pub struct ManifestRows<'a> {
     pub similarity: Vec<Option<f32>>,
     /// `--index` only: the batch of each dropped document's keeper.
     pub duplicate_of_batch: Option<Vec<Option<String>>>,
+    /// `--reference` only: `contaminated_by` (the item's id) and `contamination` (its share
+    /// found in the document).
+    pub contamination: Option<[Column; 2]>,
 }
 
 /// Builds the manifest frame from its columns; `cluster_id` is a UInt64 column (null for
@@ -73,6 +76,7 @@ pub fn manifest_frame(
     if let Some(batch) = rows.duplicate_of_batch {
         columns.push(Column::new("duplicate_of_batch".into(), batch));
     }
+    columns.extend(rows.contamination.into_iter().flatten());
     DataFrame::new(n, columns).map_err(|source| Error::Polars {
         stage: "manifest",
         source,
@@ -394,6 +398,15 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> {
         let b = series(&cl, "duplicate_of_batch", "manifest")?;
         let b = b.str().map_err(polars_err("manifest"))?;
         rows.duplicate_of_batch = Some(b.iter().map(|x| x.map(str::to_string)).collect());
+    }
+    if plan.config.reference.is_some() {
+        // A document holding benchmark text is never kept, whatever its duplicates.
+        let by = docs.column("contaminated_by").map_err(polars_err("manifest"))?;
+        let share = docs.column("contamination").map_err(polars_err("manifest"))?;
+        for (keep, hit) in rows.keep.iter_mut().zip(by.is_not_null().iter()) {
+            *keep &= hit != Some(true);
+        }
+        rows.contamination = Some([by.clone(), share.clone()]);
     }
     let tallies = breakdown(plan, &docs, &rows)?;
     let mut df = manifest_frame(rows, cluster_id, cluster_size)?;

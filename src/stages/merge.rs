@@ -97,6 +97,9 @@ pub struct Summary {
     /// Documents and text bytes, all and dropped, per input file, script class and
     /// `--report-group` value, and per text length (the report's figures).
     pub breakdown: SummaryBreakdown,
+    /// `--reference`: documents holding benchmark text, per reference file and item.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contamination: Option<crate::reference::ContaminationSummary>,
     /// Seconds spent writing report.html.
     pub report_seconds: f64,
     pub config: serde_json::Value,
@@ -227,6 +230,10 @@ pub fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_jso
         sig.text_bytes += s.text_bytes;
         sig.null_texts += s.null_texts;
         sig.empty_texts += s.empty_texts;
+        sig.contaminated.extend(s.contaminated);
+        if sig.reference.is_empty() {
+            sig.reference = s.reference;
+        }
     }
     let mut cand = CandidateStats::default();
     for r in of(Stage::Candidates) {
@@ -321,6 +328,13 @@ pub fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_jso
             tallies: breakdown,
             groups_total,
         },
+        contamination: cfg.reference.as_ref().map(|_| {
+            crate::reference::ContaminationSummary::gather(
+                std::mem::take(&mut sig.reference),
+                std::mem::take(&mut sig.contaminated),
+                cl.contaminated_duplicates,
+            )
+        }),
         report_seconds: 0.0,
         config: cfg.to_json(),
     };

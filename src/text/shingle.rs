@@ -134,6 +134,13 @@ pub fn shingle_hashes(
     ngrams(&scratch.token_hashes, ngram, out);
 }
 
+/// The token hashes of `text`, normalised, as the shingles see them (in text order).
+pub fn token_hashes_of(text: &str, tokenizer: Tokenizer, scratch: &mut Scratch) -> Vec<u64> {
+    normalize_into(text, &mut scratch.norm);
+    token_hashes(&mut scratch.norm, tokenizer, &mut scratch.token_hashes);
+    scratch.token_hashes.clone()
+}
+
 /// Writes the hash of each token of the normalised text `norm` into `out` (cleared first), in
 /// order. `norm` is padded with spaces while its tokens are hashed in place, then restored.
 pub fn token_hashes(norm: &mut String, tokenizer: Tokenizer, out: &mut Vec<u64>) {

@@ -61,6 +61,7 @@ pub fn outcome(
     index: &IndexMatches,
     keep: KeepData,
     across: Vec<u64>,
+    never_kept: &[bool],
 ) -> Result<(Outcome, GiantStats)> {
     let n = plan.documents as usize;
     let rank = keep_order(plan, &keep);
@@ -82,6 +83,7 @@ pub fn outcome(
         rank: &rank,
         group: first_copy,
         copies_kept: plan.config.across.is_some(),
+        never_kept,
     };
     let external = |g: u32| anchor.get(g as usize).is_some_and(|&a| a != NONE);
     let k = keeper::keepers(&docs, external, |f| each_edge(work, plan, f), &mut giants)?;

@@ -58,6 +58,10 @@ pub struct ClusterStats {
     /// `--index`: the indexed documents tonight was dropped against with the most copies so far.
     #[serde(default)]
     pub most_copied: Vec<Copied>,
+    /// `--reference`: documents holding benchmark text that are also near-duplicates of a kept
+    /// document (tonight's or an indexed one).
+    #[serde(default)]
+    pub contaminated_duplicates: u64,
 }
 
 /// An indexed document and its copies across nights, tonight's included.
@@ -381,13 +385,16 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
     let first_copy = first_copies(work, plan, &across)?;
     let index = IndexMatches::read(work, plan)?;
     let keep = KeepData::read(work, plan)?;
+    // `--reference`: documents holding benchmark text, never kept.
+    let contaminated = work::all_contaminated(work, plan)?;
     let (out, giant, renewed) = match cfg.cluster {
         ClusterRule::Components => {
             let out = components(work, plan, &first_copy, &index, keep)?;
             (out, None, Default::default())
         }
         ClusterRule::Keeper => {
-            let (out, giant) = keeper::outcome(work, plan, &first_copy, &index, keep, across)?;
+            let (out, giant) =
+                keeper::outcome(work, plan, &first_copy, &index, keep, across, &contaminated)?;
             let renewed = keeper::write_renewals(work, plan, &out, &index)?;
             (out, Some(giant), renewed)
         }
@@ -408,8 +415,9 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
     drop(first_copy);
     let prior = prior_copies(plan, &index)?;
     let size = cluster_sizes(&out, &index, &prior);
+    let kept = |d: usize| out.keeper[d] == d as u32 && !contaminated.get(d).copied().unwrap_or(false);
     if plan.index.is_some() {
-        write_copies(work, plan, &out, &index, &size)?;
+        write_copies(work, plan, &out, &index, &size, &kept)?;
     }
     let names: Vec<&str> = plan
         .index
@@ -472,7 +480,10 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
         most_copied,
         exact_duplicates,
         dropped_against,
-        documents_kept: (0..n).filter(|&d| out.keeper[d] == d as u32).count() as u64,
+        documents_kept: (0..n).filter(|&d| kept(d)).count() as u64,
+        contaminated_duplicates: (0..n)
+            .filter(|&d| contaminated.get(d).copied().unwrap_or(false) && out.keeper[d] != d as u32)
+            .count() as u64,
         clusters: hist.iter().map(|&(_, c)| c).sum(),
         cluster_size_histogram: hist.iter().map(|&(s, c)| (s.to_string(), c)).collect(),
         giant_buckets: giant,
@@ -561,13 +572,14 @@ fn write_copies(
     out: &Outcome,
     index: &IndexMatches,
     size: &[u32],
+    kept: &dyn Fn(usize) -> bool,
 ) -> Result<()> {
     let Some(ip) = &plan.index else {
         return Ok(());
     };
     let holds_all = plan.config.cluster == ClusterRule::Components;
     let own = (0..out.keeper.len())
-        .filter(|&d| holds_all || out.keeper[d] == d as u32)
+        .filter(|&d| holds_all || kept(d))
         .map(|d| size[d])
         .collect();
     let mut renewed: BTreeMap<String, Vec<(u32, u32)>> = BTreeMap::new();

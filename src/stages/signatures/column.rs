@@ -7,6 +7,7 @@ use rayon::prelude::*;
 
 use crate::config::{Config, Tokenizer};
 use crate::minhash::{Permutations, Signatures};
+use crate::reference::{Hit, Table};
 use crate::text::shingle::{shingle_hashes, shingle_key, Scratch};
 
 /// The shingle keys of a run of documents (text order, repeats kept), stored flat in batches of
@@ -29,6 +30,8 @@ struct KeyBatch {
     ends: Vec<usize>,
     /// Document j's exact-text hash.
     exact: Vec<u128>,
+    /// `--reference`: (j, the item document j holds), for the documents that hold one.
+    hits: Vec<(u32, Hit)>,
 }
 
 /// The exact-text hash of a document: a 128-bit hash (xxh3) of the token sequence of its
@@ -55,9 +58,15 @@ pub fn exact_hash(tokens: &[u64], shingles: usize, buf: &mut Vec<u8>) -> u128 {
     xxhash_rust::xxh3::xxh3_128(bytes).max(1)
 }
 
-/// The exact-text hashes of a column (for SimHash runs that compute no shingle keys).
-pub fn exact_column(texts: &StringChunked, tokenizer: Tokenizer, ngram: usize) -> Vec<u128> {
-    (0..texts.len())
+/// The exact-text hashes of a column, and with a reference its documents' hits, without
+/// shingle keys (for SimHash runs that compute none).
+pub fn exact_column(
+    texts: &StringChunked,
+    tokenizer: Tokenizer,
+    ngram: usize,
+    reference: Option<&Table>,
+) -> ShingleKeys {
+    let per_doc: Vec<(u128, Option<Hit>)> = (0..texts.len())
         .into_par_iter()
         .with_min_len(KEY_BATCH)
         .map_init(
@@ -65,12 +74,29 @@ pub fn exact_column(texts: &StringChunked, tokenizer: Tokenizer, ngram: usize) -
             |(scratch, hashes, buf), i| match texts.get(i) {
                 Some(t) => {
                     shingle_hashes(t, tokenizer, ngram, scratch, hashes);
-                    exact_hash(scratch.token_hashes(), hashes.len(), buf)
+                    let exact = exact_hash(scratch.token_hashes(), hashes.len(), buf);
+                    // The shingle hashes are done with: their buffer takes the n-grams.
+                    let hit = reference.and_then(|r| r.find(scratch.token_hashes(), hashes));
+                    (exact, hit)
                 }
-                None => 0,
+                None => (0, None),
             },
         )
-        .collect()
+        .collect();
+    let n = per_doc.len();
+    let (exact, hits): (Vec<u128>, Vec<Option<Hit>>) = per_doc.into_iter().unzip();
+    ShingleKeys {
+        starts: vec![0],
+        batches: vec![KeyBatch {
+            keys: Vec::new(),
+            ends: vec![0; n],
+            exact,
+            hits: (hits.into_iter().enumerate())
+                .filter_map(|(j, h)| Some((j as u32, h?)))
+                .collect(),
+        }],
+        len: n,
+    }
 }
 
 impl ShingleKeys {
@@ -94,6 +120,16 @@ impl ShingleKeys {
             .unwrap_or(0)
     }
 
+    /// The reference item document `doc` holds (`--reference`), if any.
+    pub fn hit(&self, doc: usize) -> Option<Hit> {
+        let b = self.starts.partition_point(|&s| s <= doc) - 1;
+        let hits = &self.batches[b].hits;
+        let j = (doc - self.starts[b]) as u32;
+        hits.binary_search_by_key(&j, |&(x, _)| x)
+            .ok()
+            .map(|i| hits[i].1)
+    }
+
     /// The keys of document `doc` (position within the run).
     pub fn get(&self, doc: usize) -> &[u32] {
         let b = self.starts.partition_point(|&s| s <= doc) - 1;
@@ -112,6 +148,7 @@ impl ShingleKeys {
                 keys: Vec::new(),
                 ends: vec![0; n],
                 exact,
+                hits: Vec::new(),
             }],
             len: n,
         }
@@ -128,15 +165,17 @@ impl ShingleKeys {
 }
 
 /// Computes the signature of every text of a column with `perms` (none: shingle keys only, and
-/// signatures of length 0), and each document's shingle keys (text order, repeats kept; empty
-/// for a null or empty text).
+/// signatures of length 0), each document's shingle keys (text order, repeats kept; empty for a
+/// null or empty text), and with a `reference` the item each document holds, from the same
+/// tokens.
 pub fn signature_column(
     texts: &StringChunked,
     perms: Option<&Permutations>,
     tokenizer: Tokenizer,
     ngram: usize,
+    reference: Option<&Table>,
 ) -> (Signatures, ShingleKeys) {
-    column(texts, perms, tokenizer, ngram, true)
+    column(texts, perms, tokenizer, ngram, true, reference)
 }
 
 /// The signatures of [`signature_column`] alone: each document's keys are dropped once its
@@ -148,7 +187,7 @@ pub fn signatures_only(
     tokenizer: Tokenizer,
     ngram: usize,
 ) -> Signatures {
-    column(texts, Some(perms), tokenizer, ngram, false).0
+    column(texts, Some(perms), tokenizer, ngram, false, None).0
 }
 
 /// [`signature_column`], keeping the shingle keys and exact hashes when `keep` (else each
@@ -159,6 +198,7 @@ fn column(
     tokenizer: Tokenizer,
     ngram: usize,
     keep: bool,
+    reference: Option<&Table>,
 ) -> (Signatures, ShingleKeys) {
     let k = perms.map_or(0, Permutations::len);
     let n = texts.len();
@@ -174,8 +214,8 @@ fn column(
         .zip(shingles.par_chunks_mut(KEY_BATCH))
         .enumerate()
         .map_init(
-            || (Scratch::default(), Vec::new(), Vec::new()),
-            |(scratch, hashes, buf), (b, (sigs, counts))| {
+            || (Scratch::default(), Vec::new(), Vec::new(), Vec::new()),
+            |(scratch, hashes, buf, grams), (b, (sigs, counts))| {
                 // About one key per 4 bytes of text or fewer (words average more, a CJK char is
                 // 3 bytes): reserving that saves the growth copies of the batch's keys.
                 let first = b * KEY_BATCH;
@@ -187,6 +227,7 @@ fn column(
                     keys: Vec::with_capacity(if keep { bytes / 4 } else { 0 }),
                     ends: Vec::with_capacity(counts.len()),
                     exact: vec![0; counts.len()],
+                    hits: Vec::new(),
                 };
                 for (j, count) in counts.iter_mut().enumerate() {
                     if !keep {
@@ -194,6 +235,9 @@ fn column(
                     }
                     if let Some(text) = texts.get(first + j) {
                         shingle_hashes(text, tokenizer, ngram, scratch, hashes);
+                        if let Some(hit) = reference.and_then(|r| r.find(scratch.token_hashes(), grams)) {
+                            batch.hits.push((j as u32, hit));
+                        }
                         if keep {
                             batch.exact[j] = exact_hash(scratch.token_hashes(), hashes.len(), buf);
                         }
@@ -260,7 +304,7 @@ mod tests {
             ],
         );
         let perms = Permutations::new(16, 1);
-        let (s, keys) = signature_column(&texts, Some(&perms), Tokenizer::Chars, 5);
+        let (s, keys) = signature_column(&texts, Some(&perms), Tokenizer::Chars, 5, None);
         assert_eq!(s.len(), 5);
         assert_eq!(s.shingles, vec![2, 0, 0, 0, 2]);
         let lens: Vec<usize> = (0..keys.len()).map(|i| keys.get(i).len()).collect();
@@ -272,6 +316,7 @@ mod tests {
             Some(&perms),
             Tokenizer::Chars,
             2,
+            None,
         );
         assert_eq!(r.shingles, vec![5]); // repeats counted
         assert_eq!(s.get(0), s.get(4));
@@ -286,7 +331,7 @@ mod tests {
             .collect();
         let col = StringChunked::new("t".into(), &texts);
         let perms = Permutations::new(16, 1);
-        let sig = |c: &StringChunked| signature_column(c, Some(&perms), Tokenizer::Chars, 2);
+        let sig = |c: &StringChunked| signature_column(c, Some(&perms), Tokenizer::Chars, 2, None);
         let (whole_sigs, whole) = sig(&col);
         let (mut sigs, mut keys) = sig(&col.slice(0, 70));
         let (s2, k2) = sig(&col.slice(70, 80));
@@ -299,7 +344,7 @@ mod tests {
             assert_eq!(keys.get(d).len(), if d % 7 == 3 { 0 } else { 4 });
         }
         // Keys alone are the same keys.
-        let (none, keys_only) = signature_column(&col, None, Tokenizer::Chars, 2);
+        let (none, keys_only) = signature_column(&col, None, Tokenizer::Chars, 2, None);
         assert_eq!((none.k, none.values.len()), (0, 0));
         assert_eq!(none.shingles, whole_sigs.shingles);
         assert!((0..150).all(|d| keys_only.get(d) == whole.get(d)));
@@ -314,11 +359,13 @@ mod tests {
             None,
             Tokenizer::Chars,
             2,
+            None,
         );
         assert_eq!(k.exact(0), k.exact(1));
         assert_ne!(k.exact(0), k.exact(2));
         assert_eq!(k.exact(3), 0);
         let col = StringChunked::new("t".into(), &[Some("A b, c"), None]);
-        assert_eq!(exact_column(&col, Tokenizer::Chars, 2), vec![k.exact(0), 0]);
+        let e = exact_column(&col, Tokenizer::Chars, 2, None);
+        assert_eq!((e.exact(0), e.exact(1)), (k.exact(0), 0));
     }
 }

@@ -53,6 +53,7 @@ use crate::io::{band_rows, store};
 use crate::minhash::{Permutations, Signatures};
 use crate::partition;
 use crate::plan::{Plan, DOCS_PER_CHUNK};
+use crate::reference::{Hit, Reference, Table};
 use crate::simhash::{self, BlockIndex, DocFrequency, FeatureParams, Features};
 use crate::stages::{frequencies, sample};
 use crate::text::script::classify;
@@ -65,6 +66,13 @@ pub struct SignatureStats {
     pub null_texts: u64,
     /// Non-null texts with no shingle (SimHash: no weighted feature).
     pub empty_texts: u64,
+    /// `--reference`: documents holding a reference item, by item (position in the reference),
+    /// ascending.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contaminated: Vec<crate::reference::ItemHits>,
+    /// `--reference`: what each reference file holds (the same in every task).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reference: Vec<crate::reference::ItemCounts>,
 }
 
 /// What a task computes per document, by method.
@@ -151,6 +159,7 @@ impl Kernel {
         first: u64,
         bands: usize,
         cfg: &Config,
+        reference: Option<&Table>,
     ) -> Chunk {
         let tokenizer = cfg.effective_tokenizer();
         let n = corpus.len();
@@ -162,7 +171,7 @@ impl Kernel {
         for (s, text) in texts.iter().enumerate() {
             let (sg, kk) = match self {
                 Kernel::Minhash { perms, .. } => {
-                    signature_column(text, Some(perms), tokenizer, cfg.ngram)
+                    signature_column(text, Some(perms), tokenizer, cfg.ngram, reference)
                 }
                 Kernel::Simhash {
                     params,
@@ -181,11 +190,12 @@ impl Kernel {
                     };
                     let fps = simhash::fingerprint_column(text, of, *params, df.as_ref());
                     let (counts, keys) = if *with_keys {
-                        let (counts, keys) = signature_column(text, None, tokenizer, cfg.ngram);
+                        let (counts, keys) =
+                            signature_column(text, None, tokenizer, cfg.ngram, reference);
                         (counts.shingles, keys)
                     } else {
-                        let exact = exact_column(text, tokenizer, cfg.ngram);
-                        (vec![0; text.len()], ShingleKeys::none(exact))
+                        let keys = exact_column(text, tokenizer, cfg.ngram, reference);
+                        (vec![0; text.len()], keys)
                     };
                     let values = fps.values.iter().zip(&fps.features);
                     let sg = Signatures {
@@ -323,6 +333,13 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
     let (first, count) = plan.parts[p];
     check_inputs(plan, p)?;
     let kernel = Kernel::new(work, plan, p)?;
+    let reference = match &cfg.reference {
+        Some(rc) => Some(Reference::load(&plan.reference, rc, cfg.effective_tokenizer())?),
+        None => None,
+    };
+    let table = reference.as_deref().map(|r| &r.table);
+    // `--reference`: the item each document of the part holds, if any.
+    let mut hits: Vec<Option<Hit>> = Vec::new();
     let simhash = matches!(kernel, Kernel::Simhash { .. });
     let (bands, ranges) = (plan.bands(), plan.bucket_ranges);
     let mut stats = SignatureStats {
@@ -415,7 +432,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
                 }
                 let texts = without_copies(&corpus, &copy_of);
                 let (chunk, following) = rayon::join(
-                    || kernel.compute(&corpus, &texts, base, bands, cfg),
+                    || kernel.compute(&corpus, &texts, base, bands, cfg, table),
                     || load(i + 1),
                 );
                 next = following;
@@ -428,6 +445,12 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
                         None => kernel.indexed(&chunk.sigs, d as usize),
                     };
                     indexed.push(has);
+                    if table.is_some() {
+                        hits.push(match copy_of[d as usize] {
+                            Some(o) => hits[o as usize],
+                            None => chunk.keys.hit(d as usize),
+                        });
+                    }
                     match t {
                         None => stats.null_texts += 1,
                         Some(t) => {
@@ -534,8 +557,43 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
     if cfg.across.is_some() {
         columns.push(Column::new("across".into(), across_keys));
     }
+    if let Some(r) = &reference {
+        columns.extend(contamination_columns(r, &hits));
+        stats.contaminated = count_items(r, &hits);
+        stats.reference = r.counts.clone();
+    }
     write_frame(work, &part_file("docs", p), "signatures", columns)?;
     Ok(stats)
+}
+
+/// The docs-file columns of `--reference`: the id of the item each document holds
+/// (`contaminated_by`) and its share found (`contamination`), null for the others.
+fn contamination_columns(r: &Reference, hits: &[Option<Hit>]) -> [Column; 2] {
+    let by: Vec<Option<&str>> = hits
+        .iter()
+        .map(|h| h.map(|h| r.ids[h.item as usize].as_str()))
+        .collect();
+    let share: Vec<Option<f32>> = hits.iter().map(|h| h.map(|h| h.share)).collect();
+    [
+        Column::new("contaminated_by".into(), by),
+        Column::new("contamination".into(), share),
+    ]
+}
+
+/// Documents per item hit, ascending by item.
+fn count_items(r: &Reference, hits: &[Option<Hit>]) -> Vec<crate::reference::ItemHits> {
+    let mut by: std::collections::BTreeMap<u32, u64> = Default::default();
+    for h in hits.iter().flatten() {
+        *by.entry(h.item).or_default() += 1;
+    }
+    by.into_iter()
+        .map(|(item, documents)| crate::reference::ItemHits {
+            item,
+            id: r.ids[item as usize].clone(),
+            file: r.files[r.file_of[item as usize] as usize].file.clone(),
+            documents,
+        })
+        .collect()
 }
 
 /// The label keys ([`partition::key`]) of a chunk's documents from one label column of its

@@ -1,0 +1,356 @@
+//! Benchmark decontamination (`--reference`): a read-only set of benchmark items that tonight's
+//! documents are matched against; a document holding enough of an item is dropped, whatever its
+//! duplicates (`contaminated_by`, `contamination` in the manifest).
+//!
+//! The plan lists the reference files with their sizes and footer fingerprints ([`list`]); each
+//! signatures task loads the reference ([`Reference::load`]: the files read again and checked
+//! unchanged, the [`Table`] built) and matches each document's tokens as the signature kernel
+//! makes them. Tasks of one process share one loaded reference, so a local run reads it once.
+//! Nothing of the reference ever enters `--index`: it is read again each night.
+
+mod table;
+
+pub use table::{Hit, Table, Usable, BOILERPLATE_ITEMS};
+
+use std::sync::{Arc, Mutex};
+
+use polars::prelude::*;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ReferenceConfig, Tokenizer};
+use crate::error::{Error, Result};
+use crate::io::input::{self, column_list, Footer};
+use crate::io::object;
+use crate::text::shingle::{token_hashes_of, Scratch};
+
+/// A reference file as the plan recorded it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceFile {
+    pub file: String,
+    pub rows: u64,
+    pub bytes: u64,
+    pub fingerprint: String,
+}
+
+/// What the reference holds, per file (for the summary).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ItemCounts {
+    pub file: String,
+    /// Rows of the file.
+    pub items: u64,
+    /// Items that can be matched.
+    pub matched: u64,
+    /// Null or empty texts.
+    pub empty: u64,
+    /// Fewer tokens than `--reference-ngram`: too short to tell from ordinary prose.
+    pub too_short: u64,
+    /// The same text (as tokens) as an earlier item, which stands for both.
+    pub repeated_text: u64,
+    /// Every n-gram is in [`BOILERPLATE_ITEMS`] or more items.
+    pub boilerplate_only: u64,
+    /// Rows whose id an earlier row already has (both are matched; `contaminated_by` names the
+    /// id, `explain` shows every item of that id).
+    pub repeated_id: u64,
+    /// Documents of the run holding one of the file's items (set by the merge).
+    #[serde(default)]
+    pub documents_flagged: u64,
+    /// The file's items found in a document of the run (set by the merge).
+    #[serde(default)]
+    pub items_hit: u64,
+}
+
+/// Documents of a run holding one reference item.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ItemHits {
+    /// Position in the reference (file, then row order).
+    pub item: u32,
+    pub id: String,
+    pub file: String,
+    pub documents: u64,
+}
+
+/// What `--reference` found in a run (the summary's `contamination`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContaminationSummary {
+    /// Documents holding a reference item (all dropped).
+    pub documents: u64,
+    /// Of those, documents also dropped as a near-duplicate (`duplicate_of` set).
+    pub also_duplicates: u64,
+    /// Per reference file: its items and what they flagged.
+    pub files: Vec<ItemCounts>,
+    /// The items found in the most documents (ties to reference order).
+    pub most_hit: Vec<ItemHits>,
+}
+
+/// Items listed in [`ContaminationSummary::most_hit`].
+pub const MOST_HIT: usize = 20;
+
+impl ContaminationSummary {
+    /// The summary from every signatures task's counts (`hits` per task, `files` from any task)
+    /// and the documents also dropped as near-duplicates.
+    pub fn gather(
+        files: Vec<ItemCounts>,
+        hits: impl IntoIterator<Item = ItemHits>,
+        also_duplicates: u64,
+    ) -> ContaminationSummary {
+        let mut by: std::collections::BTreeMap<u32, ItemHits> = Default::default();
+        for h in hits {
+            by.entry(h.item)
+                .and_modify(|e| e.documents += h.documents)
+                .or_insert(h);
+        }
+        let mut files = files;
+        for h in by.values() {
+            if let Some(f) = files.iter_mut().find(|f| f.file == h.file) {
+                f.documents_flagged += h.documents;
+                f.items_hit += 1;
+            }
+        }
+        let mut most: Vec<ItemHits> = by.into_values().collect();
+        most.sort_by_key(|h| (std::cmp::Reverse(h.documents), h.item));
+        ContaminationSummary {
+            documents: files.iter().map(|f| f.documents_flagged).sum(),
+            also_duplicates,
+            files,
+            most_hit: most.into_iter().take(MOST_HIT).collect(),
+        }
+    }
+}
+
+/// A loaded reference: items in file then row order.
+pub struct Reference {
+    pub files: Vec<ReferenceFile>,
+    /// Each item's id, and the file it is in (position in `files`).
+    pub ids: Vec<String>,
+    pub file_of: Vec<u32>,
+    pub table: Table,
+    pub counts: Vec<ItemCounts>,
+}
+
+/// The reference files of `cfg` (each glob must match a file), with their row counts and
+/// footers, after checking their columns.
+pub fn list(cfg: &ReferenceConfig) -> Result<Vec<ReferenceFile>> {
+    let mut names = Vec::new();
+    for g in &cfg.globs {
+        let found = input::expand_inputs(std::slice::from_ref(g)).map_err(|e| match e {
+            Error::NoInput(p) => Error::Reference {
+                file: p,
+                msg: "matches no file; check the path or glob (quote it so the shell does not expand it) and that the files exist".into(),
+            },
+            other => reference_err(g, other),
+        })?;
+        names.extend(found);
+    }
+    names.sort();
+    names.dedup();
+    names
+        .par_iter()
+        .map(|f| {
+            let footer = Footer::read(f).map_err(|e| reference_err(f, e))?;
+            let mut lf = input::scan(f, None).map_err(|e| reference_err(f, e))?;
+            let schema = lf.collect_schema().map_err(|e| polars_err(f, e))?;
+            check_columns(f, &schema, cfg)?;
+            let rows = lf
+                .select([len()])
+                .collect()
+                .map_err(|e| polars_err(f, e))?
+                .columns()
+                .first()
+                .and_then(|c| c.get(0).ok())
+                .and_then(|v| v.extract::<u64>())
+                .unwrap_or(0);
+            Ok(ReferenceFile {
+                file: f.clone(),
+                rows,
+                bytes: footer.file_bytes,
+                fingerprint: footer.fingerprint(),
+            })
+        })
+        .collect()
+}
+
+/// The loaded reference of the process, by what it was loaded from: the signatures tasks of a
+/// local run share one.
+type Loaded = Option<(String, Arc<Reference>)>;
+static LOADED: Mutex<Loaded> = Mutex::new(None);
+
+impl Reference {
+    /// Loads the reference of `files` (as the plan recorded them; each is checked unchanged)
+    /// matched with `tokenizer`; the process keeps the last one loaded for its next task.
+    pub fn load(
+        files: &[ReferenceFile],
+        cfg: &ReferenceConfig,
+        tokenizer: Tokenizer,
+    ) -> Result<Arc<Reference>> {
+        let key = serde_json::json!([files, cfg, tokenizer]).to_string();
+        let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((k, r)) = loaded.as_ref() {
+            if *k == key {
+                return Ok(r.clone());
+            }
+        }
+        *loaded = None;
+        let r = Arc::new(Reference::read(files, cfg, tokenizer)?);
+        *loaded = Some((key, r.clone()));
+        Ok(r)
+    }
+
+    /// Reads and tokenises every item and builds the table.
+    fn read(files: &[ReferenceFile], cfg: &ReferenceConfig, tokenizer: Tokenizer) -> Result<Reference> {
+        let read: Vec<(Vec<String>, Vec<Option<Vec<u64>>>)> = files
+            .par_iter()
+            .map(|f| {
+                let (ids, texts) = read_items(f, cfg)?;
+                let tokens = (0..texts.len())
+                    .into_par_iter()
+                    .with_min_len(64)
+                    .map_init(Scratch::default, |scratch, i| {
+                        texts.get(i).map(|t| token_hashes_of(t, tokenizer, scratch))
+                    })
+                    .collect();
+                Ok((ids, tokens))
+            })
+            .collect::<Result<_>>()?;
+        let mut ids = Vec::new();
+        let mut file_of = Vec::new();
+        let mut tokens = Vec::new();
+        for (i, (fi, ft)) in read.into_iter().enumerate() {
+            file_of.extend(std::iter::repeat_n(i as u32, fi.len()));
+            ids.extend(fi);
+            tokens.extend(ft);
+        }
+        let table = Table::build(&tokens, cfg.ngram, cfg.threshold);
+        drop(tokens);
+        let mut counts: Vec<ItemCounts> = files
+            .iter()
+            .map(|f| ItemCounts {
+                file: f.file.clone(),
+                items: f.rows,
+                ..ItemCounts::default()
+            })
+            .collect();
+        let mut seen_ids: ahash::AHashSet<&str> = ahash::AHashSet::new();
+        for (i, id) in ids.iter().enumerate() {
+            let c = &mut counts[file_of[i] as usize];
+            match table.usable(i) {
+                Usable::Yes => c.matched += 1,
+                Usable::Empty => c.empty += 1,
+                Usable::TooShort => c.too_short += 1,
+                Usable::RepeatedText => c.repeated_text += 1,
+                Usable::BoilerplateOnly => c.boilerplate_only += 1,
+            }
+            if !seen_ids.insert(id) {
+                c.repeated_id += 1;
+            }
+        }
+        Ok(Reference {
+            files: files.to_vec(),
+            ids,
+            file_of,
+            table,
+            counts,
+        })
+    }
+}
+
+/// The id and text columns of one reference file, after checking it is the one the plan listed.
+fn read_items(f: &ReferenceFile, cfg: &ReferenceConfig) -> Result<(Vec<String>, StringChunked)> {
+    Footer::read_unchanged(&f.file, f.bytes, &f.fingerprint, |what| Error::Reference {
+        file: f.file.clone(),
+        msg: format!("changed since the run was planned ({what}); run again, which plans anew"),
+    })?;
+    let bytes = if object::is_url(&f.file) {
+        object::get_all(std::slice::from_ref(&f.file))
+            .map_err(|e| reference_err(&f.file, e))?
+            .pop()
+    } else {
+        None
+    };
+    let mut lf = input::scan(&f.file, bytes).map_err(|e| reference_err(&f.file, e))?;
+    let schema = lf.collect_schema().map_err(|e| polars_err(&f.file, e))?;
+    let has_id = check_columns(&f.file, &schema, cfg)?;
+    let mut select = vec![col(cfg.text_column.as_str())];
+    if has_id {
+        select.push(col(cfg.id_column.as_str()).cast(DataType::String));
+    }
+    let df = lf.select(select).collect().map_err(|e| polars_err(&f.file, e))?;
+    let pe = |e| polars_err(&f.file, e);
+    let texts = df
+        .column(&cfg.text_column)
+        .map_err(pe)?
+        .str()
+        .map_err(pe)?
+        .rechunk()
+        .into_owned();
+    let ids = if has_id {
+        let c = df.column(&cfg.id_column).map_err(pe)?.str().map_err(pe)?.clone();
+        (c.iter().enumerate())
+            .map(|(r, id)| id.map_or_else(|| format!("{}:{r}", f.file), str::to_string))
+            .collect()
+    } else {
+        (0..texts.len()).map(|r| format!("{}:{r}", f.file)).collect()
+    };
+    Ok((ids, texts))
+}
+
+/// Checks a reference file's columns; returns whether it has the id column.
+fn check_columns(file: &str, schema: &Schema, cfg: &ReferenceConfig) -> Result<bool> {
+    let err = |msg: String| Error::Reference {
+        file: file.to_string(),
+        msg,
+    };
+    match schema.get(&cfg.text_column) {
+        None => {
+            return Err(err(format!(
+                "has no column '{}' (its columns are: {}); name the text column with --reference-text-column",
+                cfg.text_column,
+                column_list(schema)
+            )))
+        }
+        Some(dt) if *dt != DataType::String => {
+            return Err(err(format!(
+                "column '{}' has type {dt}, expected a string (utf8) column of item texts; name another with --reference-text-column",
+                cfg.text_column
+            )))
+        }
+        Some(_) => {}
+    }
+    match schema.get(&cfg.id_column) {
+        Some(dt) if dt.is_string() || dt.is_integer() => Ok(true),
+        Some(dt) => Err(err(format!(
+            "column '{}' has type {dt}, expected string or integer ids; name another with --reference-id-column",
+            cfg.id_column
+        ))),
+        None if cfg.id_column_explicit => Err(err(format!(
+            "has no column '{}' (its columns are: {}); name the id column with --reference-id-column",
+            cfg.id_column,
+            column_list(schema)
+        ))),
+        None => Ok(false),
+    }
+}
+
+/// An error reading a reference file, named as the reference's.
+fn reference_err(file: &str, e: Error) -> Error {
+    let msg = match e {
+        Error::Parquet { msg, .. } => format!("cannot be read as Parquet ({msg}); check that it is a complete Parquet file or leave it out of --reference"),
+        // Storage stays storage (retryable), and names the object.
+        e @ Error::ObjectStore { .. } => return e,
+        other => other.to_string(),
+    };
+    Error::Reference {
+        file: file.to_string(),
+        msg,
+    }
+}
+
+fn polars_err(file: &str, e: PolarsError) -> Error {
+    reference_err(
+        file,
+        Error::Parquet {
+            file: file.to_string(),
+            msg: e.to_string(),
+        },
+    )
+}
