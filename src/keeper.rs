@@ -312,7 +312,14 @@ mod tests {
         assert_eq!(k.keeper, vec![0, 0, 2]);
         assert_eq!(k.similarity[1], 0.9);
         // A never-kept group of copies: every member alone.
-        let k = run_never(&[0, 1, 2], &[0, 0, 2], &[], &[], &[true, true, false], &mut NoLazy);
+        let k = run_never(
+            &[0, 1, 2],
+            &[0, 0, 2],
+            &[],
+            &[],
+            &[true, true, false],
+            &mut NoLazy,
+        );
         assert_eq!(k.keeper, vec![0, 1, 2]);
         // External wins: dropped before the rule.
         let k = run_never(&[0, 1], &[0, 1], &[], &[0], &[true, false], &mut NoLazy);
@@ -383,7 +390,13 @@ mod tests {
 
     /// A generated case: keep ranks, copy groups, (a, b, similarity, lazy) edges, documents
     /// matched externally, groups never kept.
-    type Case = (Vec<u32>, Vec<u32>, Vec<(u32, u32, f32, bool)>, Vec<u32>, Vec<bool>);
+    type Case = (
+        Vec<u32>,
+        Vec<u32>,
+        Vec<(u32, u32, f32, bool)>,
+        Vec<u32>,
+        Vec<bool>,
+    );
 
     fn case() -> impl Strategy<Value = Case> {
         (2usize..14).prop_flat_map(|n| {

@@ -412,7 +412,10 @@ impl Settings {
         if self.reference.is_empty() {
             let given = [
                 ("reference-id-column", self.reference_id_column.is_some()),
-                ("reference-text-column", self.reference_text_column.is_some()),
+                (
+                    "reference-text-column",
+                    self.reference_text_column.is_some(),
+                ),
                 ("reference-ngram", self.reference_ngram.is_some()),
                 ("reference-threshold", self.reference_threshold.is_some()),
             ];
@@ -424,11 +427,15 @@ impl Settings {
             };
         }
         if let Some(g) = self.reference.iter().find(|g| g.trim().is_empty()) {
-            return bad(format!("--reference '{g}' is empty: give a Parquet glob such as 'bench/*.parquet'"));
+            return bad(format!(
+                "--reference '{g}' is empty: give a Parquet glob such as 'bench/*.parquet'"
+            ));
         }
         let ngram = self.reference_ngram.unwrap_or(REFERENCE_NGRAM);
         if !(1..=64).contains(&ngram) {
-            return bad(format!("--reference-ngram {ngram} is outside 1..=64; 8 is the default, GPT-3 used 13"));
+            return bad(format!(
+                "--reference-ngram {ngram} is outside 1..=64; 8 is the default, GPT-3 used 13"
+            ));
         }
         let threshold = self.reference_threshold.unwrap_or(REFERENCE_THRESHOLD);
         if !(threshold > 0.0 && threshold <= 1.0) {
@@ -436,7 +443,10 @@ impl Settings {
                 "--reference-threshold {threshold} is outside (0, 1]; use e.g. 0.3"
             ));
         }
-        let id_column = self.reference_id_column.clone().unwrap_or_else(|| "id".into());
+        let id_column = self
+            .reference_id_column
+            .clone()
+            .unwrap_or_else(|| "id".into());
         let text_column = (self.reference_text_column.clone()).unwrap_or_else(|| "text".into());
         if id_column == text_column {
             return bad(format!(

@@ -197,7 +197,11 @@ impl Reference {
     }
 
     /// Reads and tokenises every item and builds the table.
-    fn read(files: &[ReferenceFile], cfg: &ReferenceConfig, tokenizer: Tokenizer) -> Result<Reference> {
+    fn read(
+        files: &[ReferenceFile],
+        cfg: &ReferenceConfig,
+        tokenizer: Tokenizer,
+    ) -> Result<Reference> {
         let read: Vec<(Vec<String>, Vec<Option<Vec<u64>>>)> = files
             .par_iter()
             .map(|f| {
@@ -274,7 +278,10 @@ fn read_items(f: &ReferenceFile, cfg: &ReferenceConfig) -> Result<(Vec<String>, 
     if has_id {
         select.push(col(cfg.id_column.as_str()).cast(DataType::String));
     }
-    let df = lf.select(select).collect().map_err(|e| polars_err(&f.file, e))?;
+    let df = lf
+        .select(select)
+        .collect()
+        .map_err(|e| polars_err(&f.file, e))?;
     let pe = |e| polars_err(&f.file, e);
     let texts = df
         .column(&cfg.text_column)
@@ -284,12 +291,19 @@ fn read_items(f: &ReferenceFile, cfg: &ReferenceConfig) -> Result<(Vec<String>, 
         .rechunk()
         .into_owned();
     let ids = if has_id {
-        let c = df.column(&cfg.id_column).map_err(pe)?.str().map_err(pe)?.clone();
+        let c = df
+            .column(&cfg.id_column)
+            .map_err(pe)?
+            .str()
+            .map_err(pe)?
+            .clone();
         (c.iter().enumerate())
             .map(|(r, id)| id.map_or_else(|| format!("{}:{r}", f.file), str::to_string))
             .collect()
     } else {
-        (0..texts.len()).map(|r| format!("{}:{r}", f.file)).collect()
+        (0..texts.len())
+            .map(|r| format!("{}:{r}", f.file))
+            .collect()
     };
     Ok((ids, texts))
 }

@@ -277,9 +277,13 @@ mod tests {
         let t = Table::build(&items(), 8, 0.3);
         let mut buf = Vec::new();
         let item = "Given an array of integers return the indices of the two numbers that add up to the target value";
-        let hit = t.find(&tokens(&format!("{BOILER} {item}")), &mut buf).unwrap();
+        let hit = t
+            .find(&tokens(&format!("{BOILER} {item}")), &mut buf)
+            .unwrap();
         assert_eq!((hit.item, hit.share), (0, 1.0));
-        let page = format!("Welcome to my blog about cooking. Today: {item}. Leave a comment below, thanks.");
+        let page = format!(
+            "Welcome to my blog about cooking. Today: {item}. Leave a comment below, thanks."
+        );
         assert_eq!(t.find(&tokens(&page), &mut buf).unwrap().item, 0);
         // Its first 80%.
         let words: Vec<&str> = item.split(' ').collect();
@@ -287,7 +291,13 @@ mod tests {
         let hit = t.find(&tokens(&part), &mut buf).unwrap();
         assert!(hit.share > 0.3 && hit.share < 0.8, "{hit:?}");
         // Boilerplate only: nothing.
-        assert_eq!(t.find(&tokens(&format!("{BOILER} something else entirely here")), &mut buf), None);
+        assert_eq!(
+            t.find(
+                &tokens(&format!("{BOILER} something else entirely here")),
+                &mut buf
+            ),
+            None
+        );
         assert_eq!(t.find(&tokens("a b c"), &mut buf), None);
         // The page holds the item without its boilerplate: its own n-grams, not the straddling.
         let positions = t.matched_positions(0, &tokens(&page));

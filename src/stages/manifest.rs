@@ -401,8 +401,12 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> {
     }
     if plan.config.reference.is_some() {
         // A document holding benchmark text is never kept, whatever its duplicates.
-        let by = docs.column("contaminated_by").map_err(polars_err("manifest"))?;
-        let share = docs.column("contamination").map_err(polars_err("manifest"))?;
+        let by = docs
+            .column("contaminated_by")
+            .map_err(polars_err("manifest"))?;
+        let share = docs
+            .column("contamination")
+            .map_err(polars_err("manifest"))?;
         for (keep, hit) in rows.keep.iter_mut().zip(by.is_not_null().iter()) {
             *keep &= hit != Some(true);
         }

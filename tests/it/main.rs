@@ -5,6 +5,7 @@ mod common;
 
 mod apply;
 mod bad_input;
+mod decontam;
 mod dev_corpus;
 mod explain;
 mod index;

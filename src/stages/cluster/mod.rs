@@ -415,7 +415,8 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
     drop(first_copy);
     let prior = prior_copies(plan, &index)?;
     let size = cluster_sizes(&out, &index, &prior);
-    let kept = |d: usize| out.keeper[d] == d as u32 && !contaminated.get(d).copied().unwrap_or(false);
+    let kept =
+        |d: usize| out.keeper[d] == d as u32 && !contaminated.get(d).copied().unwrap_or(false);
     if plan.index.is_some() {
         write_copies(work, plan, &out, &index, &size, &kept)?;
     }

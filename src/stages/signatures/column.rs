@@ -235,7 +235,9 @@ fn column(
                     }
                     if let Some(text) = texts.get(first + j) {
                         shingle_hashes(text, tokenizer, ngram, scratch, hashes);
-                        if let Some(hit) = reference.and_then(|r| r.find(scratch.token_hashes(), grams)) {
+                        if let Some(hit) =
+                            reference.and_then(|r| r.find(scratch.token_hashes(), grams))
+                        {
                             batch.hits.push((j as u32, hit));
                         }
                         if keep {

@@ -334,7 +334,11 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
     check_inputs(plan, p)?;
     let kernel = Kernel::new(work, plan, p)?;
     let reference = match &cfg.reference {
-        Some(rc) => Some(Reference::load(&plan.reference, rc, cfg.effective_tokenizer())?),
+        Some(rc) => Some(Reference::load(
+            &plan.reference,
+            rc,
+            cfg.effective_tokenizer(),
+        )?),
         None => None,
     };
     let table = reference.as_deref().map(|r| &r.table);
