@@ -75,6 +75,32 @@ pub struct Explanation {
     pub members: Vec<Member>,
     /// Members left out by the limit.
     pub members_not_shown: usize,
+    /// `--reference`: the benchmark item the document holds, if any.
+    pub contamination: Option<Contamination>,
+}
+
+/// The benchmark item a document holds (`--reference`), and where.
+#[derive(Debug, Clone, Serialize)]
+pub struct Contamination {
+    /// The item's id (`contaminated_by`).
+    pub item: String,
+    /// The share of the item's n-grams found in the document (`contamination`).
+    pub share: f32,
+    /// The reference's items of that id (one, unless ids repeat), each with where it matched.
+    pub items: Vec<ItemMatch>,
+    /// Why the item's text cannot be shown (a reference file changed or is gone).
+    pub unavailable: Option<String>,
+}
+
+/// One reference item and the stretch of the document that holds it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ItemMatch {
+    pub file: String,
+    pub row: u64,
+    pub text_bytes: usize,
+    /// From the item to the document's stretch: `same` is matched text, `removed` item words
+    /// missing there, `added` the document's own words ([`crate::text::diff::item_in_doc`]).
+    pub matched: Vec<Piece>,
 }
 
 /// Explains the document `id` of the run in `out`, showing at most `limit` members.
@@ -197,6 +223,42 @@ pub fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
         hamming: m.config.hamming,
         members: members_out,
         members_not_shown: size - shown.len(),
+        contamination: contamination(&m, &c, at, text.get(&at).cloned().flatten()),
+    })
+}
+
+/// The benchmark item manifest row `at` holds, with the item's text read from the reference
+/// the run recorded (None when the row holds none).
+fn contamination(
+    m: &Manifest,
+    c: &crate::results::Columns,
+    at: usize,
+    doc: Option<String>,
+) -> Option<Contamination> {
+    let item = c.contaminated_by?.get(at)?.to_string();
+    let share = c.contamination.and_then(|s| s.get(at)).unwrap_or(0.0);
+    let cfg = m.config.reference.as_ref()?;
+    let (items, unavailable) = match crate::reference::items_of(&m.reference, cfg, &[&item]) {
+        Ok(found) => {
+            let doc = doc.unwrap_or_default();
+            let shown = found
+                .into_iter()
+                .map(|(_, file, row, text)| ItemMatch {
+                    file,
+                    row,
+                    text_bytes: text.len(),
+                    matched: crate::text::diff::item_in_doc(&text, &doc),
+                })
+                .collect();
+            (shown, None)
+        }
+        Err(e) => (Vec::new(), Some(e.to_string())),
+    };
+    Some(Contamination {
+        item,
+        share,
+        items,
+        unavailable,
     })
 }
 
@@ -282,6 +344,37 @@ impl Similarity {
     }
 }
 
+/// The lines of `explain` about the benchmark item a document holds.
+fn contamination_text(s: &mut String, c: &Contamination, color: bool) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        s,
+        "It holds benchmark text: reference item {} ({:.0}% of the item's n-grams are in it), so it is never kept.",
+        visible(&c.item),
+        100.0 * c.share
+    );
+    if let Some(why) = &c.unavailable {
+        let _ = writeln!(s, "The item's text cannot be shown: {}", visible(why));
+    }
+    for it in &c.items {
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "--- reference item {} ({}:{}) -> this document ---",
+            visible(&c.item),
+            visible(&it.file),
+            it.row
+        );
+        let body = if color {
+            crate::text::diff::to_ansi(&it.matched)
+        } else {
+            crate::text::diff::to_plain(&it.matched)
+        };
+        let _ = writeln!(s, "{}", body.trim());
+    }
+    let _ = writeln!(s);
+}
+
 /// The explanation for a person: `color` for a terminal. Ids, file names and texts come from
 /// the corpus: their control characters are shown, never emitted ([`visible`]).
 pub fn to_text(e: &Explanation, color: bool) -> String {
@@ -289,7 +382,10 @@ pub fn to_text(e: &Explanation, color: bool) -> String {
     let mut s = String::new();
     let status = if e.keep { "kept" } else { "dropped" };
     let _ = writeln!(s, "{} is {status}.", visible(&e.id));
-    if e.cluster_id.is_none() && e.keep {
+    if let Some(c) = &e.contamination {
+        contamination_text(&mut s, c, color);
+    }
+    if e.cluster_id.is_none() && e.keeper.in_this_run {
         let _ = writeln!(s, "It has no near-duplicate in this run.");
         return s;
     }

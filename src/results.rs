@@ -14,6 +14,9 @@ use crate::io::{input, object};
 /// Manifest metadata key of the input shards as the run read them ([`inputs_json`]).
 pub const INPUTS_KEY: &str = "corpus_dedup.inputs";
 
+/// Metadata key of the benchmark reference files a `--reference` run read (absent otherwise).
+pub const REFERENCE_KEY: &str = "corpus_dedup.reference";
+
 /// The input shards as the run read them: name, rows, size and footer fingerprint of each, so
 /// `apply` can refuse a shard that changed since.
 pub fn recorded_inputs(plan: &crate::plan::Plan) -> Vec<RecordedInput> {
@@ -67,6 +70,9 @@ pub struct Columns<'a> {
     pub batch: Option<&'a StringChunked>,
     /// Absent in manifests written before it existed.
     pub cluster_size: Option<&'a UInt32Chunked>,
+    /// `--reference` runs only.
+    pub contaminated_by: Option<&'a StringChunked>,
+    pub contamination: Option<&'a Float32Chunked>,
 }
 
 /// A manifest read back.
@@ -78,6 +84,8 @@ pub struct Manifest {
     pub config: Config,
     /// The input shards, in the run's order.
     pub inputs: Vec<RecordedInput>,
+    /// `--reference`: the reference files as the run read them.
+    pub reference: Vec<crate::reference::ReferenceFile>,
 }
 
 /// Reads a whole local file or `s3://` object; `None` when it does not exist.
@@ -139,12 +147,17 @@ impl Manifest {
             .get(INPUTS_KEY)
             .and_then(|s| serde_json::from_str(s).ok())
             .ok_or_else(|| not_ours(INPUTS_KEY))?;
+        let reference = kv
+            .get(REFERENCE_KEY)
+            .and_then(|s| serde_json::from_str(s).ok())
+            .unwrap_or_default();
         let frame = reader.finish().map_err(|e| err(e.to_string()))?;
         Ok(Manifest {
             location: location.to_string(),
             frame,
             config,
             inputs,
+            reference,
         })
     }
 
@@ -180,6 +193,16 @@ impl Manifest {
                 .column("cluster_size")
                 .ok()
                 .and_then(|c| c.u32().ok()),
+            contaminated_by: self
+                .frame
+                .column("contaminated_by")
+                .ok()
+                .and_then(|c| c.str().ok()),
+            contamination: self
+                .frame
+                .column("contamination")
+                .ok()
+                .and_then(|c| c.f32().ok()),
         })
     }
 

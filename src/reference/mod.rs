@@ -258,6 +258,27 @@ impl Reference {
     }
 }
 
+/// The items whose id is one of `ids` in the reference `files` (as a run recorded them: each
+/// is checked unchanged, and read once), as (id, file, row, text), for `explain` and the report.
+pub fn items_of(
+    files: &[ReferenceFile],
+    cfg: &ReferenceConfig,
+    ids: &[&str],
+) -> Result<Vec<(String, String, u64, String)>> {
+    let wanted: ahash::AHashSet<&str> = ids.iter().copied().collect();
+    let mut out = Vec::new();
+    for f in files {
+        let (all, texts) = read_items(f, cfg)?;
+        for (r, id) in all.into_iter().enumerate() {
+            if wanted.contains(id.as_str()) {
+                let text = texts.get(r).unwrap_or("").to_string();
+                out.push((id, f.file.clone(), r as u64, text));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The id and text columns of one reference file, after checking it is the one the plan listed.
 fn read_items(f: &ReferenceFile, cfg: &ReferenceConfig) -> Result<(Vec<String>, StringChunked)> {
     Footer::read_unchanged(&f.file, f.bytes, &f.fingerprint, |what| Error::Reference {

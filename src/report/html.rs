@@ -52,6 +52,7 @@ details .body { padding: 8px 12px; }
 .text { white-space: pre-wrap; word-break: break-word; font: 12.5px/1.5 ui-monospace, SFMono-Regular, Menlo, Consolas, "Noto Sans Mono CJK SC", monospace; background: var(--panel); padding: 8px 10px; border-radius: 6px; margin: 4px 0; max-height: 420px; overflow: auto; }
 .diff del { background: #fde2e1; color: #8a1c13; text-decoration: line-through; }
 .diff ins { background: #d3f5dd; color: #0b5b26; text-decoration: none; }
+.diff mark { background: #fde68a; color: inherit; }
 .diff .gap { color: var(--muted); font-style: italic; }
 .id { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12.5px; }
 footer { margin-top: 40px; color: var(--muted); font-size: 12.5px; }
@@ -72,6 +73,7 @@ pub fn render(r: &Report) -> String {
     charts(&mut h, r);
     clusters(&mut h, r);
     pairs(&mut h, r);
+    contamination(&mut h, r);
     index(&mut h, s);
     settings(&mut h, s);
     let _ = writeln!(
@@ -400,6 +402,7 @@ fn diff_html(pieces: &[Piece]) -> String {
             Piece::Removed(t) => format!("<del>{}</del>", esc(t)),
             Piece::Added(t) => format!("<ins>{}</ins>", esc(t)),
             Piece::Gap(n) => format!("<span class=\"gap\">[… {n} equal words …]</span>"),
+            Piece::Elided(n) => format!("<span class=\"gap\">[… {n} words …]</span>"),
             Piece::More(n) => format!("<span class=\"gap\">[… {n} more changes …]</span>"),
         })
         .collect();
@@ -428,6 +431,97 @@ fn pairs(h: &mut String, r: &Report) {
             diff_html(&p.diff)
         );
     }
+}
+
+/// `--reference`: what the benchmark reference found, per file and item, and a few documents
+/// with the item's text marked where they hold it.
+fn contamination(h: &mut String, r: &Report) {
+    let c = &r.summary["contamination"];
+    if c.is_null() {
+        return;
+    }
+    let th = crate::progress::thousands;
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+    let _ = write!(
+        h,
+        "<h2>Benchmark contamination</h2><p class=\"note\">{} documents hold text of a reference item (a share of its n-grams of {} or more, the n-grams of {} or more items, the benchmark's boilerplate, left out): all are dropped, {} of them also as near-duplicates.</p>",
+        th(n(&c["documents"])),
+        r.summary["config"]["reference"]["threshold"],
+        crate::reference::BOILERPLATE_ITEMS,
+        th(n(&c["also_duplicates"]))
+    );
+    h.push_str("<table><tr><th>reference file</th><th class=\"n\">items</th><th class=\"n\">matched</th><th class=\"n\">too short</th><th class=\"n\">empty</th><th class=\"n\">repeated text</th><th class=\"n\">boilerplate only</th><th class=\"n\">items found</th><th class=\"n\">documents flagged</th></tr>");
+    for f in c["files"].as_array().into_iter().flatten() {
+        let _ = write!(
+            h,
+            "<tr><td class=\"id\">{}</td>",
+            esc(f["file"].as_str().unwrap_or(""))
+        );
+        for k in [
+            "items",
+            "matched",
+            "too_short",
+            "empty",
+            "repeated_text",
+            "boilerplate_only",
+            "items_hit",
+            "documents_flagged",
+        ] {
+            let _ = write!(h, "<td class=\"n\">{}</td>", th(n(&f[k])));
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</table><h3>Items found most</h3><table><tr><th>item</th><th>reference file</th><th class=\"n\">documents</th></tr>");
+    for it in c["most_hit"].as_array().into_iter().flatten() {
+        let _ = write!(
+            h,
+            "<tr><td class=\"id\">{}</td><td class=\"id\">{}</td><td class=\"n\">{}</td></tr>",
+            esc(it["id"].as_str().unwrap_or("")),
+            esc(short_name(it["file"].as_str().unwrap_or(""))),
+            th(n(&it["documents"]))
+        );
+    }
+    h.push_str("</table>");
+    if r.contaminated.is_empty() {
+        return;
+    }
+    h.push_str("<p class=\"note\">Documents holding an item: <mark>the item's words found in the document</mark>, <del>item words the document lacks there</del>, the document's own words plain.</p>");
+    for (k, d) in r.contaminated.iter().enumerate() {
+        let _ = write!(
+            h,
+            "<details{}><summary>item <span class=\"id\">{}</span> · {:.0}% of its n-grams · {}</summary><div class=\"body\">",
+            if k == 0 { " open" } else { "" },
+            esc(&d.item),
+            100.0 * d.share,
+            doc_ref(&d.doc)
+        );
+        if d.matched.is_empty() {
+            text_block(h, &d.doc);
+        } else {
+            let _ = write!(
+                h,
+                "<div class=\"text diff\">{}</div>",
+                match_html(&d.matched)
+            );
+        }
+        h.push_str("</div></details>");
+    }
+}
+
+/// A reference item's match in a document: matched words marked.
+fn match_html(pieces: &[Piece]) -> String {
+    let parts: Vec<String> = pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Same(t) => format!("<mark>{}</mark>", esc(t)),
+            Piece::Removed(t) => format!("<del>{}</del>", esc(t)),
+            Piece::Added(t) => esc(t),
+            Piece::Gap(n) => format!("<mark class=\"gap\">[… {n} matched words …]</mark>"),
+            Piece::Elided(n) => format!("<span class=\"gap\">[… {n} words …]</span>"),
+            Piece::More(n) => format!("<span class=\"gap\">[… {n} more changes …]</span>"),
+        })
+        .collect();
+    crate::text::diff::join_rendered(pieces, &parts)
 }
 
 fn index(h: &mut String, s: &serde_json::Value) {

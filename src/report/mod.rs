@@ -119,6 +119,19 @@ pub struct Pair {
     pub diff: Vec<Piece>,
 }
 
+/// A document holding benchmark text (`--reference`), with where.
+#[derive(Debug, Clone)]
+pub struct Contaminated {
+    pub doc: Doc,
+    pub item: String,
+    pub share: f32,
+    /// From the item to the document's stretch that holds it (empty when a text is not read).
+    pub matched: Vec<Piece>,
+}
+
+/// Contaminated documents shown, at most.
+const CONTAMINATED_SHOWN: usize = 5;
+
 /// Everything the report shows.
 pub struct Report {
     pub summary: serde_json::Value,
@@ -134,12 +147,47 @@ pub struct Report {
     pub similarities: Vec<f32>,
     pub clusters: Vec<Cluster>,
     pub pairs: Vec<Pair>,
+    /// `--reference`: a few documents holding benchmark text, one per item hit most.
+    pub contaminated: Vec<Contaminated>,
     /// Documents per cluster size (sizes >= 2).
     pub cluster_sizes: BTreeMap<u64, u64>,
     /// Reads of the input for the texts shown (a row group's span or a single row), and the
     /// input's row groups.
     pub texts_read: usize,
     pub row_groups: usize,
+}
+
+/// The contaminated documents shown (manifest rows `flagged`), each with where its item sits in
+/// it; the items' texts read from the reference the run recorded (none when it cannot be read).
+fn contaminated(
+    m: &Manifest,
+    c: &crate::results::Columns,
+    flagged: &[usize],
+    doc: &dyn Fn(usize) -> Doc,
+) -> Vec<Contaminated> {
+    let (Some(by), Some(cfg)) = (c.contaminated_by, m.config.reference.as_ref()) else {
+        return Vec::new();
+    };
+    let ids: Vec<&str> = flagged.iter().filter_map(|&i| by.get(i)).collect();
+    let items = crate::reference::items_of(&m.reference, cfg, &ids).unwrap_or_default();
+    flagged
+        .iter()
+        .map(|&i| {
+            let d = doc(i);
+            let item = by.get(i).unwrap_or("").to_string();
+            let text = items.iter().find(|x| x.0 == item).map(|x| x.3.as_str());
+            let matched = match (text, d.text.clone().flatten()) {
+                (Some(t), Some(dt)) => crate::text::diff::item_in_doc(t, &dt),
+                _ => Vec::new(),
+            };
+            Contaminated {
+                share: c.contamination.and_then(|s| s.get(i)).unwrap_or(0.0),
+                item,
+                matched,
+                doc: d,
+            }
+        })
+        .collect()
 }
 
 /// Gathers the report of the output `out` (local directory or `s3://` prefix) from its
@@ -322,6 +370,22 @@ pub fn build_with(out: &str, summary: serde_json::Value) -> Result<Report> {
         chosen.sort_unstable();
     }
     read.extend(members.iter().flatten());
+    // Contaminated documents: the first of each item hit most, while the budget allows.
+    let mut flagged: Vec<usize> = Vec::new();
+    if let Some(by) = c.contaminated_by {
+        let mut seen: std::collections::HashSet<&str> = Default::default();
+        for (i, item) in by.iter().enumerate() {
+            let Some(item) = item else { continue };
+            if flagged.len() == CONTAMINATED_SHOWN {
+                break;
+            }
+            if !seen.contains(item) && (budget.free(at(i)) || budget.take(&[at(i)])) {
+                seen.insert(item);
+                flagged.push(i);
+            }
+        }
+    }
+    read.extend(flagged.iter().copied());
     let texts = read_texts(&m, &budget.groups, &read.into_iter().collect::<Vec<_>>())?;
     let doc = |i: usize| Doc {
         id: ids.get(i).unwrap_or("").to_string(),
@@ -366,7 +430,9 @@ pub fn build_with(out: &str, summary: serde_json::Value) -> Result<Report> {
             }
         })
         .collect();
+    let contaminated = contaminated(&m, &c, &flagged, &doc);
     Ok(Report {
+        contaminated,
         method: m.config.method,
         threshold: lo,
         summary,

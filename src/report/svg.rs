@@ -62,6 +62,11 @@ pub fn esc(s: &str) -> String {
             '"' => o.push_str("&quot;"),
             '\'' => o.push_str("&#39;"),
             c if c.is_control() && c != '\n' && c != '\t' => o.push(' '),
+            // Bidirectional overrides and isolates would reorder the page's text around them
+            // (a filename or id that reads backwards): shown, not applied.
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
+                o.push_str(&format!("&lt;U+{:04X}&gt;", c as u32));
+            }
             c => o.push(c),
         }
     }
@@ -225,6 +230,15 @@ pub fn linear_ticks(hi: f64) -> Vec<(f64, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bidi_overrides_are_shown_not_applied() {
+        assert_eq!(
+            esc("a\u{202e}b\u{2066}c"),
+            "a&lt;U+202E&gt;b&lt;U+2066&gt;c"
+        );
+        assert_eq!(esc("<x>\u{7}"), "&lt;x&gt; ");
+    }
 
     #[test]
     fn a_chart_is_one_svg_element_with_escaped_text() {

@@ -198,7 +198,7 @@ pub fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_jso
     }
     let out = OutputDir::parse(&cfg.output);
     out.prepare()?;
-    let metadata = vec![
+    let mut metadata = vec![
         (
             "corpus_dedup.version".to_string(),
             env!("CARGO_PKG_VERSION").to_string(),
@@ -212,6 +212,12 @@ pub fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_jso
             crate::results::inputs_json(plan).to_string(),
         ),
     ];
+    if !plan.reference.is_empty() {
+        metadata.push((
+            crate::results::REFERENCE_KEY.to_string(),
+            serde_json::json!(plan.reference).to_string(),
+        ));
+    }
     out.write_with("manifest.parquet", |w| {
         write_manifest(w, work, plan, metadata)
     })?;

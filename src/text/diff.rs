@@ -29,6 +29,8 @@ pub enum Piece {
     Added(String),
     /// Equal words left out (their number).
     Gap(usize),
+    /// Words of the document left out around a reference item ([`item_in_doc`]).
+    Elided(usize),
     /// Further changes not shown (their number), past [`MAX_CHANGES`].
     More(usize),
 }
@@ -40,11 +42,49 @@ pub const MAX_CHANGES: usize = 40;
 /// breaks never count as a change, as in the shingles), shown joined by single spaces except
 /// between characters of scripts written without spaces ([`separator`]).
 pub fn word_diff(keeper: &str, doc: &str) -> Vec<Piece> {
-    let (a, b) = (diff_tokens(keeper), diff_tokens(doc));
+    diff_of_tokens(&diff_tokens(keeper), &diff_tokens(doc), true)
+}
+
+/// Where a reference item sits in a document (`--reference`): the diff from the item to the
+/// stretch of the document that holds it (from the first to the last run of three item words,
+/// at most three item lengths, with [`CONTEXT`] words either side), the rest of the document
+/// counted as gaps. `Same` pieces are the matched text; `Removed`, item words the document
+/// lacks there; `Added`, the document's own words.
+pub fn item_in_doc(item: &str, doc: &str) -> Vec<Piece> {
+    let (a, b) = (diff_tokens(item), diff_tokens(doc));
+    let lower = |t: &&str| t.to_lowercase();
+    let grams: std::collections::HashSet<Vec<String>> = a
+        .windows(3)
+        .map(|w| w.iter().map(lower).collect())
+        .collect();
+    let hits: Vec<usize> = (b.windows(3).enumerate())
+        .filter(|(_, w)| grams.contains(&w.iter().map(lower).collect::<Vec<_>>()))
+        .map(|(i, _)| i)
+        .collect();
+    let (Some(&first), Some(&last)) = (hits.first(), hits.last()) else {
+        return vec![Piece::Elided(b.len())];
+    };
+    let start = first.saturating_sub(CONTEXT);
+    let end = (last + 3).min(first + 3 * a.len().max(1)).min(b.len());
+    let end = (end + CONTEXT).min(b.len());
+    let mut out = Vec::new();
+    if start > 0 {
+        out.push(Piece::Elided(start));
+    }
+    // The matched words are what is shown: never folded.
+    out.extend(diff_of_tokens(&a, &b[start..end], false));
+    if end < b.len() {
+        out.push(Piece::Elided(b.len() - end));
+    }
+    out
+}
+
+/// [`word_diff`] of two token lists; runs of equal words folded when `fold_equal`.
+fn diff_of_tokens(a: &[&str], b: &[&str], fold_equal: bool) -> Vec<Piece> {
     let ops = similar::capture_diff_slices_deadline(
         similar::Algorithm::Myers,
-        &a,
-        &b,
+        a,
+        b,
         Some(std::time::Instant::now() + std::time::Duration::from_secs(2)),
     );
     let mut out = Vec::new();
@@ -53,7 +93,8 @@ pub fn word_diff(keeper: &str, doc: &str) -> Vec<Piece> {
     for (i, op) in ops.iter().enumerate() {
         let (old, new) = (op.old_range(), op.new_range());
         match op.tag() {
-            similar::DiffTag::Equal => out.extend(fold(&a[old], i == 0, i == last)),
+            similar::DiffTag::Equal if fold_equal => out.extend(fold(&a[old], i == 0, i == last)),
+            similar::DiffTag::Equal => out.push(Piece::Same(join(&a[old]))),
             tag => {
                 changes += 1;
                 if changes > MAX_CHANGES {
@@ -146,7 +187,7 @@ fn join(tokens: &[&str]) -> String {
 fn piece_text(p: &Piece) -> &str {
     match p {
         Piece::Same(t) | Piece::Removed(t) | Piece::Added(t) => t,
-        Piece::Gap(_) | Piece::More(_) => " ",
+        Piece::Gap(_) | Piece::Elided(_) | Piece::More(_) => " ",
     }
 }
 
@@ -185,6 +226,7 @@ fn render(pieces: &[Piece], removed: (&str, &str), added: (&str, &str)) -> Strin
             Piece::Removed(t) => format!("{}{}{}", removed.0, visible(t), removed.1),
             Piece::Added(t) => format!("{}{}{}", added.0, visible(t), added.1),
             Piece::Gap(n) => format!("[... {n} equal words ...]"),
+            Piece::Elided(n) => format!("[... {n} words ...]"),
             Piece::More(n) => format!("[... {n} more changes ...]"),
         })
         .collect();
@@ -193,6 +235,32 @@ fn render(pieces: &[Piece], removed: (&str, &str), added: (&str, &str)) -> Strin
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_item_is_shown_where_the_document_holds_it() {
+        let host: Vec<String> = (0..200).map(|i| format!("h{i}")).collect();
+        let item = "what is the capital city of france answer paris";
+        let doc = format!(
+            "{} {} {}",
+            host[..100].join(" "),
+            "What is the capital city of Spain? answer paris",
+            host[100..].join(" ")
+        );
+        let d = item_in_doc(item, &doc);
+        assert_eq!(d[0], Piece::Elided(100 - CONTEXT));
+        assert!(matches!(d.last(), Some(Piece::Elided(_))));
+        let same: Vec<&Piece> = d.iter().filter(|p| matches!(p, Piece::Same(_))).collect();
+        assert!(!same.is_empty());
+        assert!(
+            d.contains(&Piece::Removed("france".into()))
+                || d.contains(&Piece::Removed("france answer".into())),
+            "{d:?}"
+        );
+        assert_eq!(
+            item_in_doc(item, "nothing alike here"),
+            vec![Piece::Elided(3)]
+        );
+    }
+
     use super::*;
 
     #[test]

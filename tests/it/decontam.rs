@@ -232,6 +232,16 @@ fn reference_items_are_found_whole_inside_edited_and_in_part_and_never_kept() {
     assert!(row("clean-20").keep);
 
     let s = summary(&out);
+    // The defaults `run --help` shows are the ones used.
+    let used = &s["config"]["reference"];
+    assert_eq!(
+        (used["ngram"].as_u64(), used["threshold"].as_f64()),
+        (Some(8), Some(0.3))
+    );
+    assert_eq!(
+        (used["id_column"].as_str(), used["text_column"].as_str()),
+        (Some("id"), Some("text"))
+    );
     let c = &s["contamination"];
     assert_eq!(c["documents"], 8);
     assert_eq!(c["also_duplicates"], 1);
