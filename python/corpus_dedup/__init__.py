@@ -67,10 +67,14 @@ def run(input: Union[str, Sequence[str]], output: str, *, progress: Optional[boo
 
     `settings` are the options of `corpus-dedup run` with underscores: `threshold=0.85`,
     `keep="longest"`, `tokenizer="jieba"`, `method="simhash"`, `index="idx", batch="2026-11-26"`,
-    `partition_by="lang"`, `across="source"`, `threads=4`, ... Progress bars are off unless `progress=True`. The GIL is released while the
+    `partition_by="lang"`, `across="source"`, `reference="bench/*.parquet"` (a glob or a list:
+    benchmark decontamination, adding the `contaminated_by` and `contamination` columns),
+    `threads=4`, ... Progress bars are off unless `progress=True`. The GIL is released while the
     job runs. A rerun of the same call resumes an interrupted run.
     """
     globs = [input] if isinstance(input, str) else list(input)
+    if isinstance(settings.get("reference"), str):
+        settings["reference"] = [settings["reference"]]
     # The command line's own --quiet, spelled as a keyword, is the opposite of `progress`.
     quiet = settings.pop("quiet", None)
     if quiet is not None and progress is not None:
@@ -84,7 +88,8 @@ def run(input: Union[str, Sequence[str]], output: str, *, progress: Optional[boo
 
 def read_manifest(output: str) -> pl.DataFrame:
     """The manifest of a finished run: one row per input document (id, file, row, keep,
-    cluster_id, cluster_size, duplicate_of, similarity)."""
+    cluster_id, cluster_size, duplicate_of, similarity; with `reference`, contaminated_by and
+    contamination)."""
     return pl.read_parquet(f"{output.rstrip('/')}/manifest.parquet")
 
 

@@ -141,6 +141,25 @@ def test_signals_partition_by_and_rehydration(tmp_path):
     assert cd.explain(out, drop["id"])["cluster_size"] == drop["cluster_size"]
 
 
+def test_reference_flags_documents_holding_benchmark_items(tmp_path):
+    # Two sample texts as benchmark items (integer ids): the documents holding them are dropped.
+    texts = pl.read_parquet(SAMPLES).filter(pl.col("text").str.len_chars() > 400)["text"][:2]
+    bench = tmp_path / "bench.parquet"
+    pl.DataFrame({"qid": [7, 8], "prompt": texts}).write_parquet(bench)
+    out = str(tmp_path / "out")
+    manifest = cd.run(SAMPLES, out, reference=str(bench), reference_id_column="qid",
+                      reference_text_column="prompt")
+    assert manifest["contamination"].dtype == pl.Float32
+    flagged = manifest.filter(pl.col("contaminated_by").is_not_null())
+    assert set(flagged["contaminated_by"]) == {"7", "8"}
+    assert not flagged["keep"].any()
+    assert cd.summary(out)["contamination"]["documents"] == flagged.height
+    row = flagged.row(0, named=True)
+    assert cd.explain(out, row["id"])["contamination"]["item"] == row["contaminated_by"]
+    with pytest.raises(cd.InputError, match="--reference"):
+        cd.run(SAMPLES, str(tmp_path / "bad"), reference=str(tmp_path / "none-*.parquet"))
+
+
 def as_lists(series):
     return [None if v is None else list(v) for v in series.to_list()]
 
