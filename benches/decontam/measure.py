@@ -16,10 +16,15 @@ Measures, on the tokens of the ground truth (canon.py: NFKC, lowercase, punctuat
 words, a token per CJK character): containment of an item's n-grams in the document (share of the
 item's distinct n-grams found) at a threshold, with the n-grams shared by 2 or more reference items
 left out of both sides (the reference's own boilerplate) or kept; GPT-3's rule (any shared 13-gram).
-usage: measure.py (prints a markdown table)
+The job itself (`--job BINARY`): the planted documents as one shard (id: kind and number) and
+the reference items as another, `corpus-dedup run --reference` with its defaults, its manifest's
+`contaminated_by` counted per kind, beside the same measures computed here.
+usage: measure.py [--job BINARY] (prints a markdown table)
 """
 import random
+import subprocess
 import sys
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -158,16 +163,17 @@ def gram_sets(text, n):
     return {tuple(t[i:i + n]) for i in range(len(t) - n + 1)}
 
 
-def rule_flags(ref, planted, n, threshold, drop_shared):
+def rule_flags(ref, planted, n, threshold, drop_shared, shared_items=2):
     """Per kind, the share of documents flagged: containment of some item >= threshold (threshold
-    None: any shared n-gram, GPT-3's rule)."""
+    None: any shared n-gram, GPT-3's rule); with `drop_shared`, the n-grams of `shared_items` or
+    more items left out."""
     items = [gram_sets(r, n) for r in ref]
     df = defaultdict(int)
     for s in items:
         for g in s:
             df[g] += 1
     if drop_shared:
-        items = [{g for g in s if df[g] < 2} for s in items]
+        items = [{g for g in s if df[g] < shared_items} for s in items]
     postings = defaultdict(list)
     for j, s in enumerate(items):
         for g in s:
@@ -189,6 +195,23 @@ def rule_flags(ref, planted, n, threshold, drop_shared):
     return out, short
 
 
+def job_flags(binary, ref, planted):
+    """Per kind, the share of documents the job's `--reference` flags."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ids = [f"{k}-{i}" for k, docs in planted.items() for i in range(len(docs))]
+        texts = [d for docs in planted.values() for d in docs]
+        pl.DataFrame({"id": ids, "text": texts}).write_parquet(f"{tmp}/docs.parquet")
+        pl.DataFrame({"id": [f"item-{i}" for i in range(len(ref))], "text": ref}).write_parquet(
+            f"{tmp}/bench.parquet")
+        subprocess.run([binary, "run", "--input", f"{tmp}/docs.parquet", "--output", f"{tmp}/out",
+                        "--reference", f"{tmp}/bench.parquet", "--quiet"], check=True,
+                       stdout=subprocess.DEVNULL)
+        m = pl.read_parquet(f"{tmp}/out/manifest.parquet")
+    flagged = set(m.filter(pl.col("contaminated_by").is_not_null())["id"])
+    return {k: sum(f"{k}-{i}" in flagged for i in range(len(docs))) / len(docs)
+            for k, docs in planted.items()}
+
+
 def main():
     ref, planted = build()
     kinds = list(planted)
@@ -198,6 +221,18 @@ def main():
     print()
     print("| measure | " + " | ".join(kinds) + " | documents flagged |")
     print("|---|" + "---|" * (len(kinds) + 1))
+    def row(name, flags):
+        flagged = round(sum(flags[k] * len(planted[k]) for k in kinds))
+        print(f"| {name} | " + " | ".join(f"{100 * flags[k]:.0f}%" for k in kinds)
+              + f" | {flagged} of {total} |")
+
+    if "--job" in sys.argv:
+        binary = sys.argv[sys.argv.index("--job") + 1]
+        row("**corpus-dedup --reference** (n=8 >= 0.3, n-grams of 2+ items left out)",
+            job_flags(binary, ref, planted))
+        row("the same rule computed here", rule_flags(ref, planted, 8, 0.3, True, 2)[0])
+        row("the same with the n-grams of 3+ items left out",
+            rule_flags(ref, planted, 8, 0.3, True, 3)[0])
     out = ", boilerplate of the reference left out"
     rows = [(f"containment n={n} >= {t}{out}", n, t, True)
             for n in (8, 13) for t in (0.2, 0.3, 0.5)]
@@ -206,10 +241,7 @@ def main():
              ("GPT-3: any shared 13-gram", 13, None, False),
              (f"any shared 13-gram{out}", 13, None, True)]
     for name, n, t, drop in rows:
-        flags, _ = rule_flags(ref, planted, n, t, drop)
-        flagged = round(sum(flags[k] * len(planted[k]) for k in kinds))
-        print(f"| {name} | " + " | ".join(f"{100 * flags[k]:.0f}%" for k in kinds)
-              + f" | {flagged} of {total} |")
+        row(name, rule_flags(ref, planted, n, t, drop)[0])
 
 
 main()

@@ -150,7 +150,7 @@ pub struct Settings {
     #[arg(long, value_name = "N")]
     pub reference_ngram: Option<usize>,
     /// Reference matching: a document is contaminated when it holds at least this share of an
-    /// item's n-grams (those of 3 or more items, the benchmark's boilerplate, left out).
+    /// item's n-grams (those of 2 or more items, the benchmark's boilerplate, left out).
     #[arg(long, value_name = "SHARE")]
     pub reference_threshold: Option<f64>,
     /// No progress bars.

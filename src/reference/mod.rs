@@ -6,11 +6,14 @@
 //! signatures task loads the reference ([`Reference::load`]: the files read again and checked
 //! unchanged, the [`Table`] built) and matches each document's tokens as the signature kernel
 //! makes them. Tasks of one process share one loaded reference, so a local run reads it once.
-//! Nothing of the reference ever enters `--index`: it is read again each night.
+//! No item ever enters `--index`: the reference is read again each night. What is derived from
+//! it is cached in the index directory (`reference-cache.bin`, [`CACHE`]), keyed by the files'
+//! fingerprints and the matching settings, so a night with the reference of the night before
+//! reads the table instead of building it; a cache of another key, or damaged, is rebuilt.
 
 mod table;
 
-pub use table::{Hit, Table, Usable, BOILERPLATE_ITEMS};
+pub use table::{Hit, Item, Table, Usable, BOILERPLATE_ITEMS};
 
 use std::sync::{Arc, Mutex};
 
@@ -22,6 +25,7 @@ use crate::config::{ReferenceConfig, Tokenizer};
 use crate::error::{Error, Result};
 use crate::io::input::{self, column_list, Footer};
 use crate::io::object;
+use crate::io::output::OutputDir;
 use crate::text::shingle::{token_hashes_of, Scratch};
 
 /// A reference file as the plan recorded it.
@@ -170,6 +174,11 @@ pub fn list(cfg: &ReferenceConfig) -> Result<Vec<ReferenceFile>> {
         .collect()
 }
 
+/// The cache file of the built reference in an index directory (one; another reference
+/// replaces it).
+pub const CACHE: &str = "reference-cache.bin";
+const CACHE_MAGIC: &[u8; 8] = b"CDREF\x01\x00\x00";
+
 /// The loaded reference of the process, by what it was loaded from: the signatures tasks of a
 /// local run share one.
 type Loaded = Option<(String, Arc<Reference>)>;
@@ -177,13 +186,17 @@ static LOADED: Mutex<Loaded> = Mutex::new(None);
 
 impl Reference {
     /// Loads the reference of `files` (as the plan recorded them; each is checked unchanged)
-    /// matched with `tokenizer`; the process keeps the last one loaded for its next task.
+    /// matched with `tokenizer`: from `cache` (an index directory) when it holds this one, else
+    /// built (and written there). The process keeps the last one loaded for its next task.
     pub fn load(
         files: &[ReferenceFile],
         cfg: &ReferenceConfig,
         tokenizer: Tokenizer,
+        cache: Option<&OutputDir>,
     ) -> Result<Arc<Reference>> {
-        let key = serde_json::json!([files, cfg, tokenizer]).to_string();
+        // The globs do not matter, only the files they gave.
+        let matching = (&cfg.id_column, &cfg.text_column, cfg.ngram, cfg.threshold);
+        let key = serde_json::json!([files, matching, tokenizer, BOILERPLATE_ITEMS]).to_string();
         let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((k, r)) = loaded.as_ref() {
             if *k == key {
@@ -191,9 +204,90 @@ impl Reference {
             }
         }
         *loaded = None;
-        let r = Arc::new(Reference::read(files, cfg, tokenizer)?);
+        let cached = match cache {
+            Some(dir) => Reference::read_cache(dir, &key, files)?,
+            None => None,
+        };
+        let r = match cached {
+            Some(r) => r,
+            None => {
+                let r = Reference::read(files, cfg, tokenizer)?;
+                if let Some(dir) = cache {
+                    // A cache that cannot be written is rebuilt next time; the night goes on.
+                    let _ = dir.write_bytes(CACHE, r.encode(&key));
+                }
+                r
+            }
+        };
+        let r = Arc::new(r);
         *loaded = Some((key, r.clone()));
         Ok(r)
+    }
+
+    /// The cached reference in `dir` if it is the one of `key` and intact (the files still
+    /// checked unchanged).
+    fn read_cache(
+        dir: &OutputDir,
+        key: &str,
+        files: &[ReferenceFile],
+    ) -> Result<Option<Reference>> {
+        let Ok(Some(bytes)) = dir.read(CACHE) else {
+            return Ok(None);
+        };
+        let Some(r) = Reference::decode(&bytes, key, files) else {
+            return Ok(None);
+        };
+        for f in files {
+            Footer::read_unchanged(&f.file, f.bytes, &f.fingerprint, |what| Error::Reference {
+                file: f.file.clone(),
+                msg: format!(
+                    "changed since the run was planned ({what}); run again, which plans anew"
+                ),
+            })?;
+        }
+        Ok(Some(r))
+    }
+
+    /// The reference as the cache holds it: magic, header length, a JSON header (key, ids,
+    /// files, counts), the table, and an xxh3-64 of all before it.
+    fn encode(&self, key: &str) -> Vec<u8> {
+        let header = serde_json::json!({
+            "key": key, "ids": self.ids, "file_of": self.file_of, "counts": self.counts,
+        })
+        .to_string();
+        let mut out = Vec::with_capacity(self.table.bytes() + header.len() + 64);
+        out.extend_from_slice(CACHE_MAGIC);
+        out.extend_from_slice(&(header.len() as u64).to_le_bytes());
+        out.extend_from_slice(header.as_bytes());
+        self.table.encode(&mut out);
+        let sum = xxhash_rust::xxh3::xxh3_64(&out);
+        out.extend_from_slice(&sum.to_le_bytes());
+        out
+    }
+
+    /// [`Reference::encode`]'s bytes back, when they are intact and of `key`.
+    fn decode(bytes: &[u8], key: &str, files: &[ReferenceFile]) -> Option<Reference> {
+        let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
+        if xxhash_rust::xxh3::xxh3_64(body).to_le_bytes() != *sum || !body.starts_with(CACHE_MAGIC)
+        {
+            return None;
+        }
+        let len = u64::from_le_bytes(body.get(8..16)?.try_into().ok()?) as usize;
+        let header: serde_json::Value = serde_json::from_slice(body.get(16..16 + len)?).ok()?;
+        if header["key"].as_str() != Some(key) {
+            return None;
+        }
+        let table = Table::decode(body.get(16 + len..)?)?;
+        let ids: Vec<String> = serde_json::from_value(header["ids"].clone()).ok()?;
+        let file_of: Vec<u32> = serde_json::from_value(header["file_of"].clone()).ok()?;
+        let counts: Vec<ItemCounts> = serde_json::from_value(header["counts"].clone()).ok()?;
+        (ids.len() == table.len() && file_of.len() == ids.len()).then(|| Reference {
+            files: files.to_vec(),
+            ids,
+            file_of,
+            table,
+            counts,
+        })
     }
 
     /// Reads and tokenises every item and builds the table.
@@ -202,30 +296,32 @@ impl Reference {
         cfg: &ReferenceConfig,
         tokenizer: Tokenizer,
     ) -> Result<Reference> {
-        let read: Vec<(Vec<String>, Vec<Option<Vec<u64>>>)> = files
+        // Each item's n-gram set is made as its text is tokenised: no token list is held.
+        let n = cfg.ngram;
+        let read: Vec<(Vec<String>, Vec<Item>)> = files
             .par_iter()
             .map(|f| {
                 let (ids, texts) = read_items(f, cfg)?;
-                let tokens = (0..texts.len())
+                let items = (0..texts.len())
                     .into_par_iter()
                     .with_min_len(64)
                     .map_init(Scratch::default, |scratch, i| {
-                        texts.get(i).map(|t| token_hashes_of(t, tokenizer, scratch))
+                        let tokens = texts.get(i).map(|t| token_hashes_of(t, tokenizer, scratch));
+                        Item::of(tokens, n)
                     })
                     .collect();
-                Ok((ids, tokens))
+                Ok((ids, items))
             })
             .collect::<Result<_>>()?;
         let mut ids = Vec::new();
         let mut file_of = Vec::new();
-        let mut tokens = Vec::new();
+        let mut items = Vec::new();
         for (i, (fi, ft)) in read.into_iter().enumerate() {
             file_of.extend(std::iter::repeat_n(i as u32, fi.len()));
             ids.extend(fi);
-            tokens.extend(ft);
+            items.extend(ft);
         }
-        let table = Table::build(&tokens, cfg.ngram, cfg.threshold);
-        drop(tokens);
+        let table = Table::from_items(items, n, cfg.threshold);
         let mut counts: Vec<ItemCounts> = files
             .iter()
             .map(|f| ItemCounts {

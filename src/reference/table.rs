@@ -14,21 +14,24 @@
 //! - A document's match is a function of its token hashes alone, so exact copies (one token
 //!   sequence) always share it.
 //!
-//! Memory: 12 bytes per distinct kept n-gram (sorted hashes and their items) plus a Bloom filter
-//! of ~1.25 bytes per n-gram in front of them, so a document's n-grams cost one cache line each
-//! and only the ~1% that pass the filter search the sorted hashes.
+//! Memory: 8 bytes per kept n-gram (48 bits of its hash as a bucket and a 32-bit key, and its
+//! item) plus a Bloom filter of ~1.25 bytes per n-gram in front of them, so a document's n-grams
+//! cost one cache line each and only the ~1% that pass the filter search a bucket (~80 keys).
 
 use rayon::prelude::*;
 
 use crate::index::filter::Bloom;
 use crate::text::shingle::ngrams;
 
-/// An n-gram in this many distinct items or more is boilerplate. Two, not one: a test item that
-/// two benchmarks both carry (or two editions of one) still counts as benchmark text.
-pub const BOILERPLATE_ITEMS: usize = 3;
+/// An n-gram in this many distinct items or more is boilerplate. Items with one token sequence
+/// are one item (so a test item two benchmarks both carry keeps its n-grams); two editions of an
+/// item keep the n-grams around each difference. Three let 2% of the planted held-out items'
+/// hosts through (n-grams of two items' boilerplate), two none (docs/PERFORMANCE.md).
+pub const BOILERPLATE_ITEMS: usize = 2;
 
 /// Why an item cannot be matched (each counted in the summary), or that it can.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Usable {
     Yes,
     /// Null or no token.
@@ -46,9 +49,11 @@ pub struct Table {
     n: usize,
     threshold: f64,
     filter: Bloom,
-    /// Kept n-gram hashes, ascending (an n-gram of two items appears twice).
-    hashes: Vec<u64>,
-    /// The item of each entry of `hashes`.
+    /// Kept n-grams by bucket ([`split`]): `dir[b]..dir[b + 1]` are bucket b's entries, their
+    /// keys ascending (an n-gram of two items appears twice), so a lookup searches ~80 keys.
+    dir: Vec<u32>,
+    keys: Vec<u32>,
+    /// The item of each entry.
     items: Vec<u32>,
     /// Each item's count of kept distinct n-grams (0: not usable).
     sizes: Vec<u32>,
@@ -63,83 +68,202 @@ pub struct Hit {
     pub share: f32,
 }
 
-impl Table {
-    /// Builds the table of `items`, given as token-hash sequences (None: a null text), matched
-    /// with n-grams of `n` tokens at `threshold`.
-    pub fn build(items: &[Option<Vec<u64>>], n: usize, threshold: f64) -> Table {
-        let mut usable = vec![Usable::Yes; items.len()];
-        // Distinct n-grams per item, and one item per token sequence.
-        let sets: Vec<Vec<u64>> = items
-            .par_iter()
-            .map(|tokens| match tokens {
-                Some(t) if t.len() >= n => {
-                    let mut set = Vec::with_capacity(t.len() + 1 - n);
-                    ngrams(t, n, &mut set);
-                    set.sort_unstable();
-                    set.dedup();
-                    set
+/// What the table needs of one item: [`Item::of`] its token hashes.
+pub struct Item {
+    usable: Usable,
+    /// Hash of its token sequence (items of one sequence are one item).
+    key: u128,
+    /// Its n-gram hashes, in text order (repeats are removed when the table is built).
+    grams: Vec<u64>,
+}
+
+impl Item {
+    /// An item from its token hashes (None: a null text), matched with n-grams of `n` tokens.
+    pub fn of(tokens: Option<&[u64]>, n: usize) -> Item {
+        let (usable, key, grams) = match tokens {
+            None => (Usable::Empty, 0, Vec::new()),
+            Some([]) => (Usable::Empty, 0, Vec::new()),
+            Some(t) if t.len() < n => (Usable::TooShort, 0, Vec::new()),
+            Some(t) => {
+                let bytes: Vec<u8> = t.iter().flat_map(|h| h.to_le_bytes()).collect();
+                let mut grams = Vec::with_capacity(t.len() + 1 - n);
+                ngrams(t, n, &mut grams);
+                (Usable::Yes, xxhash_rust::xxh3::xxh3_128(&bytes), grams)
+            }
+        };
+        Item { usable, key, grams }
+    }
+}
+
+/// Buckets of the table: the top 16 bits of an n-gram's hash.
+const BUCKETS: usize = 1 << 16;
+
+/// An n-gram hash as (bucket, key): its top 16 bits and the 32 below them, 48 bits in all (two
+/// n-grams of a 10M-n-gram reference share them with probability ~2^-48 * 10^7).
+fn split(h: u64) -> (usize, u32) {
+    ((h >> 48) as usize, (h >> 16) as u32)
+}
+
+/// What [`split`] keeps of an n-gram's hash, in place: the low 16 bits cleared. The Bloom filter
+/// holds these (its block comes from the high 32 bits, its pattern from bits 16..32).
+const KEPT: u64 = !0xffff;
+
+/// [`KEPT`] bits of the hash of (bucket, key).
+fn hash_of(b: usize, k: u32) -> u64 {
+    ((b as u64) << 48) | (u64::from(k) << 16)
+}
+
+/// Every (key, item) of the usable items, grouped by bucket (unsorted within one): `dir` as in
+/// [`Table`]. Counted and scattered by chunks of items in parallel, each chunk into positions of
+/// its own, so the grouping is the same for any thread count.
+struct Pairs {
+    dir: Vec<u32>,
+    pairs: Vec<(u32, u32)>,
+}
+
+impl std::ops::Index<std::ops::Range<usize>> for Pairs {
+    type Output = [(u32, u32)];
+    fn index(&self, r: std::ops::Range<usize>) -> &[(u32, u32)] {
+        &self.pairs[r]
+    }
+}
+
+fn scatter(items: &[Item], usable: &[Usable]) -> Pairs {
+    const CHUNK: usize = 4096;
+    let grams = |i: usize| match usable[i] {
+        Usable::Yes => items[i].grams.as_slice(),
+        _ => &[],
+    };
+    let chunks: Vec<std::ops::Range<usize>> = (0..items.len().div_ceil(CHUNK))
+        .map(|c| c * CHUNK..((c + 1) * CHUNK).min(items.len()))
+        .collect();
+    let counts: Vec<Vec<u32>> = chunks
+        .par_iter()
+        .map(|r| {
+            let mut c = vec![0u32; BUCKETS];
+            for i in r.clone() {
+                for &h in grams(i) {
+                    c[split(h).0] += 1;
                 }
-                _ => Vec::new(),
-            })
+            }
+            c
+        })
+        .collect();
+    // Each chunk's first position in each bucket.
+    let mut dir = vec![0u32; BUCKETS + 1];
+    let mut starts = vec![vec![0u32; BUCKETS]; chunks.len()];
+    let mut at = 0u32;
+    for b in 0..BUCKETS {
+        dir[b] = at;
+        for (c, counts) in counts.iter().enumerate() {
+            starts[c][b] = at;
+            at += counts[b];
+        }
+    }
+    dir[BUCKETS] = at;
+    let mut pairs = vec![(0u32, 0u32); at as usize];
+    let out = SharedSlice(pairs.as_mut_ptr());
+    chunks.par_iter().zip(starts).for_each(|(r, mut next)| {
+        let out = &out;
+        for i in r.clone() {
+            for &h in grams(i) {
+                let (b, k) = split(h);
+                // SAFETY: chunk c writes only positions starts[c][b] .. starts[c][b] +
+                // counts[c][b] of each bucket b, which no other chunk is given, and all of them
+                // lie within `pairs` (the counts sum to its length); `pairs` outlives the loop.
+                unsafe { out.0.add(next[b] as usize).write((k, i as u32)) };
+                next[b] += 1;
+            }
+        }
+    });
+    Pairs { dir, pairs }
+}
+
+/// A pointer the scatter's chunks write disjoint positions through.
+struct SharedSlice(*mut (u32, u32));
+// SAFETY: used only by `scatter`, whose chunks write disjoint positions.
+unsafe impl Sync for SharedSlice {}
+
+impl Table {
+    /// Builds the table of `items` (token-hash sequences, None for a null text), matched with
+    /// n-grams of `n` tokens at `threshold`.
+    pub fn build(items: &[Option<Vec<u64>>], n: usize, threshold: f64) -> Table {
+        let items = items
+            .par_iter()
+            .map(|t| Item::of(t.as_deref(), n))
             .collect();
-        let mut first_of: ahash::AHashMap<u128, u32> = ahash::AHashMap::new();
-        for (i, tokens) in items.iter().enumerate() {
-            usable[i] = match tokens {
-                None => Usable::Empty,
-                Some(t) if t.is_empty() => Usable::Empty,
-                Some(t) if t.len() < n => Usable::TooShort,
-                Some(t) => {
-                    let bytes: Vec<u8> = t.iter().flat_map(|h| h.to_le_bytes()).collect();
-                    let key = xxhash_rust::xxh3::xxh3_128(&bytes);
-                    match first_of.entry(key) {
-                        std::collections::hash_map::Entry::Occupied(_) => Usable::RepeatedText,
-                        std::collections::hash_map::Entry::Vacant(v) => {
-                            v.insert(i as u32);
-                            Usable::Yes
-                        }
+        Table::from_items(items, n, threshold)
+    }
+
+    /// Builds the table of `items` in reference order.
+    pub fn from_items(items: Vec<Item>, n: usize, threshold: f64) -> Table {
+        let mut usable: Vec<Usable> = items.iter().map(|i| i.usable).collect();
+        let mut first_of: ahash::AHashSet<u128> = ahash::AHashSet::new();
+        for (u, item) in usable.iter_mut().zip(&items) {
+            if *u == Usable::Yes && !first_of.insert(item.key) {
+                *u = Usable::RepeatedText;
+            }
+        }
+        let pairs = scatter(&items, &usable);
+        drop(items);
+        // Per bucket, in parallel: sorted, an item's repeats counted once, and the n-grams of
+        // BOILERPLATE_ITEMS or more items (the benchmark's boilerplate) left out.
+        let kept: Vec<Vec<(u32, u32)>> = (0..BUCKETS)
+            .into_par_iter()
+            .with_min_len(256)
+            .map(|b| {
+                let mut run = pairs[pairs.dir[b] as usize..pairs.dir[b + 1] as usize].to_vec();
+                run.sort_unstable();
+                run.dedup();
+                let mut out = Vec::with_capacity(run.len());
+                for same in run.chunk_by(|x, y| x.0 == y.0) {
+                    if same.len() < BOILERPLATE_ITEMS {
+                        out.extend_from_slice(same);
                     }
                 }
-            };
-        }
-        let mut pairs: Vec<(u64, u32)> = sets
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| usable[i] == Usable::Yes)
-            .flat_map(|(i, set)| set.iter().map(move |&h| (h, i as u32)))
+                out
+            })
             .collect();
-        drop(sets);
-        pairs.par_sort_unstable();
-        let mut sizes = vec![0u32; items.len()];
-        let (mut hashes, mut owners) = (Vec::new(), Vec::new());
-        for run in pairs.chunk_by(|a, b| a.0 == b.0) {
-            if run.len() >= BOILERPLATE_ITEMS {
-                continue;
-            }
-            for &(h, i) in run {
-                hashes.push(h);
+        drop(pairs);
+        let total: usize = kept.iter().map(Vec::len).sum();
+        let mut dir = Vec::with_capacity(BUCKETS + 1);
+        let (mut keys, mut owners) = (Vec::with_capacity(total), Vec::with_capacity(total));
+        let mut filter = Bloom::with_keys(total);
+        let mut sizes = vec![0u32; usable.len()];
+        for (b, bucket) in kept.into_iter().enumerate() {
+            dir.push(keys.len() as u32);
+            for (k, i) in bucket {
+                keys.push(k);
                 owners.push(i);
                 sizes[i as usize] += 1;
+                filter.insert(hash_of(b, k));
             }
         }
-        drop(pairs);
+        dir.push(keys.len() as u32);
         for (u, &s) in usable.iter_mut().zip(&sizes) {
             if *u == Usable::Yes && s == 0 {
                 *u = Usable::BoilerplateOnly;
             }
         }
-        let mut filter = Bloom::with_keys(hashes.len());
-        for &h in &hashes {
-            filter.insert(h);
-        }
         Table {
             n,
             threshold,
             filter,
-            hashes,
+            keys,
             items: owners,
+            dir,
             sizes,
             usable,
         }
+    }
+
+    /// The entries of n-gram `h`: a range of `keys` and `items`.
+    fn entries(&self, h: u64) -> std::ops::Range<usize> {
+        let (b, k) = split(h);
+        let (lo, hi) = (self.dir[b] as usize, self.dir[b + 1] as usize);
+        let at = lo + self.keys[lo..hi].partition_point(|&x| x < k);
+        let end = at + self.keys[at..hi].iter().take_while(|&&x| x == k).count();
+        at..end
     }
 
     /// The item of which a document with these token hashes holds the largest share of
@@ -156,16 +280,20 @@ impl Table {
 
     /// Every item the document shares a kept n-gram with, and the share, in item order.
     pub fn shares(&self, tokens: &[u64], buf: &mut Vec<u64>) -> Vec<Hit> {
-        if tokens.len() < self.n || self.hashes.is_empty() {
+        if tokens.len() < self.n || self.keys.is_empty() {
             return Vec::new();
         }
         buf.clear();
         ngrams(tokens, self.n, buf);
         let mut found: Vec<(u32, u64)> = Vec::new();
+        for h in buf.iter_mut() {
+            *h &= KEPT;
+        }
         for h in self.filter.may_contain(buf, |h| h) {
-            let at = self.hashes.partition_point(|&x| x < h);
-            let equal = self.hashes[at..].iter().take_while(|&&x| x == h).count();
-            found.extend(self.items[at..at + equal].iter().map(|&i| (i, h)));
+            found.extend(self.items[self.entries(h)].iter().map(|&i| (i, h)));
+        }
+        if found.is_empty() {
+            return Vec::new();
         }
         found.sort_unstable();
         found.dedup();
@@ -195,7 +323,7 @@ impl Table {
 
     /// Bytes the table holds.
     pub fn bytes(&self) -> usize {
-        self.filter.bytes() + 12 * self.hashes.len() + 5 * self.sizes.len()
+        self.filter.bytes() + 8 * self.keys.len() + 4 * self.dir.len() + 5 * self.sizes.len()
     }
 
     /// The kept n-grams of item `i` found in a document (for showing where it matched): the
@@ -208,14 +336,7 @@ impl Table {
         ngrams(tokens, self.n, &mut buf);
         buf.iter()
             .enumerate()
-            .filter(|&(_, &h)| {
-                let at = self.hashes.partition_point(|&x| x < h);
-                self.hashes[at..]
-                    .iter()
-                    .zip(&self.items[at..])
-                    .take_while(|(&x, _)| x == h)
-                    .any(|(_, &i)| i == item)
-            })
+            .filter(|&(_, &h)| self.items[self.entries(h)].contains(&item))
             .map(|(p, _)| p)
             .collect()
     }
@@ -223,6 +344,75 @@ impl Table {
     /// Tokens per n-gram.
     pub fn n(&self) -> usize {
         self.n
+    }
+
+    /// Appends the table, serialised, to `out` (read back by [`Table::decode`]).
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&(self.n as u32).to_le_bytes());
+        out.extend_from_slice(&self.threshold.to_le_bytes());
+        self.filter.write(out);
+        for v in [&self.dir, &self.keys, &self.items, &self.sizes] {
+            out.extend_from_slice(&(v.len() as u64).to_le_bytes());
+            for x in v.iter() {
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        out.extend(self.usable.iter().map(|&u| u as u8));
+    }
+
+    /// A table from the start of `bytes` as [`Table::encode`] wrote it (None when it is not
+    /// one: too short, or values out of range).
+    pub fn decode(bytes: &[u8]) -> Option<Table> {
+        let n = crate::io::u32_at(bytes.get(..4)?, 0) as usize;
+        let threshold = f64::from_le_bytes(bytes.get(4..12)?.try_into().ok()?);
+        let (filter, used) = Bloom::read(bytes.get(12..)?)?;
+        let mut at = 12 + used;
+        let mut arrays: Vec<Vec<u32>> = Vec::with_capacity(4);
+        for _ in 0..4 {
+            let len = u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?) as usize;
+            at += 8;
+            let body = bytes.get(at..at.checked_add(len.checked_mul(4)?)?)?;
+            let mut v = vec![0u32; len];
+            crate::io::read_u32s_le(body, &mut v);
+            arrays.push(v);
+            at += 4 * len;
+        }
+        let sizes = arrays.pop()?;
+        let items = arrays.pop()?;
+        let keys = arrays.pop()?;
+        let dir = arrays.pop()?;
+        let usable: Vec<Usable> = (bytes.get(at..at + sizes.len())?.iter())
+            .map(|&b| Usable::from_u8(b))
+            .collect::<Option<_>>()?;
+        let consistent = dir.len() == BUCKETS + 1
+            && dir.last().is_some_and(|&d| d as usize == keys.len())
+            && dir.windows(2).all(|w| w[0] <= w[1])
+            && keys.len() == items.len()
+            && items.iter().all(|&i| (i as usize) < sizes.len());
+        consistent.then_some(Table {
+            n,
+            threshold,
+            filter,
+            dir,
+            keys,
+            items,
+            sizes,
+            usable,
+        })
+    }
+}
+
+impl Usable {
+    fn from_u8(b: u8) -> Option<Usable> {
+        [
+            Usable::Yes,
+            Usable::Empty,
+            Usable::TooShort,
+            Usable::RepeatedText,
+            Usable::BoilerplateOnly,
+        ]
+        .into_iter()
+        .find(|&u| u as u8 == b)
     }
 }
 
@@ -234,7 +424,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn tokens(text: &str) -> Vec<u64> {
-        token_hashes_of(text, Tokenizer::Chars, &mut Scratch::default())
+        token_hashes_of(text, Tokenizer::Chars, &mut Scratch::default()).to_vec()
     }
 
     const BOILER: &str = "Example 1: Input: nums = [2,7,11,15], target = 9 Output: [0,1] Constraints: 1 <= nums.length <= 10^4";
@@ -259,7 +449,7 @@ mod tests {
         assert_eq!(t.usable(3), Usable::TooShort);
         assert_eq!(t.usable(4), Usable::Empty);
         assert_eq!(t.usable(5), Usable::RepeatedText);
-        // The shared boilerplate is in 3 items: left out; each item keeps its own n-grams and
+        // The shared boilerplate is in several items: left out; each item keeps its own n-grams and
         // the 7 that straddle the boilerplate's end.
         let own = tokens("Given an array of integers return the indices of the two numbers that add up to the target value").len() + 1 - 8;
         assert_eq!(t.sizes[0] as usize, own + 7);
@@ -302,6 +492,26 @@ mod tests {
         // The page holds the item without its boilerplate: its own n-grams, not the straddling.
         let positions = t.matched_positions(0, &tokens(&page));
         assert_eq!(positions.len(), t.sizes[0] as usize - 7);
+    }
+
+    #[test]
+    fn a_table_reads_back_as_written() {
+        let t = Table::build(&items(), 8, 0.3);
+        let mut bytes = Vec::new();
+        t.encode(&mut bytes);
+        let back = Table::decode(&bytes).unwrap();
+        assert_eq!(
+            (back.keys, back.items, back.dir, back.sizes),
+            (
+                t.keys.clone(),
+                t.items.clone(),
+                t.dir.clone(),
+                t.sizes.clone()
+            )
+        );
+        assert_eq!(back.usable, t.usable);
+        assert!(Table::decode(&bytes[..bytes.len() - 3]).is_none());
+        assert!(Table::decode(&[]).is_none());
     }
 
     proptest! {

@@ -135,10 +135,14 @@ pub fn shingle_hashes(
 }
 
 /// The token hashes of `text`, normalised, as the shingles see them (in text order).
-pub fn token_hashes_of(text: &str, tokenizer: Tokenizer, scratch: &mut Scratch) -> Vec<u64> {
+pub fn token_hashes_of<'a>(
+    text: &str,
+    tokenizer: Tokenizer,
+    scratch: &'a mut Scratch,
+) -> &'a [u64] {
     normalize_into(text, &mut scratch.norm);
     token_hashes(&mut scratch.norm, tokenizer, &mut scratch.token_hashes);
-    scratch.token_hashes.clone()
+    &scratch.token_hashes
 }
 
 /// Writes the hash of each token of the normalised text `norm` into `out` (cleared first), in

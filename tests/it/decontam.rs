@@ -281,7 +281,14 @@ fn reference_runs_as_tasks_and_with_the_index_as_it_runs_locally() {
     assert_eq!(flags(&n1), flags(&out));
     let s1 = summary(&n1);
     assert_eq!(s1["index"]["documents_indexed"], s1["documents_kept"]);
+    // The table built from the reference is cached in the index; a damaged cache is rebuilt.
+    let cache = index.join("reference-cache.bin");
+    let mut bytes = std::fs::read(&cache).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    std::fs::write(&cache, &bytes).unwrap();
     let n2 = night("n2", &args);
+    assert_ne!(std::fs::read(&cache).unwrap(), bytes, "rebuilt");
     let rows = manifest(&n2);
     // Tonight repeats last night: every kept document of it is dropped against the index, and
     // contaminated documents are flagged again, not found in the index.

@@ -561,3 +561,59 @@ fn an_index_on_s3_gives_the_local_index_manifests_and_is_locked() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(!lock.exists());
 }
+
+#[test]
+fn a_reference_on_s3_flags_what_a_local_one_does_and_is_cached_in_an_s3_index() {
+    let Some(server) = start("s3-reference") else {
+        return;
+    };
+    let files = upload_samples(&server, "crawl", "night");
+    // Two long sample texts as benchmark items, on the server and locally.
+    let texts = read_df(&files[0]);
+    let texts: Vec<&str> = str_column(&texts, "text")
+        .into_iter()
+        .filter(|t| t.len() > 400)
+        .take(2)
+        .collect();
+    let local = temp_dir("s3-reference-local");
+    let bench = local.join("bench.parquet");
+    write_shard(&bench, &["q1", "q2"], &texts, Vec::new());
+    let remote_bench = server.root.join("crawl/bench/items.parquet");
+    std::fs::create_dir_all(remote_bench.parent().unwrap()).unwrap();
+    std::fs::copy(&bench, &remote_bench).unwrap();
+    let args = [
+        "--input",
+        "s3://crawl/night/*.parquet",
+        "--output",
+        "s3://crawl/runs/ref",
+        "--reference",
+        "s3://crawl/bench/*.parquet",
+        "--index",
+        "s3://crawl/index",
+        "--batch",
+        "n1",
+    ];
+    let o = run_s3(&server, SECRET, &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lout = local.join("out");
+    let glob = format!("{}/*.parquet", files[0].parent().unwrap().display());
+    run_ok(&glob, &lout, &["--reference", bench.to_str().unwrap()]);
+    let flags = |dir: &Path| {
+        let df = read_df(&dir.join("manifest.parquet"));
+        let by = df.column("contaminated_by").unwrap().str().unwrap().clone();
+        by.iter().map(|x| x.map(str::to_string)).collect::<Vec<_>>()
+    };
+    let remote = flags(&server.root.join("crawl/runs/ref"));
+    assert!(remote.iter().flatten().count() >= 2);
+    assert_eq!(remote, flags(&lout));
+    assert!(server.root.join("crawl/index/reference-cache.bin").exists());
+    // A reference glob that matches nothing on the server names --reference.
+    let mut bad = args;
+    bad[5] = "s3://crawl/nothing/*.parquet";
+    bad[3] = "s3://crawl/runs/bad";
+    let err = failure(&run_s3(&server, SECRET, &bad));
+    assert!(
+        err.contains("--reference") && err.contains("matches no file"),
+        "{err}"
+    );
+}

@@ -334,11 +334,17 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
     check_inputs(plan, p)?;
     let kernel = Kernel::new(work, plan, p)?;
     let reference = match &cfg.reference {
-        Some(rc) => Some(Reference::load(
-            &plan.reference,
-            rc,
-            cfg.effective_tokenizer(),
-        )?),
+        Some(rc) => {
+            // With --index the table is cached in the index directory.
+            let cache = plan.index.as_ref().map(|ip| ip.dir());
+            let tokenizer = cfg.effective_tokenizer();
+            Some(Reference::load(
+                &plan.reference,
+                rc,
+                tokenizer,
+                cache.as_ref(),
+            )?)
+        }
         None => None,
     };
     let table = reference.as_deref().map(|r| &r.table);
