@@ -13,7 +13,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-ab bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-signals bench-export bench-index-soak soak s3-demo clean-out
+.PHONY: build dedup test samples bench bench-ab bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-signals bench-decontam bench-export bench-index-soak soak s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -96,6 +96,11 @@ bench-scripts: build
 ## exact truth (dev-small): make bench-signals
 bench-signals: build
 	BIN=$(BIN) bash benches/signals/run.sh
+
+## Decontamination: the planted set, and 100k reference items against CORPUS (cold and nightly):
+## make bench-decontam [CORPUS=/tmp/dev-large] [ROUNDS=7] [THREADS=2] [CORES=0,1]
+bench-decontam: build
+	BIN=$(BIN) GEN=$(GEN) bash benches/decontam/run.sh
 
 ## `index export` of NIGHTS x NIGHT_DOCS indexed documents: make bench-export [NIGHTS=10 NIGHT_DOCS=1000000]
 bench-export: build

@@ -121,13 +121,6 @@ struct Pairs {
     pairs: Vec<(u32, u32)>,
 }
 
-impl std::ops::Index<std::ops::Range<usize>> for Pairs {
-    type Output = [(u32, u32)];
-    fn index(&self, r: std::ops::Range<usize>) -> &[(u32, u32)] {
-        &self.pairs[r]
-    }
-}
-
 fn scatter(items: &[Item], usable: &[Usable]) -> Pairs {
     const CHUNK: usize = 4096;
     let grams = |i: usize| match usable[i] {
@@ -204,21 +197,29 @@ impl Table {
                 *u = Usable::RepeatedText;
             }
         }
-        let pairs = scatter(&items, &usable);
+        let Pairs { dir, mut pairs } = scatter(&items, &usable);
         drop(items);
-        // Per bucket, in parallel: sorted, an item's repeats counted once, and the n-grams of
-        // BOILERPLATE_ITEMS or more items (the benchmark's boilerplate) left out.
-        let kept: Vec<Vec<(u32, u32)>> = (0..BUCKETS)
+        // Per bucket, in parallel: sorted in place, an item's repeats counted once, and the
+        // n-grams of BOILERPLATE_ITEMS or more items (the benchmark's boilerplate) left out.
+        let mut buckets: Vec<&mut [(u32, u32)]> = Vec::with_capacity(BUCKETS);
+        let mut rest = pairs.as_mut_slice();
+        for b in 0..BUCKETS {
+            let (this, next) = rest.split_at_mut((dir[b + 1] - dir[b]) as usize);
+            buckets.push(this);
+            rest = next;
+        }
+        let kept: Vec<Vec<(u32, u32)>> = buckets
             .into_par_iter()
             .with_min_len(256)
-            .map(|b| {
-                let mut run = pairs[pairs.dir[b] as usize..pairs.dir[b + 1] as usize].to_vec();
+            .map(|run| {
                 run.sort_unstable();
-                run.dedup();
                 let mut out = Vec::with_capacity(run.len());
                 for same in run.chunk_by(|x, y| x.0 == y.0) {
-                    if same.len() < BOILERPLATE_ITEMS {
-                        out.extend_from_slice(same);
+                    // Sorted: an item's repeats are neighbours.
+                    let first = |j: usize| j == 0 || same[j - 1].1 != same[j].1;
+                    let distinct = (0..same.len()).filter(|&j| first(j)).count();
+                    if distinct < BOILERPLATE_ITEMS {
+                        out.extend((0..same.len()).filter(|&j| first(j)).map(|j| same[j]));
                     }
                 }
                 out
