@@ -2,7 +2,7 @@
 //! documents are matched against; a document holding enough of an item is dropped, whatever its
 //! duplicates (`contaminated_by`, `contamination` in the manifest).
 //!
-//! The plan lists the reference files with their sizes and footer fingerprints ([`list`]); each
+//! The plan lists the reference files with their sizes and footer fingerprints ([`list()`]); each
 //! signatures task loads the reference ([`Reference::load`]: the files read again and checked
 //! unchanged, the [`Table`] built) and matches each document's tokens as the signature kernel
 //! makes them. Tasks of one process share one loaded reference, so a local run reads it once.

@@ -1,6 +1,6 @@
 //! The n-gram table of a benchmark reference, and how a document is matched against it.
 //!
-//! An item is the set of hashes of its token n-grams (the tokens of dedup: [`token_hashes`], so
+//! An item is the set of hashes of its token n-grams (the tokens of dedup: [`crate::text::shingle::token_hashes`], so
 //! every script is handled as dedup handles it). N-grams found in [`BOILERPLATE_ITEMS`] or more
 //! distinct items are the benchmark's boilerplate ("Example 1:", "Input: nums = [...]",
 //! constraint lines) and are left out of every item; so a document that shares only such lines

@@ -245,7 +245,9 @@ fn reference_items_are_found_whole_inside_edited_and_in_part_and_never_kept() {
     let c = &s["contamination"];
     // Both as the schemas say.
     let schema = |name: &str| -> serde_json::Value {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas").join(name);
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("schemas")
+            .join(name);
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
     };
     let (m, sm) = (schema("manifest.json"), schema("summary.json"));
@@ -254,7 +256,12 @@ fn reference_items_are_found_whole_inside_edited_and_in_part_and_never_kept() {
     check_fields(&c["most_hit"][0], &sm["contamination_item_fields"]);
     let df = read_df(&out.join("manifest.parquet"));
     let base = m["columns"].as_array().unwrap().len();
-    for (i, want) in m["reference_columns"].as_array().unwrap().iter().enumerate() {
+    for (i, want) in m["reference_columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
         let col = &df.columns()[base + i];
         assert_eq!(col.name().as_str(), want["name"].as_str().unwrap());
         assert_eq!(format!("{:?}", col.dtype()), want["type"].as_str().unwrap());
