@@ -472,6 +472,13 @@ pub fn count_rows(file: &str, cfg: &Config) -> Result<(u64, Vec<u64>)> {
     Ok((n, groups))
 }
 
+/// A string column of a frame read from `file`, in one chunk.
+pub(crate) fn string_column(df: &DataFrame, name: &str, file: &str) -> Result<StringChunked> {
+    let pe = |e| parquet_err(file, e);
+    let c = df.column(name).map_err(pe)?.str().map_err(pe)?;
+    Ok(c.rechunk().into_owned())
+}
+
 /// Reads the text, id and priority columns of one Parquet shard (rows `rows` only, when given),
 /// checking names and types. `bytes`, when given, is the file's content already fetched (object
 /// storage); otherwise the file is scanned.
@@ -497,13 +504,7 @@ pub fn read_shard(
         .collect()
         .map_err(|e| parquet_err(file, e))?;
     let pe = |e| parquet_err(file, e);
-    let text = df
-        .column(&cfg.text_column)
-        .map_err(pe)?
-        .str()
-        .map_err(pe)?
-        .rechunk()
-        .into_owned();
+    let text = string_column(&df, &cfg.text_column, file)?;
     let id = if has_id {
         Some(
             df.column(&cfg.id_column)

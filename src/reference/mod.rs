@@ -399,21 +399,12 @@ fn read_items(f: &ReferenceFile, cfg: &ReferenceConfig) -> Result<(Vec<String>, 
         .select(select)
         .collect()
         .map_err(|e| polars_err(&f.file, e))?;
-    let pe = |e| polars_err(&f.file, e);
-    let texts = df
-        .column(&cfg.text_column)
-        .map_err(pe)?
-        .str()
-        .map_err(pe)?
-        .rechunk()
-        .into_owned();
+    let column = |name: &str| {
+        input::string_column(&df, name, &f.file).map_err(|e| reference_err(&f.file, e))
+    };
+    let texts = column(&cfg.text_column)?;
     let ids = if has_id {
-        let c = df
-            .column(&cfg.id_column)
-            .map_err(pe)?
-            .str()
-            .map_err(pe)?
-            .clone();
+        let c = column(&cfg.id_column)?;
         (c.iter().enumerate())
             .map(|(r, id)| id.map_or_else(|| format!("{}:{r}", f.file), str::to_string))
             .collect()

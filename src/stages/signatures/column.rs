@@ -83,20 +83,11 @@ pub fn exact_column(
             },
         )
         .collect();
-    let n = per_doc.len();
     let (exact, hits): (Vec<u128>, Vec<Option<Hit>>) = per_doc.into_iter().unzip();
-    ShingleKeys {
-        starts: vec![0],
-        batches: vec![KeyBatch {
-            keys: Vec::new(),
-            ends: vec![0; n],
-            exact,
-            hits: (hits.into_iter().enumerate())
-                .filter_map(|(j, h)| Some((j as u32, h?)))
-                .collect(),
-        }],
-        len: n,
-    }
+    let hits = (hits.into_iter().enumerate())
+        .filter_map(|(j, h)| Some((j as u32, h?)))
+        .collect();
+    ShingleKeys::without_keys(exact, hits)
 }
 
 impl ShingleKeys {
@@ -138,9 +129,9 @@ impl ShingleKeys {
         &batch.keys[start..batch.ends[j]]
     }
 
-    /// `n` documents without keys (SimHash without the short-document check), with their
-    /// exact-text hashes.
-    pub fn none(exact: Vec<u128>) -> Self {
+    /// Documents without keys (SimHash without the short-document check), with their
+    /// exact-text hashes and (position, item) of those holding a reference item.
+    fn without_keys(exact: Vec<u128>, hits: Vec<(u32, Hit)>) -> Self {
         let n = exact.len();
         ShingleKeys {
             starts: vec![0],
@@ -148,7 +139,7 @@ impl ShingleKeys {
                 keys: Vec::new(),
                 ends: vec![0; n],
                 exact,
-                hits: Vec::new(),
+                hits,
             }],
             len: n,
         }
@@ -350,7 +341,7 @@ mod tests {
         assert_eq!((none.k, none.values.len()), (0, 0));
         assert_eq!(none.shingles, whole_sigs.shingles);
         assert!((0..150).all(|d| keys_only.get(d) == whole.get(d)));
-        let empty = ShingleKeys::none(vec![0; 3]);
+        let empty = ShingleKeys::without_keys(vec![0; 3], Vec::new());
         assert!((0..3).all(|d| empty.get(d).is_empty()));
         // Exact hashes: equal texts equal, others and empty texts differ (0 for no shingle).
         let (_, k) = signature_column(
