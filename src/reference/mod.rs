@@ -375,8 +375,39 @@ pub fn items_of(
     Ok(out)
 }
 
+/// Item `item` (its position in the reference: files in order, rows in order) as (id, file, row,
+/// text), read alone (a row of a local file; an object is fetched whole); None past the end.
+pub fn item_at(
+    files: &[ReferenceFile],
+    cfg: &ReferenceConfig,
+    item: u64,
+) -> Result<Option<(String, String, u64, String)>> {
+    let mut first = 0u64;
+    let Some(f) = files.iter().find(|f| {
+        first += f.rows;
+        item < first
+    }) else {
+        return Ok(None);
+    };
+    let row = item - (first - f.rows);
+    let (ids, texts) = read_rows(f, cfg, Some(row))?;
+    let (Some(id), Some(text)) = (ids.first(), texts.get(0)) else {
+        return Ok(None);
+    };
+    Ok(Some((id.clone(), f.file.clone(), row, text.to_string())))
+}
+
 /// The id and text columns of one reference file, after checking it is the one the plan listed.
 fn read_items(f: &ReferenceFile, cfg: &ReferenceConfig) -> Result<(Vec<String>, StringChunked)> {
+    read_rows(f, cfg, None)
+}
+
+/// [`read_items`] of every row, or of row `one` alone.
+fn read_rows(
+    f: &ReferenceFile,
+    cfg: &ReferenceConfig,
+    one: Option<u64>,
+) -> Result<(Vec<String>, StringChunked)> {
     Footer::read_unchanged(&f.file, f.bytes, &f.fingerprint, |what| Error::Reference {
         file: f.file.clone(),
         msg: format!("changed since the run was planned ({what}); run again, which plans anew"),
@@ -395,21 +426,25 @@ fn read_items(f: &ReferenceFile, cfg: &ReferenceConfig) -> Result<(Vec<String>, 
     if has_id {
         select.push(col(cfg.id_column.as_str()).cast(DataType::String));
     }
+    if let Some(r) = one {
+        lf = lf.slice(r as i64, 1);
+    }
     let df = lf
         .select(select)
         .collect()
         .map_err(|e| polars_err(&f.file, e))?;
+    let first = one.unwrap_or(0);
     let column = |name: &str| {
         input::string_column(&df, name, &f.file).map_err(|e| reference_err(&f.file, e))
     };
     let texts = column(&cfg.text_column)?;
     let ids = if has_id {
         let c = column(&cfg.id_column)?;
-        (c.iter().enumerate())
-            .map(|(r, id)| id.map_or_else(|| format!("{}:{r}", f.file), str::to_string))
+        (c.iter().zip(first..))
+            .map(|(id, r)| id.map_or_else(|| format!("{}:{r}", f.file), str::to_string))
             .collect()
     } else {
-        (0..texts.len())
+        (first..first + texts.len() as u64)
             .map(|r| format!("{}:{r}", f.file))
             .collect()
     };

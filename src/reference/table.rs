@@ -21,7 +21,7 @@
 use rayon::prelude::*;
 
 use crate::index::filter::Bloom;
-use crate::text::shingle::ngrams;
+use crate::text::shingle::{exact_hash, ngrams};
 
 /// An n-gram in this many distinct items or more is boilerplate. Items with one token sequence
 /// are one item (so a test item two benchmarks both carry keeps its n-grams); two editions of an
@@ -85,10 +85,10 @@ impl Item {
             Some([]) => (Usable::Empty, 0, Vec::new()),
             Some(t) if t.len() < n => (Usable::TooShort, 0, Vec::new()),
             Some(t) => {
-                let bytes: Vec<u8> = t.iter().flat_map(|h| h.to_le_bytes()).collect();
                 let mut grams = Vec::with_capacity(t.len() + 1 - n);
                 ngrams(t, n, &mut grams);
-                (Usable::Yes, xxhash_rust::xxh3::xxh3_128(&bytes), grams)
+                // The exact-text hash of dedup: one token sequence, one key.
+                (Usable::Yes, exact_hash(t, 1, &mut Vec::new()), grams)
             }
         };
         Item { usable, key, grams }

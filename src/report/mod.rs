@@ -157,25 +157,28 @@ pub struct Report {
     pub row_groups: usize,
 }
 
-/// The contaminated documents shown (manifest rows `flagged`), each with where its item sits in
-/// it; the items' texts read from the reference the run recorded (none when it cannot be read).
+/// The contaminated documents shown (manifest rows `flagged`, with their item's position in the
+/// reference), each with where its item sits in it; the items' texts read from the reference the
+/// run recorded (none when it cannot be read).
 fn contaminated(
     m: &Manifest,
     c: &crate::results::Columns,
-    flagged: &[usize],
+    flagged: &[(usize, u64)],
     doc: &dyn Fn(usize) -> Doc,
 ) -> Vec<Contaminated> {
     let (Some(by), Some(cfg)) = (c.contaminated_by, m.config.reference.as_ref()) else {
         return Vec::new();
     };
-    let ids: Vec<&str> = flagged.iter().filter_map(|&i| by.get(i)).collect();
-    let items = crate::reference::items_of(&m.reference, cfg, &ids).unwrap_or_default();
     flagged
         .iter()
-        .map(|&i| {
+        .map(|&(i, at)| {
             let d = doc(i);
             let item = by.get(i).unwrap_or("").to_string();
-            let text = items.iter().find(|x| x.0 == item).map(|x| x.3.as_str());
+            // The item's row alone; its text only if it is the one the manifest names.
+            let read = crate::reference::item_at(&m.reference, cfg, at)
+                .ok()
+                .flatten();
+            let text = read.as_ref().filter(|x| x.0 == item).map(|x| x.3.as_str());
             let matched = match (text, d.text.clone().flatten()) {
                 (Some(t), Some(dt)) => crate::text::diff::item_in_doc(t, &dt),
                 _ => Vec::new(),
@@ -370,22 +373,28 @@ pub fn build_with(out: &str, summary: serde_json::Value) -> Result<Report> {
         chosen.sort_unstable();
     }
     read.extend(members.iter().flatten());
-    // Contaminated documents: the first of each item hit most, while the budget allows.
-    let mut flagged: Vec<usize> = Vec::new();
+    // Contaminated documents: for each of the items hit most, its first document the budget
+    // allows.
+    let shown_items: Vec<(u64, String)> = (summary["contamination"]["most_hit"].as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|h| Some((h["item"].as_u64()?, h["id"].as_str()?.to_string())))
+        .take(CONTAMINATED_SHOWN)
+        .collect();
+    let mut flagged: Vec<(usize, u64)> = Vec::new();
     if let Some(by) = c.contaminated_by {
-        let mut seen: std::collections::HashSet<&str> = Default::default();
-        for (i, item) in by.iter().enumerate() {
-            let Some(item) = item else { continue };
-            if flagged.len() == CONTAMINATED_SHOWN {
-                break;
-            }
-            if !seen.contains(item) && (budget.free(at(i)) || budget.take(&[at(i)])) {
-                seen.insert(item);
-                flagged.push(i);
-            }
+        for (item, id) in &shown_items {
+            let rows = by
+                .iter()
+                .enumerate()
+                .filter(|(_, x)| *x == Some(id.as_str()));
+            let pick = rows
+                .map(|(i, _)| i)
+                .find(|&i| budget.free(at(i)) || budget.take(&[at(i)]));
+            flagged.extend(pick.map(|i| (i, *item)));
         }
     }
-    read.extend(flagged.iter().copied());
+    read.extend(flagged.iter().map(|&(i, _)| i));
     let texts = read_texts(&m, &budget.groups, &read.into_iter().collect::<Vec<_>>())?;
     let doc = |i: usize| Doc {
         id: ids.get(i).unwrap_or("").to_string(),

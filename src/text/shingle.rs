@@ -134,6 +134,30 @@ pub fn shingle_hashes(
     ngrams(&scratch.token_hashes, ngram, out);
 }
 
+/// The exact-text hash of a document: a 128-bit hash (xxh3) of the token sequence of its
+/// normalised text (each token's 64-bit hash, in order), so two texts that normalise to the same
+/// words, whatever the spacing, are exact copies; 0 when it has no shingle (a null or empty text
+/// is nobody's duplicate). Hashing the token hashes instead of the text costs 8 bytes per token.
+/// `buf` is used (and reused between calls) only on a big-endian CPU: on a little-endian one the
+/// token hashes' own memory is those bytes.
+pub fn exact_hash(tokens: &[u64], shingles: usize, buf: &mut Vec<u8>) -> u128 {
+    if shingles == 0 {
+        return 0;
+    }
+    let bytes: &[u8] = if cfg!(target_endian = "little") {
+        // SAFETY: any u64 is eight initialised bytes, u8 has alignment 1, and the length covers
+        // exactly the tokens' memory, borrowed for as long as `tokens` is.
+        unsafe { std::slice::from_raw_parts(tokens.as_ptr().cast::<u8>(), 8 * tokens.len()) }
+    } else {
+        buf.clear();
+        for t in tokens {
+            buf.extend_from_slice(&t.to_le_bytes());
+        }
+        buf
+    };
+    xxhash_rust::xxh3::xxh3_128(bytes).max(1)
+}
+
 /// The token hashes of `text`, normalised, as the shingles see them (in text order).
 pub fn token_hashes_of<'a>(
     text: &str,
