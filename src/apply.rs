@@ -425,7 +425,7 @@ fn output_size(dir: &OutputDir, name: &str) -> Result<u64> {
             .map(|m| m.len())
             .map_err(|e| Error::Output {
                 path: location,
-                msg: e.to_string(),
+                source: e.into(),
             }),
         None => crate::io::object::size(&location),
     }
@@ -530,7 +530,7 @@ impl Shard<'_> {
         });
         let out_err = |dir: &OutputDir, e: PolarsError| Error::Output {
             path: dir.location(name),
-            msg: e.to_string(),
+            source: e.into(),
         };
         std::thread::scope(|scope| -> Result<()> {
             let (tx, rx) = std::sync::mpsc::sync_channel::<DataFrame>(1);

@@ -56,8 +56,12 @@ pub enum Error {
     },
 
     /// Writing an output failed.
-    #[error("{}", output_message(path, msg))]
-    Output { path: String, msg: String },
+    #[error("{}", output_message(path, source))]
+    Output {
+        path: String,
+        #[source]
+        source: WriteError,
+    },
 
     /// A work file of a task run (plan, store, band, pair, edge or cluster file) is missing,
     /// unreadable or fails its check.
@@ -175,18 +179,38 @@ impl Error {
     }
 }
 
-/// The message of [`Error::Output`]: the common causes (a full disk, no permission, a read-only
-/// file system; recognised by the OS error number in `msg`) said first, with what to do.
-fn output_message(path: &str, msg: &str) -> String {
-    let os = |n: i32| msg.contains(&format!("(os error {n})"));
-    if os(28) || os(122) {
-        format!("no space left on device writing '{path}' ({msg}): free space there, or point --output / --work at a larger disk, then rerun the same command (finished tasks are kept)")
-    } else if os(13) || os(1) {
-        format!("permission denied writing '{path}' ({msg}): make the directory writable for this user, or choose another --output / --work")
-    } else if os(30) {
-        format!("read-only file system at '{path}' ({msg}): choose a writable --output / --work")
-    } else {
-        format!("cannot write output '{path}': {msg}. Check that the output directory is writable and has free space")
+/// Why writing an output failed: the error of the layer that failed, kept as it is.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// Encoding or writing Parquet (polars keeps the I/O error it met, if any).
+    #[error(transparent)]
+    Polars(#[from] polars::error::PolarsError),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
+impl WriteError {
+    /// The operating system's kind of the failure, where it was one.
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        match self {
+            WriteError::Io(e) => Some(e.kind()),
+            WriteError::Polars(polars::error::PolarsError::IO { error, .. }) => Some(error.kind()),
+            _ => None,
+        }
+    }
+}
+
+/// The message of [`Error::Output`]: the common causes (a full disk or quota, no permission, a
+/// read-only file system; told by the I/O error's kind) said first, with what to do.
+fn output_message(path: &str, cause: &WriteError) -> String {
+    use std::io::ErrorKind as K;
+    match cause.io_kind() {
+        Some(K::StorageFull | K::QuotaExceeded) => format!("no space left on device writing '{path}' ({cause}): free space there, or point --output / --work at a larger disk, then rerun the same command (finished tasks are kept)"),
+        Some(K::PermissionDenied) => format!("permission denied writing '{path}' ({cause}): make the directory writable for this user, or choose another --output / --work"),
+        Some(K::ReadOnlyFilesystem) => format!("read-only file system at '{path}' ({cause}): choose a writable --output / --work"),
+        _ => format!("cannot write output '{path}': {cause}. Check that the output directory is writable and has free space"),
     }
 }
 
@@ -254,10 +278,40 @@ mod tests {
         assert_eq!(Error::NoInput("x".into()).kind(), ErrorKind::Input);
         let storage = Error::Output {
             path: "p".into(),
-            msg: "m".into(),
+            source: std::io::Error::other("m").into(),
         };
         assert_eq!(storage.kind(), ErrorKind::Storage);
         assert_eq!(Error::Task("t".into()).kind(), ErrorKind::Internal);
+    }
+
+    #[test]
+    fn write_failures_are_told_by_their_io_kind() {
+        let of = |e: std::io::Error| {
+            Error::Output {
+                path: "out/x".into(),
+                source: e.into(),
+            }
+            .to_string()
+        };
+        let full = std::io::Error::from_raw_os_error(28);
+        assert!(of(full).starts_with("no space left on device writing 'out/x'"));
+        let quota = std::io::Error::from_raw_os_error(122);
+        assert!(of(quota).starts_with("no space left on device"));
+        assert!(of(std::io::Error::from_raw_os_error(13)).starts_with("permission denied"));
+        assert!(of(std::io::Error::from_raw_os_error(30)).starts_with("read-only file system"));
+        let other = of(std::io::Error::other("boom"));
+        assert!(
+            other.starts_with("cannot write output 'out/x': boom."),
+            "{other}"
+        );
+        // Through polars, which keeps the I/O error.
+        let polars = polars::error::PolarsError::from(std::io::Error::from_raw_os_error(28));
+        let e = Error::Output {
+            path: "m.parquet".into(),
+            source: polars.into(),
+        };
+        assert!(e.to_string().starts_with("no space left"), "{e}");
+        assert!(std::error::Error::source(&e).is_some());
     }
 
     #[test]

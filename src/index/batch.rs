@@ -67,7 +67,7 @@ pub fn put(
 ) -> Result<Written> {
     let io = |e: std::io::Error| Error::Output {
         path: dir.location(name),
-        msg: e.to_string(),
+        source: e.into(),
     };
     let mut meta = Vec::new();
     let mut data_bytes = 0;
@@ -89,7 +89,7 @@ pub fn put(
 pub fn push(w: &mut Writer, dir: &OutputDir, name: &str, key: u64, rec: &[u8]) -> Result<()> {
     w.push(key, rec).map_err(|e| Error::Output {
         path: dir.location(name),
-        msg: e.to_string(),
+        source: e.into(),
     })
 }
 

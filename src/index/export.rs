@@ -41,7 +41,7 @@ pub fn export(location: &str, output: &str, lock: impl Fn() -> Result<Lock>) -> 
     dir.prepare()?;
     let out_err = |e: PolarsError| Error::Output {
         path: dir.location(name),
-        msg: e.to_string(),
+        source: e.into(),
     };
     // One batch at a time, one row group each, so memory follows the largest batch, not the
     // index (the copies files are re-read per batch: about a byte per document each).

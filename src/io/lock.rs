@@ -51,7 +51,7 @@ impl Lock {
                 let p = path.join(name);
                 let io = |e: std::io::Error| Error::Output {
                     path: p.display().to_string(),
-                    msg: e.to_string(),
+                    source: e.into(),
                 };
                 let mut f = std::fs::OpenOptions::new()
                     .read(true)

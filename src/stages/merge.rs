@@ -182,7 +182,7 @@ pub fn s_curve(bands: usize, rows: usize) -> BTreeMap<String, f64> {
 pub fn write_summary(dir: &OutputDir, summary: &Summary) -> Result<()> {
     let text = serde_json::to_string_pretty(summary).map_err(|e| Error::Output {
         path: "summary.json".into(),
-        msg: e.to_string(),
+        source: e.into(),
     })?;
     dir.write_bytes("summary.json", text.into_bytes())
 }
@@ -462,7 +462,7 @@ fn write_manifest(
 ) -> Result<()> {
     let err = |e: PolarsError| Error::Output {
         path: "manifest.parquet".into(),
-        msg: e.to_string(),
+        source: e.into(),
     };
     let part = |p: usize| work.read_parquet(&part_file("manifest", p));
     let mut pending = part(0)?;

@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 
 use super::{parquet_writer, ParquetUse};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, WriteError};
 
-pub(super) fn out_err(path: &Path, e: impl std::fmt::Display) -> Error {
+pub(super) fn out_err(path: &Path, e: impl Into<WriteError>) -> Error {
     Error::Output {
         path: path.display().to_string(),
-        msg: e.to_string(),
+        source: e.into(),
     }
 }
 
@@ -168,18 +168,16 @@ pub(super) fn write_parquet_file(
     sync: bool,
 ) -> Result<()> {
     let tmp = tmp_name(path);
-    let result = (|| -> std::result::Result<(), String> {
+    let result = (|| -> std::result::Result<(), WriteError> {
         if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+            fs::create_dir_all(parent)?;
         }
-        let f = fs::File::create(&tmp).map_err(|e| e.to_string())?;
-        parquet_writer(&f, metadata, usage)
-            .finish(df)
-            .map_err(|e| e.to_string())?;
+        let f = fs::File::create(&tmp)?;
+        parquet_writer(&f, metadata, usage).finish(df)?;
         if sync {
-            f.sync_all().map_err(|e| e.to_string())?;
+            f.sync_all()?;
         }
-        fs::rename(&tmp, path).map_err(|e| e.to_string())
+        Ok(fs::rename(&tmp, path)?)
     })();
     if let Err(e) = result {
         let _ = fs::remove_file(&tmp);

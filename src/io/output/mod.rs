@@ -253,7 +253,9 @@ impl OutputDir {
                     let f = if buffered {
                         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
                         write(&mut w)?;
-                        w.into_inner().map_err(|e| out_err(&path, e.error()))?.file
+                        w.into_inner()
+                            .map_err(|e| out_err(&path, e.into_error()))?
+                            .file
                     } else {
                         let mut w = f;
                         write(&mut w)?;
@@ -296,7 +298,7 @@ impl OutputDir {
                     .finish(df)
                     .map_err(|e| Error::Output {
                         path: target.clone(),
-                        msg: e.to_string(),
+                        source: e.into(),
                     })?;
                 object::put(&target, buf)
             }

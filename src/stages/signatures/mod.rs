@@ -385,7 +385,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
     let sig_file = work::store_files(p)[0].clone();
     let store_err = |e: std::io::Error| Error::Output {
         path: work.location(&sig_file),
-        msg: e.to_string(),
+        source: e.into(),
     };
     let chunks = plan.chunks(p, crate::hooks::chunk_rows(DOCS_PER_CHUNK));
     // A chunk is read with its raw texts' hashes for MinHash and its script classes (on the
