@@ -391,10 +391,11 @@ fn output_names(inputs: &[RecordedInput]) -> Result<Vec<String>> {
     let mut seen = std::collections::HashMap::new();
     for (name, f) in names.iter().zip(inputs) {
         if let Some(other) = seen.insert(name.as_str(), f.file.as_str()) {
-            return Err(Error::Request(format!(
-                "inputs '{other}' and '{}' have the same file name '{name}', so their outputs would overwrite each other: apply writes one file per input under its own name; rename one of the shards (and run again), or apply the manifest of each directory's run separately",
-                f.file
-            )));
+            return Err(Error::SameOutputName {
+                first: other.to_string(),
+                second: f.file.clone(),
+                name: name.clone(),
+            });
         }
     }
     Ok(names)
@@ -502,10 +503,11 @@ impl Shard<'_> {
         let mut lf = input::scan(file, bytes)?;
         let schema = lf.collect_schema().map_err(perr)?;
         if let Some(c) = self.size_column.filter(|c| schema.contains(c.name())) {
-            return Err(Error::Request(format!(
-                "input '{file}' has a column '{}' already, so --cluster-size-column cannot add one of that name: choose another name",
-                c.name()
-            )));
+            return Err(Error::ColumnExists {
+                file: file.to_string(),
+                column: c.name().to_string(),
+                what: "--cluster-size-column cannot add one of that name: choose another name",
+            });
         }
         // The kept file's schema: the input's, plus the cluster size column if asked for (then
         // the input's Arrow schema no longer describes it).
@@ -600,7 +602,7 @@ impl Shard<'_> {
             tx.take();
             let audit_result = match audit_writer {
                 Some(h) => h.join().unwrap_or_else(|_| {
-                    Err(Error::Task("the dropped-rows writer panicked".into()))
+                    Err(Error::Panicked("the dropped-rows writer panicked".into()))
                 }),
                 None => Ok(()),
             };
@@ -637,10 +639,11 @@ impl Shard<'_> {
                 continue;
             };
             if schema.contains(name) {
-                return Err(Error::Request(format!(
-                    "input '{}' has a column '{name}' already, so the dropped rows cannot get the manifest's '{name}' beside it: rename that column in the input, or apply without --dropped",
-                    self.src.file
-                )));
+                return Err(Error::ColumnExists {
+                    file: self.src.file.clone(),
+                    column: name.to_string(),
+                    what: "the dropped rows cannot get the manifest's column of that name beside it: rename that column in the input, or apply without --dropped",
+                });
             }
             out.push(c.clone());
         }

@@ -506,14 +506,12 @@ fn task(
         stage.name()
     );
     let report = executor::local::in_pool(threads, || {
-        let plan = crate::io::work::read_plan(&dir)?.ok_or_else(|| {
-            crate::Error::Task(format!(
-                "no plan.json in '{work}': run `corpus-dedup plan --work {work} ...` first"
-            ))
+        let plan = crate::io::work::read_plan(&dir)?.ok_or_else(|| crate::Error::NoPlan {
+            work: work.to_string(),
         })?;
         let n = plan.tasks(stage);
         if n != tasks {
-            return Err(crate::Error::Task(format!(
+            return Err(crate::Error::NoSuchTask(format!(
                 "the plan in '{work}' has {n} {} tasks, not {tasks}: the driver and the plan disagree",
                 stage.name()
             )));

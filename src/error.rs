@@ -68,9 +68,39 @@ pub enum Error {
     #[error("cannot use work file '{path}': {msg}. The work directory is damaged: if no corpus-dedup run is using it (`run` locks it while it runs; a cluster job's tasks share it until its merge), delete it or pick a new --work / --output, then run again")]
     WorkFile { path: String, msg: String },
 
-    /// A task was asked for that the plan does not have, or a stage ran before its inputs exist.
+    /// A driver asked for a task the plan does not have (`corpus-dedup task`).
     #[error("{0}")]
-    Task(String),
+    NoSuchTask(String),
+
+    /// `corpus-dedup task` before `plan` made the work directory's plan.
+    #[error("no plan.json in '{work}': run `corpus-dedup plan --work {work} ...` first")]
+    NoPlan { work: String },
+
+    /// A stage ran before every task of a stage it reads finished.
+    #[error("{stage} task {task} of {tasks} is not complete (no {marker}): run that stage first")]
+    StageIncomplete {
+        stage: &'static str,
+        task: usize,
+        tasks: usize,
+        marker: String,
+    },
+
+    /// A part's shards no longer hold the rows the plan counted.
+    #[error("part {part}: the plan counted {planned} rows but the shards' row ranges now give {read}: the input changed since the plan was made; plan again")]
+    RowsChanged {
+        part: usize,
+        planned: u64,
+        read: u64,
+    },
+
+    /// A thread of the job panicked (its message was printed); `what` says which.
+    #[error("{0}")]
+    Panicked(String),
+
+    /// A state the code never produces (a bug, or a work directory that no longer fits its
+    /// plan).
+    #[error("{0}")]
+    Internal(String),
 
     /// An error from polars that is not tied to a single input file.
     #[error("dataframe error in stage {stage}: {source}")]
@@ -110,10 +140,29 @@ pub enum Error {
     #[error("input shard '{file}' changed since the manifest was made ({what}). The manifest names rows by position, so it only fits the shards the run read: restore those, or run `corpus-dedup run` again on the current shards and apply its manifest")]
     ShardChanged { file: String, what: String },
 
-    /// A request about a run's output that cannot be answered as asked (an id not in the
-    /// manifest, an output name used twice).
-    #[error("{0}")]
-    Request(String),
+    /// `explain --id` with an id the manifest does not have.
+    #[error("no document with id '{id}' in {manifest}: ids are the input's id column (or FILE:ROW where a shard has none)")]
+    UnknownId { id: String, manifest: String },
+
+    /// A directory that is not a run's output given to `report`.
+    #[error("cannot read '{summary}' (missing or not JSON): the report needs the summary.json and manifest.parquet a `corpus-dedup run` wrote; is '{out}' the output directory of a run?")]
+    NotAnOutput { summary: String, out: String },
+
+    /// `apply` would write two inputs to one file name.
+    #[error("inputs '{first}' and '{second}' have the same file name '{name}', so their outputs would overwrite each other: apply writes one file per input under its own name; rename one of the shards (and run again), or apply the manifest of each directory's run separately")]
+    SameOutputName {
+        first: String,
+        second: String,
+        name: String,
+    },
+
+    /// `apply` would add a column an input already has.
+    #[error("input '{file}' has a column '{column}' already, so {what}")]
+    ColumnExists {
+        file: String,
+        column: String,
+        what: &'static str,
+    },
 
     /// An input shard changed between the plan and a task that reads it.
     #[error("input shard '{file}' changed after the run was planned ({what}). Rerun the same command: `run` plans again over the shards as they are now (a cluster job: run `plan` again with a new --work)")]
@@ -157,7 +206,14 @@ impl Error {
     /// The kind of failure (see [`ErrorKind`]).
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Config(_) | Error::ConfigFile { .. } | Error::Request(_) => ErrorKind::Config,
+            Error::Config(_)
+            | Error::ConfigFile { .. }
+            | Error::NoSuchTask(_)
+            | Error::NoPlan { .. }
+            | Error::StageIncomplete { .. }
+            | Error::UnknownId { .. }
+            | Error::NotAnOutput { .. }
+            | Error::ColumnExists { .. } => ErrorKind::Config,
             Error::NoInput(_)
             | Error::BadGlob { .. }
             | Error::Parquet { .. }
@@ -168,13 +224,15 @@ impl Error {
             | Error::ShardChanged { .. }
             | Error::InputChanged { .. }
             | Error::TooManyDocuments(_)
+            | Error::RowsChanged { .. }
+            | Error::SameOutputName { .. }
             | Error::Reference { .. } => ErrorKind::Input,
             Error::Output { .. } | Error::WorkFile { .. } | Error::ObjectStore { .. } => {
                 ErrorKind::Storage
             }
             Error::IndexInUse { .. } | Error::DirInUse { .. } => ErrorKind::Busy,
             Error::IndexFile { .. } | Error::Index { .. } => ErrorKind::Index,
-            Error::Task(_) | Error::Polars { .. } => ErrorKind::Internal,
+            Error::Panicked(_) | Error::Internal(_) | Error::Polars { .. } => ErrorKind::Internal,
         }
     }
 }
@@ -281,7 +339,7 @@ mod tests {
             source: std::io::Error::other("m").into(),
         };
         assert_eq!(storage.kind(), ErrorKind::Storage);
-        assert_eq!(Error::Task("t".into()).kind(), ErrorKind::Internal);
+        assert_eq!(Error::Internal("t".into()).kind(), ErrorKind::Internal);
     }
 
     #[test]

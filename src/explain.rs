@@ -109,10 +109,10 @@ pub fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
     let c = m.columns()?;
     let ids = c.id;
     let Some(at) = ids.iter().position(|x| x == Some(id)) else {
-        return Err(Error::Request(format!(
-            "no document with id '{id}' in {}: ids are the input's id column (or FILE:ROW where a shard has none)",
-            m.location
-        )));
+        return Err(Error::UnknownId {
+            id: id.to_string(),
+            manifest: m.location.clone(),
+        });
     };
     let (cluster, keep, files, rows) = (c.cluster, c.keep, c.file, c.row);
     let (sims, dup_of, batch) = (c.similarity, c.duplicate_of, c.batch);

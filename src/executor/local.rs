@@ -140,7 +140,7 @@ fn run_concurrently(
     errors.sort_by_key(|&(t, _)| t);
     match errors.into_iter().next() {
         Some((_, e)) => Err(e),
-        None if panicked => Err(Error::Task(
+        None if panicked => Err(Error::Panicked(
             "a task panicked (see the message above)".into(),
         )),
         None => Ok(()),
@@ -276,8 +276,11 @@ fn run_tasks(
         let store = (!keep_work).then(|| scope.spawn(|| work.child("store").remove_all()));
         let report = pool.install(|| run_task(&work, &plan, Stage::Merge, 0, Some(&walls)));
         let deleted = store.map_or(Ok(()), |h| {
-            h.join()
-                .unwrap_or_else(|_| Err(Error::Task("deleting the document store panicked".into())))
+            h.join().unwrap_or_else(|_| {
+                Err(Error::Panicked(
+                    "deleting the document store panicked".into(),
+                ))
+            })
         });
         let report = report?;
         deleted.map(|()| report)

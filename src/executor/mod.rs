@@ -27,7 +27,7 @@ pub fn run_task(
 ) -> Result<TaskReport> {
     let n = plan.tasks(stage);
     if task >= n {
-        return Err(Error::Task(format!(
+        return Err(Error::NoSuchTask(format!(
             "stage {} has {n} tasks (0..{n}) in this plan; task {task} does not exist",
             stage.name()
         )));

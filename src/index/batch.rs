@@ -255,7 +255,7 @@ impl BatchReader {
                 ids,
                 keys,
             }),
-            _ => Err(Error::Task("index batch files missing".into())),
+            _ => Err(Error::Internal("index batch files missing".into())),
         }
     }
 

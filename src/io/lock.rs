@@ -206,7 +206,10 @@ mod tests {
     fn lock_is_exclusive_and_reentrant_in_process() {
         let dir = std::env::temp_dir().join(format!("cd-lock-{}", std::process::id()));
         let loc = dir.to_str().unwrap().to_string();
-        let in_use = |h: String| Error::Request(h);
+        let in_use = |holder: String| Error::DirInUse {
+            dir: "d".into(),
+            holder,
+        };
         let a = Lock::acquire(&loc, "LOCK", in_use).unwrap();
         // The same process may take it again (a run's commit); the outer guard still holds it.
         drop(Lock::acquire(&loc, "LOCK", in_use).unwrap());

@@ -140,13 +140,11 @@ pub fn read_plan(work: &OutputDir) -> Result<Option<Plan>> {
 pub fn require_stage(work: &OutputDir, plan: &Plan, stage: Stage) -> Result<Vec<TaskReport>> {
     (0..plan.tasks(stage))
         .map(|t| {
-            read_marker(work, stage, t)?.ok_or_else(|| {
-                Error::Task(format!(
-                    "{} task {t} of {} is not complete (no {}): run that stage first",
-                    stage.name(),
-                    plan.tasks(stage),
-                    work.location(&marker_file(stage, t))
-                ))
+            read_marker(work, stage, t)?.ok_or_else(|| Error::StageIncomplete {
+                stage: stage.name(),
+                task: t,
+                tasks: plan.tasks(stage),
+                marker: work.location(&marker_file(stage, t)),
             })
         })
         .collect()

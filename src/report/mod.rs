@@ -199,10 +199,9 @@ pub fn build(out: &str) -> Result<Report> {
     let summary_at = in_output(out, "summary.json");
     let summary: serde_json::Value = read_location(&summary_at)?
         .and_then(|b| serde_json::from_slice(&b).ok())
-        .ok_or_else(|| {
-            Error::Request(format!(
-                "cannot read '{summary_at}' (missing or not JSON): the report needs the summary.json and manifest.parquet a `corpus-dedup run` wrote; is '{out}' the output directory of a run?"
-            ))
+        .ok_or_else(|| Error::NotAnOutput {
+            summary: summary_at.clone(),
+            out: out.to_string(),
         })?;
     build_with(out, summary)
 }

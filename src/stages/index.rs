@@ -93,7 +93,7 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
     let ip = plan
         .index
         .as_ref()
-        .ok_or_else(|| Error::Task("index stage without --index".into()))?;
+        .ok_or_else(|| Error::Internal("index stage without --index".into()))?;
     let dir = ip.batch_dir();
     let numbering = Numbering::read(work, plan)?;
     let number = |d: u32| numbering.number(d);

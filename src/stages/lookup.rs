@@ -80,7 +80,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
     let ip = plan
         .index
         .as_ref()
-        .ok_or_else(|| Error::Task("lookup without --index".into()))?;
+        .ok_or_else(|| Error::Internal("lookup without --index".into()))?;
     let cfg = &plan.config;
     let range = plan.part_range(p);
     let first = range.start as u32;

@@ -151,7 +151,7 @@ pub fn fetch(
         let d = out.docs[i] as u64;
         let p = parts.partition_point(|&(first, n)| first + n <= d);
         let Some(&(first, count)) = parts.get(p) else {
-            return Err(Error::Task(format!(
+            return Err(Error::Internal(format!(
                 "document {d} is outside the plan's parts"
             )));
         };

@@ -377,10 +377,10 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
     let (mut partition_keys, mut across_keys) = (Vec::new(), Vec::new());
     let mut seen: ahash::AHashSet<u128> = ahash::AHashSet::new();
     let mut read = 0u64;
-    let changed = |read: u64| {
-        Error::Task(format!(
-            "part {p}: the plan counted {count} rows but the shards' row ranges now give {read}: the input changed since the plan was made; plan again"
-        ))
+    let changed = |read: u64| Error::RowsChanged {
+        part: p,
+        planned: count,
+        read,
     };
     let sig_file = work::store_files(p)[0].clone();
     let store_err = |e: std::io::Error| Error::Output {
@@ -530,7 +530,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
             drop(tx);
             let written = writer
                 .join()
-                .map_err(|_| Error::Task(format!("part {p}: the store writer panicked")))?;
+                .map_err(|_| Error::Panicked(format!("part {p}: the store writer panicked")))?;
             written.map_err(store_err)?;
             if read != count {
                 return Err(changed(read));
