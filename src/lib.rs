@@ -3,8 +3,10 @@
 //! The pipeline: shards are read as polars columns ([`corpus`], [`io`]); texts are normalised,
 //! tokenised and shingled ([`text`]); each document gets a MinHash signature ([`minhash`]) or a
 //! SimHash fingerprint ([`simhash`]); documents sharing an LSH band bucket ([`lsh`]) or a block
-//! table bucket become candidate pairs, which are verified, clustered with union-find
-//! ([`unionfind`]) and written as a keep/drop manifest. [`plan`] cuts a run into stages and
+//! table bucket become candidate pairs, which are verified and decided by the keeper rule
+//! ([`keeper`]: each document dropped only against a verified near-duplicate kept before it; or
+//! union-find components, [`unionfind`]), and written as a keep/drop manifest; documents holding
+//! benchmark text are found on the way ([`reference`]). [`plan`] cuts a run into stages and
 //! tasks ([`stages`], one module per stage); [`executor`] runs a task, or a whole plan in this
 //! process; [`config`] holds the one validated configuration. docs/ARCHITECTURE.md has the map.
 

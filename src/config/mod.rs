@@ -71,6 +71,13 @@ pub enum Sketch {
     Oph,
 }
 
+impl Sketch {
+    /// The sketch of plans, manifests and index heads written before the setting existed.
+    fn before_setting() -> Sketch {
+        Sketch::Classic
+    }
+}
+
 /// Which shingle keys a batch of the retained index keeps (they make near-threshold
 /// comparisons with indexed documents exact).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
@@ -198,8 +205,9 @@ pub struct Config {
     pub ngram: usize,
     pub tokenizer: Tokenizer,
     pub verify: Verify,
-    /// Absent in plans and manifests written before it existed: classic.
-    #[serde(default)]
+    /// Absent in plans and manifests written before it existed: classic, the sketch they were
+    /// made with (not today's default).
+    #[serde(default = "Sketch::before_setting")]
     pub sketch: Sketch,
     pub min_shingles: usize,
     pub max_bucket_pairs: usize,

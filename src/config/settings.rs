@@ -540,6 +540,19 @@ mod tests {
     }
 
     #[test]
+    fn settings_absent_from_older_records_read_as_they_were_then() {
+        // A configuration recorded before `sketch` and `cluster` were settings: classic and
+        // components, whatever today's defaults are.
+        let mut v = base().resolve().unwrap().to_json();
+        let o = v.as_object_mut().unwrap();
+        o.remove("sketch");
+        o.remove("cluster");
+        let c: Config = serde_json::from_value(v).unwrap();
+        assert_eq!((c.sketch, c.cluster), (Sketch::Classic, ClusterRule::Components));
+        assert_eq!(base().resolve().unwrap().sketch, Sketch::Oph);
+    }
+
+    #[test]
     fn rejects_bad_values() {
         for s in [
             Settings {
