@@ -125,13 +125,16 @@ def _series(column: Any, name: str) -> pl.Series:
     return pl.Series(column).alias(name)
 
 
-def minhash(texts: Any, num_perm: int = 128, seed: int = 42, ngram: int = 5,
-            tokenizer: str = "auto", sketch: str = "oph") -> pl.Series:
+def minhash(texts: Any, num_perm: Optional[int] = None, seed: Optional[int] = None,
+            ngram: Optional[int] = None, tokenizer: Optional[str] = None,
+            sketch: Optional[str] = None) -> pl.Series:
     """The MinHash signature of each text, as the job computes it: a polars Series of
     Array(UInt32, num_perm), null where the text is null (an empty text: every value 2^32-1).
 
     `texts`: a polars Series, a pyarrow Array or ChunkedArray, or a list of str. Works as
-    `pl.col("text").map_batches(corpus_dedup.minhash)`."""
+    `pl.col("text").map_batches(corpus_dedup.minhash)`. None (every default) is the job's own
+    default: `corpus-dedup run --help` shows them (128 permutations, seed 42, 5-token shingles,
+    `auto` tokens, the `oph` sketch)."""
     name = getattr(texts, "name", None) or "minhash"
     column = _native.minhash(texts, _settings(num_perm=num_perm, seed=seed, ngram=ngram,
                                               tokenizer=tokenizer, sketch=sketch))
@@ -150,8 +153,10 @@ def simhash(texts: Any, ngram: Optional[int] = None, tf_cap: Optional[int] = Non
     return _series(column, name if isinstance(name, str) else "simhash")
 
 
-def jaccard(a: str, b: str, ngram: int = 5, tokenizer: str = "auto") -> float:
-    """The exact Jaccard similarity of two texts' shingle sets, as the job verifies a pair."""
+def jaccard(a: str, b: str, ngram: Optional[int] = None,
+            tokenizer: Optional[str] = None) -> float:
+    """The exact Jaccard similarity of two texts' shingle sets, as the job verifies a pair
+    (None: the job's default shingle size and tokens)."""
     return _native.jaccard(a, b, _settings(ngram=ngram, tokenizer=tokenizer))
 
 

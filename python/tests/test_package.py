@@ -177,6 +177,10 @@ def test_minhash_is_the_same_for_every_input_type_keeps_nulls_and_is_determinist
     assert as_lists(cd.minhash(TEXTS)) == as_lists(cd.minhash(TEXTS))
     # The settings change the values as they change the job's.
     assert cd.minhash(TEXTS, num_perm=64).dtype == pl.Array(pl.UInt32, 64)
+    # No argument is the job's defaults, defined once in Rust (`run --help` shows them).
+    assert want.dtype == pl.Array(pl.UInt32, 128)
+    explicit = cd.minhash(TEXTS, num_perm=128, seed=42, ngram=5, tokenizer="auto", sketch="oph")
+    assert as_lists(explicit) == as_lists(want)
     assert as_lists(cd.minhash(TEXTS, seed=7)) != as_lists(want)
     assert as_lists(cd.minhash(TEXTS, sketch="classic")) != as_lists(want)
     with pytest.raises(cd.Error, match="strings"):
