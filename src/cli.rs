@@ -10,7 +10,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use crate::executor::local::TaskOptions;
 use crate::io::output::OutputDir;
 use crate::plan::Stage;
-use crate::text::visible::{json, visible};
+use crate::visible::{json, visible};
 use crate::{executor, Config, Settings};
 
 #[derive(Parser)]
@@ -479,7 +479,7 @@ pub fn explain_json(output: &str, id: &str, limit: usize) -> anyhow::Result<Stri
 fn explain(output: String, id: String, limit: usize, json: bool) -> anyhow::Result<()> {
     if json {
         let text = explain_json(&output, &id, limit)?;
-        println!("{}", crate::text::visible::json(&text));
+        println!("{}", crate::visible::json(&text));
     } else {
         let e = explanation(&output, &id, limit)?;
         print!(
@@ -506,7 +506,7 @@ fn task(
         stage.name()
     );
     let report = executor::local::in_pool(threads, || {
-        let plan = crate::io::work::read_plan(&dir)?.ok_or_else(|| crate::Error::NoPlan {
+        let plan = crate::plan::read_plan(&dir)?.ok_or_else(|| crate::Error::NoPlan {
             work: work.to_string(),
         })?;
         let n = plan.tasks(stage);
@@ -516,7 +516,7 @@ fn task(
                 stage.name()
             )));
         }
-        if let Some(done) = crate::io::work::read_marker(&dir, stage, index)? {
+        if let Some(done) = crate::io::work::read_marker(&dir, stage.name(), index)? {
             return Ok((done, true));
         }
         // On a terminal, the task's progress (documents of its part, or the task itself).

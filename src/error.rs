@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::text::visible::visible;
+use crate::visible::visible;
 
 /// Errors the library returns; the binary adds context with `anyhow` and prints one paragraph.
 #[derive(Debug, thiserror::Error)]

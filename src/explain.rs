@@ -15,7 +15,7 @@ use crate::results::{in_output, read_texts, Manifest, RowGroups};
 use crate::text::diff::{word_diff, Piece};
 use crate::text::sets::jaccard;
 use crate::text::shingle::{shingle_hashes, shingle_key, shingle_set, Scratch};
-use crate::text::visible::visible;
+use crate::visible::visible;
 
 /// One member of the cluster.
 #[derive(Debug, Clone, Serialize)]
@@ -304,8 +304,7 @@ pub struct Sets {
 
 impl Similarity {
     pub fn new(cfg: &Config) -> Self {
-        let perms =
-            (cfg.method == Method::Minhash).then(|| crate::stages::signatures::permutations(cfg));
+        let perms = (cfg.method == Method::Minhash).then(|| crate::minhash::Permutations::of(cfg));
         Similarity {
             cfg: cfg.clone(),
             perms,

@@ -32,8 +32,10 @@ pub mod results;
 pub mod simhash;
 pub mod stages;
 pub mod synth;
+pub mod tally;
 pub mod text;
 pub mod unionfind;
+pub mod visible;
 
 pub use config::{Config, Settings};
 pub use error::{Error, Result};

@@ -37,6 +37,9 @@ use crate::error::{Error, Result};
 use crate::io::input;
 use crate::simhash::BlockIndex;
 
+use crate::io::output::OutputDir;
+use crate::io::work;
+
 /// Plan file format version, raised whenever the meaning of a work file changes, so that a work
 /// directory left by another build is discarded instead of resumed.
 pub const FORMAT: u32 = 12;
@@ -471,6 +474,29 @@ pub fn task_counts(plan: &Plan) -> serde_json::Value {
     }
     let names: Vec<&str> = stages.iter().map(|s| s.name()).collect();
     serde_json::json!({ "documents": plan.documents, "stages": names, "tasks": m })
+}
+
+/// Reads the plan of a work directory.
+pub fn read_plan(work: &OutputDir) -> Result<Option<Plan>> {
+    match work.read(work::PLAN)? {
+        None => Ok(None),
+        Some(b) => Plan::from_json(&b, &work.location(work::PLAN)).map(Some),
+    }
+}
+
+/// The markers of every task of `stage`, or an error naming the first incomplete one (the inputs
+/// of the next stage do not exist yet).
+pub fn require_stage(work: &OutputDir, plan: &Plan, stage: Stage) -> Result<Vec<work::TaskReport>> {
+    (0..plan.tasks(stage))
+        .map(|t| {
+            work::read_marker(work, stage.name(), t)?.ok_or_else(|| Error::StageIncomplete {
+                stage: stage.name(),
+                task: t,
+                tasks: plan.tasks(stage),
+                marker: work.location(&work::marker_file(stage.name(), t)),
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -5,7 +5,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 
 use polars::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -36,27 +35,7 @@ pub fn inputs_json(plan: &crate::plan::Plan) -> serde_json::Value {
     serde_json::to_value(recorded_inputs(plan)).unwrap_or_default()
 }
 
-/// An input shard as the run read it (recorded in the manifest's metadata).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RecordedInput {
-    pub file: String,
-    pub rows: u64,
-    pub bytes: u64,
-    pub fingerprint: String,
-}
-
-impl RecordedInput {
-    /// Checks that the shard is still the one the run read: same size and footer (which holds
-    /// the row count and every column chunk's offset, size and statistics).
-    pub fn check_unchanged(&self) -> Result<input::Footer> {
-        input::Footer::read_unchanged(&self.file, self.bytes, &self.fingerprint, |what| {
-            Error::ShardChanged {
-                file: self.file.clone(),
-                what,
-            }
-        })
-    }
-}
+pub use crate::io::input::RecordedInput;
 
 /// The columns of a manifest (`duplicate_of_batch` only with `--index`).
 pub struct Columns<'a> {

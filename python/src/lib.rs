@@ -10,7 +10,7 @@ use corpus_dedup::cli as command;
 use corpus_dedup::config::Tokenizer;
 use corpus_dedup::executor::local::TaskOptions;
 use corpus_dedup::minhash::Permutations;
-use corpus_dedup::stages::signatures::{permutations, signatures_only};
+use corpus_dedup::stages::signatures::signatures_only;
 use corpus_dedup::text::sets::jaccard as set_jaccard;
 use corpus_dedup::text::shingle::{shingle_set, Scratch};
 use corpus_dedup::{Config, Settings};
@@ -197,7 +197,7 @@ fn kernel(settings_json: &str) -> anyhow::Result<Kernel> {
         return Ok(Arc::clone(k));
     }
     let cfg = kernel_config(settings_json)?;
-    let perms = permutations(&cfg);
+    let perms = Permutations::of(&cfg);
     let k = Arc::new((cfg, perms));
     *last = Some((settings_json.to_string(), Arc::clone(&k)));
     Ok(k)

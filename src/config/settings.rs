@@ -548,7 +548,10 @@ mod tests {
         o.remove("sketch");
         o.remove("cluster");
         let c: Config = serde_json::from_value(v).unwrap();
-        assert_eq!((c.sketch, c.cluster), (Sketch::Classic, ClusterRule::Components));
+        assert_eq!(
+            (c.sketch, c.cluster),
+            (Sketch::Classic, ClusterRule::Components)
+        );
         assert_eq!(base().resolve().unwrap().sketch, Sketch::Oph);
     }
 

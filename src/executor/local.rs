@@ -21,7 +21,8 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::executor::run_task;
 use crate::io::output::{boot_id, OutputDir};
-use crate::io::work::{read_marker, read_plan, PLAN};
+use crate::io::work::{read_marker, PLAN};
+use crate::plan::read_plan;
 use crate::plan::{Plan, Stage};
 
 /// How `run` lays out its tasks (none of this changes the result).
@@ -238,7 +239,7 @@ fn run_tasks(
         let n = plan.tasks(stage);
         let mut pending = Vec::with_capacity(n);
         for t in 0..n {
-            if !resumed || read_marker(&work, stage, t)?.is_none() {
+            if !resumed || read_marker(&work, stage.name(), t)?.is_none() {
                 pending.push(t);
             }
         }

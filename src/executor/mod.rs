@@ -53,7 +53,7 @@ pub fn run_task(
         stats,
     };
     crate::hooks::crash_point(stage.name(), task);
-    write_marker(work, &report, stage)?;
+    write_marker(work, &report, stage.name())?;
     Ok(report)
 }
 

@@ -10,9 +10,9 @@
 use crate::error::{Error, Result};
 use crate::index::batch::BatchReader;
 use crate::index::{read_head, BatchEntry};
+use crate::io::input::RecordedInput;
 use crate::io::output::OutputDir;
 use crate::io::{u32_at, varint};
-use crate::results::RecordedInput;
 
 /// A batch's origins file.
 pub const ORIGINS: &str = "origins.bin";

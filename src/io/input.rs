@@ -221,6 +221,28 @@ pub(crate) fn column_list(schema: &Schema) -> String {
         .join(", ")
 }
 
+/// An input shard as the run read it (recorded in the manifest's metadata).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RecordedInput {
+    pub file: String,
+    pub rows: u64,
+    pub bytes: u64,
+    pub fingerprint: String,
+}
+
+impl RecordedInput {
+    /// Checks that the shard is still the one the run read: same size and footer (which holds
+    /// the row count and every column chunk's offset, size and statistics).
+    pub fn check_unchanged(&self) -> Result<Footer> {
+        Footer::read_unchanged(&self.file, self.bytes, &self.fingerprint, |what| {
+            Error::ShardChanged {
+                file: self.file.clone(),
+                what,
+            }
+        })
+    }
+}
+
 /// Opens a shard lazily: `bytes`, when given, is the file's content already fetched (object
 /// storage); otherwise the file (local path or `s3://` URL) is scanned by polars.
 pub fn scan(file: &str, bytes: Option<Vec<u8>>) -> Result<LazyFrame> {

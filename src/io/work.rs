@@ -28,7 +28,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::io::output::{OutputDir, ParquetUse};
-use crate::plan::{Plan, Stage};
 
 /// The plan file.
 pub const PLAN: &str = "plan.json";
@@ -84,8 +83,8 @@ pub fn giant_file(t: usize) -> String {
 }
 
 /// A task's completion marker.
-pub fn marker_file(stage: Stage, task: usize) -> String {
-    format!("done/{}-t{task:05}.json", stage.name())
+pub fn marker_file(stage: &str, task: usize) -> String {
+    format!("done/{stage}-t{task:05}.json")
 }
 
 /// What a task reports in its completion marker.
@@ -108,7 +107,7 @@ impl TaskReport {
 }
 
 /// Reads a task's marker, if the task is complete.
-pub fn read_marker(work: &OutputDir, stage: Stage, task: usize) -> Result<Option<TaskReport>> {
+pub fn read_marker(work: &OutputDir, stage: &str, task: usize) -> Result<Option<TaskReport>> {
     let name = marker_file(stage, task);
     match work.read(&name)? {
         None => Ok(None),
@@ -122,32 +121,9 @@ pub fn read_marker(work: &OutputDir, stage: Stage, task: usize) -> Result<Option
 }
 
 /// Writes a task's marker (the last thing a task does).
-pub fn write_marker(work: &OutputDir, report: &TaskReport, stage: Stage) -> Result<()> {
+pub fn write_marker(work: &OutputDir, report: &TaskReport, stage: &str) -> Result<()> {
     let bytes = serde_json::to_vec_pretty(report).unwrap_or_default();
     work.write_bytes(&marker_file(stage, report.task), bytes)
-}
-
-/// Reads the plan of a work directory.
-pub fn read_plan(work: &OutputDir) -> Result<Option<Plan>> {
-    match work.read(PLAN)? {
-        None => Ok(None),
-        Some(b) => Plan::from_json(&b, &work.location(PLAN)).map(Some),
-    }
-}
-
-/// The markers of every task of `stage`, or an error naming the first incomplete one (the inputs
-/// of the next stage do not exist yet).
-pub fn require_stage(work: &OutputDir, plan: &Plan, stage: Stage) -> Result<Vec<TaskReport>> {
-    (0..plan.tasks(stage))
-        .map(|t| {
-            read_marker(work, stage, t)?.ok_or_else(|| Error::StageIncomplete {
-                stage: stage.name(),
-                task: t,
-                tasks: plan.tasks(stage),
-                marker: work.location(&marker_file(stage, t)),
-            })
-        })
-        .collect()
 }
 
 /// Process peak RSS in MiB (Linux `VmHWM`); 0 where unavailable.
@@ -189,50 +165,6 @@ pub fn series(df: &DataFrame, name: &str, stage: &'static str) -> Result<Series>
         .map_err(polars_err(stage))?
         .as_materialized_series()
         .rechunk())
-}
-
-/// The label keys (`partition` or `across`, [`crate::partition`]) of part `p`'s documents from
-/// its `docs/pP.parquet`; empty when the run has no such column (`used` false).
-pub fn label_keys(work: &OutputDir, p: usize, name: &str, used: bool) -> Result<Vec<u64>> {
-    if !used {
-        return Ok(Vec::new());
-    }
-    let df = work.read_parquet_columns(&part_file("docs", p), Some(&[name]))?;
-    let s = series(&df, name, "docs")?;
-    Ok(s.u64()
-        .map_err(polars_err("docs"))?
-        .into_no_null_iter()
-        .collect())
-}
-
-/// Every document's `--across` key, by global index (empty without `--across`).
-pub fn across_keys(work: &OutputDir, plan: &Plan) -> Result<Vec<u64>> {
-    let used = plan.config.across.is_some();
-    let mut keys = Vec::new();
-    for p in 0..plan.parts.len() {
-        keys.extend(label_keys(work, p, "across", used)?);
-    }
-    Ok(keys)
-}
-
-/// `--reference`: whether each document of part `p` holds a reference item (never kept), from
-/// its `docs/pP.parquet`; empty without `--reference`.
-pub fn contaminated(work: &OutputDir, plan: &Plan, p: usize) -> Result<Vec<bool>> {
-    if plan.config.reference.is_none() {
-        return Ok(Vec::new());
-    }
-    let df = work.read_parquet_columns(&part_file("docs", p), Some(&["contamination"]))?;
-    let present = series(&df, "contamination", "docs")?.is_not_null();
-    Ok(present.iter().map(|b| b == Some(true)).collect())
-}
-
-/// [`contaminated`] for every document, by global index.
-pub fn all_contaminated(work: &OutputDir, plan: &Plan) -> Result<Vec<bool>> {
-    let mut out = Vec::new();
-    for p in 0..plan.parts.len() {
-        out.extend(contaminated(work, plan, p)?);
-    }
-    Ok(out)
 }
 
 /// A column of a work file as a u32 vector.

@@ -59,7 +59,7 @@ use kernel::avx2;
 use kernel::permute;
 use kernel::{oph_signature, signature_kernel};
 
-use crate::config::Sketch;
+use crate::config::{Config, Sketch};
 use crate::lsh::mix64;
 
 /// The K hash functions of a signature, derived deterministically from a seed.
@@ -83,6 +83,11 @@ impl Permutations {
     /// Draws the multipliers from a splitmix64 stream seeded with `seed` (classic sketch).
     pub fn new(num_perm: usize, seed: u64) -> Self {
         Self::with_sketch(num_perm, seed, Sketch::Classic)
+    }
+
+    /// The permutations a configuration asks for (its `--num-perm`, `--seed`, `--sketch`).
+    pub fn of(cfg: &Config) -> Self {
+        Permutations::with_sketch(cfg.num_perm, cfg.seed, cfg.sketch)
     }
 
     /// [`Permutations::new`] for the given sketch.

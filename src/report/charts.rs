@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::numbers::pct;
 use super::svg::{decades, linear_ticks, Axis, Chart, Mark};
 use super::Report;
-use crate::stages::manifest::LENGTH_BUCKETS;
+use crate::tally::LENGTH_BUCKETS;
 
 const KEPT: &str = "#4c78a8";
 const DROPPED: &str = "#e45756";

@@ -7,7 +7,7 @@ use super::numbers::{bytes, num, pct, short_count};
 use super::svg::esc;
 use super::{Doc, Report, Row, SNIPPET};
 use crate::config::Method;
-use crate::stages::manifest::Tally;
+use crate::tally::Tally;
 use crate::text::diff::Piece;
 
 /// Characters of a text shown when unfolded.

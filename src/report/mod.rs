@@ -17,7 +17,7 @@ use crate::config::Method;
 use crate::error::{Error, Result};
 use crate::explain::Similarity;
 use crate::results::{in_output, read_location, read_texts, Manifest, RowGroups};
-use crate::stages::manifest::{Breakdown, Tally};
+use crate::tally::{Breakdown, Tally};
 use crate::text::diff::{word_diff, Piece};
 
 /// Largest clusters shown.

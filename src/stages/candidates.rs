@@ -78,7 +78,7 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateStats> {
         x.zip(y).is_some_and(|(x, y)| hamming(*x, *y) <= k)
     };
     // `--across`: pairs of one value never drop anything, so they are not listed.
-    let across = work::across_keys(work, plan)?;
+    let across = crate::stages::across_keys(work, plan)?;
     let apart = |a: u32, b: u32| across[a as usize] != across[b as usize];
     let near_apart = |a: u32, b: u32| apart(a, b) && near(a, b);
     let cap = match simhash {

@@ -53,7 +53,7 @@ impl Numbering {
             let first = plan.part_range(p).start as u32;
             let keeper = work::u32s(&df, "keeper", "index")?;
             // A document holding benchmark text (`--reference`) is its own keeper but not kept.
-            let contaminated = work::contaminated(work, plan, p)?;
+            let contaminated = crate::stages::contaminated(work, plan, p)?;
             let never = |j: usize| contaminated.get(j).copied().unwrap_or(false);
             kept.extend(
                 (first..)
@@ -194,7 +194,7 @@ pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
         let mut keys = Vec::with_capacity(held.len());
         for p in 0..plan.parts.len() {
             let r = plan.part_range(p);
-            let part = work::label_keys(work, p, "across", true)?;
+            let part = crate::stages::label_keys(work, p, "across", true)?;
             keys.extend(
                 numbering
                     .held(r.clone())

@@ -101,7 +101,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
     let alive = crate::index::renew::alive(&index, &ip.compare)?;
     let (mine, theirs) = match cfg.across.is_some() {
         true => (
-            crate::io::work::label_keys(work, p, "across", true)?,
+            crate::stages::label_keys(work, p, "across", true)?,
             ip.compare
                 .iter()
                 .map(|e| labels::read(&index, e))
@@ -144,7 +144,7 @@ pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
         .collect();
     let block_index = plan.block_index();
     // With `--partition-by`, keys within the document's partition, as the batch stored them.
-    let partitions = crate::io::work::label_keys(work, p, "partition", cfg.partition_by.is_some())?;
+    let partitions = crate::stages::label_keys(work, p, "partition", cfg.partition_by.is_some())?;
     let mut keys = vec![0u64; n * bands];
     keys.par_chunks_mut(bands.max(1))
         .enumerate()

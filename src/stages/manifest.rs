@@ -23,7 +23,6 @@ use std::collections::BTreeMap;
 
 use polars::prelude::*;
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::io::output::{OutputDir, ParquetUse};
@@ -33,6 +32,7 @@ use crate::minhash::SigSource;
 use crate::plan::Plan;
 use crate::stages::cluster::INDEXED;
 use crate::stages::verify;
+use crate::tally::{count, length_bucket, Breakdown, LENGTH_BUCKETS};
 use crate::text::script;
 
 /// The manifest columns of a run of documents, in document order. Ids and file names are
@@ -192,96 +192,6 @@ fn manifest_window<'a>(
             (own.id(d), (f, r), d == kd, duplicate_of, similarity)
         })
         .collect())
-}
-
-/// Documents and text bytes, all and dropped, of one slice of the input (a file, a script
-/// class, a `--report-group` value).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Tally {
-    pub documents: u64,
-    pub dropped: u64,
-    pub bytes: u64,
-    pub bytes_dropped: u64,
-}
-
-impl Tally {
-    fn add(&mut self, bytes: u64, dropped: bool) {
-        self.documents += 1;
-        self.bytes += bytes;
-        if dropped {
-            self.dropped += 1;
-            self.bytes_dropped += bytes;
-        }
-    }
-
-    /// Share of the documents dropped.
-    pub fn drop_rate(&self) -> f64 {
-        self.dropped as f64 / self.documents.max(1) as f64
-    }
-}
-
-impl std::ops::AddAssign for Tally {
-    fn add_assign(&mut self, o: Tally) {
-        self.documents += o.documents;
-        self.dropped += o.dropped;
-        self.bytes += o.bytes;
-        self.bytes_dropped += o.bytes_dropped;
-    }
-}
-
-/// Length buckets of the report: bucket `i` holds texts of `2^i .. 2^(i+1)` bytes (bucket 0 also
-/// holds empty ones), the last one everything longer.
-pub const LENGTH_BUCKETS: usize = 24;
-
-/// What a manifest task tallies for the report, from the documents' keep flags and the text
-/// lengths, scripts and groups the signatures task recorded.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Breakdown {
-    pub by_file: BTreeMap<String, Tally>,
-    /// Keyed by the name of a document's Unicode script ([`script::name`]).
-    pub by_script: BTreeMap<String, Tally>,
-    /// `--report-group` values (empty without it; a null value is `(null)`).
-    pub by_group: BTreeMap<String, Tally>,
-    /// Kept and dropped documents per length bucket ([`LENGTH_BUCKETS`]).
-    pub length_kept: Vec<u64>,
-    pub length_dropped: Vec<u64>,
-}
-
-impl Breakdown {
-    /// Adds another part's tallies.
-    pub fn merge(&mut self, other: Breakdown) {
-        for (mine, theirs) in [
-            (&mut self.by_file, other.by_file),
-            (&mut self.by_script, other.by_script),
-            (&mut self.by_group, other.by_group),
-        ] {
-            for (k, t) in theirs {
-                *mine.entry(k).or_default() += t;
-            }
-        }
-        for (mine, theirs) in [
-            (&mut self.length_kept, other.length_kept),
-            (&mut self.length_dropped, other.length_dropped),
-        ] {
-            mine.resize(LENGTH_BUCKETS, 0);
-            for (a, b) in mine.iter_mut().zip(theirs) {
-                *a += b;
-            }
-        }
-    }
-}
-
-/// The length bucket of a text of `bytes` bytes.
-pub fn length_bucket(bytes: u64) -> usize {
-    (63 - bytes.max(1).leading_zeros() as usize).min(LENGTH_BUCKETS - 1)
-}
-
-/// Counts a document of `bytes` under `key` (the key is copied only the first time).
-fn count(map: &mut BTreeMap<String, Tally>, key: &str, bytes: u64, dropped: bool) {
-    match map.get_mut(key) {
-        Some(t) => t.add(bytes, dropped),
-        None => map.entry(key.to_string()).or_default().add(bytes, dropped),
-    }
 }
 
 /// Tallies a part's documents (`docs`: its `docs/pP.parquet`) for the report.

@@ -15,14 +15,15 @@ use crate::error::{Error, Result};
 use crate::index::batch::Written;
 use crate::index::{BatchEntry, IndexPlan};
 use crate::io::output::{parquet_writer, OutputDir, ParquetUse};
-use crate::io::work::{part_file, peak_rss_mib, require_stage, TaskReport};
+use crate::io::work::{part_file, peak_rss_mib, TaskReport};
+use crate::plan::require_stage;
 use crate::plan::{Plan, Stage};
 use crate::stages::candidates::CandidateStats;
 use crate::stages::cluster::{ClusterStats, GiantStats};
 use crate::stages::lookup::LookupStats;
-use crate::stages::manifest::Breakdown;
 use crate::stages::signatures::SignatureStats;
 use crate::stages::verify::VerifyStats;
+use crate::tally::Breakdown;
 
 /// Rows per row group of the merged manifest (polars' default row group size).
 pub const ROW_GROUP: usize = 512 * 512;

@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::config::Tokenizer;
 use crate::text::chars::{Chars, Class};
 use crate::text::tokenize::split_word;
-use crate::text::visible::visible;
+use crate::visible::visible;
 
 /// Equal words kept either side of a change.
 pub const CONTEXT: usize = 12;

@@ -8,7 +8,6 @@ pub mod script;
 pub mod sets;
 pub mod shingle;
 pub mod tokenize;
-pub mod visible;
 
 #[cfg(test)]
 mod tests {

@@ -189,7 +189,7 @@ impl<'a> Giants<'a> {
     ) -> Result<Giants<'a>> {
         let mut buckets_of: ahash::AHashMap<u32, Vec<u32>> = ahash::AHashMap::new();
         let mut buckets = 0u32;
-        let reports = work::require_stage(work, plan, Stage::Candidates)?;
+        let reports = crate::plan::require_stage(work, plan, Stage::Candidates)?;
         for (t, r) in reports.iter().enumerate() {
             if r.stats::<CandidateStats>().giant_buckets == 0 {
                 continue;

@@ -381,12 +381,12 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
         check_unique_ids(work, plan)?;
     }
     let n = plan.documents as usize;
-    let across = work::across_keys(work, plan)?;
+    let across = crate::stages::across_keys(work, plan)?;
     let first_copy = first_copies(work, plan, &across)?;
     let index = IndexMatches::read(work, plan)?;
     let keep = KeepData::read(work, plan)?;
     // `--reference`: documents holding benchmark text, never kept.
-    let contaminated = work::all_contaminated(work, plan)?;
+    let contaminated = crate::stages::all_contaminated(work, plan)?;
     let (out, giant, renewed) = match cfg.cluster {
         ClusterRule::Components => {
             let out = components(work, plan, &first_copy, &index, keep)?;

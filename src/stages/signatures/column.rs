@@ -5,7 +5,7 @@
 use polars::prelude::StringChunked;
 use rayon::prelude::*;
 
-use crate::config::{Config, Tokenizer};
+use crate::config::Tokenizer;
 use crate::minhash::{Permutations, Signatures};
 use crate::reference::{Hit, Table};
 pub use crate::text::shingle::exact_hash;
@@ -236,11 +236,6 @@ fn column(
         shingles,
     };
     (sigs, keys)
-}
-
-/// The permutations a configuration asks for.
-pub fn permutations(cfg: &Config) -> Permutations {
-    Permutations::with_sketch(cfg.num_perm, cfg.seed, cfg.sketch)
 }
 
 #[cfg(test)]

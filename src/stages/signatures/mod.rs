@@ -36,8 +36,7 @@
 mod column;
 
 pub use column::{
-    exact_column, exact_hash, permutations, signature_column, signatures_only, ShingleKeys,
-    KEY_BATCH,
+    exact_column, exact_hash, signature_column, signatures_only, ShingleKeys, KEY_BATCH,
 };
 
 use polars::prelude::{BooleanChunked, Column, NewChunkedArray, PlSmallStr, StringChunked};
@@ -106,7 +105,7 @@ impl Kernel {
         let cfg = &plan.config;
         Ok(match cfg.method {
             Method::Minhash => Kernel::Minhash {
-                perms: permutations(cfg),
+                perms: Permutations::of(cfg),
                 rows: cfg.rows,
             },
             Method::Simhash => {
