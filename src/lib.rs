@@ -4,9 +4,9 @@
 //! tokenised and shingled ([`text`]); each document gets a MinHash signature ([`minhash`]) or a
 //! SimHash fingerprint ([`simhash`]); documents sharing an LSH band bucket ([`lsh`]) or a block
 //! table bucket become candidate pairs, which are verified and decided by the keeper rule
-//! ([`keeper`]: each document dropped only against a verified near-duplicate kept before it; or
-//! union-find components, [`unionfind`]), and written as a keep/drop manifest; documents holding
-//! benchmark text are found on the way ([`reference`]). [`plan`] cuts a run into stages and
+//! (the keeper rule, [`stages::cluster`]: each document dropped only against a verified
+//! near-duplicate kept before it; or union-find components, [`unionfind`]), and written as a keep/drop manifest; documents holding
+//! benchmark text are found on the way ([`mod@reference`]). [`plan`] cuts a run into stages and
 //! tasks ([`stages`], one module per stage); [`executor`] runs a task, or a whole plan in this
 //! process; [`config`] holds the one validated configuration. docs/ARCHITECTURE.md has the map.
 
@@ -20,7 +20,6 @@ pub mod explain;
 pub mod hooks;
 pub mod index;
 pub mod io;
-pub mod keeper;
 pub mod lsh;
 pub mod minhash;
 pub mod partition;

@@ -30,7 +30,7 @@ use crate::io::store::{self, PartIds};
 use crate::io::work::{part_file, polars_err, series, u32s};
 use crate::minhash::SigSource;
 use crate::plan::Plan;
-use crate::stages::cluster::INDEXED;
+use crate::stages::cluster::NOT_TONIGHT;
 use crate::stages::verify;
 use crate::tally::{count, length_bucket, Breakdown, LENGTH_BUCKETS};
 use crate::text::script;
@@ -148,13 +148,13 @@ fn manifest_window<'a>(
     let mut also: Vec<u32> = window
         .clone()
         .zip(keepers.iter().copied().zip(known))
-        .filter(|&(_, (kd, s))| kd == INDEXED && s.is_none())
+        .filter(|&(_, (kd, s))| kd == NOT_TONIGHT && s.is_none())
         .map(|(d, _)| d)
         .chain(
             keepers
                 .iter()
                 .copied()
-                .filter(|&k| k != INDEXED && !own.holds(k)),
+                .filter(|&k| k != NOT_TONIGHT && !own.holds(k)),
         )
         .collect();
     also.par_sort_unstable();
@@ -164,7 +164,7 @@ fn manifest_window<'a>(
     let unknown: Vec<(u32, u32)> = window
         .zip(keepers.iter().copied())
         .zip(known)
-        .filter(|&((d, kd), s)| d != kd && kd != INDEXED && s.is_none())
+        .filter(|&((d, kd), s)| d != kd && kd != NOT_TONIGHT && s.is_none())
         .map(|(pair, _)| pair)
         .collect();
     let (fetched, sets) = verify::fetch_for_pairs(work, plan, &unknown, also)?;
@@ -176,7 +176,7 @@ fn manifest_window<'a>(
             let (d, kd) = (first + j as u32, keepers[j]);
             let (f, r) = plan.locate(d as u64);
             let similarity = (d != kd).then(|| {
-                known[j].unwrap_or_else(|| match indexed.filter(|_| kd == INDEXED) {
+                known[j].unwrap_or_else(|| match indexed.filter(|_| kd == NOT_TONIGHT) {
                     Some(ix) => {
                         let rec = ix.record.get((d - ix.first) as usize).unwrap_or(&[]);
                         indexed_similarity(plan, fetched.sig(d), rec) as f32
@@ -184,7 +184,7 @@ fn manifest_window<'a>(
                     None => verify::pair_similarity(plan, d, kd, &fetched, &sets) as f32,
                 })
             });
-            let duplicate_of = (d != kd).then(|| match indexed.filter(|_| kd == INDEXED) {
+            let duplicate_of = (d != kd).then(|| match indexed.filter(|_| kd == NOT_TONIGHT) {
                 Some(ix) => Cow::Borrowed(ix.id.get((d - ix.first) as usize).unwrap_or("")),
                 None if own.holds(kd) => Cow::Borrowed(own.id(kd)),
                 None => Cow::Owned(fetched.id(kd).to_string()),

@@ -1,18 +1,18 @@
 //! `--cluster keeper` in the cluster task: keep order from `--keep`, documents matched in the
 //! retained index dropped first (every indexed document is kept and earlier than tonight's),
-//! then the rule of [`crate::keeper`] over the verified edges, with giant buckets resolved
+//! then the rule of [`super::rule`] over the verified edges, with giant buckets resolved
 //! against their kept documents as the rule goes ([`Giants`]).
 
 use serde::{Deserialize, Serialize};
 
-use super::{each_edge, IndexMatches, KeepData, Outcome, INDEXED, NONE};
+use super::rule::{self as keeper, Documents, Lazy, NOT_TONIGHT};
+use super::{each_edge, IndexMatches, KeepData, Outcome};
 use crate::config::Keep;
 use crate::error::Result;
 use crate::index::renew::{self, Renewals};
 use crate::io::output::OutputDir;
 use crate::io::store;
 use crate::io::work::{self, u32s};
-use crate::keeper::{self, Documents, Lazy, EXTERNAL};
 use crate::plan::{Plan, Stage};
 use crate::stages::candidates::CandidateStats;
 use crate::stages::verify;
@@ -67,14 +67,14 @@ pub fn outcome(
     let rank = keep_order(plan, &keep);
     drop(keep);
     // Per text (group): the earliest indexed document any copy matched, as in `components`.
-    let mut anchor = vec![NONE; if index.matches.is_empty() { 0 } else { n }];
+    let mut anchor = vec![NOT_TONIGHT; if index.matches.is_empty() { 0 } else { n }];
     for (i, m) in index.matches.iter().enumerate() {
         let g = first_copy[m.doc as usize] as usize;
         let earlier = |a: u32| {
             let o = &index.matches[a as usize];
             (m.batch, m.xdoc) < (o.batch, o.xdoc)
         };
-        if anchor[g] == NONE || earlier(anchor[g]) {
+        if anchor[g] == NOT_TONIGHT || earlier(anchor[g]) {
             anchor[g] = i as u32;
         }
     }
@@ -85,29 +85,29 @@ pub fn outcome(
         copies_kept: plan.config.across.is_some(),
         never_kept,
     };
-    let external = |g: u32| anchor.get(g as usize).is_some_and(|&a| a != NONE);
+    let external = |g: u32| anchor.get(g as usize).is_some_and(|&a| a != NOT_TONIGHT);
     let k = keeper::keepers(&docs, external, |f| each_edge(work, plan, f), &mut giants)?;
     drop(rank);
-    let (mut keeper, mut similarity) = (k.keeper, k.similarity);
+    let (keeper, mut similarity) = (k.keeper, k.similarity);
     // Documents of a text matched in the index: its match's document is their keeper, at the
     // match's similarity (copies share their text, so their similarity to it).
     if !anchor.is_empty() {
         for d in 0..n {
             let a = anchor[first_copy[d] as usize];
             anchor[d] = a;
-            if keeper[d] == EXTERNAL {
-                keeper[d] = INDEXED;
+            // Dropped before the rule: against its text's index match.
+            if keeper[d] == NOT_TONIGHT {
                 similarity[d] = index.matches[a as usize].similarity;
             }
         }
     }
     // Cluster ids: the keeper's index; for an indexed keeper, the first of tonight's documents
     // dropped against it.
-    let mut cluster = vec![NONE; n];
+    let mut cluster = vec![NOT_TONIGHT; n];
     let mut first_of: ahash::AHashMap<(u32, u32), u32> = ahash::AHashMap::new();
     for d in 0..n {
         let c = match keeper[d] {
-            INDEXED => {
+            NOT_TONIGHT => {
                 let m = &index.matches[anchor[d] as usize];
                 *first_of.entry((m.batch, m.xdoc)).or_insert(d as u32)
             }
@@ -140,7 +140,7 @@ pub fn write_renewals(
         return Ok(Default::default());
     };
     let mut renewed = Renewals::new();
-    for &a in out.anchor.iter().filter(|&&a| a != NONE) {
+    for &a in out.anchor.iter().filter(|&&a| a != NOT_TONIGHT) {
         let m = &index.matches[a as usize];
         if let Some(b) = ip.compare.get(m.batch as usize) {
             renewed.entry(b.dir.clone()).or_default().push(m.xdoc);

@@ -3,12 +3,12 @@
 //! the rule knows it). It also checks that ids are unique (unless `--allow-duplicate-ids`).
 //!
 //! Two rules (`--cluster`):
-//! - `keeper` ([`keeper`], [`crate::keeper`]): documents in keep order, each dropped only
+//! - `keeper` ([`keeper`] the task's part, [`rule`] the rule): documents in keep order, each dropped only
 //!   against a verified near-duplicate kept before it; a cluster is a keeper and the documents
 //!   dropped against it, its id the keeper's global index.
 //! - `components`: the edges streamed into a union-find over all documents; one document kept
 //!   per connected component (`--keep`). A cluster's root is its first document in input order
-//!   ([`UnionFind`] makes the smaller root the root), whatever order the edges arrive in; its
+//!   ([`crate::unionfind::UnionFind`] makes the smaller root the root), whatever order the edges arrive in; its
 //!   global index is the cluster's stable id.
 //!
 //! Memory: 28-30 bytes per document for `components` (union-find, sizes, keepers, similarity,
@@ -19,8 +19,13 @@ use polars::prelude::*;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+mod components;
 mod keeper;
+mod rule;
 
+pub use rule::NOT_TONIGHT;
+
+pub use components::Clusters;
 pub use keeper::GiantStats;
 
 use std::collections::BTreeMap;
@@ -34,7 +39,6 @@ use crate::io::work::{self, part_file, polars_err as pe, series, u32s, write_fra
 use crate::partition;
 use crate::plan::Plan;
 use crate::stages::lookup;
-use crate::unionfind::UnionFind;
 
 /// Counters of the cluster task.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -74,9 +78,6 @@ pub struct Copied {
 
 /// Indexed documents listed in the summary's `most_copied`.
 const MOST_COPIED: usize = 10;
-
-/// The keeper of a cluster whose kept document is in the retained index (an earlier batch).
-pub const INDEXED: u32 = u32::MAX;
 
 /// A match of one of tonight's documents in the retained index (from the lookup stage).
 #[derive(Debug, Clone)]
@@ -132,84 +133,6 @@ impl IndexMatches {
     }
 }
 
-/// Cluster assignment of every document.
-#[derive(Debug, Clone)]
-pub struct Clusters {
-    /// Root (first member) of each document's cluster; a singleton is its own root.
-    pub root: Vec<u32>,
-    /// Member count of each root's cluster (indexed by document; meaningful at roots).
-    pub size: Vec<u32>,
-    /// The kept document of each root's cluster (indexed by document; meaningful at roots).
-    pub keeper: Vec<u32>,
-}
-
-impl Clusters {
-    /// Cluster id of `doc`: its root, or None for a singleton.
-    pub fn cluster_id(&self, doc: u32) -> Option<u32> {
-        let r = self.root[doc as usize];
-        (self.size[r as usize] > 1).then_some(r)
-    }
-
-    /// The document kept in `doc`'s cluster ([`INDEXED`] when it is in the retained index).
-    pub fn keeper_of(&self, doc: u32) -> u32 {
-        self.keeper[self.root[doc as usize] as usize]
-    }
-
-    /// Histogram of cluster sizes >= 2: (size, count), ascending by size.
-    pub fn size_histogram(&self) -> Vec<(u32, u64)> {
-        let mut h = std::collections::BTreeMap::new();
-        for (d, &r) in self.root.iter().enumerate() {
-            if d as u32 == r && self.size[d] > 1 {
-                *h.entry(self.size[d]).or_insert(0u64) += 1;
-            }
-        }
-        h.into_iter().collect()
-    }
-}
-
-impl Clusters {
-    /// Clusters from a union-find that has seen every edge (edges can be streamed into it, so
-    /// they are never all held): roots (the union-find's array, reused), sizes and keepers,
-    /// 12 bytes per document in all.
-    pub fn build(
-        uf: UnionFind,
-        keep: &Keep,
-        text_len: impl Fn(u32) -> usize,
-        priority: impl Fn(u32) -> Option<f64>,
-    ) -> Clusters {
-        let root = uf.into_roots();
-        let n = root.len();
-        let mut size = vec![0u32; n];
-        for &r in &root {
-            size[r as usize] += 1;
-        }
-        // Documents are visited in input order, so a strict "better than" keeps the first on ties.
-        let mut keeper: Vec<u32> = (0..n as u32).collect();
-        if *keep != Keep::First {
-            for d in 0..n as u32 {
-                let r = root[d as usize] as usize;
-                if size[r] < 2 || d as usize == r {
-                    continue;
-                }
-                let best = keeper[r];
-                let better = match keep {
-                    Keep::First => false,
-                    Keep::Longest => text_len(d) > text_len(best),
-                    Keep::Column(_) | Keep::Ranked { .. } => match (priority(d), priority(best)) {
-                        (Some(x), Some(y)) => x > y,
-                        (Some(x), None) => !x.is_nan(),
-                        _ => false,
-                    },
-                };
-                if better {
-                    keeper[r] = d;
-                }
-            }
-        }
-        Clusters { root, size, keeper }
-    }
-}
-
 /// Fails on the first id that occurs twice (unless allowed), naming both places. Ids are
 /// compared by 64-bit hash (12 bytes per document while checking); equal hashes are confirmed on
 /// the ids themselves.
@@ -261,27 +184,24 @@ fn check_unique_ids(work: &OutputDir, plan: &Plan) -> Result<()> {
 
 /// What either rule decides, per document.
 pub struct Outcome {
-    /// The document itself when kept, its keeper when dropped, [`INDEXED`] when its keeper is
+    /// The document itself when kept, its keeper when dropped, [`NOT_TONIGHT`] when its keeper is
     /// an indexed document.
     pub keeper: Vec<u32>,
     /// Similarity to the keeper where the rule knows it (NaN otherwise: the manifest computes it).
     pub similarity: Vec<f32>,
-    /// Cluster id ([`NONE`] for a document alone in its cluster).
+    /// Cluster id ([`NOT_TONIGHT`] for a document alone in its cluster).
     pub cluster: Vec<u32>,
     /// The index match (position in [`IndexMatches::matches`]) whose document is the keeper
-    /// ([`NONE`] unless the keeper is [`INDEXED`]); empty when nothing matched the index.
+    /// ([`NOT_TONIGHT`] unless the keeper is [`NOT_TONIGHT`]); empty when nothing matched the index.
     pub anchor: Vec<u32>,
 }
 
 impl Outcome {
-    /// The index match whose document is `d`'s keeper, or [`NONE`].
+    /// The index match whose document is `d`'s keeper, or [`NOT_TONIGHT`].
     fn anchor(&self, d: usize) -> u32 {
-        self.anchor.get(d).copied().unwrap_or(NONE)
+        self.anchor.get(d).copied().unwrap_or(NOT_TONIGHT)
     }
 }
-
-/// No cluster, no index match.
-pub const NONE: u32 = u32::MAX;
 
 /// Each document's first exact copy in the input (itself when it has none): a 128-bit hash of
 /// its normalised text (and partition) from the signatures stage, within its `--across` value
@@ -389,7 +309,7 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
     let contaminated = crate::stages::all_contaminated(work, plan)?;
     let (out, giant, renewed) = match cfg.cluster {
         ClusterRule::Components => {
-            let out = components(work, plan, &first_copy, &index, keep)?;
+            let out = components::outcome(work, plan, &first_copy, &index, keep)?;
             (out, None, Default::default())
         }
         ClusterRule::Keeper => {
@@ -426,7 +346,7 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
         .flat_map(|ip| ip.compare.iter().map(|b| b.name.as_str()))
         .collect();
     let mut dropped_against = std::collections::BTreeMap::new();
-    for &a in out.anchor.iter().filter(|&&a| a != NONE) {
+    for &a in out.anchor.iter().filter(|&&a| a != NOT_TONIGHT) {
         let b = index.matches[a as usize].batch as usize;
         *dropped_against.entry(names[b].to_string()).or_insert(0u64) += 1;
     }
@@ -439,7 +359,7 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
             .collect();
         let cluster_id: Vec<Option<u64>> = out.cluster[docs.clone()]
             .iter()
-            .map(|&c| (c != NONE).then_some(u64::from(c)))
+            .map(|&c| (c != NOT_TONIGHT).then_some(u64::from(c)))
             .collect();
         let mut columns = vec![
             Column::new("keeper".into(), out.keeper[docs.clone()].to_vec()),
@@ -455,7 +375,7 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
             let mut rec: Vec<Option<&[u8]>> = Vec::new();
             for (j, d) in docs.enumerate() {
                 match out.anchor(d) {
-                    NONE => {
+                    NOT_TONIGHT => {
                         let dropped = out.keeper[d] != d as u32;
                         batch.push(dropped.then_some(ip.batch.as_str()));
                         id.push(None);
@@ -509,7 +429,7 @@ fn cluster_sizes(
     };
     for (d, &k) in out.keeper.iter().enumerate() {
         match k {
-            INDEXED => {
+            NOT_TONIGHT => {
                 let x = of_anchor(d);
                 let before = prior.get(&x).copied().unwrap_or(1);
                 *indexed.entry(x).or_insert(before) += 1;
@@ -519,7 +439,7 @@ fn cluster_sizes(
     }
     (0..n)
         .map(|d| match out.keeper[d] {
-            INDEXED => indexed[&of_anchor(d)],
+            NOT_TONIGHT => indexed[&of_anchor(d)],
             k => size[k as usize],
         })
         .collect()
@@ -530,7 +450,12 @@ fn cluster_sizes(
 fn most_copied(out: &Outcome, index: &IndexMatches, size: &[u32], names: &[&str]) -> Vec<Copied> {
     // (batch, number) -> (copies, id)
     let mut seen: BTreeMap<(u32, u32), (u32, &str)> = BTreeMap::new();
-    for (d, &a) in out.anchor.iter().enumerate().filter(|&(_, &a)| a != NONE) {
+    for (d, &a) in out
+        .anchor
+        .iter()
+        .enumerate()
+        .filter(|&(_, &a)| a != NOT_TONIGHT)
+    {
         let m = &index.matches[a as usize];
         seen.insert((m.batch, m.xdoc), (size[d], m.xid.as_str()));
     }
@@ -584,7 +509,12 @@ fn write_copies(
         .map(|d| size[d])
         .collect();
     let mut renewed: BTreeMap<String, Vec<(u32, u32)>> = BTreeMap::new();
-    for (d, &a) in out.anchor.iter().enumerate().filter(|&(_, &a)| a != NONE) {
+    for (d, &a) in out
+        .anchor
+        .iter()
+        .enumerate()
+        .filter(|&(_, &a)| a != NOT_TONIGHT)
+    {
         let m = &index.matches[a as usize];
         if let Some(b) = ip.compare.get(m.batch as usize) {
             renewed
@@ -603,7 +533,7 @@ fn write_copies(
 /// Histogram of cluster sizes >= 2 (members of this run): (size, count), ascending by size.
 fn size_histogram(cluster: &[u32]) -> Vec<(u32, u64)> {
     let mut size: ahash::AHashMap<u32, u32> = ahash::AHashMap::new();
-    for &c in cluster.iter().filter(|&&c| c != NONE) {
+    for &c in cluster.iter().filter(|&&c| c != NOT_TONIGHT) {
         *size.entry(c).or_insert(0) += 1;
     }
     let mut h = std::collections::BTreeMap::new();
@@ -613,92 +543,10 @@ fn size_histogram(cluster: &[u32]) -> Vec<(u32, u64)> {
     h.into_iter().collect()
 }
 
-/// `--cluster components`: union-find over all documents with the edges streamed part by part,
-/// exact copies joined to their first copy; the keeper of each cluster by the keep rule, or the
-/// earliest indexed document any member matched.
-fn components(
-    work: &OutputDir,
-    plan: &Plan,
-    first_copy: &[u32],
-    index: &IndexMatches,
-    keep: KeepData,
-) -> Result<Outcome> {
-    let n = plan.documents as usize;
-    let mut uf = UnionFind::new(n);
-    each_edge(work, plan, &mut |x, y, _| uf.union(x, y))?;
-    for (d, &f) in first_copy.iter().enumerate() {
-        if f != d as u32 {
-            uf.union(f, d as u32);
-        }
-    }
-    let mut clusters = Clusters::build(
-        uf,
-        &plan.config.keep,
-        |d| keep.text_len(d),
-        |d| keep.priority(d),
-    );
-    drop(keep);
-    // The earliest indexed document matched by any member wins the whole cluster.
-    let mut anchor: ahash::AHashMap<u32, (u32, u32, usize)> = ahash::AHashMap::new();
-    for (i, m) in index.matches.iter().enumerate() {
-        let r = clusters.root[m.doc as usize];
-        let e = anchor.entry(r).or_insert((m.batch, m.xdoc, i));
-        if (m.batch, m.xdoc) < (e.0, e.1) {
-            *e = (m.batch, m.xdoc, i);
-        }
-    }
-    for &r in anchor.keys() {
-        clusters.keeper[r as usize] = INDEXED;
-    }
-    // Similarity to the keeper where a verified edge joins them (a second pass over the edges,
-    // 4 bytes per document); the manifest computes the rest.
-    let mut to_keeper = vec![f32::NAN; n];
-    each_edge(work, plan, &mut |x, y, s| {
-        if clusters.keeper_of(y) == x {
-            to_keeper[y as usize] = s;
-        } else if clusters.keeper_of(x) == y {
-            to_keeper[x as usize] = s;
-        }
-    })?;
-    for d in 0..n as u32 {
-        let f = first_copy[d as usize];
-        if f != d && clusters.keeper_of(d) == f {
-            to_keeper[d as usize] = 1.0;
-        }
-    }
-    // A member matched to its cluster's indexed document directly: that similarity.
-    for m in &index.matches {
-        let (b, x, _) = anchor[&clusters.root[m.doc as usize]];
-        if (m.batch, m.xdoc) == (b, x) {
-            to_keeper[m.doc as usize] = m.similarity;
-        }
-    }
-    let keeper = (0..n as u32).map(|d| clusters.keeper_of(d)).collect();
-    let anchor_of = |d: u32| anchor.get(&clusters.root[d as usize]);
-    let out = Outcome {
-        keeper,
-        similarity: to_keeper,
-        cluster: (0..n as u32)
-            .map(|d| {
-                let id = clusters.cluster_id(d);
-                let anchored = anchor_of(d).is_some();
-                id.or(anchored.then(|| clusters.root[d as usize]))
-                    .unwrap_or(NONE)
-            })
-            .collect(),
-        anchor: match anchor.is_empty() {
-            true => Vec::new(),
-            false => (0..n as u32)
-                .map(|d| anchor_of(d).map_or(NONE, |&(_, _, i)| i as u32))
-                .collect(),
-        },
-    };
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::unionfind::UnionFind;
 
     fn e(a: u32, b: u32) -> (u32, u32) {
         (a, b)

@@ -21,9 +21,11 @@
 
 use crate::error::Result;
 
-/// The keeper of a document dropped before the rule runs (with `--index`: matched against an
-/// indexed document, which is kept and earlier than every document of tonight).
-pub const EXTERNAL: u32 = u32::MAX;
+/// The one value that names no document of tonight, wherever the cluster task, the rule and the
+/// manifest hold document numbers: the keeper of a document dropped before the rule runs (with
+/// `--index`, its kept document is an indexed one, earlier than every document of tonight); no
+/// cluster; no index match.
+pub const NOT_TONIGHT: u32 = u32::MAX;
 
 /// Comparisons made while the rule runs, against documents already kept.
 pub trait Lazy {
@@ -35,8 +37,10 @@ pub trait Lazy {
 }
 
 /// No lazy comparisons.
+#[cfg(test)]
 pub struct NoLazy;
 
+#[cfg(test)]
 impl Lazy for NoLazy {
     fn compare(&mut self, _: u32, _: &mut dyn FnMut(u32, f32)) -> Result<()> {
         Ok(())
@@ -48,7 +52,7 @@ impl Lazy for NoLazy {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Keepers {
     /// The document itself when kept (or never kept and alone, [`Documents::never_kept`]), its
-    /// keeper when dropped, or [`EXTERNAL`].
+    /// keeper when dropped, or [`NOT_TONIGHT`].
     pub keeper: Vec<u32>,
     /// Similarity to the keeper; NaN when kept or external.
     pub similarity: Vec<f32>,
@@ -133,7 +137,7 @@ pub fn keepers(
     })?;
     drop(fill);
     let mut state = vec![UNDECIDED; n];
-    let mut to = vec![EXTERNAL; n];
+    let mut to = vec![NOT_TONIGHT; n];
     let mut sim = vec![f32::NAN; n];
     for &d in &by_rank {
         let g = group[d as usize];
@@ -177,7 +181,7 @@ pub fn keepers(
         }
     }
     drop((adj, offsets, by_rank));
-    let mut keeper = vec![EXTERNAL; n];
+    let mut keeper = vec![NOT_TONIGHT; n];
     let mut similarity = vec![f32::NAN; n];
     for d in 0..n {
         let g = group[d] as usize;
@@ -185,7 +189,9 @@ pub fn keepers(
             KEPT if best[g] as usize == d || docs.copies_kept => keeper[d] = d as u32,
             KEPT => (keeper[d], similarity[d]) = (best[g], 1.0),
             ALONE => keeper[d] = d as u32,
-            _ if to[g] != EXTERNAL => (keeper[d], similarity[d]) = (best[to[g] as usize], sim[g]),
+            _ if to[g] != NOT_TONIGHT => {
+                (keeper[d], similarity[d]) = (best[to[g] as usize], sim[g])
+            }
             _ => {}
         }
     }
@@ -271,7 +277,7 @@ mod tests {
         assert_eq!(k.keeper, vec![1, 1, 1]);
         // External: dropped, and blocks nothing.
         let k = run(&[0, 1, 2], &[0, 1, 0], &[(0, 1, 0.9)], &[0], &mut NoLazy);
-        assert_eq!(k.keeper, vec![EXTERNAL, 1, EXTERNAL]);
+        assert_eq!(k.keeper, vec![NOT_TONIGHT, 1, NOT_TONIGHT]);
     }
 
     #[test]
@@ -323,7 +329,7 @@ mod tests {
         assert_eq!(k.keeper, vec![0, 1, 2]);
         // External wins: dropped before the rule.
         let k = run_never(&[0, 1], &[0, 1], &[], &[0], &[true, false], &mut NoLazy);
-        assert_eq!(k.keeper, vec![EXTERNAL, 1]);
+        assert_eq!(k.keeper, vec![NOT_TONIGHT, 1]);
     }
 
     /// Pairs given only through [`Lazy`]: offered when the other group is kept.
@@ -370,7 +376,7 @@ mod tests {
         }
         let mut order: Vec<usize> = (0..n).collect();
         order.sort_by_key(|&d| rank[d]);
-        let mut keeper = vec![EXTERNAL; n];
+        let mut keeper = vec![NOT_TONIGHT; n];
         for (i, &d) in order.iter().enumerate() {
             if external.contains(&group[d]) {
                 continue;
@@ -448,14 +454,14 @@ mod tests {
             let want = reference(&rank, &group, &all, &external, &never);
             let best = |g: u32| (0..n).filter(|&d| group[d] == g).min_by_key(|&d| rank[d]);
             for d in 0..n {
-                let kept = |x: u32| x != EXTERNAL && got.keeper[x as usize] == x && !never[x as usize];
+                let kept = |x: u32| x != NOT_TONIGHT && got.keeper[x as usize] == x && !never[x as usize];
                 prop_assert_eq!(kept(d as u32), want[d] == d as u32 && !never[d], "doc {}", d);
                 let g = group[d];
                 let decides = best(g) == Some(d) || kept(best(g).unwrap_or(0) as u32);
                 if decides {
                     // The deciding member, and copies of a kept text: exactly the reference.
                     prop_assert_eq!(got.keeper[d], want[d], "doc {}", d);
-                } else if got.keeper[d] != EXTERNAL && got.keeper[d] != d as u32 {
+                } else if got.keeper[d] != NOT_TONIGHT && got.keeper[d] != d as u32 {
                     // Copies of a dropped text take its keeper: kept, and a verified pair.
                     prop_assert!(kept(got.keeper[d]));
                     prop_assert!(got.similarity[d] >= 0.8);
