@@ -274,7 +274,7 @@ pub struct ReferenceConfig {
 }
 
 /// `--reference-ngram`'s default: n-grams of 8 tokens caught 98% of lightly edited items on the
-/// planted set, 13 only 91% (docs/PERFORMANCE.md, "Decontamination").
+/// planted set, 13 only 91% (docs/PERFORMANCE.md, "Benchmark decontamination").
 pub const REFERENCE_NGRAM: usize = 8;
 
 /// `--reference-threshold`'s default: the share at which no host of a held-out item was flagged.
