@@ -474,7 +474,7 @@ impl Shard<'_> {
         let file = &self.src.file;
         let perr = |e: PolarsError| Error::Parquet {
             file: file.clone(),
-            msg: e.to_string(),
+            source: e.into(),
         };
         let meta = self.footer.metadata(file)?;
         let groups: Vec<u64> = meta

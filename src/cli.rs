@@ -591,7 +591,15 @@ fn handle_signals() {
 /// The one paragraph of an error as the command prints it after `error: `: the context chain,
 /// outermost first, with ids, paths and values quoted from the input shown, never emitted raw.
 pub fn error_text(e: &anyhow::Error) -> String {
-    let msg: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+    let mut msg: Vec<String> = Vec::new();
+    for c in e.chain() {
+        msg.push(c.to_string());
+        // The library's errors say their cause in their own message: the sources below would
+        // repeat it.
+        if c.downcast_ref::<crate::Error>().is_some() {
+            break;
+        }
+    }
     visible(&msg.join(": ")).into_owned()
 }
 
@@ -656,5 +664,24 @@ where
             eprintln!("error: {}", error_text(&e));
             1
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_says_its_cause_once() {
+        let e = crate::Error::Output {
+            path: "out/m.parquet".into(),
+            source: std::io::Error::from_raw_os_error(28).into(),
+        };
+        let text = error_text(&anyhow::Error::new(e).context("corpus-dedup run failed"));
+        assert_eq!(text.matches("os error 28").count(), 1, "{text}");
+        assert!(
+            text.starts_with("corpus-dedup run failed: no space left on device"),
+            "{text}"
+        );
     }
 }

@@ -13,20 +13,32 @@ pub enum Error {
     Config(String),
 
     /// The configuration file could not be read or parsed.
-    #[error("cannot read config file {path}: {msg}")]
-    ConfigFile { path: PathBuf, msg: String },
+    #[error("cannot read config file {path}: {source}")]
+    ConfigFile {
+        path: PathBuf,
+        #[source]
+        source: ConfigFileError,
+    },
 
     /// An input glob matched nothing.
     #[error("input '{0}' matches no file; check the path/glob (quote it so the shell does not expand it) and that the files exist")]
     NoInput(String),
 
     /// An input glob pattern is malformed.
-    #[error("input '{pattern}' is not a valid glob: {msg}")]
-    BadGlob { pattern: String, msg: String },
+    #[error("input '{pattern}' is not a valid glob: {source}")]
+    BadGlob {
+        pattern: String,
+        #[source]
+        source: glob::PatternError,
+    },
 
     /// A shard could not be read as Parquet (not Parquet, truncated, corrupt, unreadable).
-    #[error("cannot read Parquet file '{file}': {msg}. Check that the file is a complete Parquet file (re-copy it if it was truncated) or remove it from the input")]
-    Parquet { file: String, msg: String },
+    #[error("cannot read Parquet file '{file}': {source}. Check that the file is a complete Parquet file (re-copy it if it was truncated) or remove it from the input")]
+    Parquet {
+        file: String,
+        #[source]
+        source: ReadError,
+    },
 
     /// A required column is missing from a shard.
     #[error("file '{file}' has no column '{column}' (its columns are: {available}); pass the right name with --{flag}")]
@@ -235,6 +247,31 @@ impl Error {
             Error::Panicked(_) | Error::Internal(_) | Error::Polars { .. } => ErrorKind::Internal,
         }
     }
+}
+
+/// Why a `--config` file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigFileError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Toml(#[from] toml::de::Error),
+}
+
+/// Why reading a Parquet file failed: the error of the layer that failed, kept as it is, or
+/// what the file holds that is not Parquet as this job reads it.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Polars(#[from] polars::error::PolarsError),
+    /// The footer cannot be parsed.
+    #[error(transparent)]
+    Footer(#[from] polars_parquet::parquet::error::ParquetError),
+    /// The bytes are not the Parquet file their footer describes (no footer, wrong counts).
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// Why writing an output failed: the error of the layer that failed, kept as it is.

@@ -164,11 +164,11 @@ impl Settings {
     pub fn from_toml_file(path: &Path) -> Result<Settings> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::ConfigFile {
             path: path.to_path_buf(),
-            msg: e.to_string(),
+            source: e.into(),
         })?;
         toml::from_str(&text).map_err(|e| Error::ConfigFile {
             path: path.to_path_buf(),
-            msg: e.to_string(),
+            source: e.into(),
         })
     }
 

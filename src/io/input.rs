@@ -6,7 +6,7 @@
 use polars::prelude::*;
 
 use crate::config::{Config, Keep};
-use crate::error::{Error, Result};
+use crate::error::{Error, ReadError, Result};
 use crate::io::object;
 
 /// Expands each input pattern (a local path or glob, or an `s3://` URL glob) into files; the union,
@@ -23,14 +23,14 @@ pub fn expand_inputs(patterns: &[String]) -> Result<Vec<String>> {
                 "input '{pattern}': only local paths and s3:// URLs are supported"
             )));
         } else if pattern.contains(['*', '?', '[']) {
-            let paths = glob::glob(pattern).map_err(|e| Error::BadGlob {
+            let paths = glob::glob(pattern).map_err(|source| Error::BadGlob {
                 pattern: pattern.clone(),
-                msg: e.to_string(),
+                source,
             })?;
             for p in paths {
                 let p = p.map_err(|e| Error::Parquet {
                     file: e.path().display().to_string(),
-                    msg: e.error().to_string(),
+                    source: std::io::Error::from(e).into(),
                 })?;
                 if p.is_file() {
                     files.push(p.to_string_lossy().into_owned());
@@ -62,9 +62,9 @@ pub struct Footer {
 impl Footer {
     /// Reads the footer of a local file or an `s3://` object (two small reads).
     pub fn read(file: &str) -> Result<Footer> {
-        let err = |msg: String| Error::Parquet {
+        let err = |e: ReadError| Error::Parquet {
             file: file.to_string(),
-            msg,
+            source: e,
         };
         let (file_bytes, read): (u64, Box<RangeRead>) = if object::is_url(file) {
             let url = file.to_string();
@@ -75,21 +75,25 @@ impl Footer {
             (size, Box::new(read))
         } else {
             use std::os::unix::fs::FileExt;
-            let f = std::fs::File::open(file).map_err(|e| err(e.to_string()))?;
-            let size = f.metadata().map_err(|e| err(e.to_string()))?.len();
+            let f = std::fs::File::open(file).map_err(|e| err(e.into()))?;
+            let size = f.metadata().map_err(|e| err(e.into()))?.len();
             let name = file.to_string();
             let read = move |r: std::ops::Range<u64>| {
                 let mut buf = vec![0u8; (r.end - r.start) as usize];
                 f.read_exact_at(&mut buf, r.start)
                     .map_err(|e| Error::Parquet {
                         file: name.clone(),
-                        msg: e.to_string(),
+                        source: e.into(),
                     })?;
                 Ok(buf)
             };
             (size, Box::new(read))
         };
-        let not_parquet = || err("not a Parquet file (no PAR1 footer)".into());
+        let not_parquet = || {
+            err(ReadError::Invalid(
+                "not a Parquet file (no PAR1 footer)".into(),
+            ))
+        };
         if file_bytes < 12 {
             return Err(not_parquet());
         }
@@ -115,9 +119,8 @@ impl Footer {
         changed: impl Fn(String) -> Error,
     ) -> Result<Footer> {
         let footer = Footer::read(file).map_err(|e| match e {
-            Error::Parquet { msg, .. } | Error::ObjectStore { msg, .. } => {
-                changed(format!("it cannot be read now: {msg}"))
-            }
+            Error::Parquet { source, .. } => changed(format!("it cannot be read now: {source}")),
+            Error::ObjectStore { msg, .. } => changed(format!("it cannot be read now: {msg}")),
             other => other,
         })?;
         if footer.file_bytes != bytes {
@@ -152,7 +155,7 @@ impl Footer {
         polars_parquet::parquet::read::read_metadata(&mut std::io::Cursor::new(buf)).map_err(|e| {
             Error::Parquet {
                 file: file.to_string(),
-                msg: e.to_string(),
+                source: e.into(),
             }
         })
     }
@@ -209,7 +212,7 @@ fn ranked_priority(rank: &StringChunked, values: &[String]) -> Float64Chunked {
 fn parquet_err(file: &str, e: PolarsError) -> Error {
     Error::Parquet {
         file: file.to_string(),
-        msg: e.to_string(),
+        source: e.into(),
     }
 }
 
@@ -465,14 +468,14 @@ pub fn count_rows(file: &str, cfg: &Config) -> Result<(u64, Vec<u64>)> {
         .and_then(|v| v.extract::<u64>());
     let n = n.ok_or_else(|| Error::Parquet {
         file: file.to_string(),
-        msg: "no row count in the footer".into(),
+        source: ReadError::Invalid("no row count in the footer".into()),
     })?;
     if object::is_url(file) {
         return Ok((n, Vec::new()));
     }
     let f = std::fs::File::open(file).map_err(|e| Error::Parquet {
         file: file.to_string(),
-        msg: e.to_string(),
+        source: e.into(),
     })?;
     let mut reader = ParquetReader::new(f);
     let groups: Vec<u64> = reader
@@ -485,10 +488,10 @@ pub fn count_rows(file: &str, cfg: &Config) -> Result<(u64, Vec<u64>)> {
     if groups.iter().sum::<u64>() != n {
         return Err(Error::Parquet {
             file: file.to_string(),
-            msg: format!(
+            source: ReadError::Invalid(format!(
                 "row groups hold {} rows, the footer says {n}",
                 groups.iter().sum::<u64>()
-            ),
+            )),
         });
     }
     Ok((n, groups))

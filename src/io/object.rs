@@ -133,9 +133,9 @@ pub fn list_glob(url: &str) -> Result<Vec<String>> {
     let (bucket, key) = split_url(url)?;
     let first_glob = key.find(['*', '?', '[']).unwrap_or(key.len());
     let prefix = &key[..key[..first_glob].rfind('/').map_or(0, |i| i + 1)];
-    let pattern = glob::Pattern::new(key).map_err(|e| Error::BadGlob {
+    let pattern = glob::Pattern::new(key).map_err(|source| Error::BadGlob {
         pattern: url.to_string(),
-        msg: e.to_string(),
+        source,
     })?;
     let store = store(bucket)?;
     let prefix_path = (!prefix.is_empty()).then(|| Path::from(prefix.trim_end_matches('/')));

@@ -491,7 +491,7 @@ fn check_columns(file: &str, schema: &Schema, cfg: &ReferenceConfig) -> Result<b
 /// An error reading a reference file, named as the reference's.
 fn reference_err(file: &str, e: Error) -> Error {
     let msg = match e {
-        Error::Parquet { msg, .. } => format!("cannot be read as Parquet ({msg}); check that it is a complete Parquet file or leave it out of --reference"),
+        Error::Parquet { source, .. } => format!("cannot be read as Parquet ({source}); check that it is a complete Parquet file or leave it out of --reference"),
         // Storage stays storage (retryable), and names the object.
         e @ Error::ObjectStore { .. } => return e,
         other => other.to_string(),
@@ -507,7 +507,7 @@ fn polars_err(file: &str, e: PolarsError) -> Error {
         file,
         Error::Parquet {
             file: file.to_string(),
-            msg: e.to_string(),
+            source: e.into(),
         },
     )
 }
