@@ -11,20 +11,20 @@ use std::time::Instant;
 use polars::prelude::StringChunked;
 
 use corpus_dedup::config::{Keep, Settings, Sketch, Tokenizer};
-use corpus_dedup::corpus::Corpus;
-use corpus_dedup::io::input::expand_inputs;
-use corpus_dedup::lsh::band_keys;
-use corpus_dedup::minhash::{Permutations, Signatures};
-use corpus_dedup::stages::candidates::pairs_of_rows;
-use corpus_dedup::stages::cluster::Clusters;
-use corpus_dedup::stages::signatures::signatures_only;
-use corpus_dedup::text::normalize::normalize_into;
-use corpus_dedup::text::sets::{jaccard, KeyTable};
-use corpus_dedup::text::shingle::{
+use corpus_dedup::kernels::band_keys;
+use corpus_dedup::kernels::expand_inputs;
+use corpus_dedup::kernels::normalize_into;
+use corpus_dedup::kernels::pairs_of_rows;
+use corpus_dedup::kernels::shingle::{
     ngrams, shingle_hashes, shingle_key, token_hashes as shingle_token_hashes, Scratch,
 };
-use corpus_dedup::text::tokenize::tokenize;
-use corpus_dedup::unionfind::UnionFind;
+use corpus_dedup::kernels::signatures_only;
+use corpus_dedup::kernels::tokenize;
+use corpus_dedup::kernels::Clusters;
+use corpus_dedup::kernels::Corpus;
+use corpus_dedup::kernels::UnionFind;
+use corpus_dedup::kernels::{jaccard, KeyTable};
+use corpus_dedup::kernels::{Permutations, Signatures};
 
 fn best<T>(mut f: impl FnMut() -> T) -> (f64, T) {
     let mut best = f64::MAX;

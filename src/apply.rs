@@ -176,7 +176,7 @@ pub struct ApplyReport {
 }
 
 /// The per-shard table of a dry run, for a person.
-pub fn dry_run_table(report: &ApplyReport) -> String {
+pub(crate) fn dry_run_table(report: &ApplyReport) -> String {
     use crate::progress::thousands as t;
     let width = report
         .shards
@@ -231,7 +231,7 @@ const TAG_KEY: &str = "corpus_dedup.apply";
 const AUDIT_COLUMNS: [&str; 3] = ["duplicate_of", "similarity", "duplicate_of_batch"];
 
 /// Runs `apply`.
-pub fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
+pub(crate) fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
     let start = Instant::now();
     let m = Manifest::read(&opts.manifest)?;
     let by_input = m.rows_by_input()?;

@@ -19,7 +19,7 @@ use crate::visible::visible;
 
 /// One member of the cluster.
 #[derive(Debug, Clone, Serialize)]
-pub struct Member {
+pub(crate) struct Member {
     pub id: String,
     pub file: String,
     pub row: u64,
@@ -40,7 +40,7 @@ pub struct Member {
 
 /// The kept document of the cluster.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Keeper {
+pub(crate) struct Keeper {
     pub id: String,
     /// `--index` runs: the batch the keeper is in (this run's name when it is in this run).
     pub batch: Option<String>,
@@ -56,7 +56,7 @@ pub struct Keeper {
 
 /// The answer to `explain`.
 #[derive(Debug, Clone, Serialize)]
-pub struct Explanation {
+pub(crate) struct Explanation {
     pub id: String,
     pub keep: bool,
     pub cluster_id: Option<u64>,
@@ -81,7 +81,7 @@ pub struct Explanation {
 
 /// The benchmark item a document holds (`--reference`), and where.
 #[derive(Debug, Clone, Serialize)]
-pub struct Contamination {
+pub(crate) struct Contamination {
     /// The item's id (`contaminated_by`).
     pub item: String,
     /// The share of the item's n-grams found in the document (`contamination`).
@@ -94,7 +94,7 @@ pub struct Contamination {
 
 /// One reference item and the stretch of the document that holds it.
 #[derive(Debug, Clone, Serialize)]
-pub struct ItemMatch {
+pub(crate) struct ItemMatch {
     pub file: String,
     pub row: u64,
     pub text_bytes: usize,
@@ -104,7 +104,7 @@ pub struct ItemMatch {
 }
 
 /// Explains the document `id` of the run in `out`, showing at most `limit` members.
-pub fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
+pub(crate) fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> {
     let m = Manifest::read(&in_output(out, "manifest.parquet"))?;
     let c = m.columns()?;
     let ids = c.id;
@@ -291,19 +291,19 @@ fn earlier_keeper(
 }
 
 /// Shingle sets and similarities with the run's settings.
-pub struct Similarity {
+pub(crate) struct Similarity {
     cfg: Config,
     perms: Option<crate::minhash::Permutations>,
 }
 
 /// A document's shingle keys: text order (for the signature) and as a sorted set.
-pub struct Sets {
+pub(crate) struct Sets {
     keys: Vec<u32>,
     set: Vec<u64>,
 }
 
 impl Similarity {
-    pub fn new(cfg: &Config) -> Self {
+    pub(crate) fn new(cfg: &Config) -> Self {
         let perms = (cfg.method == Method::Minhash).then(|| crate::minhash::Permutations::of(cfg));
         Similarity {
             cfg: cfg.clone(),
@@ -312,7 +312,7 @@ impl Similarity {
     }
 
     /// The shingles of `text` as the run made them.
-    pub fn sets(&self, text: &str) -> Sets {
+    pub(crate) fn sets(&self, text: &str) -> Sets {
         let (tok, n) = (self.cfg.effective_tokenizer(), self.cfg.ngram);
         let mut scratch = Scratch::default();
         let mut hashes = Vec::new();
@@ -325,7 +325,7 @@ impl Similarity {
 
     /// MinHash: the signature estimate of the Jaccard similarity (None for SimHash or an empty
     /// document).
-    pub fn estimate(&self, a: &Sets, b: &Sets) -> Option<f64> {
+    pub(crate) fn estimate(&self, a: &Sets, b: &Sets) -> Option<f64> {
         let perms = self.perms.as_ref()?;
         if a.keys.is_empty() || b.keys.is_empty() {
             return None;
@@ -338,7 +338,7 @@ impl Similarity {
     }
 
     /// The exact Jaccard similarity of the shingle sets (None when one is empty).
-    pub fn jaccard(&self, a: &Sets, b: &Sets) -> Option<f64> {
+    pub(crate) fn jaccard(&self, a: &Sets, b: &Sets) -> Option<f64> {
         (!a.set.is_empty() && !b.set.is_empty()).then(|| jaccard(&a.set, &b.set))
     }
 }
@@ -376,7 +376,7 @@ fn contamination_text(s: &mut String, c: &Contamination, color: bool) {
 
 /// The explanation for a person: `color` for a terminal. Ids, file names and texts come from
 /// the corpus: their control characters are shown, never emitted ([`visible`]).
-pub fn to_text(e: &Explanation, color: bool) -> String {
+pub(crate) fn to_text(e: &Explanation, color: bool) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let status = if e.keep { "kept" } else { "dropped" };

@@ -11,7 +11,7 @@
 //!   chunk and shard boundaries); it never changes a result.
 
 /// The signatures chunk size: `default`, unless the chunk-size hook sets it.
-pub fn chunk_rows(default: u64) -> u64 {
+pub(crate) fn chunk_rows(default: u64) -> u64 {
     if !cfg!(feature = "test-hooks") {
         return default;
     }
@@ -22,7 +22,7 @@ pub fn chunk_rows(default: u64) -> u64 {
 }
 
 /// The crash hook: called between a task's outputs and its marker (`stage`: the stage's name).
-pub fn crash_point(stage: &str, task: usize) {
+pub(crate) fn crash_point(stage: &str, task: usize) {
     pause_if(stage, task);
     crash_if(stage, task);
 }
@@ -47,7 +47,7 @@ fn pause_if(name: &str, task: usize) {
 
 /// The crash hook at a named point outside a task (`index-commit`: just before the index head
 /// is replaced), matched as `CORPUS_DEDUP_CRASH=POINT:0`.
-pub fn crash_at(point: &str) {
+pub(crate) fn crash_at(point: &str) {
     crash_if(point, 0);
 }
 

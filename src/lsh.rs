@@ -14,14 +14,14 @@
 //! With K = 128 and threshold 0.8 that is 18 x 7: P(0.8) = 0.986.
 
 /// Probability that a pair with Jaccard `s` shares at least one band bucket.
-pub fn candidate_probability(s: f64, bands: usize, rows: usize) -> f64 {
+pub(crate) fn candidate_probability(s: f64, bands: usize, rows: usize) -> f64 {
     1.0 - (1.0 - s.powi(rows as i32)).powi(bands as i32)
 }
 
 /// Chooses (bands, rows) with bands x rows <= `num_perm` and
 /// `candidate_probability(threshold) >= target`, preferring the largest rows (fewest false
 /// candidates). Falls back to (num_perm, 1) which maximises recall.
-pub fn choose_bands(threshold: f64, num_perm: usize, target: f64) -> (usize, usize) {
+pub(crate) fn choose_bands(threshold: f64, num_perm: usize, target: f64) -> (usize, usize) {
     for rows in (1..=num_perm).rev() {
         let bands = num_perm / rows;
         if candidate_probability(threshold, bands, rows) >= target {
@@ -34,7 +34,7 @@ pub fn choose_bands(threshold: f64, num_perm: usize, target: f64) -> (usize, usi
 /// 64-bit bucket key of one band: a seeded mix of the band's `rows` signature values. Distinct
 /// bands never share a key space because the band index seeds the hash.
 #[inline]
-pub fn band_key(band: usize, values: &[u32]) -> u64 {
+pub(crate) fn band_key(band: usize, values: &[u32]) -> u64 {
     let mut h = (band as u64)
         .wrapping_add(1)
         .wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -54,7 +54,7 @@ pub fn band_keys(sig: &[u32], rows: usize, out: &mut [u64]) {
 
 /// The splitmix64 finaliser: a bijective avalanche mix of 64 bits.
 #[inline]
-pub fn mix64(mut z: u64) -> u64 {
+pub(crate) fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)

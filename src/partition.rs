@@ -21,10 +21,10 @@ use polars::prelude::StringChunked;
 use crate::lsh::mix64;
 
 /// The key of a null value.
-pub const NULL_KEY: u64 = 0x6e75_6c6c_6e75_6c6c;
+pub(crate) const NULL_KEY: u64 = 0x6e75_6c6c_6e75_6c6c;
 
 /// The key of one label value.
-pub fn key(value: Option<&str>) -> u64 {
+pub(crate) fn key(value: Option<&str>) -> u64 {
     match value {
         // Seeded so that no value hashes to the same key as the null key by construction.
         Some(v) => xxhash_rust::xxh3::xxh3_64_with_seed(v.as_bytes(), 0x5eed_1abe1),
@@ -33,13 +33,13 @@ pub fn key(value: Option<&str>) -> u64 {
 }
 
 /// The keys of a column of labels.
-pub fn keys(column: &StringChunked) -> impl Iterator<Item = u64> + '_ {
+pub(crate) fn keys(column: &StringChunked) -> impl Iterator<Item = u64> + '_ {
     column.iter().map(key)
 }
 
 /// A band bucket key within a partition (identity without `--partition-by`: `partition` 0).
 #[inline]
-pub fn band_key(key: u64, partition: u64) -> u64 {
+pub(crate) fn band_key(key: u64, partition: u64) -> u64 {
     match partition {
         0 => key,
         p => mix64(key ^ mix64(p)),
@@ -48,13 +48,13 @@ pub fn band_key(key: u64, partition: u64) -> u64 {
 
 /// The exact-text hash of a document within its partition (0, no text, stays 0; identity
 /// without `--partition-by`): what the exact pre-pass and the index match on.
-pub fn exact_key(hash: u128, partition: u64) -> u128 {
+pub(crate) fn exact_key(hash: u128, partition: u64) -> u128 {
     mix128(hash, partition, 1)
 }
 
 /// The exact-copy group of a document: its exact key within its `--across` value (identity
 /// without `--across`), so copies of one text with another value are another group.
-pub fn copy_group(exact: u128, across: u64) -> u128 {
+pub(crate) fn copy_group(exact: u128, across: u64) -> u128 {
     mix128(exact, across, 2)
 }
 

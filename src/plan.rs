@@ -42,23 +42,23 @@ use crate::io::work;
 
 /// Plan file format version, raised whenever the meaning of a work file changes, so that a work
 /// directory left by another build is discarded instead of resumed.
-pub const FORMAT: u32 = 12;
+pub(crate) const FORMAT: u32 = 12;
 
 /// Documents per part when `--tasks` is not given. A part's tasks hold its signatures and band
 /// keys (~700 bytes per document: ~170 MB) but only one chunk of its text at a time.
-pub const DOCS_PER_PART: u64 = 250_000;
+pub(crate) const DOCS_PER_PART: u64 = 250_000;
 
 /// Rows a signatures task reads and processes at a time: its text memory is three chunks' (one
 /// being read, one computed, one written to the store), not the part's.
-pub const DOCS_PER_CHUNK: u64 = 8_192;
+pub(crate) const DOCS_PER_CHUNK: u64 = 8_192;
 
 /// Band rows per candidates task when `--bucket-ranges` is not given (~16 bytes each in the sort).
-pub const ROWS_PER_CANDIDATES_TASK: u64 = 32_000_000;
+pub(crate) const ROWS_PER_CANDIDATES_TASK: u64 = 32_000_000;
 
 /// The stages, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
-pub enum Stage {
+pub(crate) enum Stage {
     /// SimHash: features of the sampled documents of a part (for document frequencies).
     Sample,
     /// SimHash: the sample's feature counts -> the over-frequent feature filter.
@@ -83,7 +83,7 @@ pub enum Stage {
 }
 
 /// All stages in run order (a plan runs those with tasks: [`Plan::stages`]).
-pub const STAGES: [Stage; 10] = [
+pub(crate) const STAGES: [Stage; 10] = [
     Stage::Sample,
     Stage::Frequencies,
     Stage::Signatures,
@@ -98,7 +98,7 @@ pub const STAGES: [Stage; 10] = [
 
 impl Stage {
     /// True for a stage with one task per part: its progress is counted in documents.
-    pub fn per_part(self) -> bool {
+    pub(crate) fn per_part(self) -> bool {
         matches!(
             self,
             Stage::Sample | Stage::Signatures | Stage::Lookup | Stage::Verify | Stage::Manifest
@@ -107,14 +107,14 @@ impl Stage {
 
     /// True for a stage whose tasks advance the progress bar themselves as they go
     /// ([`crate::progress::advance`]), by their part's documents in all.
-    pub fn reports_progress(self) -> bool {
+    pub(crate) fn reports_progress(self) -> bool {
         matches!(self, Stage::Signatures | Stage::Manifest)
     }
 
     /// Puts `tasks` in the order a local run starts them: the index stage's per-document task
     /// (its last and longest) first, so the band tasks fill the other threads while it runs
     /// instead of leaving them idle at the end.
-    pub fn start_order(self, tasks: &mut [usize]) {
+    pub(crate) fn start_order(self, tasks: &mut [usize]) {
         if self == Stage::Index {
             tasks.sort_by_key(|&t| std::cmp::Reverse(t));
         }
@@ -122,7 +122,7 @@ impl Stage {
 
     /// A task's weight on the progress bar and its unit: its part's documents for a stage with a
     /// task per part, else the task itself.
-    pub fn progress(self, plan: &Plan, task: usize) -> (u64, &'static str) {
+    pub(crate) fn progress(self, plan: &Plan, task: usize) -> (u64, &'static str) {
         match self.per_part() {
             true => (plan.parts.get(task).map_or(1, |p| p.1), "docs"),
             false => (1, "tasks"),
@@ -130,7 +130,7 @@ impl Stage {
     }
 
     /// The stage's name (as on the command line).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Stage::Sample => "sample",
             Stage::Frequencies => "frequencies",
@@ -148,7 +148,7 @@ impl Stage {
 
 /// One input file and where its rows sit in the global index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct InputFile {
+pub(crate) struct InputFile {
     pub file: String,
     pub rows: u64,
     pub first_doc: u64,
@@ -165,7 +165,7 @@ pub struct InputFile {
 
 /// The plan of one run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Plan {
+pub(crate) struct Plan {
     pub format: u32,
     pub version: String,
     pub config: Config,
@@ -186,7 +186,11 @@ pub struct Plan {
 impl Plan {
     /// Lists the inputs, reads each file's row count from its footer (checking its columns), and
     /// cuts the documents into `tasks` parts (default: one per [`DOCS_PER_PART`] documents).
-    pub fn build(cfg: &Config, tasks: Option<usize>, bucket_ranges: Option<usize>) -> Result<Plan> {
+    pub(crate) fn build(
+        cfg: &Config,
+        tasks: Option<usize>,
+        bucket_ranges: Option<usize>,
+    ) -> Result<Plan> {
         let names = input::expand_inputs(&cfg.input)?;
         let reference = match &cfg.reference {
             Some(r) => crate::reference::list(r)?,
@@ -248,7 +252,7 @@ impl Plan {
     }
 
     /// Number of tasks of `stage` (0: the stage does not run for this plan's method).
-    pub fn tasks(&self, stage: Stage) -> usize {
+    pub(crate) fn tasks(&self, stage: Stage) -> usize {
         match stage {
             Stage::Sample => usize::from(self.samples_features()) * self.parts.len(),
             Stage::Frequencies => usize::from(self.samples_features()),
@@ -264,12 +268,12 @@ impl Plan {
     }
 
     /// The stages this plan runs, in order.
-    pub fn stages(&self) -> Vec<Stage> {
+    pub(crate) fn stages(&self) -> Vec<Stage> {
         STAGES.into_iter().filter(|&s| self.tasks(s) > 0).collect()
     }
 
     /// LSH bands (MinHash) or block tables (SimHash): the band row files per part and bucket range.
-    pub fn bands(&self) -> usize {
+    pub(crate) fn bands(&self) -> usize {
         match self.config.method {
             Method::Minhash => self.config.bands,
             Method::Simhash => self.block_index().tables(),
@@ -277,13 +281,13 @@ impl Plan {
     }
 
     /// SimHash: the block tables for `--hamming` with `--simhash-blocks` blocks.
-    pub fn block_index(&self) -> BlockIndex {
+    pub(crate) fn block_index(&self) -> BlockIndex {
         BlockIndex::new(self.config.simhash_blocks, self.config.hamming)
     }
 
     /// Values per document record of the document store: K signature values (MinHash), or the
     /// fingerprint and feature count (SimHash, [`crate::simhash::to_record`]).
-    pub fn store_k(&self) -> usize {
+    pub(crate) fn store_k(&self) -> usize {
         match self.config.method {
             Method::Minhash => self.config.num_perm,
             Method::Simhash => 3,
@@ -291,13 +295,13 @@ impl Plan {
     }
 
     /// True when SimHash drops over-frequent features.
-    pub fn drops_frequent_features(&self) -> bool {
+    pub(crate) fn drops_frequent_features(&self) -> bool {
         self.config.method == Method::Simhash && self.config.simhash_max_df < 1.0
     }
 
     /// True when the over-frequent features are found from a sample of tonight's documents (not
     /// when the retained index has its filter already: every batch of an index uses the same).
-    pub fn samples_features(&self) -> bool {
+    pub(crate) fn samples_features(&self) -> bool {
         self.drops_frequent_features()
             && self
                 .index
@@ -307,19 +311,19 @@ impl Plan {
 
     /// SimHash: the sampled documents are every `stride`-th one in input order (about
     /// `--simhash-df-sample` of them).
-    pub fn sample_stride(&self) -> u64 {
+    pub(crate) fn sample_stride(&self) -> u64 {
         let sample = self.config.simhash_df_sample.max(1) as u64;
         self.documents.div_ceil(sample).max(1)
     }
 
     /// Global index range of part `p`.
-    pub fn part_range(&self, p: usize) -> Range<u64> {
+    pub(crate) fn part_range(&self, p: usize) -> Range<u64> {
         let (first, n) = self.parts[p];
         first..first + n
     }
 
     /// The (file, row range) slices that make up part `p`, in order.
-    pub fn slices(&self, p: usize) -> Vec<(String, Option<Range<u64>>)> {
+    pub(crate) fn slices(&self, p: usize) -> Vec<(String, Option<Range<u64>>)> {
         let r = self.part_range(p);
         self.files
             .iter()
@@ -347,7 +351,7 @@ impl Plan {
     /// and for the last one to be stored, so short ends keep both waits short), and the others
     /// at `max_docs`; a chunk takes at least one piece. How a part is chunked never changes a
     /// result.
-    pub fn chunks(&self, p: usize, max_docs: u64) -> Vec<Vec<(String, Option<Range<u64>>)>> {
+    pub(crate) fn chunks(&self, p: usize, max_docs: u64) -> Vec<Vec<(String, Option<Range<u64>>)>> {
         let max_docs = max_docs.max(1);
         let small = (max_docs / 8).max(1);
         let r = self.part_range(p);
@@ -420,7 +424,7 @@ impl Plan {
     }
 
     /// (file, row) of global document `doc`.
-    pub fn locate(&self, doc: u64) -> (&str, u64) {
+    pub(crate) fn locate(&self, doc: u64) -> (&str, u64) {
         let i = self.files.partition_point(|f| f.first_doc + f.rows <= doc);
         let f = &self.files[i.min(self.files.len().saturating_sub(1))];
         (&f.file, doc - f.first_doc)
@@ -428,7 +432,7 @@ impl Plan {
 
     /// True when `other` would compute the same results (same inputs, row counts, parts and
     /// result-determining configuration): then a rerun may reuse this plan's finished tasks.
-    pub fn same_work(&self, other: &Plan) -> bool {
+    pub(crate) fn same_work(&self, other: &Plan) -> bool {
         self.format == other.format
             && self.version == other.version
             && self.files == other.files
@@ -440,12 +444,12 @@ impl Plan {
     }
 
     /// The plan as JSON.
-    pub fn to_json(&self) -> Vec<u8> {
+    pub(crate) fn to_json(&self) -> Vec<u8> {
         serde_json::to_vec_pretty(self).unwrap_or_default()
     }
 
     /// Parses `plan.json`.
-    pub fn from_json(bytes: &[u8], location: &str) -> Result<Plan> {
+    pub(crate) fn from_json(bytes: &[u8], location: &str) -> Result<Plan> {
         let plan: Plan = serde_json::from_slice(bytes).map_err(|e| Error::WorkFile {
             path: location.to_string(),
             msg: format!("not a plan: {e}"),
@@ -466,7 +470,7 @@ impl Plan {
 }
 
 /// The stages this plan runs and their task counts, as printed by `corpus-dedup plan` for drivers.
-pub fn task_counts(plan: &Plan) -> serde_json::Value {
+pub(crate) fn task_counts(plan: &Plan) -> serde_json::Value {
     let stages = plan.stages();
     let mut m = serde_json::Map::new();
     for &s in &stages {
@@ -477,7 +481,7 @@ pub fn task_counts(plan: &Plan) -> serde_json::Value {
 }
 
 /// Reads the plan of a work directory.
-pub fn read_plan(work: &OutputDir) -> Result<Option<Plan>> {
+pub(crate) fn read_plan(work: &OutputDir) -> Result<Option<Plan>> {
     match work.read(work::PLAN)? {
         None => Ok(None),
         Some(b) => Plan::from_json(&b, &work.location(work::PLAN)).map(Some),
@@ -486,7 +490,11 @@ pub fn read_plan(work: &OutputDir) -> Result<Option<Plan>> {
 
 /// The markers of every task of `stage`, or an error naming the first incomplete one (the inputs
 /// of the next stage do not exist yet).
-pub fn require_stage(work: &OutputDir, plan: &Plan, stage: Stage) -> Result<Vec<work::TaskReport>> {
+pub(crate) fn require_stage(
+    work: &OutputDir,
+    plan: &Plan,
+    stage: Stage,
+) -> Result<Vec<work::TaskReport>> {
     (0..plan.tasks(stage))
         .map(|t| {
             work::read_marker(work, stage.name(), t)?.ok_or_else(|| Error::StageIncomplete {

@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 static CURRENT: Mutex<Option<ProgressBar>> = Mutex::new(None);
 
 /// A progress bar of `len` `unit`s for `what` (hidden with `quiet`).
-pub fn bar(quiet: bool, len: u64, what: &str, unit: &str) -> ProgressBar {
+pub(crate) fn bar(quiet: bool, len: u64, what: &str, unit: &str) -> ProgressBar {
     if quiet {
         return ProgressBar::hidden();
     }
@@ -32,19 +32,19 @@ pub fn bar(quiet: bool, len: u64, what: &str, unit: &str) -> ProgressBar {
 }
 
 /// Makes `pb` the bar that [`advance`] moves (`None`: no bar).
-pub fn set_current(pb: Option<ProgressBar>) {
+pub(crate) fn set_current(pb: Option<ProgressBar>) {
     *CURRENT.lock().unwrap_or_else(|p| p.into_inner()) = pb;
 }
 
 /// Advances the running stage's bar by `n` documents.
-pub fn advance(n: u64) {
+pub(crate) fn advance(n: u64) {
     if let Some(pb) = CURRENT.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
         pb.inc(n);
     }
 }
 
 /// `n` with thousands separators (`12,345`), for the human summary.
-pub fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {

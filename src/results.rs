@@ -11,14 +11,14 @@ use crate::error::{Error, Result};
 use crate::io::{input, object};
 
 /// Manifest metadata key of the input shards as the run read them ([`inputs_json`]).
-pub const INPUTS_KEY: &str = "corpus_dedup.inputs";
+pub(crate) const INPUTS_KEY: &str = "corpus_dedup.inputs";
 
 /// Metadata key of the benchmark reference files a `--reference` run read (absent otherwise).
-pub const REFERENCE_KEY: &str = "corpus_dedup.reference";
+pub(crate) const REFERENCE_KEY: &str = "corpus_dedup.reference";
 
 /// The input shards as the run read them: name, rows, size and footer fingerprint of each, so
 /// `apply` can refuse a shard that changed since.
-pub fn recorded_inputs(plan: &crate::plan::Plan) -> Vec<RecordedInput> {
+pub(crate) fn recorded_inputs(plan: &crate::plan::Plan) -> Vec<RecordedInput> {
     plan.files
         .iter()
         .map(|f| RecordedInput {
@@ -31,14 +31,14 @@ pub fn recorded_inputs(plan: &crate::plan::Plan) -> Vec<RecordedInput> {
 }
 
 /// [`recorded_inputs`] as the manifest's metadata holds them.
-pub fn inputs_json(plan: &crate::plan::Plan) -> serde_json::Value {
+pub(crate) fn inputs_json(plan: &crate::plan::Plan) -> serde_json::Value {
     serde_json::to_value(recorded_inputs(plan)).unwrap_or_default()
 }
 
-pub use crate::io::input::RecordedInput;
+pub(crate) use crate::io::input::RecordedInput;
 
 /// The columns of a manifest (`duplicate_of_batch` only with `--index`).
-pub struct Columns<'a> {
+pub(crate) struct Columns<'a> {
     pub id: &'a StringChunked,
     pub file: &'a StringChunked,
     pub row: &'a UInt64Chunked,
@@ -55,7 +55,7 @@ pub struct Columns<'a> {
 }
 
 /// A manifest read back.
-pub struct Manifest {
+pub(crate) struct Manifest {
     /// Where it was read from.
     pub location: String,
     pub frame: DataFrame,
@@ -90,7 +90,7 @@ pub fn in_output(out: &str, name: &str) -> String {
 impl Manifest {
     /// Reads `manifest.parquet` (a local path or `s3://` URL) with its recorded settings and
     /// inputs.
-    pub fn read(location: &str) -> Result<Manifest> {
+    pub(crate) fn read(location: &str) -> Result<Manifest> {
         let err = |msg: String| Error::Manifest {
             path: location.to_string(),
             msg,
@@ -141,7 +141,7 @@ impl Manifest {
     }
 
     /// A column of the manifest.
-    pub fn column(&self, name: &str) -> Result<&Column> {
+    pub(crate) fn column(&self, name: &str) -> Result<&Column> {
         self.frame.column(name).map_err(|e| Error::Manifest {
             path: self.location.clone(),
             msg: e.to_string(),
@@ -149,7 +149,7 @@ impl Manifest {
     }
 
     /// The manifest's columns, typed.
-    pub fn columns(&self) -> Result<Columns<'_>> {
+    pub(crate) fn columns(&self) -> Result<Columns<'_>> {
         let err = |e: PolarsError| Error::Manifest {
             path: self.location.clone(),
             msg: e.to_string(),
@@ -187,7 +187,7 @@ impl Manifest {
 
     /// The manifest's rows per input shard: for each recorded input, the manifest row numbers
     /// of its rows in row order (every row of every shard appears exactly once).
-    pub fn rows_by_input(&self) -> Result<Vec<Vec<u32>>> {
+    pub(crate) fn rows_by_input(&self) -> Result<Vec<Vec<u32>>> {
         let err = |msg: String| Error::Manifest {
             path: self.location.clone(),
             msg,
@@ -235,11 +235,11 @@ impl Manifest {
 /// Row groups of at most this many rows are read as one span (from the first wanted row to the
 /// last); a row of a larger group is read alone, as a one-row slice (the reader skips the pages
 /// before it, so the cost is about one call, ~10 ms, instead of decoding the group).
-pub const SMALL_GROUP: u64 = 20_000;
+pub(crate) const SMALL_GROUP: u64 = 20_000;
 
 /// Where the rows of a run's input lie: each recorded shard's row groups (an `s3://` shard counts
 /// as one group: it is fetched whole), read from footers checked against the manifest's record.
-pub struct RowGroups {
+pub(crate) struct RowGroups {
     /// Per input file: its index, the first row of each row group and the end, and whether it
     /// is fetched whole.
     files: HashMap<String, (usize, Vec<u64>, bool)>,
@@ -250,7 +250,7 @@ pub struct RowGroups {
 
 impl RowGroups {
     /// The row groups of the inputs (of `only` these files, when given).
-    pub fn of(m: &Manifest, only: Option<&[&str]>) -> Result<RowGroups> {
+    pub(crate) fn of(m: &Manifest, only: Option<&[&str]>) -> Result<RowGroups> {
         use rayon::prelude::*;
         let inputs: Vec<(usize, &RecordedInput)> = m
             .inputs
@@ -295,7 +295,10 @@ impl RowGroups {
 
     /// The row group (input index, group) of a row, its row range, and whether it is read as
     /// one span.
-    pub fn group(&self, (file, row): (&str, u64)) -> Option<((usize, usize), Range<u64>, bool)> {
+    pub(crate) fn group(
+        &self,
+        (file, row): (&str, u64),
+    ) -> Option<((usize, usize), Range<u64>, bool)> {
         let (i, b, whole) = self.files.get(file)?;
         let g = b.partition_point(|&s| s <= row).checked_sub(1)?;
         let range = b[g]..*b.get(g + 1)?;
@@ -306,7 +309,7 @@ impl RowGroups {
 
 /// The text at `row` of the shard `file` (an `s3://` shard is fetched whole), read with the
 /// run's column settings.
-pub fn read_text_at(cfg: &Config, file: &str, row: u64) -> Result<Option<String>> {
+pub(crate) fn read_text_at(cfg: &Config, file: &str, row: u64) -> Result<Option<String>> {
     let (bytes, slice, at) = if object::is_url(file) {
         (object::get_all(&[file.to_string()])?.pop(), None, row)
     } else {
@@ -321,7 +324,7 @@ type Span<'a> = (&'a str, Range<u64>, Vec<usize>);
 
 /// The texts of manifest rows `which`: the wanted span of each small row group read once, each
 /// row of a large group read alone, all in parallel; an `s3://` shard fetched once.
-pub fn read_texts(
+pub(crate) fn read_texts(
     m: &Manifest,
     groups: &RowGroups,
     which: &[usize],

@@ -30,7 +30,7 @@ use crate::lsh::mix64;
 use crate::text::features::{select_features, weighted_features, FeatureScratch};
 
 /// Fingerprint of weighted features `(hash, weight)`; features must be sorted by hash.
-pub fn fingerprint(features: &[(u64, f32)]) -> u64 {
+pub(crate) fn fingerprint(features: &[(u64, f32)]) -> u64 {
     debug_assert!(
         features.windows(2).all(|w| w[0].0 <= w[1].0),
         "features must be sorted by hash"
@@ -49,45 +49,45 @@ pub fn fingerprint(features: &[(u64, f32)]) -> u64 {
 
 /// Number of differing bits.
 #[inline]
-pub fn hamming(a: u64, b: u64) -> u32 {
+pub(crate) fn hamming(a: u64, b: u64) -> u32 {
     (a ^ b).count_ones()
 }
 
 /// A document as the document store keeps it for SimHash, in place of a MinHash signature: the
 /// fingerprint's low and high 32 bits and the feature count.
 #[inline]
-pub fn to_record(fp: u64, features: u32) -> [u32; 3] {
+pub(crate) fn to_record(fp: u64, features: u32) -> [u32; 3] {
     [fp as u32, (fp >> 32) as u32, features]
 }
 
 /// The fingerprint of a [`to_record`] record.
 #[inline]
-pub fn record_fingerprint(record: &[u32]) -> u64 {
+pub(crate) fn record_fingerprint(record: &[u32]) -> u64 {
     u64::from(record[0]) | u64::from(record[1]) << 32
 }
 
 /// The feature count of a [`to_record`] record (0: no fingerprint, not indexed).
 #[inline]
-pub fn record_features(record: &[u32]) -> u32 {
+pub(crate) fn record_features(record: &[u32]) -> u32 {
     record[2]
 }
 
 /// Similarity of two fingerprints `distance` bits apart: 1 - distance / 64.
 #[inline]
-pub fn similarity(distance: u32) -> f64 {
+pub(crate) fn similarity(distance: u32) -> f64 {
     1.0 - f64::from(distance) / 64.0
 }
 
 /// The block tables for distance k with B blocks.
 #[derive(Debug, Clone)]
-pub struct BlockIndex {
+pub(crate) struct BlockIndex {
     /// Bit mask of each table's key (the union of its blocks).
     masks: Vec<u64>,
 }
 
 impl BlockIndex {
     /// Tables for `blocks` blocks and distance `k` (requires blocks > k, blocks <= 64).
-    pub fn new(blocks: usize, k: usize) -> Self {
+    pub(crate) fn new(blocks: usize, k: usize) -> Self {
         assert!(blocks > k && blocks <= 64, "need k < blocks <= 64");
         // Block j covers bits [start_j, start_{j+1}); widths differ by at most one bit.
         let bounds: Vec<u32> = (0..=blocks).map(|j| (j * 64 / blocks) as u32).collect();
@@ -123,20 +123,20 @@ impl BlockIndex {
     }
 
     /// Number of tables.
-    pub fn tables(&self) -> usize {
+    pub(crate) fn tables(&self) -> usize {
         self.masks.len()
     }
 
     /// The bucket key of `fp` in table `t`: the masked bits (the table index is kept apart).
     #[inline]
-    pub fn key(&self, t: usize, fp: u64) -> u64 {
+    pub(crate) fn key(&self, t: usize, fp: u64) -> u64 {
         fp & self.masks[t]
     }
 
     /// The bucket keys of `fp` in every table, mixed ([`mix64`] is a bijection, so buckets are
     /// the same) so that the high bits, which pick a candidates task's bucket range, are uniform.
     #[inline]
-    pub fn bucket_keys(&self, fp: u64, out: &mut [u64]) {
+    pub(crate) fn bucket_keys(&self, fp: u64, out: &mut [u64]) {
         for (t, key) in out.iter_mut().enumerate() {
             *key = mix64(self.key(t, fp));
         }
@@ -160,10 +160,10 @@ pub struct FeatureParams {
 }
 
 /// Weighted features of one text, sorted by hash (before the frequency filter).
-pub type Features = Vec<(u64, f32)>;
+pub(crate) type Features = Vec<(u64, f32)>;
 
 /// The features of `n` texts, `text(i)` for i in 0..n, in parallel.
-pub fn features_of<'t>(
+pub(crate) fn features_of<'t>(
     text: impl Fn(usize) -> Option<&'t str> + Sync,
     n: usize,
     params: FeatureParams,

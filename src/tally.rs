@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 /// Documents and text bytes, all and dropped, of one slice of the input (a file, a script
 /// class, a `--report-group` value).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Tally {
+pub(crate) struct Tally {
     pub documents: u64,
     pub dropped: u64,
     pub bytes: u64,
@@ -27,7 +27,7 @@ impl Tally {
     }
 
     /// Share of the documents dropped.
-    pub fn drop_rate(&self) -> f64 {
+    pub(crate) fn drop_rate(&self) -> f64 {
         self.dropped as f64 / self.documents.max(1) as f64
     }
 }
@@ -43,12 +43,12 @@ impl std::ops::AddAssign for Tally {
 
 /// Length buckets of the report: bucket `i` holds texts of `2^i .. 2^(i+1)` bytes (bucket 0 also
 /// holds empty ones), the last one everything longer.
-pub const LENGTH_BUCKETS: usize = 24;
+pub(crate) const LENGTH_BUCKETS: usize = 24;
 
 /// What a manifest task tallies for the report, from the documents' keep flags and the text
 /// lengths, scripts and groups the signatures task recorded.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Breakdown {
+pub(crate) struct Breakdown {
     pub by_file: BTreeMap<String, Tally>,
     /// Keyed by the name of a document's Unicode script ([`crate::text::script::name`]).
     pub by_script: BTreeMap<String, Tally>,
@@ -61,7 +61,7 @@ pub struct Breakdown {
 
 impl Breakdown {
     /// Adds another part's tallies.
-    pub fn merge(&mut self, other: Breakdown) {
+    pub(crate) fn merge(&mut self, other: Breakdown) {
         for (mine, theirs) in [
             (&mut self.by_file, other.by_file),
             (&mut self.by_script, other.by_script),
@@ -84,7 +84,7 @@ impl Breakdown {
 }
 
 /// The length bucket of a text of `bytes` bytes.
-pub fn length_bucket(bytes: u64) -> usize {
+pub(crate) fn length_bucket(bytes: u64) -> usize {
     (63 - bytes.max(1).leading_zeros() as usize).min(LENGTH_BUCKETS - 1)
 }
 

@@ -62,14 +62,14 @@ impl UnionFind {
 /// map from each non-root document to its parent): what one verify task has learned about
 /// connectivity. Same rules as [`UnionFind`] (path halving, the smaller root wins).
 #[derive(Debug, Clone, Default)]
-pub struct SparseUnionFind {
+pub(crate) struct SparseUnionFind {
     parent: ahash::AHashMap<u32, u32>,
 }
 
 impl SparseUnionFind {
     /// The root of `x`'s set: the first document along parents with no parent of its own (`x`
     /// itself when it was never joined below another root).
-    pub fn find(&mut self, mut x: u32) -> u32 {
+    pub(crate) fn find(&mut self, mut x: u32) -> u32 {
         while let Some(&p) = self.parent.get(&x) {
             let Some(&grand) = self.parent.get(&p) else {
                 return p;
@@ -81,7 +81,7 @@ impl SparseUnionFind {
     }
 
     /// Merges the sets of `a` and `b`.
-    pub fn union(&mut self, a: u32, b: u32) {
+    pub(crate) fn union(&mut self, a: u32, b: u32) {
         let (ra, rb) = (self.find(a), self.find(b));
         if ra != rb {
             let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
@@ -90,7 +90,7 @@ impl SparseUnionFind {
     }
 
     /// True when `a` and `b` are in the same set.
-    pub fn connected(&mut self, a: u32, b: u32) -> bool {
+    pub(crate) fn connected(&mut self, a: u32, b: u32) -> bool {
         self.find(a) == self.find(b)
     }
 }

@@ -17,7 +17,7 @@ fn hidden(c: char) -> bool {
 }
 
 /// `s` with every control character a terminal would act on written out visibly.
-pub fn visible(s: &str) -> Cow<'_, str> {
+pub(crate) fn visible(s: &str) -> Cow<'_, str> {
     if !s.chars().any(hidden) {
         return Cow::Borrowed(s);
     }
@@ -35,7 +35,7 @@ pub fn visible(s: &str) -> Cow<'_, str> {
 /// A JSON text with the characters JSON leaves raw (DEL, C1, bidi controls, line separators)
 /// written as `\uXXXX` escapes: the same JSON value, safe on a terminal. They can only occur
 /// inside strings, where `\uXXXX` means the character itself.
-pub fn json(s: &str) -> Cow<'_, str> {
+pub(crate) fn json(s: &str) -> Cow<'_, str> {
     if !s.chars().any(hidden) {
         return Cow::Borrowed(s);
     }

@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex};
 
 use corpus_dedup::cli as command;
 use corpus_dedup::config::Tokenizer;
-use corpus_dedup::executor::local::TaskOptions;
-use corpus_dedup::minhash::Permutations;
-use corpus_dedup::stages::signatures::signatures_only;
-use corpus_dedup::text::sets::jaccard as set_jaccard;
-use corpus_dedup::text::shingle::{shingle_set, Scratch};
+use corpus_dedup::kernels::jaccard as set_jaccard;
+use corpus_dedup::kernels::shingle::{shingle_set, Scratch};
+use corpus_dedup::kernels::signatures_only;
+use corpus_dedup::kernels::Permutations;
+use corpus_dedup::TaskOptions;
 use corpus_dedup::{Config, Settings};
 use polars::prelude::*;
 use polars_arrow::array::{Array, FixedSizeListArray, PrimitiveArray};
@@ -141,7 +141,7 @@ fn apply(
         Some(u) => Some(u.parse().map_err(|e: String| Error::new_err(e))?),
         None => None,
     };
-    let opts = corpus_dedup::apply::ApplyOptions {
+    let opts = corpus_dedup::ApplyOptions {
         manifest,
         output,
         dropped,
@@ -165,8 +165,8 @@ fn explain(py: Python<'_>, output: &str, id: &str, limit: usize) -> PyResult<Str
 #[pyfunction]
 fn read_output(py: Python<'_>, output: &str, name: &str) -> PyResult<String> {
     py.detach(|| -> anyhow::Result<String> {
-        let at = corpus_dedup::results::in_output(output, name);
-        let bytes = corpus_dedup::results::read_location(&at)?.ok_or_else(|| {
+        let at = corpus_dedup::in_output(output, name);
+        let bytes = corpus_dedup::read_location(&at)?.ok_or_else(|| {
             anyhow::anyhow!(
                 "'{at}' does not exist: is '{output}' the output directory of a finished run?"
             )
@@ -358,8 +358,8 @@ fn simhash(
 ) -> PyResult<ArrowColumn> {
     column_kernel(py, texts_obj, |texts| {
         let cfg = kernel_config(settings_json)?;
-        let params = corpus_dedup::stages::sample::params(&cfg);
-        let fps = corpus_dedup::simhash::fingerprint_column(texts, |_| None, params, None);
+        let params = corpus_dedup::kernels::simhash_params(&cfg);
+        let fps = corpus_dedup::kernels::fingerprint_column(texts, |_| None, params, None);
         let values = fps.values.into();
         Ok(PrimitiveArray::<u64>::new(ArrowDataType::UInt64, values, validity(texts)).boxed())
     })

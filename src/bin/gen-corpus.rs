@@ -10,8 +10,8 @@ use anyhow::Context;
 use clap::{Parser, ValueEnum};
 use polars::prelude::*;
 
-use corpus_dedup::io::output::{write_parquet_atomic, ParquetUse};
 use corpus_dedup::synth::{generate, Lang};
+use corpus_dedup::testing::{write_parquet_atomic, ParquetUse};
 
 #[derive(Clone, Copy, ValueEnum)]
 enum LangArg {

@@ -43,7 +43,7 @@ pub struct TaskOptions {
 }
 
 /// The lock file `run` holds in its output and work directories.
-pub const RUN_LOCK: &str = ".corpus-dedup.lock";
+pub(crate) const RUN_LOCK: &str = ".corpus-dedup.lock";
 
 /// The lock of a run's output directory (a file in it).
 fn dir_lock(dir: &str) -> Result<crate::io::lock::Lock> {
@@ -73,7 +73,7 @@ fn work_lock(work: &str) -> Result<crate::io::lock::Lock> {
 }
 
 /// Runs the job; returns the summary (as written to summary.json).
-pub fn run(
+pub(crate) fn run(
     cfg: &Config,
     layout: &TaskOptions,
     work: Option<&str>,
@@ -92,7 +92,7 @@ fn pool(threads: usize) -> Result<rayon::ThreadPool> {
 }
 
 /// Runs `f` in a rayon pool of `threads` threads.
-pub fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+pub(crate) fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
     pool(threads)?.install(f)
 }
 
@@ -149,7 +149,7 @@ fn run_concurrently(
 }
 
 /// File of a scratch work directory that holds the [`boot_id`] of the boot it was written in.
-pub const BOOT_FILE: &str = "boot_id";
+pub(crate) const BOOT_FILE: &str = "boot_id";
 
 /// Whether the files of `work` can be trusted now: always for synced and remote directories; for
 /// a scratch directory, only in the boot that wrote it.
@@ -166,7 +166,7 @@ fn same_boot(work: &OutputDir) -> Result<bool> {
 /// Writes the plan into `work`, or keeps the one there when it describes the same work (and, for
 /// a scratch directory, was written in this boot). Returns whether an existing plan was kept
 /// (finished tasks will be reused).
-pub fn install_plan(work: &OutputDir, plan: &Plan, quiet: bool) -> Result<bool> {
+pub(crate) fn install_plan(work: &OutputDir, plan: &Plan, quiet: bool) -> Result<bool> {
     // An unreadable plan (damaged, or another version's) counts as different work.
     let mut same_work = false;
     if let Ok(Some(old)) = read_plan(work) {

@@ -2,7 +2,7 @@
 //! `corpus-dedup task` runs on a cluster node); [`local`] runs a whole plan in this process
 //! (`corpus-dedup run`), as many tasks at a time as there are threads, resumable.
 
-pub mod local;
+pub(crate) mod local;
 
 use std::time::Instant;
 
@@ -18,7 +18,7 @@ use crate::stages::{
 
 /// Runs task `task` of `stage` and writes its marker (last). `walls` (stage wall times of a
 /// one-process run) only matters to the merge task's summary.
-pub fn run_task(
+pub(crate) fn run_task(
     work: &OutputDir,
     plan: &Plan,
     stage: Stage,

@@ -31,22 +31,22 @@ use crate::io::output::OutputDir;
 use crate::io::{u32_at, u32s_le, u64_at};
 
 /// Band (or block table) `b`'s key file.
-pub fn band_file(b: usize) -> String {
+pub(crate) fn band_file(b: usize) -> String {
     format!("bands/b{b:03}.bin")
 }
 
 /// The exact-text hash file.
-pub const EXACT: &str = "exact.bin";
+pub(crate) const EXACT: &str = "exact.bin";
 /// The per-document records.
-pub const DOCS: &str = "docs.bin";
+pub(crate) const DOCS: &str = "docs.bin";
 /// The ids.
-pub const IDS: &str = "ids.bin";
+pub(crate) const IDS: &str = "ids.bin";
 /// The shingle keys of short documents.
-pub const KEYS: &str = "keys.bin";
+pub(crate) const KEYS: &str = "keys.bin";
 
 /// Bytes of a written file pair: (on disk, held in memory by a reader).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Written {
+pub(crate) struct Written {
     pub bytes: u64,
     pub memory: u64,
 }
@@ -59,7 +59,7 @@ impl std::ops::AddAssign for Written {
 }
 
 /// Streams the blocked file `name` into `dir` through `fill`, then its meta (with `filter`).
-pub fn put(
+pub(crate) fn put(
     dir: &OutputDir,
     name: &str,
     filter: Option<&Bloom>,
@@ -86,7 +86,13 @@ pub fn put(
 }
 
 /// Pushes one record, naming the file on a write error.
-pub fn push(w: &mut Writer, dir: &OutputDir, name: &str, key: u64, rec: &[u8]) -> Result<()> {
+pub(crate) fn push(
+    w: &mut Writer,
+    dir: &OutputDir,
+    name: &str,
+    key: u64,
+    rec: &[u8],
+) -> Result<()> {
     w.push(key, rec).map_err(|e| Error::Output {
         path: dir.location(name),
         source: e.into(),
@@ -105,7 +111,7 @@ fn fragment(key: u64) -> u16 {
 
 /// Writes band `b`'s file from its (64-bit key, document, value) rows, in any order; the value
 /// (SimHash's fingerprint) is stored when `values`.
-pub fn write_band(
+pub(crate) fn write_band(
     dir: &OutputDir,
     b: usize,
     mut rows: Vec<(u64, u32, u64)>,
@@ -146,7 +152,7 @@ pub fn write_band(
 
 /// Writes the exact-text hash table from (hash, document) pairs (hash 0: none); of documents with
 /// the same text only the first is kept (a lookup wants the earliest).
-pub fn write_exact(dir: &OutputDir, mut hashes: Vec<(u128, u32)>) -> Result<Written> {
+pub(crate) fn write_exact(dir: &OutputDir, mut hashes: Vec<(u128, u32)>) -> Result<Written> {
     hashes.retain(|h| h.0 != 0);
     hashes.par_sort_unstable();
     hashes.dedup_by_key(|e| e.0);
@@ -166,14 +172,14 @@ pub fn write_exact(dir: &OutputDir, mut hashes: Vec<(u128, u32)>) -> Result<Writ
 }
 
 /// An `ids.bin` record: length, then the id's bytes.
-pub fn id_record(id: &str) -> Vec<u8> {
+pub(crate) fn id_record(id: &str) -> Vec<u8> {
     let mut r = (id.len() as u32).to_le_bytes().to_vec();
     r.extend_from_slice(id.as_bytes());
     r
 }
 
 /// A `keys.bin` record: document, key count, keys.
-pub fn keys_record(doc: u32, keys: &[u32]) -> Vec<u8> {
+pub(crate) fn keys_record(doc: u32, keys: &[u32]) -> Vec<u8> {
     let mut r = Vec::with_capacity(8 + 4 * keys.len());
     r.extend_from_slice(&doc.to_le_bytes());
     r.extend_from_slice(&(keys.len() as u32).to_le_bytes());
@@ -184,7 +190,7 @@ pub fn keys_record(doc: u32, keys: &[u32]) -> Vec<u8> {
 }
 
 /// A batch opened for lookups: every file's meta (filters, block tables) in memory.
-pub struct BatchReader {
+pub(crate) struct BatchReader {
     pub entry: BatchEntry,
     dir: OutputDir,
     bands: Vec<Blocked>,
@@ -205,7 +211,11 @@ static OPEN: Mutex<Vec<Slot>> = Mutex::new(Vec::new());
 impl BatchReader {
     /// Opens batch `entry` of the index in `index` (with `bands` band files), shared with any
     /// other task of this process that has it open.
-    pub fn open(index: &OutputDir, entry: &BatchEntry, bands: usize) -> Result<Arc<BatchReader>> {
+    pub(crate) fn open(
+        index: &OutputDir,
+        entry: &BatchEntry,
+        bands: usize,
+    ) -> Result<Arc<BatchReader>> {
         let dir = index.child(&entry.dir).location("");
         let slot = {
             let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
@@ -260,7 +270,7 @@ impl BatchReader {
     }
 
     /// Bytes of filters and block tables held.
-    pub fn memory_bytes(&self) -> usize {
+    pub(crate) fn memory_bytes(&self) -> usize {
         self.bands
             .iter()
             .chain([&self.exact, &self.docs, &self.ids, &self.keys])
@@ -270,13 +280,13 @@ impl BatchReader {
 
     /// The (key, query) pairs of `keys` whose key some document of the batch may have in band
     /// `b` (the filter's answer), in order.
-    pub fn band_may_have(&self, b: usize, keys: &[(u64, u32)]) -> Vec<(u64, u32)> {
+    pub(crate) fn band_may_have(&self, b: usize, keys: &[(u64, u32)]) -> Vec<(u64, u32)> {
         may_have(&self.bands[b], keys)
     }
 
     /// The (low 64 bits of an exact-text hash, query) pairs of `keys` whose text some document of
     /// the batch may have (the filter's answer), in order.
-    pub fn exact_may_have(&self, keys: &[(u64, u32)]) -> Vec<(u64, u32)> {
+    pub(crate) fn exact_may_have(&self, keys: &[(u64, u32)]) -> Vec<(u64, u32)> {
         may_have(&self.exact, keys)
     }
 
@@ -287,7 +297,7 @@ impl BatchReader {
     /// rejects.
     /// `keep(query, value)` is asked of each match with the record's value (SimHash: its
     /// fingerprint; 0 without values) and drops the match when false.
-    pub fn find_band(
+    pub(crate) fn find_band(
         &self,
         b: usize,
         queries: &[(usize, u64)],
@@ -336,7 +346,7 @@ impl BatchReader {
     }
 
     /// The first document with each queried exact-text hash: (query number, document).
-    pub fn find_exact(&self, queries: &[(usize, u128)]) -> Result<Vec<(usize, u32)>> {
+    pub(crate) fn find_exact(&self, queries: &[(usize, u128)]) -> Result<Vec<(usize, u32)>> {
         let f = &self.exact;
         let fence = |h: u128| (h >> 64) as u64;
         let mut blocks: Vec<usize> = queries
@@ -398,7 +408,7 @@ impl BatchReader {
     }
 
     /// The `docs.bin` records of `docs` (sorted, unique).
-    pub fn records(&self, docs: &[u32]) -> Result<AHashMap<u32, Vec<u8>>> {
+    pub(crate) fn records(&self, docs: &[u32]) -> Result<AHashMap<u32, Vec<u8>>> {
         self.per_doc(&self.docs, docs, |bytes, n| {
             (n > 0 && bytes.len().is_multiple_of(n)).then(|| {
                 bytes
@@ -410,7 +420,7 @@ impl BatchReader {
     }
 
     /// The ids of `docs` (sorted, unique).
-    pub fn ids(&self, docs: &[u32]) -> Result<AHashMap<u32, String>> {
+    pub(crate) fn ids(&self, docs: &[u32]) -> Result<AHashMap<u32, String>> {
         self.per_doc(&self.ids, docs, |bytes, n| {
             let mut out = Vec::with_capacity(n);
             let mut at = 0;
@@ -425,7 +435,7 @@ impl BatchReader {
     }
 
     /// The stored shingle keys of those of `docs` that have them (short documents).
-    pub fn keys(&self, docs: &[u32]) -> Result<AHashMap<u32, Vec<u32>>> {
+    pub(crate) fn keys(&self, docs: &[u32]) -> Result<AHashMap<u32, Vec<u32>>> {
         let f = &self.keys;
         let mut blocks: Vec<usize> = docs
             .iter()
@@ -470,21 +480,21 @@ fn file_name(f: &Blocked) -> String {
 
 /// The docs.bin record of a MinHash document: the low 8 bits of each signature value (b-bit
 /// minwise hashing), then its shingle count.
-pub fn minhash_record(sig: &[u32], shingles: u32) -> Vec<u8> {
+pub(crate) fn minhash_record(sig: &[u32], shingles: u32) -> Vec<u8> {
     let mut r: Vec<u8> = sig.iter().map(|&v| v as u8).collect();
     r.extend_from_slice(&shingles.to_le_bytes());
     r
 }
 
 /// The shingle count of a MinHash record.
-pub fn minhash_record_shingles(rec: &[u8]) -> u32 {
+pub(crate) fn minhash_record_shingles(rec: &[u8]) -> u32 {
     rec.len().checked_sub(4).map_or(0, |at| u32_at(rec, at))
 }
 
 /// Jaccard estimated from b-bit (8-bit) minima: a full signature `sig` against a record. Two
 /// unequal minima agree in their low 8 bits with probability 1/256, which the estimate removes:
 /// J = (agree - 1/256) / (1 - 1/256), clamped to [0, 1].
-pub fn bbit_estimate(sig: &[u32], rec: &[u8]) -> f64 {
+pub(crate) fn bbit_estimate(sig: &[u32], rec: &[u8]) -> f64 {
     let k = sig.len().min(rec.len().saturating_sub(4));
     if k == 0 {
         return 0.0;
@@ -495,7 +505,7 @@ pub fn bbit_estimate(sig: &[u32], rec: &[u8]) -> f64 {
 }
 
 /// The docs.bin record of a SimHash document: fingerprint, feature count, shingle count.
-pub fn simhash_record(fp: u64, features: u32, shingles: u32) -> Vec<u8> {
+pub(crate) fn simhash_record(fp: u64, features: u32, shingles: u32) -> Vec<u8> {
     let mut r = fp.to_le_bytes().to_vec();
     r.extend_from_slice(&features.to_le_bytes());
     r.extend_from_slice(&shingles.to_le_bytes());
@@ -503,7 +513,7 @@ pub fn simhash_record(fp: u64, features: u32, shingles: u32) -> Vec<u8> {
 }
 
 /// Fingerprint and feature count of a SimHash record.
-pub fn simhash_record_parts(rec: &[u8]) -> (u64, u32) {
+pub(crate) fn simhash_record_parts(rec: &[u8]) -> (u64, u32) {
     if rec.len() < 12 {
         return (0, 0);
     }

@@ -26,7 +26,7 @@ use crate::io::output::OutputDir;
 use crate::io::{u32_at, u64_at};
 
 /// Records per block: a lookup reads one block (512 bytes of band keys).
-pub const RECORDS_PER_BLOCK: usize = 64;
+pub(crate) const RECORDS_PER_BLOCK: usize = 64;
 
 const MAGIC: &[u8; 8] = b"CDIXMET2";
 const MAGIC_V1: &[u8; 8] = b"CDIXMET1";
@@ -48,7 +48,7 @@ struct BlockMeta {
 
 /// Streams a blocked file into `sink`: records in key order, then [`Writer::finish`] for the meta.
 /// It holds one block (64 records) at a time.
-pub struct Writer<'w> {
+pub(crate) struct Writer<'w> {
     sink: &'w mut (dyn Write + Send),
     block: Vec<u8>,
     blocks: Vec<BlockMeta>,
@@ -58,7 +58,7 @@ pub struct Writer<'w> {
 
 impl<'w> Writer<'w> {
     /// A writer of the data file `sink`.
-    pub fn new(sink: &'w mut (dyn Write + Send)) -> Writer<'w> {
+    pub(crate) fn new(sink: &'w mut (dyn Write + Send)) -> Writer<'w> {
         Writer {
             sink,
             block: Vec::new(),
@@ -69,7 +69,7 @@ impl<'w> Writer<'w> {
     }
 
     /// Appends one record whose key is `key` (keys must not decrease).
-    pub fn push(&mut self, key: u64, record: &[u8]) -> std::io::Result<()> {
+    pub(crate) fn push(&mut self, key: u64, record: &[u8]) -> std::io::Result<()> {
         if self.records.is_multiple_of(RECORDS_PER_BLOCK as u64) {
             self.close_block()?;
             self.blocks.push(BlockMeta {
@@ -100,12 +100,12 @@ impl<'w> Writer<'w> {
     }
 
     /// Bytes of data written so far.
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.offset + self.block.len() as u64
     }
 
     /// Writes the last block; returns the meta file's bytes.
-    pub fn finish(mut self, filter: Option<&Bloom>) -> std::io::Result<Vec<u8>> {
+    pub(crate) fn finish(mut self, filter: Option<&Bloom>) -> std::io::Result<Vec<u8>> {
         self.close_block()?;
         let mut meta = Vec::with_capacity(40 + self.blocks.len() * BLOCK_META);
         meta.extend_from_slice(MAGIC);
@@ -128,13 +128,13 @@ impl<'w> Writer<'w> {
 }
 
 /// The meta file name of data file `name`.
-pub fn meta_name(name: &str) -> String {
+pub(crate) fn meta_name(name: &str) -> String {
     format!("{name}.meta")
 }
 
 /// A data file of the index, as known from its loaded meta.
 #[derive(Debug, Clone)]
-pub struct Blocked {
+pub(crate) struct Blocked {
     /// The data file's name inside its batch directory.
     name: String,
     blocks: Vec<BlockMeta>,
@@ -146,7 +146,7 @@ pub struct Blocked {
 
 impl Blocked {
     /// Loads the meta of data file `name` in `dir`.
-    pub fn load(dir: &OutputDir, name: &str) -> Result<Blocked> {
+    pub(crate) fn load(dir: &OutputDir, name: &str) -> Result<Blocked> {
         let meta = meta_name(name);
         let bytes = dir.read(&meta)?.ok_or_else(|| Error::IndexFile {
             path: dir.location(&meta),
@@ -215,28 +215,28 @@ impl Blocked {
     }
 
     /// The filter over the file's keys, if it has one.
-    pub fn filter(&self) -> Option<&Bloom> {
+    pub(crate) fn filter(&self) -> Option<&Bloom> {
         self.filter.as_ref()
     }
 
     /// The data file's name inside its batch directory.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
     /// Records in the file.
-    pub fn records(&self) -> u64 {
+    pub(crate) fn records(&self) -> u64 {
         self.records
     }
 
     /// Bytes this meta holds in memory (filter and block table).
-    pub fn memory_bytes(&self) -> usize {
+    pub(crate) fn memory_bytes(&self) -> usize {
         self.filter.as_ref().map_or(0, Bloom::bytes)
             + self.blocks.len() * std::mem::size_of::<BlockMeta>()
     }
 
     /// The blocks that can hold records with key `key` (records sorted by key).
-    pub fn blocks_with(&self, key: u64) -> Range<usize> {
+    pub(crate) fn blocks_with(&self, key: u64) -> Range<usize> {
         let lo = self
             .blocks
             .partition_point(|b| b.first < key)
@@ -246,13 +246,13 @@ impl Blocked {
     }
 
     /// The block holding record `i` (records numbered in file order).
-    pub fn block_of(&self, i: u64) -> usize {
+    pub(crate) fn block_of(&self, i: u64) -> usize {
         (i / RECORDS_PER_BLOCK as u64) as usize
     }
 
     /// Reads every block of the data file in `dir`, a few hundred at a time, each checked
     /// against its checksum; returns the bytes read.
-    pub fn verify(&self, dir: &OutputDir) -> Result<u64> {
+    pub(crate) fn verify(&self, dir: &OutputDir) -> Result<u64> {
         let all: Vec<usize> = (0..self.blocks.len()).collect();
         let mut bytes = 0u64;
         for chunk in all.chunks(256) {
@@ -267,7 +267,7 @@ impl Blocked {
 
     /// Reads blocks `wanted` (sorted, unique) of the data file in `dir`, each checked against its
     /// checksum; returns their bytes in the same order.
-    pub fn read(&self, dir: &OutputDir, wanted: &[usize]) -> Result<Vec<Vec<u8>>> {
+    pub(crate) fn read(&self, dir: &OutputDir, wanted: &[usize]) -> Result<Vec<Vec<u8>>> {
         let damaged = |msg: String| Error::IndexFile {
             path: dir.location(&self.name),
             msg,

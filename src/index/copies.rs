@@ -21,11 +21,11 @@ use crate::io::output::OutputDir;
 use crate::io::varint;
 
 /// A batch's copies file.
-pub const COPIES: &str = "copies.bin";
+pub(crate) const COPIES: &str = "copies.bin";
 
 /// One batch's copies file read back.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Copies {
+pub(crate) struct Copies {
     /// Copies of each held document after the batch's night, by its number in the batch.
     pub own: Vec<u32>,
     /// Totals after the batch's night of the earlier documents it renewed: by the directory of
@@ -35,7 +35,7 @@ pub struct Copies {
 
 impl Copies {
     /// The file's bytes.
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.own.len() + 64);
         out.extend_from_slice(&(self.own.len() as u32).to_le_bytes());
         for &c in &self.own {
@@ -57,7 +57,7 @@ impl Copies {
     }
 
     /// Reads [`Copies::encode`]'s bytes; `path` names the file in an error.
-    pub fn decode(bytes: &[u8], path: &str) -> Result<Copies> {
+    pub(crate) fn decode(bytes: &[u8], path: &str) -> Result<Copies> {
         let bad = |what: &str| Error::IndexFile {
             path: path.to_string(),
             msg: format!("not a copies file ({what})"),
@@ -92,7 +92,7 @@ impl Copies {
 }
 
 /// The copies file of `entry`.
-pub fn read(index: &OutputDir, entry: &BatchEntry) -> Result<Copies> {
+pub(crate) fn read(index: &OutputDir, entry: &BatchEntry) -> Result<Copies> {
     let dir = index.child(&entry.dir);
     let bytes = dir.read(COPIES)?.ok_or_else(|| Error::IndexFile {
         path: dir.location(COPIES),
@@ -103,7 +103,7 @@ pub fn read(index: &OutputDir, entry: &BatchEntry) -> Result<Copies> {
 
 /// A document's copies so far and the batch of its latest copy.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Count {
+pub(crate) struct Count {
     pub copies: u32,
     /// Position in the batch list given to [`counts`] of the newest batch that names it.
     pub latest: usize,
@@ -111,7 +111,7 @@ pub struct Count {
 
 /// Copies so far of the documents `wanted(batch position, number)` of `batches` (oldest first),
 /// by (batch position, number): the newest count any batch records.
-pub fn counts(
+pub(crate) fn counts(
     index: &OutputDir,
     batches: &[BatchEntry],
     wanted: impl Fn(usize, u32) -> bool,

@@ -15,7 +15,7 @@ use crate::io::output::OutputDir;
 
 /// What an export wrote.
 #[derive(Debug, Clone, Serialize)]
-pub struct Exported {
+pub(crate) struct Exported {
     pub index: String,
     pub output: String,
     pub documents: u64,
@@ -25,7 +25,11 @@ pub struct Exported {
 /// Writes the live documents of the index at `location` to the Parquet file `output` (local or
 /// s3://), holding the index lock (taken through `lock`, which can wait) meanwhile so no commit
 /// removes a batch being read.
-pub fn export(location: &str, output: &str, lock: impl Fn() -> Result<Lock>) -> Result<Exported> {
+pub(crate) fn export(
+    location: &str,
+    output: &str,
+    lock: impl Fn() -> Result<Lock>,
+) -> Result<Exported> {
     let (index, head, _lock) = super::locked_head(location, lock)?;
     let batches = head.next_compare();
     let alive = renew::alive(&index, &batches)?;

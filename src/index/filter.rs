@@ -7,7 +7,7 @@
 //! pattern from the low 32 bits. The serialised form is the words, little-endian.
 
 /// Bits of filter per inserted key: ~0.8% false positives for a split-block filter.
-pub const BITS_PER_KEY: usize = 12;
+pub(crate) const BITS_PER_KEY: usize = 12;
 
 const SALT: [u32; 8] = [
     0x47b6_137b,
@@ -22,13 +22,13 @@ const SALT: [u32; 8] = [
 
 /// A split-block Bloom filter over 64-bit keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Bloom {
+pub(crate) struct Bloom {
     blocks: Vec<[u32; 8]>,
 }
 
 impl Bloom {
     /// An empty filter sized for `keys` keys.
-    pub fn with_keys(keys: usize) -> Bloom {
+    pub(crate) fn with_keys(keys: usize) -> Bloom {
         let n = (keys * BITS_PER_KEY).div_ceil(256).max(1);
         Bloom {
             blocks: vec![[0; 8]; n],
@@ -45,7 +45,7 @@ impl Bloom {
     }
 
     /// Adds a key.
-    pub fn insert(&mut self, key: u64) {
+    pub(crate) fn insert(&mut self, key: u64) {
         let b = self.block(key);
         for (w, m) in self.blocks[b].iter_mut().zip(Self::mask(key)) {
             *w |= m;
@@ -54,7 +54,7 @@ impl Bloom {
 
     /// False when `key` was certainly never inserted.
     #[inline(always)]
-    pub fn contains(&self, key: u64) -> bool {
+    pub(crate) fn contains(&self, key: u64) -> bool {
         let block = &self.blocks[self.block(key)];
         // All eight words without an early exit: a branch per word mispredicts on the misses
         // that most probes are, and the straight form compiles to a few vector instructions.
@@ -68,7 +68,7 @@ impl Bloom {
     /// The items whose key may be in the filter ([`Bloom::contains`]), in order. With AVX2 the
     /// eight bit positions of a key are computed in a few vector instructions, about three times
     /// faster than the baseline build's scalar code; lookups probe millions of keys this way.
-    pub fn may_contain<T: Copy>(&self, items: &[T], key: impl Fn(T) -> u64) -> Vec<T> {
+    pub(crate) fn may_contain<T: Copy>(&self, items: &[T], key: impl Fn(T) -> u64) -> Vec<T> {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 (checked just above).
@@ -97,12 +97,12 @@ impl Bloom {
     }
 
     /// Size in bytes (in memory and serialised).
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.blocks.len() * 32
     }
 
     /// Appends the serialised filter (a u32 block count, then the words) to `out`.
-    pub fn write(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&(self.blocks.len() as u32).to_le_bytes());
         for b in &self.blocks {
             for w in b {
@@ -113,7 +113,7 @@ impl Bloom {
 
     /// Reads a filter written by [`Bloom::write`] from the start of `bytes`; returns it and the
     /// bytes it used, or None when `bytes` is too short.
-    pub fn read(bytes: &[u8]) -> Option<(Bloom, usize)> {
+    pub(crate) fn read(bytes: &[u8]) -> Option<(Bloom, usize)> {
         let n = crate::io::u32_at(bytes.get(..4)?, 0) as usize;
         let body = bytes.get(4..4 + n * 32)?;
         if n == 0 {

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 
 /// One batch in `index status`.
 #[derive(Debug, Clone, Serialize)]
-pub struct BatchStatus {
+pub(crate) struct BatchStatus {
     pub batch: String,
     /// Its run's documents.
     pub documents: u64,
@@ -28,7 +28,7 @@ pub struct BatchStatus {
 
 /// What `index status` prints.
 #[derive(Debug, Clone, Serialize)]
-pub struct Status {
+pub(crate) struct Status {
     pub index: String,
     pub format: u32,
     pub generation: u64,
@@ -48,7 +48,7 @@ pub struct Status {
 }
 
 /// What the index at `location` holds.
-pub fn status(location: &str, lock: impl Fn() -> Result<Lock>) -> Result<Status> {
+pub(crate) fn status(location: &str, lock: impl Fn() -> Result<Lock>) -> Result<Status> {
     let (index, head, _lock) = locked_head(location, lock)?;
     let compare = head.next_compare();
     let alive = renew::alive(&index, &compare)?;
@@ -87,7 +87,7 @@ pub fn status(location: &str, lock: impl Fn() -> Result<Lock>) -> Result<Status>
 
 /// A file `index verify` found damaged.
 #[derive(Debug, Clone, Serialize)]
-pub struct Damage {
+pub(crate) struct Damage {
     pub batch: String,
     pub file: String,
     pub error: String,
@@ -95,7 +95,7 @@ pub struct Damage {
 
 /// What `index verify` found.
 #[derive(Debug, Clone, Serialize)]
-pub struct Verified {
+pub(crate) struct Verified {
     pub index: String,
     pub batches: usize,
     pub files: u64,
@@ -125,7 +125,7 @@ fn bands(head: &Head) -> usize {
 /// Reads every file of every batch the index keeps on disk, checking every block against its
 /// checksum and the files of a batch against each other (records, ids, origins, copies and
 /// `--across` values for every document it holds).
-pub fn verify(location: &str, lock: impl Fn() -> Result<Lock>) -> Result<Verified> {
+pub(crate) fn verify(location: &str, lock: impl Fn() -> Result<Lock>) -> Result<Verified> {
     let start = std::time::Instant::now();
     let (index, head, _lock) = locked_head(location, lock)?;
     let mut files = 0u64;

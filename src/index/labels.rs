@@ -11,10 +11,10 @@ use crate::io::output::OutputDir;
 use crate::io::varint;
 
 /// A batch's across file.
-pub const ACROSS: &str = "across.bin";
+pub(crate) const ACROSS: &str = "across.bin";
 
 /// The bytes of the keys of the held documents, in batch order.
-pub fn encode(keys: &[u64]) -> Vec<u8> {
+pub(crate) fn encode(keys: &[u64]) -> Vec<u8> {
     let mut distinct: Vec<u64> = keys.to_vec();
     distinct.sort_unstable();
     distinct.dedup();
@@ -31,7 +31,7 @@ pub fn encode(keys: &[u64]) -> Vec<u8> {
 }
 
 /// Reads [`encode`]'s bytes; `path` names the file in an error.
-pub fn decode(bytes: &[u8], path: &str) -> Result<Vec<u64>> {
+pub(crate) fn decode(bytes: &[u8], path: &str) -> Result<Vec<u64>> {
     let bad = |what: &str| Error::IndexFile {
         path: path.to_string(),
         msg: format!("not an across file ({what})"),
@@ -58,7 +58,7 @@ pub fn decode(bytes: &[u8], path: &str) -> Result<Vec<u64>> {
 }
 
 /// The across keys of `entry`'s held documents, by number.
-pub fn read(index: &OutputDir, entry: &BatchEntry) -> Result<Vec<u64>> {
+pub(crate) fn read(index: &OutputDir, entry: &BatchEntry) -> Result<Vec<u64>> {
     let dir = index.child(&entry.dir);
     let bytes = dir.read(ACROSS)?.ok_or_else(|| Error::IndexFile {
         path: dir.location(ACROSS),

@@ -31,15 +31,15 @@
 //! - One writer at a time: [`Lock`] (a `flock`ed file locally, released by the kernel when its
 //!   process dies; a conditionally created object on S3).
 
-pub mod batch;
-pub mod blocks;
-pub mod copies;
-pub mod export;
-pub mod filter;
-pub mod inspect;
-pub mod labels;
-pub mod origins;
-pub mod renew;
+pub(crate) mod batch;
+pub(crate) mod blocks;
+pub(crate) mod copies;
+pub(crate) mod export;
+pub(crate) mod filter;
+pub(crate) mod inspect;
+pub(crate) mod labels;
+pub(crate) mod origins;
+pub(crate) mod renew;
 
 use std::collections::BTreeMap;
 
@@ -51,20 +51,20 @@ use crate::io::output::OutputDir;
 
 /// Format of index.json and the batch files. 2: keeper batches (kept documents only), renewals
 /// and lingering batches; 3: copies across nights ([`copies`]).
-pub const FORMAT: u32 = 3;
+pub(crate) const FORMAT: u32 = 3;
 
 /// The head file.
-pub const HEAD: &str = "index.json";
+pub(crate) const HEAD: &str = "index.json";
 
 /// The lock file (or object).
-pub const LOCK: &str = "LOCK";
+pub(crate) const LOCK: &str = "LOCK";
 
 /// The SimHash feature filter every batch of an index shares.
-pub const FREQUENCIES: &str = "frequencies.bin";
+pub(crate) const FREQUENCIES: &str = "frequencies.bin";
 
 /// One batch of the index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BatchEntry {
+pub(crate) struct BatchEntry {
     pub name: String,
     /// Its directory under the index (`batches/NAME-HASH`).
     pub dir: String,
@@ -91,14 +91,14 @@ pub struct BatchEntry {
 
 impl BatchEntry {
     /// The documents the batch holds.
-    pub fn held(&self) -> u64 {
+    pub(crate) fn held(&self) -> u64 {
         self.held.unwrap_or(self.documents)
     }
 }
 
 /// index.json.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Head {
+pub(crate) struct Head {
     pub format: u32,
     /// Raised by every commit.
     pub generation: u64,
@@ -143,7 +143,7 @@ impl Head {
 
     /// The batches a next run compares with, in that order: the lingering ones, then the
     /// window, oldest first.
-    pub fn next_compare(&self) -> Vec<BatchEntry> {
+    pub(crate) fn next_compare(&self) -> Vec<BatchEntry> {
         self.lingering
             .iter()
             .chain(&self.batches)
@@ -162,7 +162,7 @@ impl Head {
 
 /// What a run knows about the index from its plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct IndexPlan {
+pub(crate) struct IndexPlan {
     pub location: String,
     pub batch: String,
     /// Tonight's batch directory (`batches/NAME-HASH`, HASH from the input and settings).
@@ -179,18 +179,18 @@ pub struct IndexPlan {
 
 impl IndexPlan {
     /// The index directory.
-    pub fn dir(&self) -> OutputDir {
+    pub(crate) fn dir(&self) -> OutputDir {
         OutputDir::parse(&self.location)
     }
 
     /// Tonight's batch directory.
-    pub fn batch_dir(&self) -> OutputDir {
+    pub(crate) fn batch_dir(&self) -> OutputDir {
         self.dir().child(&self.dir)
     }
 }
 
 /// The settings that change signatures or matches, by method (what the head records).
-pub fn settings(cfg: &Config) -> BTreeMap<String, serde_json::Value> {
+pub(crate) fn settings(cfg: &Config) -> BTreeMap<String, serde_json::Value> {
     let all = cfg.to_json();
     let mut keys = vec![
         "method",
@@ -235,10 +235,10 @@ pub fn settings(cfg: &Config) -> BTreeMap<String, serde_json::Value> {
 /// The version of the tokenisation rules (`text::tokenize`) an index records, raised whenever
 /// they change the tokens of some text: 2 splits Thai, Lao, Khmer and Myanmar into clusters, by
 /// the Unicode script of each character, and bounds every token (1: no record, before that).
-pub const SEGMENTATION: u32 = 2;
+pub(crate) const SEGMENTATION: u32 = 2;
 
 /// Reads the head (None when the index is new).
-pub fn read_head(index: &OutputDir) -> Result<Option<Head>> {
+pub(crate) fn read_head(index: &OutputDir) -> Result<Option<Head>> {
     let Some(bytes) = index.read(HEAD)? else {
         return Ok(None);
     };
@@ -276,7 +276,7 @@ fn flag(key: &str) -> String {
 /// Plans tonight's use of the index: checks the settings and the batch name, and lists the
 /// batches to compare with. `fingerprint` identifies tonight's input and settings (it names the
 /// batch directory, so a rerun with other input never mixes files with the first run's).
-pub fn plan(cfg: &Config, fingerprint: u64) -> Result<Option<IndexPlan>> {
+pub(crate) fn plan(cfg: &Config, fingerprint: u64) -> Result<Option<IndexPlan>> {
     let (Some(location), Some(batch)) = (&cfg.index, &cfg.batch) else {
         return Ok(None);
     };
@@ -358,7 +358,7 @@ pub fn plan(cfg: &Config, fingerprint: u64) -> Result<Option<IndexPlan>> {
 
 /// What a commit did, for the summary.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Committed {
+pub(crate) struct Committed {
     /// The batches in the window after the commit, oldest first.
     pub window: Vec<BatchEntry>,
     /// The lingering batches after the commit, oldest first.
@@ -375,7 +375,7 @@ pub struct Committed {
 /// write, then the files of batches no head names any more are deleted. Idempotent: when the head
 /// already ends with this batch (a rerun after a crash past this point) it changes nothing.
 /// `frequencies`: SimHash's feature filter, stored in the index when it has none yet.
-pub fn commit(
+pub(crate) fn commit(
     ip: &IndexPlan,
     added: BatchEntry,
     frequencies: Option<Vec<u8>>,
@@ -455,7 +455,7 @@ pub fn commit(
 
 /// The head of the index at `location`, read under its lock (taken through `lock`, which can
 /// wait), for the `index` commands; fails when there is no index there.
-pub fn locked_head(
+pub(crate) fn locked_head(
     location: &str,
     lock: impl Fn() -> Result<Lock>,
 ) -> Result<(OutputDir, Head, Lock)> {
@@ -470,7 +470,7 @@ pub fn locked_head(
 
 /// What `index remove` did.
 #[derive(Debug, Clone, Serialize)]
-pub struct Removed {
+pub(crate) struct Removed {
     pub index: String,
     pub batch: String,
     /// The documents it held: no later night is compared with them any more.
@@ -483,7 +483,11 @@ pub struct Removed {
 /// Removes batch `name` from the index at `location` (under its lock, taken through `lock`): a
 /// new head without it in one write (lingering batches only it renewed expire too), then its
 /// files. A crash after the head is written leaves files no head names, which cost only space.
-pub fn remove(location: &str, name: &str, lock: impl Fn() -> Result<Lock>) -> Result<Removed> {
+pub(crate) fn remove(
+    location: &str,
+    name: &str,
+    lock: impl Fn() -> Result<Lock>,
+) -> Result<Removed> {
     let (index, head, _lock) = locked_head(location, lock)?;
     let err = |msg: String| Error::Index {
         index: location.to_string(),

@@ -15,10 +15,10 @@ use crate::io::output::OutputDir;
 use crate::io::{u32_at, varint};
 
 /// A batch's origins file.
-pub const ORIGINS: &str = "origins.bin";
+pub(crate) const ORIGINS: &str = "origins.bin";
 
 /// The bytes of the origins of `docs` (global input indices, ascending) read from `inputs`.
-pub fn encode(inputs: &[RecordedInput], docs: &[u32]) -> Vec<u8> {
+pub(crate) fn encode(inputs: &[RecordedInput], docs: &[u32]) -> Vec<u8> {
     let json = serde_json::to_vec(inputs).unwrap_or_default();
     let mut out = Vec::with_capacity(4 + json.len() + docs.len() + 4);
     out.extend_from_slice(&(json.len() as u32).to_le_bytes());
@@ -33,7 +33,7 @@ pub fn encode(inputs: &[RecordedInput], docs: &[u32]) -> Vec<u8> {
 
 /// A batch's origins read back.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Origins {
+pub(crate) struct Origins {
     pub inputs: Vec<RecordedInput>,
     /// Global input index of each held document, by its number in the batch.
     pub docs: Vec<u32>,
@@ -41,7 +41,7 @@ pub struct Origins {
 
 impl Origins {
     /// Reads [`encode`]'s bytes; `path` names the file in an error.
-    pub fn decode(bytes: &[u8], path: &str) -> Result<Origins> {
+    pub(crate) fn decode(bytes: &[u8], path: &str) -> Result<Origins> {
         let bad = |what: &str| Error::IndexFile {
             path: path.to_string(),
             msg: format!("not an origins file ({what})"),
@@ -67,7 +67,7 @@ impl Origins {
     }
 
     /// The shard and row of the document numbered `number` in the batch.
-    pub fn locate(&self, number: u32) -> Option<(&RecordedInput, u64)> {
+    pub(crate) fn locate(&self, number: u32) -> Option<(&RecordedInput, u64)> {
         let mut d = u64::from(*self.docs.get(number as usize)?);
         for input in &self.inputs {
             if d < input.rows {
@@ -82,7 +82,7 @@ impl Origins {
 /// Where the indexed document `id` of batch `batch` came from: its shard and row. Fails with a
 /// message naming what is missing (the batch expired, the document is not in it, the batch
 /// records no origins).
-pub fn find(index: &str, batch: &str, id: &str) -> Result<(RecordedInput, u64)> {
+pub(crate) fn find(index: &str, batch: &str, id: &str) -> Result<(RecordedInput, u64)> {
     let dir = OutputDir::parse(index);
     let err = |msg: String| Error::Index {
         index: index.to_string(),

@@ -18,14 +18,14 @@ use crate::io::output::OutputDir;
 use crate::io::u32_at;
 
 /// A batch's renewals file.
-pub const RENEWED: &str = "renewed.bin";
+pub(crate) const RENEWED: &str = "renewed.bin";
 
 /// Documents renewed, by the directory of the batch that holds them (each list sorted, unique).
-pub type Renewals = BTreeMap<String, Vec<u32>>;
+pub(crate) type Renewals = BTreeMap<String, Vec<u32>>;
 
 /// The bytes of `renewals`: a count of batches, then per batch its directory (length, UTF-8)
 /// and its documents (count, u32 each), all little-endian.
-pub fn encode(renewals: &Renewals) -> Vec<u8> {
+pub(crate) fn encode(renewals: &Renewals) -> Vec<u8> {
     let mut out = Vec::new();
     let put = |out: &mut Vec<u8>, x: usize| out.extend_from_slice(&(x as u32).to_le_bytes());
     put(&mut out, renewals.len());
@@ -41,7 +41,7 @@ pub fn encode(renewals: &Renewals) -> Vec<u8> {
 }
 
 /// Reads [`encode`]'s bytes; `path` names the file in an error.
-pub fn decode(bytes: &[u8], path: &str) -> Result<Renewals> {
+pub(crate) fn decode(bytes: &[u8], path: &str) -> Result<Renewals> {
     let bad = |what: &str| Error::IndexFile {
         path: path.to_string(),
         msg: format!("not a renewals file ({what}); rerun the batch that wrote it"),
@@ -72,7 +72,7 @@ pub fn decode(bytes: &[u8], path: &str) -> Result<Renewals> {
 }
 
 /// The renewals of the batch `entry` (none read when it renewed nothing).
-pub fn read(index: &OutputDir, entry: &BatchEntry) -> Result<Renewals> {
+pub(crate) fn read(index: &OutputDir, entry: &BatchEntry) -> Result<Renewals> {
     if entry.renews.is_empty() {
         return Ok(Renewals::new());
     }
@@ -87,7 +87,7 @@ pub fn read(index: &OutputDir, entry: &BatchEntry) -> Result<Renewals> {
 /// For each batch of `compare` (a compare list: lingering batches, then the window), the
 /// documents a lookup compares with: None for a batch in the window (all it holds), the live
 /// documents for a lingering one.
-pub fn alive(index: &OutputDir, compare: &[BatchEntry]) -> Result<Vec<Option<Vec<u32>>>> {
+pub(crate) fn alive(index: &OutputDir, compare: &[BatchEntry]) -> Result<Vec<Option<Vec<u32>>>> {
     let mut live: BTreeMap<&str, Vec<u32>> = compare
         .iter()
         .filter(|b| b.lingering)

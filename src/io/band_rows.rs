@@ -24,7 +24,7 @@ const HEADER: usize = 24;
 
 /// Encodes rows `(bucket[i], doc[i])`, with `values[i]` when `values` is not empty (equal
 /// lengths).
-pub fn encode(bucket: &[u64], doc: &[u32], values: &[u64]) -> Vec<u8> {
+pub(crate) fn encode(bucket: &[u64], doc: &[u32], values: &[u64]) -> Vec<u8> {
     debug_assert_eq!(bucket.len(), doc.len());
     debug_assert!(values.is_empty() || values.len() == doc.len());
     let mut out = Vec::with_capacity(HEADER + 20 * doc.len());
@@ -47,7 +47,7 @@ pub fn encode(bucket: &[u64], doc: &[u32], values: &[u64]) -> Vec<u8> {
 
 /// Reads the rows of the file `name`, calling `row(bucket, doc, value)` for each, in order
 /// (`value` is 0 in a file without values).
-pub fn read(work: &OutputDir, name: &str, mut row: impl FnMut(u64, u32, u64)) -> Result<()> {
+pub(crate) fn read(work: &OutputDir, name: &str, mut row: impl FnMut(u64, u32, u64)) -> Result<()> {
     let bad = |msg: &str| Error::WorkFile {
         path: work.location(name),
         msg: msg.to_string(),

@@ -53,7 +53,7 @@ type RangeRead = dyn Fn(std::ops::Range<u64>) -> Result<Vec<u8>>;
 
 /// The footer of a Parquet file (its metadata: schema, row groups, every column chunk's offset,
 /// size, codec and statistics) and the file's size.
-pub struct Footer {
+pub(crate) struct Footer {
     pub file_bytes: u64,
     /// The footer's bytes, without the trailing length and magic.
     pub raw: Vec<u8>,
@@ -61,7 +61,7 @@ pub struct Footer {
 
 impl Footer {
     /// Reads the footer of a local file or an `s3://` object (two small reads).
-    pub fn read(file: &str) -> Result<Footer> {
+    pub(crate) fn read(file: &str) -> Result<Footer> {
         let err = |e: ReadError| Error::Parquet {
             file: file.to_string(),
             source: e,
@@ -112,7 +112,7 @@ impl Footer {
     /// Reads the footer of `file` and checks that the file is still the one recorded as `bytes`
     /// long with footer `fingerprint`; otherwise `changed(what)` says how it differs (or that it
     /// cannot be read now).
-    pub fn read_unchanged(
+    pub(crate) fn read_unchanged(
         file: &str,
         bytes: u64,
         fingerprint: &str,
@@ -140,12 +140,15 @@ impl Footer {
 
     /// The footer's xxh3-64 in hex: it covers every column chunk's offset, size and statistics,
     /// so a rewritten shard gets another one.
-    pub fn fingerprint(&self) -> String {
+    pub(crate) fn fingerprint(&self) -> String {
         format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&self.raw))
     }
 
     /// The parsed footer.
-    pub fn metadata(&self, file: &str) -> Result<polars_parquet::parquet::metadata::FileMetadata> {
+    pub(crate) fn metadata(
+        &self,
+        file: &str,
+    ) -> Result<polars_parquet::parquet::metadata::FileMetadata> {
         // A minimal file around the footer: magic, footer, length, magic.
         let mut buf = Vec::with_capacity(self.raw.len() + 12);
         buf.extend_from_slice(b"PAR1");
@@ -226,7 +229,7 @@ pub(crate) fn column_list(schema: &Schema) -> String {
 
 /// An input shard as the run read it (recorded in the manifest's metadata).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct RecordedInput {
+pub(crate) struct RecordedInput {
     pub file: String,
     pub rows: u64,
     pub bytes: u64,
@@ -236,7 +239,7 @@ pub struct RecordedInput {
 impl RecordedInput {
     /// Checks that the shard is still the one the run read: same size and footer (which holds
     /// the row count and every column chunk's offset, size and statistics).
-    pub fn check_unchanged(&self) -> Result<Footer> {
+    pub(crate) fn check_unchanged(&self) -> Result<Footer> {
         Footer::read_unchanged(&self.file, self.bytes, &self.fingerprint, |what| {
             Error::ShardChanged {
                 file: self.file.clone(),
@@ -248,7 +251,7 @@ impl RecordedInput {
 
 /// Opens a shard lazily: `bytes`, when given, is the file's content already fetched (object
 /// storage); otherwise the file (local path or `s3://` URL) is scanned by polars.
-pub fn scan(file: &str, bytes: Option<Vec<u8>>) -> Result<LazyFrame> {
+pub(crate) fn scan(file: &str, bytes: Option<Vec<u8>>) -> Result<LazyFrame> {
     // Hive partitioning off: a shard is one file, whatever directory names it sits under.
     let args = ScanArgsParquet {
         hive_options: HiveOptions::new_disabled(),
@@ -453,7 +456,7 @@ fn select_columns(file: &str, schema: &Schema, cfg: &Config) -> Result<Selection
 /// Number of rows of a shard and of each of its row groups, read from its footer, after checking
 /// its columns (for the plan). The row groups are listed for local files only (an object-store
 /// shard is fetched and read whole, so they do not matter there).
-pub fn count_rows(file: &str, cfg: &Config) -> Result<(u64, Vec<u64>)> {
+pub(crate) fn count_rows(file: &str, cfg: &Config) -> Result<(u64, Vec<u64>)> {
     let mut lf = scan(file, None)?;
     let schema = lf.collect_schema().map_err(|e| parquet_err(file, e))?;
     select_columns(file, &schema, cfg)?;
@@ -507,7 +510,7 @@ pub(crate) fn string_column(df: &DataFrame, name: &str, file: &str) -> Result<St
 /// Reads the text, id and priority columns of one Parquet shard (rows `rows` only, when given),
 /// checking names and types. `bytes`, when given, is the file's content already fetched (object
 /// storage); otherwise the file is scanned.
-pub fn read_shard(
+pub(crate) fn read_shard(
     file: &str,
     bytes: Option<Vec<u8>>,
     rows: Option<std::ops::Range<u64>>,

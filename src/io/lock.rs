@@ -10,7 +10,7 @@ use crate::io::output::OutputDir;
 
 /// A lock on a directory (local or `s3://`), held while a run uses it; released when dropped.
 #[derive(Debug)]
-pub struct Lock {
+pub(crate) struct Lock {
     location: String,
     held: Held,
 }
@@ -34,7 +34,11 @@ fn held() -> std::sync::MutexGuard<'static, Vec<String>> {
 
 impl Lock {
     /// Takes the lock `name` of the directory at `location`, or fails with `in_use(holder)`.
-    pub fn acquire(location: &str, name: &str, in_use: impl Fn(String) -> Error) -> Result<Lock> {
+    pub(crate) fn acquire(
+        location: &str,
+        name: &str,
+        in_use: impl Fn(String) -> Error,
+    ) -> Result<Lock> {
         let key = format!("{}/{name}", location.trim_end_matches('/'));
         let location = key.as_str();
         if held().iter().any(|l| l == location) {
@@ -146,7 +150,7 @@ fn alive(pid: i32) -> bool {
 
 /// Takes a lock through `take`; with `wait`, retries every two seconds while another run holds
 /// it (saying so once, unless `quiet`).
-pub fn waiting<T>(wait: bool, quiet: bool, take: impl Fn() -> Result<T>) -> Result<T> {
+pub(crate) fn waiting<T>(wait: bool, quiet: bool, take: impl Fn() -> Result<T>) -> Result<T> {
     let mut said = false;
     loop {
         match take() {
@@ -175,7 +179,7 @@ pub fn hostname() -> String {
 }
 
 /// The current time as `YYYY-MM-DDTHH:MM:SSZ`.
-pub fn utc_now() -> String {
+pub(crate) fn utc_now() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs()) as i64;

@@ -2,38 +2,38 @@
 //! object-store directories ([`output`], [`object`]), and the work files of a task run ([`work`]
 //! names them; [`store`], [`band_rows`] and [`pairs`] are the binary ones).
 
-pub mod band_rows;
-pub mod input;
-pub mod lock;
-pub mod object;
-pub mod output;
-pub mod pairs;
-pub mod store;
-pub mod varint;
-pub mod work;
+pub(crate) mod band_rows;
+pub(crate) mod input;
+pub(crate) mod lock;
+pub(crate) mod object;
+pub(crate) mod output;
+pub(crate) mod pairs;
+pub(crate) mod store;
+pub(crate) mod varint;
+pub(crate) mod work;
 
 /// The little-endian u32 at byte `at` of a work file (the caller checked the length).
-pub fn u32_at(b: &[u8], at: usize) -> u32 {
+pub(crate) fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
 /// The little-endian u32s of `bytes` (a multiple of 4 long; a shorter tail is ignored), in a
 /// loop the compiler turns into wide copies (a `u32_at` per element collected was ~1 ns each).
-pub fn u32s_le(bytes: &[u8]) -> Vec<u32> {
+pub(crate) fn u32s_le(bytes: &[u8]) -> Vec<u32> {
     let mut out = vec![0u32; bytes.len() / 4];
     read_u32s_le(bytes, &mut out);
     out
 }
 
 /// Fills `out` with the little-endian u32s at the start of `bytes` (as many as both hold).
-pub fn read_u32s_le(bytes: &[u8], out: &mut [u32]) {
+pub(crate) fn read_u32s_le(bytes: &[u8], out: &mut [u32]) {
     for (v, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
         *v = u32::from_le_bytes(c.try_into().unwrap_or_default());
     }
 }
 
 /// The little-endian u64 at byte `at` of a work file (the caller checked the length).
-pub fn u64_at(b: &[u8], at: usize) -> u64 {
+pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
     let mut x = [0u8; 8];
     x.copy_from_slice(&b[at..at + 8]);
     u64::from_le_bytes(x)

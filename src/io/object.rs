@@ -22,12 +22,12 @@ use object_store::{
 use crate::error::{Error, Result};
 
 /// True for an `s3://` URL.
-pub fn is_url(s: &str) -> bool {
+pub(crate) fn is_url(s: &str) -> bool {
     s.starts_with("s3://")
 }
 
 /// `s3://bucket/key` split into (bucket, key).
-pub fn split_url(url: &str) -> Result<(&str, &str)> {
+pub(crate) fn split_url(url: &str) -> Result<(&str, &str)> {
     let rest = url
         .strip_prefix("s3://")
         .ok_or_else(|| Error::Config(format!("'{url}' is not an s3:// URL")))?;
@@ -129,7 +129,7 @@ fn build_store(bucket: &str) -> Result<AmazonS3> {
 
 /// Lists the objects matching an `s3://bucket/prefix/*.parquet` glob (glob characters only after
 /// the last fixed `/`-separated part), sorted, as `s3://` URLs.
-pub fn list_glob(url: &str) -> Result<Vec<String>> {
+pub(crate) fn list_glob(url: &str) -> Result<Vec<String>> {
     let (bucket, key) = split_url(url)?;
     let first_glob = key.find(['*', '?', '[']).unwrap_or(key.len());
     let prefix = &key[..key[..first_glob].rfind('/').map_or(0, |i| i + 1)];
@@ -159,7 +159,7 @@ pub fn list_glob(url: &str) -> Result<Vec<String>> {
 
 /// Fetches whole objects, up to 16 requests in flight (latency, not bandwidth, bounds a sequence
 /// of small GETs), in the order given.
-pub fn get_all(urls: &[String]) -> Result<Vec<Vec<u8>>> {
+pub(crate) fn get_all(urls: &[String]) -> Result<Vec<Vec<u8>>> {
     let fetch = |url: String| async move {
         let (bucket, key) = split_url(&url)?;
         let store = store(bucket)?;
@@ -182,7 +182,7 @@ pub fn get_all(urls: &[String]) -> Result<Vec<Vec<u8>>> {
 }
 
 /// Writes `bytes` as the object `url` with one PUT (the object appears complete or not at all).
-pub fn put(url: &str, bytes: Vec<u8>) -> Result<()> {
+pub(crate) fn put(url: &str, bytes: Vec<u8>) -> Result<()> {
     let (bucket, key) = split_url(url)?;
     let store = store(bucket)?;
     runtime()?
@@ -193,7 +193,7 @@ pub fn put(url: &str, bytes: Vec<u8>) -> Result<()> {
 
 /// Writes `bytes` as the object `url` only if no object of that name exists (a conditional PUT,
 /// `If-None-Match: *`); false when it exists.
-pub fn put_new(url: &str, bytes: Vec<u8>) -> Result<bool> {
+pub(crate) fn put_new(url: &str, bytes: Vec<u8>) -> Result<bool> {
     let (bucket, key) = split_url(url)?;
     let store = store(bucket)?;
     let opts = object_store::PutOptions::from(object_store::PutMode::Create);
@@ -207,7 +207,7 @@ pub fn put_new(url: &str, bytes: Vec<u8>) -> Result<bool> {
 }
 
 /// Deletes one object (absent is fine).
-pub fn delete(url: &str) -> Result<()> {
+pub(crate) fn delete(url: &str) -> Result<()> {
     let (bucket, key) = split_url(url)?;
     let store = store(bucket)?;
     match runtime()?.block_on(store.delete(&Path::from(key))) {
@@ -223,7 +223,7 @@ pub const PART_SIZE: usize = 8 << 20;
 /// a multipart upload, so a writer of any size holds one part in memory. The object appears only
 /// when [`Upload::finish`] completes the upload (a dropped, unfinished upload is aborted), so like
 /// a single PUT it is complete or absent. An object smaller than one part is sent with one PUT.
-pub struct Upload {
+pub(crate) struct Upload {
     url: String,
     store: Arc<AmazonS3>,
     key: Path,
@@ -233,7 +233,7 @@ pub struct Upload {
 
 impl Upload {
     /// Starts writing the object `url` (nothing is sent until a part is full or at the end).
-    pub fn new(url: &str) -> Result<Upload> {
+    pub(crate) fn new(url: &str) -> Result<Upload> {
         let (bucket, key) = split_url(url)?;
         Ok(Upload {
             url: url.to_string(),
@@ -262,7 +262,7 @@ impl Upload {
     }
 
     /// Sends what is left and completes the object.
-    pub fn finish(mut self) -> Result<()> {
+    pub(crate) fn finish(mut self) -> Result<()> {
         match self.upload.take() {
             None => put(&self.url, std::mem::take(&mut self.buf)),
             Some(up) => {
@@ -303,7 +303,7 @@ impl Drop for Upload {
 }
 
 /// Fetches one whole object; `None` when it does not exist.
-pub fn get_opt(url: &str) -> Result<Option<Vec<u8>>> {
+pub(crate) fn get_opt(url: &str) -> Result<Option<Vec<u8>>> {
     let (bucket, key) = split_url(url)?;
     let store = store(bucket)?;
     runtime()?.block_on(async {
@@ -320,7 +320,7 @@ pub fn get_opt(url: &str) -> Result<Option<Vec<u8>>> {
 }
 
 /// The size of an object in bytes.
-pub fn size(url: &str) -> Result<u64> {
+pub(crate) fn size(url: &str) -> Result<u64> {
     let (bucket, key) = split_url(url)?;
     let store = store(bucket)?;
     runtime()?
@@ -330,7 +330,7 @@ pub fn size(url: &str) -> Result<u64> {
 }
 
 /// Fetches byte ranges of one object (adjacent ranges are coalesced into one request).
-pub fn get_ranges(url: &str, ranges: &[std::ops::Range<u64>]) -> Result<Vec<Vec<u8>>> {
+pub(crate) fn get_ranges(url: &str, ranges: &[std::ops::Range<u64>]) -> Result<Vec<Vec<u8>>> {
     let (bucket, key) = split_url(url)?;
     let store = store(bucket)?;
     let parts = runtime()?
@@ -340,7 +340,7 @@ pub fn get_ranges(url: &str, ranges: &[std::ops::Range<u64>]) -> Result<Vec<Vec<
 }
 
 /// Deletes every object under the `url` prefix.
-pub fn delete_prefix(url: &str) -> Result<()> {
+pub(crate) fn delete_prefix(url: &str) -> Result<()> {
     let (bucket, key) = split_url(url)?;
     let store = store(bucket)?;
     let prefix = Path::from(key.trim_end_matches('/'));
@@ -359,7 +359,7 @@ pub fn delete_prefix(url: &str) -> Result<()> {
 
 /// Checks that objects can be written under the `url` prefix (writes and deletes a probe), so a
 /// wrong bucket or missing permission fails before the expensive stages.
-pub fn check_writable(url: &str) -> Result<()> {
+pub(crate) fn check_writable(url: &str) -> Result<()> {
     let probe = format!(
         "{}/.write-probe-{}",
         url.trim_end_matches('/'),

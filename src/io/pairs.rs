@@ -34,7 +34,7 @@ fn pair_bytes(pairs: &[(u32, u32)]) -> Vec<u8> {
 }
 
 /// Encodes sorted `pairs`; `part_starts[p]` is part p's first global document index (ascending).
-pub fn encode(pairs: &[(u32, u32)], part_starts: &[u64]) -> Vec<u8> {
+pub(crate) fn encode(pairs: &[(u32, u32)], part_starts: &[u64]) -> Vec<u8> {
     let parts = part_starts.len();
     let bytes = pair_bytes(pairs);
     let mut out = Vec::with_capacity(index_len(parts) as usize + bytes.len());
@@ -56,7 +56,12 @@ pub fn encode(pairs: &[(u32, u32)], part_starts: &[u64]) -> Vec<u8> {
 }
 
 /// Reads part `p`'s pairs (of `parts`) from the pair file `name`.
-pub fn read_part(work: &OutputDir, name: &str, parts: usize, p: usize) -> Result<Vec<(u32, u32)>> {
+pub(crate) fn read_part(
+    work: &OutputDir,
+    name: &str,
+    parts: usize,
+    p: usize,
+) -> Result<Vec<(u32, u32)>> {
     let bad = |msg: &str| Error::WorkFile {
         path: work.location(name),
         msg: msg.to_string(),

@@ -3,7 +3,7 @@
 //! such files that also takes fixed-size fields.
 
 /// Appends `v` as a varint.
-pub fn put(out: &mut Vec<u8>, mut v: u32) {
+pub(crate) fn put(out: &mut Vec<u8>, mut v: u32) {
     while v >= 0x80 {
         out.push((v as u8 & 0x7f) | 0x80);
         v >>= 7;
@@ -12,19 +12,19 @@ pub fn put(out: &mut Vec<u8>, mut v: u32) {
 }
 
 /// Reads varints from a byte slice, front to back.
-pub struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
 }
 
 impl<'a> Reader<'a> {
-    pub fn new(bytes: &'a [u8]) -> Reader<'a> {
+    pub(crate) fn new(bytes: &'a [u8]) -> Reader<'a> {
         Reader { bytes, at: 0 }
     }
 
     /// The next varint; None at the end, or where one is cut short or longer than 5 bytes
     /// (then nothing is consumed, so [`Reader::done`] stays false).
-    pub fn varint(&mut self) -> Option<u32> {
+    pub(crate) fn varint(&mut self) -> Option<u32> {
         let (mut v, mut shift, mut at) = (0u32, 0u32, self.at);
         loop {
             let b = *self.bytes.get(at)?;
@@ -42,19 +42,19 @@ impl<'a> Reader<'a> {
     }
 
     /// The next 4 bytes as a little-endian u32 (None past the end).
-    pub fn u32_le(&mut self) -> Option<u32> {
+    pub(crate) fn u32_le(&mut self) -> Option<u32> {
         self.bytes(4).map(|b| super::u32_at(b, 0))
     }
 
     /// The next `n` bytes (None past the end).
-    pub fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
+    pub(crate) fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
         let s = self.bytes.get(self.at..self.at.checked_add(n)?)?;
         self.at += n;
         Some(s)
     }
 
     /// Whether every byte was read.
-    pub fn done(&self) -> bool {
+    pub(crate) fn done(&self) -> bool {
         self.at == self.bytes.len()
     }
 }

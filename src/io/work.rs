@@ -30,66 +30,66 @@ use crate::error::{Error, Result};
 use crate::io::output::{OutputDir, ParquetUse};
 
 /// The plan file.
-pub const PLAN: &str = "plan.json";
+pub(crate) const PLAN: &str = "plan.json";
 
 /// The indexed documents the cluster task renewed (`--cluster keeper` with `--index`).
-pub const RENEWED: &str = "cluster/renewed.bin";
+pub(crate) const RENEWED: &str = "cluster/renewed.bin";
 
 /// The cluster task's copies of tonight's held documents and of the indexed documents tonight
 /// was dropped against, for the index stage ([`crate::index::copies`]).
-pub const COPIES: &str = "cluster/copies.bin";
+pub(crate) const COPIES: &str = "cluster/copies.bin";
 
 /// The SimHash feature filter written by the frequencies task.
-pub const FREQUENCIES: &str = "frequencies.bin";
+pub(crate) const FREQUENCIES: &str = "frequencies.bin";
 
 /// Part `p`'s file in the per-part folder `dir` (`docs`, `edges`, `cluster`, `manifest`: Parquet).
-pub fn part_file(dir: &str, p: usize) -> String {
+pub(crate) fn part_file(dir: &str, p: usize) -> String {
     format!("{dir}/p{p:05}.parquet")
 }
 
 /// Part `p`'s document-frequency sample (SimHash).
-pub fn sample_file(p: usize) -> String {
+pub(crate) fn sample_file(p: usize) -> String {
     format!("sample/p{p:05}.bin")
 }
 
 /// Part `p`'s store files: records, ids, shingle keys.
-pub fn store_files(p: usize) -> [String; 3] {
+pub(crate) fn store_files(p: usize) -> [String; 3] {
     ["sig", "ids", "keys"].map(|ext| format!("store/p{p:05}.{ext}"))
 }
 
 /// Part `p`'s exact-text hashes (16 bytes per document, little-endian, document order).
-pub fn exact_file(p: usize) -> String {
+pub(crate) fn exact_file(p: usize) -> String {
     format!("exact/p{p:05}.bin")
 }
 
 /// Part `p`'s matches against the retained index (`stages::lookup`).
-pub fn lookup_file(p: usize) -> String {
+pub(crate) fn lookup_file(p: usize) -> String {
     part_file("lookup", p)
 }
 
 /// The rows of band `band`, bucket range `range`, written by part `part`'s signatures task.
-pub fn band_rows_file(band: usize, range: usize, part: usize) -> String {
+pub(crate) fn band_rows_file(band: usize, range: usize, part: usize) -> String {
     format!("bands/b{band:03}-r{range:03}/p{part:05}.bin")
 }
 
 /// The candidate pairs of candidates task `t`.
-pub fn pairs_file(t: usize) -> String {
+pub(crate) fn pairs_file(t: usize) -> String {
     format!("candidates/t{t:05}.bin")
 }
 
 /// The giant buckets of candidates task `t` (`--cluster keeper`): (bucket, doc) rows.
-pub fn giant_file(t: usize) -> String {
+pub(crate) fn giant_file(t: usize) -> String {
     format!("giant/t{t:05}.parquet")
 }
 
 /// A task's completion marker.
-pub fn marker_file(stage: &str, task: usize) -> String {
+pub(crate) fn marker_file(stage: &str, task: usize) -> String {
     format!("done/{stage}-t{task:05}.json")
 }
 
 /// What a task reports in its completion marker.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct TaskReport {
+pub(crate) struct TaskReport {
     pub stage: String,
     pub task: usize,
     pub seconds: f64,
@@ -101,13 +101,17 @@ pub struct TaskReport {
 
 impl TaskReport {
     /// The counters as the stage's own type (defaults where a field is missing).
-    pub fn stats<T: serde::de::DeserializeOwned + Default>(&self) -> T {
+    pub(crate) fn stats<T: serde::de::DeserializeOwned + Default>(&self) -> T {
         serde_json::from_value(self.stats.clone()).unwrap_or_default()
     }
 }
 
 /// Reads a task's marker, if the task is complete.
-pub fn read_marker(work: &OutputDir, stage: &str, task: usize) -> Result<Option<TaskReport>> {
+pub(crate) fn read_marker(
+    work: &OutputDir,
+    stage: &str,
+    task: usize,
+) -> Result<Option<TaskReport>> {
     let name = marker_file(stage, task);
     match work.read(&name)? {
         None => Ok(None),
@@ -121,13 +125,13 @@ pub fn read_marker(work: &OutputDir, stage: &str, task: usize) -> Result<Option<
 }
 
 /// Writes a task's marker (the last thing a task does).
-pub fn write_marker(work: &OutputDir, report: &TaskReport, stage: &str) -> Result<()> {
+pub(crate) fn write_marker(work: &OutputDir, report: &TaskReport, stage: &str) -> Result<()> {
     let bytes = serde_json::to_vec_pretty(report).unwrap_or_default();
     work.write_bytes(&marker_file(stage, report.task), bytes)
 }
 
 /// Process peak RSS in MiB (Linux `VmHWM`); 0 where unavailable.
-pub fn peak_rss_mib() -> f64 {
+pub(crate) fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -142,12 +146,12 @@ pub fn peak_rss_mib() -> f64 {
 }
 
 /// Maps a polars error of `stage` into the library error.
-pub fn polars_err(stage: &'static str) -> impl Fn(PolarsError) -> Error {
+pub(crate) fn polars_err(stage: &'static str) -> impl Fn(PolarsError) -> Error {
     move |source| Error::Polars { stage, source }
 }
 
 /// Writes `columns` as the Parquet work file `name`.
-pub fn write_frame(
+pub(crate) fn write_frame(
     work: &OutputDir,
     name: &str,
     stage: &'static str,
@@ -159,7 +163,7 @@ pub fn write_frame(
 }
 
 /// A column of a work file as one contiguous series.
-pub fn series(df: &DataFrame, name: &str, stage: &'static str) -> Result<Series> {
+pub(crate) fn series(df: &DataFrame, name: &str, stage: &'static str) -> Result<Series> {
     Ok(df
         .column(name)
         .map_err(polars_err(stage))?
@@ -168,7 +172,7 @@ pub fn series(df: &DataFrame, name: &str, stage: &'static str) -> Result<Series>
 }
 
 /// A column of a work file as a u32 vector.
-pub fn u32s(df: &DataFrame, name: &str, stage: &'static str) -> Result<Vec<u32>> {
+pub(crate) fn u32s(df: &DataFrame, name: &str, stage: &'static str) -> Result<Vec<u32>> {
     let s = series(df, name, stage)?;
     Ok(s.u32()
         .map_err(polars_err(stage))?

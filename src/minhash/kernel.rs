@@ -101,13 +101,13 @@ pub(super) mod avx2 {
     /// The multipliers of each whole group of 8 positions, in the even 32-bit lanes (the low
     /// halves of the 64-bit lanes `vpmuludq` reads); the odd lanes are zero.
     #[derive(Debug, Clone, Default)]
-    pub struct Packed {
+    pub(crate) struct Packed {
         mult: Vec<[u32; G]>,
     }
 
     impl Packed {
         /// Lays out the whole groups of `mult` (a tail of K mod 8 positions stays scalar).
-        pub fn new(mult: &[u32]) -> Self {
+        pub(crate) fn new(mult: &[u32]) -> Self {
             let group = |c: &[u32]| std::array::from_fn(|j| if j % 2 == 0 { c[j / 2] } else { 0 });
             Packed {
                 mult: mult.chunks_exact(G / 2).map(group).collect(),
@@ -154,7 +154,7 @@ pub(super) mod avx2 {
     /// # Safety
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
-    pub unsafe fn signature(p: &Packed, mult: &[u32], shingles: &[u32], out: &mut [u32]) {
+    pub(crate) unsafe fn signature(p: &Packed, mult: &[u32], shingles: &[u32], out: &mut [u32]) {
         let groups = p.mult.len().min(out.len() / G);
         // PASS groups per pass over the shingles, so their minima stay in registers.
         let mut g = 0;

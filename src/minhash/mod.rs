@@ -146,7 +146,7 @@ impl Permutations {
 }
 
 /// Jaccard estimate: the fraction of positions where two signatures agree.
-pub fn estimate_jaccard(a: &[u32], b: &[u32]) -> f64 {
+pub(crate) fn estimate_jaccard(a: &[u32], b: &[u32]) -> f64 {
     if a.is_empty() {
         return 0.0;
     }
@@ -192,7 +192,7 @@ impl Signatures {
 
 /// Per-document MinHash data that verification reads, by global document index: the dense
 /// [`Signatures`] of a whole corpus, or the sparse ones a task fetched from the document store.
-pub trait SigSource: Sync {
+pub(crate) trait SigSource: Sync {
     /// Signature length K.
     fn k(&self) -> usize;
     /// Signature of `doc`.

@@ -13,7 +13,7 @@
 
 mod table;
 
-pub use table::{Hit, Item, Table, Usable, BOILERPLATE_ITEMS};
+pub(crate) use table::{Hit, Item, Table, Usable, BOILERPLATE_ITEMS};
 
 use std::sync::{Arc, Mutex};
 
@@ -30,7 +30,7 @@ use crate::text::shingle::{token_hashes_of, Scratch};
 
 /// A reference file as the plan recorded it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReferenceFile {
+pub(crate) struct ReferenceFile {
     pub file: String,
     pub rows: u64,
     pub bytes: u64,
@@ -39,7 +39,7 @@ pub struct ReferenceFile {
 
 /// What the reference holds, per file (for the summary).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ItemCounts {
+pub(crate) struct ItemCounts {
     pub file: String,
     /// Rows of the file.
     pub items: u64,
@@ -66,7 +66,7 @@ pub struct ItemCounts {
 
 /// Documents of a run holding one reference item.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ItemHits {
+pub(crate) struct ItemHits {
     /// Position in the reference (file, then row order).
     pub item: u32,
     pub id: String,
@@ -76,7 +76,7 @@ pub struct ItemHits {
 
 /// What `--reference` found in a run (the summary's `contamination`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ContaminationSummary {
+pub(crate) struct ContaminationSummary {
     /// Documents holding a reference item (all dropped).
     pub documents: u64,
     /// Of those, documents also dropped as a near-duplicate (`duplicate_of` set).
@@ -88,12 +88,12 @@ pub struct ContaminationSummary {
 }
 
 /// Items listed in [`ContaminationSummary::most_hit`].
-pub const MOST_HIT: usize = 20;
+pub(crate) const MOST_HIT: usize = 20;
 
 impl ContaminationSummary {
     /// The summary from every signatures task's counts (`hits` per task, `files` from any task)
     /// and the documents also dropped as near-duplicates.
-    pub fn gather(
+    pub(crate) fn gather(
         files: Vec<ItemCounts>,
         hits: impl IntoIterator<Item = ItemHits>,
         also_duplicates: u64,
@@ -123,7 +123,7 @@ impl ContaminationSummary {
 }
 
 /// A loaded reference: items in file then row order.
-pub struct Reference {
+pub(crate) struct Reference {
     pub files: Vec<ReferenceFile>,
     /// Each item's id, and the file it is in (position in `files`).
     pub ids: Vec<String>,
@@ -134,7 +134,7 @@ pub struct Reference {
 
 /// The reference files of `cfg` (each glob must match a file), with their row counts and
 /// footers, after checking their columns.
-pub fn list(cfg: &ReferenceConfig) -> Result<Vec<ReferenceFile>> {
+pub(crate) fn list(cfg: &ReferenceConfig) -> Result<Vec<ReferenceFile>> {
     let mut names = Vec::new();
     for g in &cfg.globs {
         let found = input::expand_inputs(std::slice::from_ref(g)).map_err(|e| match e {
@@ -176,7 +176,7 @@ pub fn list(cfg: &ReferenceConfig) -> Result<Vec<ReferenceFile>> {
 
 /// The cache file of the built reference in an index directory (one; another reference
 /// replaces it).
-pub const CACHE: &str = "reference-cache.bin";
+pub(crate) const CACHE: &str = "reference-cache.bin";
 const CACHE_MAGIC: &[u8; 8] = b"CDREF\x01\x00\x00";
 
 /// The loaded reference of the process, by what it was loaded from: the signatures tasks of a
@@ -188,7 +188,7 @@ impl Reference {
     /// Loads the reference of `files` (as the plan recorded them; each is checked unchanged)
     /// matched with `tokenizer`: from `cache` (an index directory) when it holds this one, else
     /// built (and written there). The process keeps the last one loaded for its next task.
-    pub fn load(
+    pub(crate) fn load(
         files: &[ReferenceFile],
         cfg: &ReferenceConfig,
         tokenizer: Tokenizer,
@@ -356,7 +356,7 @@ impl Reference {
 
 /// The items whose id is one of `ids` in the reference `files` (as a run recorded them: each
 /// is checked unchanged, and read once), as (id, file, row, text), for `explain` and the report.
-pub fn items_of(
+pub(crate) fn items_of(
     files: &[ReferenceFile],
     cfg: &ReferenceConfig,
     ids: &[&str],
@@ -377,7 +377,7 @@ pub fn items_of(
 
 /// Item `item` (its position in the reference: files in order, rows in order) as (id, file, row,
 /// text), read alone (a row of a local file; an object is fetched whole); None past the end.
-pub fn item_at(
+pub(crate) fn item_at(
     files: &[ReferenceFile],
     cfg: &ReferenceConfig,
     item: u64,

@@ -27,12 +27,12 @@ use crate::text::shingle::{exact_hash, ngrams};
 /// are one item (so a test item two benchmarks both carry keeps its n-grams); two editions of an
 /// item keep the n-grams around each difference. Three let 2% of the planted held-out items'
 /// hosts through (n-grams of two items' boilerplate), two none (docs/PERFORMANCE.md).
-pub const BOILERPLATE_ITEMS: usize = 2;
+pub(crate) const BOILERPLATE_ITEMS: usize = 2;
 
 /// Why an item cannot be matched (each counted in the summary), or that it can.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
-pub enum Usable {
+pub(crate) enum Usable {
     Yes,
     /// Null or no token.
     Empty,
@@ -45,7 +45,7 @@ pub enum Usable {
 }
 
 /// The matching table of a reference.
-pub struct Table {
+pub(crate) struct Table {
     n: usize,
     threshold: f64,
     filter: Bloom,
@@ -62,14 +62,14 @@ pub struct Table {
 
 /// The item a document holds the largest share of.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Hit {
+pub(crate) struct Hit {
     pub item: u32,
     /// The share of the item's kept n-grams found in the document, in (0, 1].
     pub share: f32,
 }
 
 /// What the table needs of one item: [`Item::of`] its token hashes.
-pub struct Item {
+pub(crate) struct Item {
     usable: Usable,
     /// Hash of its token sequence (items of one sequence are one item).
     key: u128,
@@ -79,7 +79,7 @@ pub struct Item {
 
 impl Item {
     /// An item from its token hashes (None: a null text), matched with n-grams of `n` tokens.
-    pub fn of(tokens: Option<&[u64]>, n: usize) -> Item {
+    pub(crate) fn of(tokens: Option<&[u64]>, n: usize) -> Item {
         let (usable, key, grams) = match tokens {
             None => (Usable::Empty, 0, Vec::new()),
             Some([]) => (Usable::Empty, 0, Vec::new()),
@@ -180,7 +180,8 @@ unsafe impl Sync for SharedSlice {}
 impl Table {
     /// Builds the table of `items` (token-hash sequences, None for a null text), matched with
     /// n-grams of `n` tokens at `threshold`.
-    pub fn build(items: &[Option<Vec<u64>>], n: usize, threshold: f64) -> Table {
+    #[cfg(test)]
+    pub(crate) fn build(items: &[Option<Vec<u64>>], n: usize, threshold: f64) -> Table {
         let items = items
             .par_iter()
             .map(|t| Item::of(t.as_deref(), n))
@@ -189,7 +190,7 @@ impl Table {
     }
 
     /// Builds the table of `items` in reference order.
-    pub fn from_items(items: Vec<Item>, n: usize, threshold: f64) -> Table {
+    pub(crate) fn from_items(items: Vec<Item>, n: usize, threshold: f64) -> Table {
         let mut usable: Vec<Usable> = items.iter().map(|i| i.usable).collect();
         let mut first_of: ahash::AHashSet<u128> = ahash::AHashSet::new();
         for (u, item) in usable.iter_mut().zip(&items) {
@@ -269,7 +270,7 @@ impl Table {
 
     /// The item of which a document with these token hashes holds the largest share of
     /// n-grams, if that share reaches the threshold. `buf` is scratch space, reused.
-    pub fn find(&self, tokens: &[u64], buf: &mut Vec<u64>) -> Option<Hit> {
+    pub(crate) fn find(&self, tokens: &[u64], buf: &mut Vec<u64>) -> Option<Hit> {
         let shares = self.shares(tokens, buf);
         let best = shares.into_iter().max_by(|a, b| {
             a.share
@@ -280,7 +281,7 @@ impl Table {
     }
 
     /// Every item the document shares a kept n-gram with, and the share, in item order.
-    pub fn shares(&self, tokens: &[u64], buf: &mut Vec<u64>) -> Vec<Hit> {
+    pub(crate) fn shares(&self, tokens: &[u64], buf: &mut Vec<u64>) -> Vec<Hit> {
         if tokens.len() < self.n || self.keys.is_empty() {
             return Vec::new();
         }
@@ -308,47 +309,22 @@ impl Table {
     }
 
     /// Whether item `i` can be matched, or why not.
-    pub fn usable(&self, i: usize) -> Usable {
+    pub(crate) fn usable(&self, i: usize) -> Usable {
         self.usable[i]
     }
 
     /// Number of items.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.usable.len()
     }
 
-    /// True when there are no items.
-    pub fn is_empty(&self) -> bool {
-        self.usable.is_empty()
-    }
-
     /// Bytes the table holds.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.filter.bytes() + 8 * self.keys.len() + 4 * self.dir.len() + 5 * self.sizes.len()
     }
 
-    /// The kept n-grams of item `i` found in a document (for showing where it matched): the
-    /// token positions (start of each n-gram) in `tokens`.
-    pub fn matched_positions(&self, item: u32, tokens: &[u64]) -> Vec<usize> {
-        if tokens.len() < self.n {
-            return Vec::new();
-        }
-        let mut buf = Vec::new();
-        ngrams(tokens, self.n, &mut buf);
-        buf.iter()
-            .enumerate()
-            .filter(|&(_, &h)| self.items[self.entries(h)].contains(&item))
-            .map(|(p, _)| p)
-            .collect()
-    }
-
-    /// Tokens per n-gram.
-    pub fn n(&self) -> usize {
-        self.n
-    }
-
     /// Appends the table, serialised, to `out` (read back by [`Table::decode`]).
-    pub fn encode(&self, out: &mut Vec<u8>) {
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&(self.n as u32).to_le_bytes());
         out.extend_from_slice(&self.threshold.to_le_bytes());
         self.filter.write(out);
@@ -363,7 +339,7 @@ impl Table {
 
     /// A table from the start of `bytes` as [`Table::encode`] wrote it (None when it is not
     /// one: too short, or values out of range).
-    pub fn decode(bytes: &[u8]) -> Option<Table> {
+    pub(crate) fn decode(bytes: &[u8]) -> Option<Table> {
         let n = crate::io::u32_at(bytes.get(..4)?, 0) as usize;
         let threshold = f64::from_le_bytes(bytes.get(4..12)?.try_into().ok()?);
         let (filter, used) = Bloom::read(bytes.get(12..)?)?;
@@ -491,8 +467,8 @@ mod tests {
         );
         assert_eq!(t.find(&tokens("a b c"), &mut buf), None);
         // The page holds the item without its boilerplate: its own n-grams, not the straddling.
-        let positions = t.matched_positions(0, &tokens(&page));
-        assert_eq!(positions.len(), t.sizes[0] as usize - 7);
+        let shares = t.shares(&tokens(&page), &mut buf);
+        assert_eq!(shares[0].share, (t.sizes[0] - 7) as f32 / t.sizes[0] as f32);
     }
 
     #[test]

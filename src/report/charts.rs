@@ -12,7 +12,7 @@ const KEPT: &str = "#4c78a8";
 const DROPPED: &str = "#e45756";
 const LINE: &str = "#54a24b";
 
-pub fn charts(h: &mut String, r: &Report) {
+pub(super) fn charts(h: &mut String, r: &Report) {
     h.push_str("<h2>Clusters and similarities</h2><div class=\"charts\">");
     // Cluster sizes, log-log.
     let max_size = r.cluster_sizes.keys().next_back().copied().unwrap_or(2) as f64;

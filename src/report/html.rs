@@ -59,7 +59,7 @@ footer { margin-top: 40px; color: var(--muted); font-size: 12.5px; }
 "#;
 
 /// Renders the report.
-pub fn render(r: &Report) -> String {
+pub(crate) fn render(r: &Report) -> String {
     let s = &r.summary;
     let mut h = String::with_capacity(64 << 10);
     let _ = write!(

@@ -7,8 +7,8 @@
 //! after the summary; `corpus-dedup report OUT` rebuilds it from an existing output.
 
 mod charts;
-pub mod html;
-pub mod numbers;
+pub(crate) mod html;
+pub(crate) mod numbers;
 mod svg;
 
 use std::collections::{BTreeMap, HashMap};
@@ -39,11 +39,11 @@ const NEAR: f64 = 0.03;
 /// Characters of a text shown before folding.
 const SNIPPET: usize = 280;
 /// `--report-group` values kept in the summary: the largest ones, plus every outlier.
-pub const GROUPS_KEPT: usize = 1000;
+pub(crate) const GROUPS_KEPT: usize = 1000;
 
 /// A slice of the input whose drop rate stands out (see [`outlier`]).
 #[derive(Debug, Clone)]
-pub struct Row {
+pub(crate) struct Row {
     pub name: String,
     pub tally: Tally,
     pub outlier: bool,
@@ -53,7 +53,7 @@ pub struct Row {
 /// input's share `overall`: over 4 standard errors above it, and over twice the share or at least
 /// 90% of its documents (one false giant cluster can wipe out a source). A night of re-crawls that
 /// loses 95% everywhere flags nothing.
-pub fn outlier(t: &Tally, overall: f64) -> bool {
+pub(crate) fn outlier(t: &Tally, overall: f64) -> bool {
     if t.documents < 20 {
         return false;
     }
@@ -63,7 +63,10 @@ pub fn outlier(t: &Tally, overall: f64) -> bool {
 }
 
 /// The `--report-group` tallies the summary keeps: the [`GROUPS_KEPT`] largest and every outlier.
-pub fn keep_groups(groups: BTreeMap<String, Tally>, overall: f64) -> BTreeMap<String, Tally> {
+pub(crate) fn keep_groups(
+    groups: BTreeMap<String, Tally>,
+    overall: f64,
+) -> BTreeMap<String, Tally> {
     if groups.len() <= GROUPS_KEPT {
         return groups;
     }
@@ -88,7 +91,7 @@ pub fn keep_groups(groups: BTreeMap<String, Tally>, overall: f64) -> BTreeMap<St
 
 /// A document shown in the report.
 #[derive(Debug, Clone)]
-pub struct Doc {
+pub(crate) struct Doc {
     pub id: String,
     pub file: String,
     pub row: u64,
@@ -98,7 +101,7 @@ pub struct Doc {
 
 /// One of the largest clusters.
 #[derive(Debug, Clone)]
-pub struct Cluster {
+pub(crate) struct Cluster {
     pub cluster_id: u64,
     pub size: u64,
     /// The kept member (None when the keeper is in an earlier batch of the index).
@@ -110,7 +113,7 @@ pub struct Cluster {
 
 /// A dropped document just above the threshold, with its keeper.
 #[derive(Debug, Clone)]
-pub struct Pair {
+pub(crate) struct Pair {
     pub doc: Doc,
     pub keeper: Doc,
     pub similarity: f32,
@@ -121,7 +124,7 @@ pub struct Pair {
 
 /// A document holding benchmark text (`--reference`), with where.
 #[derive(Debug, Clone)]
-pub struct Contaminated {
+pub(crate) struct Contaminated {
     pub doc: Doc,
     pub item: String,
     pub share: f32,
@@ -133,7 +136,7 @@ pub struct Contaminated {
 const CONTAMINATED_SHOWN: usize = 5;
 
 /// Everything the report shows.
-pub struct Report {
+pub(crate) struct Report {
     pub summary: serde_json::Value,
     pub method: Method,
     pub threshold: f64,
@@ -195,7 +198,7 @@ fn contaminated(
 
 /// Gathers the report of the output `out` (local directory or `s3://` prefix) from its
 /// summary.json and manifest.
-pub fn build(out: &str) -> Result<Report> {
+pub(crate) fn build(out: &str) -> Result<Report> {
     let summary_at = in_output(out, "summary.json");
     let summary: serde_json::Value = read_location(&summary_at)?
         .and_then(|b| serde_json::from_slice(&b).ok())
@@ -207,7 +210,7 @@ pub fn build(out: &str) -> Result<Report> {
 }
 
 /// Gathers the report of the output `out` with its summary given.
-pub fn build_with(out: &str, summary: serde_json::Value) -> Result<Report> {
+pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report> {
     let m = Manifest::read(&in_output(out, "manifest.parquet"))?;
     let breakdown: Breakdown =
         serde_json::from_value(summary["breakdown"].clone()).unwrap_or_default();
@@ -526,7 +529,7 @@ impl Budget {
 }
 
 /// Rebuilds `out/report.html` from the output's summary and manifest; returns its size in bytes.
-pub fn write(out: &str) -> Result<usize> {
+pub(crate) fn write(out: &str) -> Result<usize> {
     let page = html::render(&build(out)?);
     let n = page.len();
     crate::io::output::OutputDir::parse(out).write_bytes(REPORT, page.into_bytes())?;
@@ -534,7 +537,7 @@ pub fn write(out: &str) -> Result<usize> {
 }
 
 /// The report's file name in the output.
-pub const REPORT: &str = "report.html";
+pub(crate) const REPORT: &str = "report.html";
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,7 @@
 //! Numbers as the report shows them: short counts, bytes, shares.
 
 /// `n` as a short count: 950, 12.3K, 4.5M.
-pub fn short_count(n: u64) -> String {
+pub(crate) fn short_count(n: u64) -> String {
     match n {
         0..=9_999 => n.to_string(),
         10_000..=999_999 => format!("{:.1}K", n as f64 / 1e3),
@@ -11,7 +11,7 @@ pub fn short_count(n: u64) -> String {
 }
 
 /// Bytes for a person: 512 B, 3.4 MB, 1.2 GB.
-pub fn bytes(n: u64) -> String {
+pub(crate) fn bytes(n: u64) -> String {
     match n {
         0..=999 => format!("{n} B"),
         1_000..=999_999 => format!("{:.1} KB", n as f64 / 1e3),
@@ -20,10 +20,10 @@ pub fn bytes(n: u64) -> String {
     }
 }
 
-pub fn pct(part: u64, whole: u64) -> String {
+pub(crate) fn pct(part: u64, whole: u64) -> String {
     format!("{:.1}%", 100.0 * part as f64 / whole.max(1) as f64)
 }
 
-pub fn num(v: &serde_json::Value, k: &str) -> u64 {
+pub(crate) fn num(v: &serde_json::Value, k: &str) -> u64 {
     v[k].as_u64().unwrap_or(0)
 }

@@ -10,7 +10,7 @@ const M: (f64, f64, f64, f64) = (56.0, 14.0, 14.0, 40.0);
 
 /// One axis: its range and whether it is logarithmic (log10).
 #[derive(Clone, Copy)]
-pub struct Axis {
+pub(super) struct Axis {
     pub lo: f64,
     pub hi: f64,
     pub log: bool,
@@ -26,7 +26,7 @@ impl Axis {
 }
 
 /// Something drawn on the plot.
-pub enum Mark {
+pub(super) enum Mark {
     /// Bars from the x axis: (x from, x to, y, colour).
     Bars(Vec<(f64, f64, f64)>, &'static str),
     /// A polyline through points, in a colour.
@@ -38,7 +38,7 @@ pub enum Mark {
 }
 
 /// A chart.
-pub struct Chart {
+pub(super) struct Chart {
     pub title: String,
     pub x: Axis,
     pub y: Axis,
@@ -52,7 +52,7 @@ pub struct Chart {
 }
 
 /// XML-escaped text.
-pub fn esc(s: &str) -> String {
+pub(super) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -83,7 +83,7 @@ impl Chart {
     }
 
     /// The chart as an `<svg>` element.
-    pub fn render(&self) -> String {
+    pub(super) fn render(&self) -> String {
         let mut s = String::new();
         let _ = write!(
             s,
@@ -194,7 +194,7 @@ impl Chart {
 }
 
 /// Ticks at powers of ten from `lo` to `hi` (at least 1).
-pub fn decades(lo: f64, hi: f64) -> Vec<(f64, String)> {
+pub(super) fn decades(lo: f64, hi: f64) -> Vec<(f64, String)> {
     let mut out = Vec::new();
     let mut v = 1.0f64;
     while v <= hi * 1.0001 {
@@ -207,7 +207,7 @@ pub fn decades(lo: f64, hi: f64) -> Vec<(f64, String)> {
 }
 
 /// About five round ticks from 0 to `hi`.
-pub fn linear_ticks(hi: f64) -> Vec<(f64, String)> {
+pub(super) fn linear_ticks(hi: f64) -> Vec<(f64, String)> {
     if hi <= 0.0 {
         return vec![(0.0, "0".into())];
     }

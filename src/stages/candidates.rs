@@ -54,10 +54,10 @@ pub struct CandidateStats {
 }
 
 /// A test a pair must pass to be listed from a bucket (for SimHash: Hamming distance <= k).
-pub type PairFilter<'a> = &'a (dyn Fn(u32, u32) -> bool + Sync);
+pub(crate) type PairFilter<'a> = &'a (dyn Fn(u32, u32) -> bool + Sync);
 
 /// The candidates task `t`: band `t / ranges`, bucket range `t % ranges`.
-pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateStats> {
+pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateStats> {
     let (b, r) = (t / plan.bucket_ranges, t % plan.bucket_ranges);
     let simhash = plan.config.method == crate::config::Method::Simhash;
     let mut rows = Vec::new();

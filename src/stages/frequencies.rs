@@ -14,13 +14,13 @@ use crate::stages::sample;
 
 /// Counters of the frequencies task.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-pub struct FrequencyStats {
+pub(crate) struct FrequencyStats {
     /// Sampled documents (every stride-th one, with or without features).
     pub sampled: u64,
 }
 
 /// The frequencies task.
-pub fn run(work: &OutputDir, plan: &Plan) -> Result<FrequencyStats> {
+pub(crate) fn run(work: &OutputDir, plan: &Plan) -> Result<FrequencyStats> {
     let mut features = Vec::new();
     for p in 0..plan.parts.len() {
         features.extend(sample::read(work, p)?.into_iter().map(|(_, f)| f));
@@ -39,12 +39,12 @@ pub fn run(work: &OutputDir, plan: &Plan) -> Result<FrequencyStats> {
 }
 
 /// Reads the filter the frequencies task wrote.
-pub fn read(work: &OutputDir) -> Result<DocFrequency> {
+pub(crate) fn read(work: &OutputDir) -> Result<DocFrequency> {
     read_from(work, FREQUENCIES, |path, msg| Error::WorkFile { path, msg })
 }
 
 /// Reads the filter a retained index keeps as `name`.
-pub fn read_index(index: &OutputDir, name: &str) -> Result<DocFrequency> {
+pub(crate) fn read_index(index: &OutputDir, name: &str) -> Result<DocFrequency> {
     read_from(index, name, |path, msg| Error::IndexFile { path, msg })
 }
 

@@ -30,20 +30,20 @@ use crate::simhash;
 use crate::stages::lookup::read_exact;
 
 /// Counters of an index task: bytes written and bytes a reader holds in memory.
-pub type IndexStats = Written;
+pub(crate) type IndexStats = Written;
 
 /// Documents read from the store at a time by the per-document task.
 const WINDOW: usize = 8_192;
 
 /// Which of tonight's documents the batch holds, and their numbers in it.
-pub struct Numbering {
+pub(crate) struct Numbering {
     /// The kept documents (`--cluster keeper`), ascending; None: every document, as numbered.
     kept: Option<Vec<u32>>,
 }
 
 impl Numbering {
     /// Reads the cluster task's keepers when the batch holds kept documents only.
-    pub fn read(work: &OutputDir, plan: &Plan) -> Result<Numbering> {
+    pub(crate) fn read(work: &OutputDir, plan: &Plan) -> Result<Numbering> {
         if plan.config.cluster != ClusterRule::Keeper {
             return Ok(Numbering { kept: None });
         }
@@ -67,7 +67,7 @@ impl Numbering {
     }
 
     /// The number of document `d` in the batch, if the batch holds it.
-    pub fn number(&self, d: u32) -> Option<u32> {
+    pub(crate) fn number(&self, d: u32) -> Option<u32> {
         match &self.kept {
             None => Some(d),
             Some(kept) => kept.binary_search(&d).ok().map(|i| i as u32),
@@ -89,7 +89,7 @@ impl Numbering {
 }
 
 /// The index task `t` (see the module documentation).
-pub fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
+pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats> {
     let ip = plan
         .index
         .as_ref()

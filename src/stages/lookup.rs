@@ -39,7 +39,7 @@ use crate::text::sets::jaccard;
 
 /// Counters of a lookup task.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct LookupStats {
+pub(crate) struct LookupStats {
     /// Documents that duplicate an indexed document.
     pub matched: u64,
     /// Of those, exact copies.
@@ -57,7 +57,7 @@ pub struct LookupStats {
 type Match = (u32, u32, f32);
 
 /// Reads part `p`'s exact-text hashes.
-pub fn read_exact(work: &OutputDir, p: usize, n: usize) -> Result<Vec<u128>> {
+pub(crate) fn read_exact(work: &OutputDir, p: usize, n: usize) -> Result<Vec<u128>> {
     let name = exact_file(p);
     let bytes = work.read(&name)?.ok_or_else(|| Error::WorkFile {
         path: work.location(&name),
@@ -76,7 +76,7 @@ pub fn read_exact(work: &OutputDir, p: usize, n: usize) -> Result<Vec<u128>> {
 }
 
 /// The lookup task of part `p`.
-pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
+pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
     let ip = plan
         .index
         .as_ref()

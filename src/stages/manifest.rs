@@ -39,7 +39,7 @@ use crate::text::script;
 /// borrowed from the part's ids and the plan (no string per row); a keeper's id is owned only
 /// where it was read from another part's store.
 #[derive(Debug, Default)]
-pub struct ManifestRows<'a> {
+pub(crate) struct ManifestRows<'a> {
     pub ids: Vec<&'a str>,
     /// (file, row in file) of each document.
     pub files: Vec<(&'a str, u64)>,
@@ -55,7 +55,7 @@ pub struct ManifestRows<'a> {
 
 /// Builds the manifest frame from its columns; `cluster_id` is a UInt64 column (null for
 /// singletons) and `cluster_size` a UInt32 column of the same length.
-pub fn manifest_frame(
+pub(crate) fn manifest_frame(
     rows: ManifestRows,
     cluster_id: Column,
     cluster_size: Column,
@@ -240,7 +240,7 @@ fn breakdown(plan: &Plan, docs: &DataFrame, rows: &ManifestRows) -> Result<Break
 
 /// The manifest task of part `p`: the part's rows of the manifest; returns its tallies for the
 /// report.
-pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> {
+pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> {
     let range = plan.part_range(p);
     let cl = work.read_parquet(&part_file("cluster", p))?;
     let docs = work.read_parquet(&part_file("docs", p))?;

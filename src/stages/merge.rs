@@ -26,14 +26,14 @@ use crate::stages::verify::VerifyStats;
 use crate::tally::Breakdown;
 
 /// Rows per row group of the merged manifest (polars' default row group size).
-pub const ROW_GROUP: usize = 512 * 512;
+pub(crate) const ROW_GROUP: usize = 512 * 512;
 
 /// Wall times of the stages when one process ran them (`run`); `None` for a distributed run.
-pub type StageWalls<'a> = Option<&'a [(Stage, f64)]>;
+pub(crate) type StageWalls<'a> = Option<&'a [(Stage, f64)]>;
 
 /// Time and memory of one stage.
 #[derive(Debug, Clone, Serialize)]
-pub struct StageReport {
+pub(crate) struct StageReport {
     pub stage: String,
     /// Tasks the stage ran as.
     pub tasks: usize,
@@ -47,7 +47,7 @@ pub struct StageReport {
 
 /// The machine-readable summary written to `summary.json` (and printed at the end).
 #[derive(Debug, Clone, Serialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub tool: &'static str,
     pub version: &'static str,
     pub input_files: usize,
@@ -109,7 +109,7 @@ pub struct Summary {
 /// The breakdown in the summary: `--report-group` values limited to the largest and the
 /// outliers ([`crate::report::keep_groups`]).
 #[derive(Debug, Clone, Serialize)]
-pub struct SummaryBreakdown {
+pub(crate) struct SummaryBreakdown {
     #[serde(flatten)]
     pub tallies: Breakdown,
     /// `--report-group` values in the input (the summary may keep fewer).
@@ -118,7 +118,7 @@ pub struct SummaryBreakdown {
 
 /// The retained index part of the summary.
 #[derive(Debug, Clone, Serialize)]
-pub struct IndexSummary {
+pub(crate) struct IndexSummary {
     pub location: String,
     pub batch: String,
     pub window: usize,
@@ -160,7 +160,7 @@ pub struct IndexSummary {
 /// A batch of the window: its documents and its own run's drops (null for batches committed
 /// before drops were recorded).
 #[derive(Debug, Clone, Serialize)]
-pub struct BatchHistory {
+pub(crate) struct BatchHistory {
     pub batch: String,
     pub documents: u64,
     pub dropped: Option<u64>,
@@ -169,7 +169,7 @@ pub struct BatchHistory {
 }
 
 /// P(candidate | s) at a few similarities, for the summary.
-pub fn s_curve(bands: usize, rows: usize) -> BTreeMap<String, f64> {
+pub(crate) fn s_curve(bands: usize, rows: usize) -> BTreeMap<String, f64> {
     [0.5, 0.7, 0.8, 0.9]
         .iter()
         .map(|&s| {
@@ -180,7 +180,7 @@ pub fn s_curve(bands: usize, rows: usize) -> BTreeMap<String, f64> {
 }
 
 /// Writes `summary.json` into the output.
-pub fn write_summary(dir: &OutputDir, summary: &Summary) -> Result<()> {
+pub(crate) fn write_summary(dir: &OutputDir, summary: &Summary) -> Result<()> {
     let text = serde_json::to_string_pretty(summary).map_err(|e| Error::Output {
         path: "summary.json".into(),
         source: e.into(),
@@ -190,7 +190,7 @@ pub fn write_summary(dir: &OutputDir, summary: &Summary) -> Result<()> {
 
 /// The merge task: writes the merged manifest and the summary; returns the summary as JSON (the
 /// merge task's marker keeps it).
-pub fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_json::Value> {
+pub(crate) fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<serde_json::Value> {
     let cfg = &plan.config;
     let minhash = cfg.method == Method::Minhash;
     let mut reports: Vec<(Stage, Vec<TaskReport>)> = Vec::new();

@@ -5,16 +5,16 @@
 //! sample, frequencies (SimHash only) -> signatures -> candidates -> verify -> cluster ->
 //! manifest -> merge.
 
-pub mod candidates;
-pub mod cluster;
-pub mod frequencies;
-pub mod index;
-pub mod lookup;
-pub mod manifest;
-pub mod merge;
-pub mod sample;
-pub mod signatures;
-pub mod verify;
+pub(crate) mod candidates;
+pub(crate) mod cluster;
+pub(crate) mod frequencies;
+pub(crate) mod index;
+pub(crate) mod lookup;
+pub(crate) mod manifest;
+pub(crate) mod merge;
+pub(crate) mod sample;
+pub(crate) mod signatures;
+pub(crate) mod verify;
 
 use crate::error::Result;
 use crate::io::output::OutputDir;
@@ -23,7 +23,7 @@ use crate::plan::Plan;
 
 /// The label keys (`partition` or `across`, [`crate::partition`]) of part `p`'s documents from
 /// its `docs/pP.parquet`; empty when the run has no such column (`used` false).
-pub fn label_keys(work: &OutputDir, p: usize, name: &str, used: bool) -> Result<Vec<u64>> {
+pub(crate) fn label_keys(work: &OutputDir, p: usize, name: &str, used: bool) -> Result<Vec<u64>> {
     if !used {
         return Ok(Vec::new());
     }
@@ -36,7 +36,7 @@ pub fn label_keys(work: &OutputDir, p: usize, name: &str, used: bool) -> Result<
 }
 
 /// Every document's `--across` key, by global index (empty without `--across`).
-pub fn across_keys(work: &OutputDir, plan: &Plan) -> Result<Vec<u64>> {
+pub(crate) fn across_keys(work: &OutputDir, plan: &Plan) -> Result<Vec<u64>> {
     let used = plan.config.across.is_some();
     let mut keys = Vec::new();
     for p in 0..plan.parts.len() {
@@ -47,7 +47,7 @@ pub fn across_keys(work: &OutputDir, plan: &Plan) -> Result<Vec<u64>> {
 
 /// `--reference`: whether each document of part `p` holds a reference item (never kept), from
 /// its `docs/pP.parquet`; empty without `--reference`.
-pub fn contaminated(work: &OutputDir, plan: &Plan, p: usize) -> Result<Vec<bool>> {
+pub(crate) fn contaminated(work: &OutputDir, plan: &Plan, p: usize) -> Result<Vec<bool>> {
     if plan.config.reference.is_none() {
         return Ok(Vec::new());
     }
@@ -57,7 +57,7 @@ pub fn contaminated(work: &OutputDir, plan: &Plan, p: usize) -> Result<Vec<bool>
 }
 
 /// [`contaminated`] for every document, by global index.
-pub fn all_contaminated(work: &OutputDir, plan: &Plan) -> Result<Vec<bool>> {
+pub(crate) fn all_contaminated(work: &OutputDir, plan: &Plan) -> Result<Vec<bool>> {
     let mut out = Vec::new();
     for p in 0..plan.parts.len() {
         out.extend(contaminated(work, plan, p)?);

@@ -38,12 +38,12 @@ pub fn params(cfg: &Config) -> FeatureParams {
 
 /// Counters of a sample task.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-pub struct SampleStats {
+pub(crate) struct SampleStats {
     pub sampled: u64,
 }
 
 /// The sample task of part `p`.
-pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SampleStats> {
+pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SampleStats> {
     let stride = plan.sample_stride();
     let params = params(&plan.config);
     let mut sampled: Vec<(u64, Features)> = Vec::new();
@@ -90,7 +90,7 @@ fn encode(sampled: &[(u64, Features)]) -> Vec<u8> {
 }
 
 /// The sampled documents of part `p` and their features, ascending by document.
-pub fn read(work: &OutputDir, p: usize) -> Result<Vec<(u64, Features)>> {
+pub(crate) fn read(work: &OutputDir, p: usize) -> Result<Vec<(u64, Features)>> {
     let name = sample_file(p);
     let bad = |msg: &str| Error::WorkFile {
         path: work.location(&name),

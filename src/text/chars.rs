@@ -16,7 +16,7 @@ use unicode_properties::{GeneralCategoryGroup as Group, UnicodeGeneralCategory};
 /// How a character is tokenised (see `text::tokenize`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
-pub enum Class {
+pub(crate) enum Class {
     /// Part of a word of a space-delimited script (letters, digits, symbols): words end at spaces.
     Word,
     /// A kana, hangul, bopomofo or Yi character: its own token.
@@ -32,7 +32,7 @@ pub enum Class {
 
 /// The properties of every character of the Basic Multilingual Plane (~65k lookups, about a
 /// millisecond, once per process); characters above it are looked up each time.
-pub struct Chars(Box<[u8]>);
+pub(crate) struct Chars(Box<[u8]>);
 
 /// The bits of a [`Chars`] entry besides the class (bits 0-2).
 const IGNORABLE_BIT: u8 = 0x80;
@@ -46,7 +46,7 @@ const IGNORABLE: CodePointSetDataBorrowed<'static> =
 
 impl Chars {
     /// The process-wide table.
-    pub fn get() -> &'static Chars {
+    pub(crate) fn get() -> &'static Chars {
         static TABLE: OnceLock<Chars> = OnceLock::new();
         TABLE.get_or_init(|| {
             let table = (0..=0xFFFFu32)
@@ -67,26 +67,26 @@ impl Chars {
 
     /// The token class of `c`.
     #[inline]
-    pub fn class(&self, c: char) -> Class {
+    pub(crate) fn class(&self, c: char) -> Class {
         ALL[usize::from(self.entry(c) & CLASS_BITS)]
     }
 
     /// Whether `c` is a Default_Ignorable_Code_Point (an invisible format character).
     #[inline]
-    pub fn ignorable(&self, c: char) -> bool {
+    pub(crate) fn ignorable(&self, c: char) -> bool {
         self.entry(c) & IGNORABLE_BIT != 0
     }
 
     /// Whether the lowercase, punctuation and space mapping after NFKC leaves `c` as it is
     /// (see [`plain`]).
     #[inline]
-    pub fn plain(&self, c: char) -> bool {
+    pub(crate) fn plain(&self, c: char) -> bool {
         self.entry(c) & PLAIN_BIT != 0
     }
 
     /// Whether normalisation leaves `c` as it is whatever surrounds it (see [`inert`]).
     #[inline]
-    pub fn inert(&self, c: char) -> bool {
+    pub(crate) fn inert(&self, c: char) -> bool {
         self.entry(c) & INERT_BIT != 0
     }
 }
@@ -118,14 +118,14 @@ const ALL: [Class; 5] = [
 /// Unicode punctuation (Pc, Pd, Ps, Pe, Pi, Pf, Po), which normalisation turns into spaces.
 /// ASCII symbols such as `$`, `+`, `<` are category S*, not punctuation, and stay.
 #[inline]
-pub fn is_punctuation(c: char) -> bool {
+pub(crate) fn is_punctuation(c: char) -> bool {
     c.general_category_group() == Group::Punctuation
 }
 
 /// What normalisation does to `c` after NFKC: U+200B ZERO WIDTH SPACE becomes a space, another
 /// default-ignorable character nothing (both also before NFKC: see `normalize`), a
 /// punctuation or white-space character a space, any other character its lowercase form.
-pub fn plain(c: char) -> bool {
+pub(crate) fn plain(c: char) -> bool {
     let mut lower = c.to_lowercase();
     c != '\u{200B}'
         && !IGNORABLE.contains(c)
@@ -139,7 +139,7 @@ pub fn plain(c: char) -> bool {
 /// leaves it as it is (NFKC_Quick_Check=Yes, so it never composes with a character before it),
 /// and it is a starter (combining class 0, so canonical reordering never moves it). Text may be
 /// normalised in pieces cut between two such characters.
-pub fn inert(c: char) -> bool {
+pub(crate) fn inert(c: char) -> bool {
     plain(c)
         && canonical_combining_class(c) == 0
         && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes

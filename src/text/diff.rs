@@ -15,12 +15,12 @@ use crate::text::tokenize::split_word;
 use crate::visible::visible;
 
 /// Equal words kept either side of a change.
-pub const CONTEXT: usize = 12;
+pub(crate) const CONTEXT: usize = 12;
 
 /// A piece of a folded diff.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "op", content = "text", rename_all = "lowercase")]
-pub enum Piece {
+pub(crate) enum Piece {
     /// In both texts.
     Same(String),
     /// Only in the kept document.
@@ -36,12 +36,12 @@ pub enum Piece {
 }
 
 /// Changes shown at most; the rest are counted ([`Piece::More`]).
-pub const MAX_CHANGES: usize = 40;
+pub(crate) const MAX_CHANGES: usize = 40;
 
 /// The folded word diff from `keeper` to `doc` over their [`diff_tokens`] (spacing and line
 /// breaks never count as a change, as in the shingles), shown joined by single spaces except
 /// between characters of scripts written without spaces ([`separator`]).
-pub fn word_diff(keeper: &str, doc: &str) -> Vec<Piece> {
+pub(crate) fn word_diff(keeper: &str, doc: &str) -> Vec<Piece> {
     diff_of_tokens(&diff_tokens(keeper), &diff_tokens(doc), true)
 }
 
@@ -50,7 +50,7 @@ pub fn word_diff(keeper: &str, doc: &str) -> Vec<Piece> {
 /// at most three item lengths, with [`CONTEXT`] words either side), the rest of the document
 /// counted as gaps. `Same` pieces are the matched text; `Removed`, item words the document
 /// lacks there; `Added`, the document's own words.
-pub fn item_in_doc(item: &str, doc: &str) -> Vec<Piece> {
+pub(crate) fn item_in_doc(item: &str, doc: &str) -> Vec<Piece> {
     let (a, b) = (diff_tokens(item), diff_tokens(doc));
     let lower = |t: &&str| t.to_lowercase();
     let grams: std::collections::HashSet<Vec<String>> = a
@@ -139,7 +139,7 @@ fn fold(words: &[&str], first: bool, last: bool) -> Vec<Piece> {
 /// The tokens a diff compares: whitespace-separated words, split further as the `chars`
 /// tokenizer splits them (each Han, kana or hangul character, and each character of a script
 /// written without spaces with its marks, is a token), on the text as written.
-pub fn diff_tokens(text: &str) -> Vec<&str> {
+pub(crate) fn diff_tokens(text: &str) -> Vec<&str> {
     let chars = Chars::get();
     let mut out = Vec::new();
     for w in text.split_whitespace() {
@@ -154,7 +154,7 @@ pub fn diff_tokens(text: &str) -> Vec<&str> {
 
 /// What is shown between two tokens (or pieces): nothing between characters of scripts written
 /// without spaces, as they are written; a space otherwise.
-pub fn separator(before: &str, after: &str) -> &'static str {
+pub(crate) fn separator(before: &str, after: &str) -> &'static str {
     let chars = Chars::get();
     let unspaced = |c: Option<char>| {
         c.is_some_and(|c| {
@@ -193,7 +193,7 @@ fn piece_text(p: &Piece) -> &str {
 
 /// Rendered pieces (one string per piece, as a renderer marked it up) joined with the
 /// [`separator`] their texts call for.
-pub fn join_rendered(pieces: &[Piece], rendered: &[String]) -> String {
+pub(crate) fn join_rendered(pieces: &[Piece], rendered: &[String]) -> String {
     let mut s = String::new();
     for (i, r) in rendered.iter().enumerate() {
         if i > 0 {
@@ -208,12 +208,12 @@ pub fn join_rendered(pieces: &[Piece], rendered: &[String]) -> String {
 }
 
 /// The diff for a terminal: removed words red and struck through, added ones green.
-pub fn to_ansi(pieces: &[Piece]) -> String {
+pub(crate) fn to_ansi(pieces: &[Piece]) -> String {
     render(pieces, ("\x1b[9;31m", "\x1b[0m"), ("\x1b[32m", "\x1b[0m"))
 }
 
 /// The diff as plain text (wdiff style): `[-removed-]` and `{+added+}`.
-pub fn to_plain(pieces: &[Piece]) -> String {
+pub(crate) fn to_plain(pieces: &[Piece]) -> String {
     render(pieces, ("[-", "-]"), ("{+", "+}"))
 }
 

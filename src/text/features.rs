@@ -22,7 +22,9 @@ use crate::config::Tokenizer;
 use crate::lsh::mix64;
 use crate::text::normalize::normalize_into;
 use crate::text::shingle::token_hash;
-use crate::text::tokenize::{is_han, jieba, tokenize_marked};
+#[cfg(test)]
+use crate::text::tokenize::is_han;
+use crate::text::tokenize::{jieba, tokenize_marked};
 
 fn tfidf() -> &'static TfIdf {
     static T: OnceLock<TfIdf> = OnceLock::new();
@@ -30,7 +32,7 @@ fn tfidf() -> &'static TfIdf {
 }
 
 /// jieba's median IDF: the weight its extractor gives a word missing from the table.
-pub fn median_idf() -> f32 {
+pub(crate) fn median_idf() -> f32 {
     static M: OnceLock<f32> = OnceLock::new();
     *M.get_or_init(|| {
         // An ASCII word is never in the Chinese IDF table, so its TF-IDF alone is the median IDF.
@@ -50,13 +52,14 @@ fn stop_hashes() -> &'static ahash::AHashSet<u64> {
     S.get_or_init(|| DEFAULT_STOP_WORDS.iter().map(|w| token_hash(w)).collect())
 }
 
+#[cfg(test)]
 /// IDF of one token whose hash is `h` (0 for stop words and single Han characters).
-pub fn idf(token: &str, h: u64) -> f32 {
+pub(crate) fn idf(token: &str, h: u64) -> f32 {
     let han = !token.is_ascii() && token.chars().all(is_han);
     IDF_CACHE.with(|c| token_idf(token, h, han, &mut c.borrow_mut()))
 }
 
-/// [`idf`] for a token already known to be (`han`) or not to be a word of Han characters only,
+/// The IDF for a token already known to be (`han`) or not to be a word of Han characters only,
 /// with the calling thread's cache at hand.
 fn token_idf(token: &str, h: u64, han: bool, cache: &mut AHashMap<u64, f32>) -> f32 {
     if !han {
@@ -85,7 +88,7 @@ fn token_idf(token: &str, h: u64, han: bool, cache: &mut AHashMap<u64, f32>) -> 
 
 /// Reusable buffers.
 #[derive(Default)]
-pub struct FeatureScratch {
+pub(crate) struct FeatureScratch {
     norm: String,
     tokens: Vec<(u64, f32)>,
 }
@@ -94,7 +97,7 @@ pub struct FeatureScratch {
 /// feature. A feature is a run of `ngram` consecutive tokens (stop words included, so word order
 /// counts); its weight is the sum of its tokens' IDFs times its capped term frequency, and a
 /// feature of stop words only is dropped.
-pub fn weighted_features(
+pub(crate) fn weighted_features(
     text: &str,
     ngram: usize,
     tf_cap: u32,
@@ -146,7 +149,11 @@ pub fn weighted_features(
 /// A document whose features are *all* over-frequent (a licence text or a template repeated across
 /// the corpus) keeps them all: with none left it would have no fingerprint and could never be
 /// matched, not even with an exact copy of itself.
-pub fn select_features(feats: &mut Vec<(u64, f32)>, keep: impl Fn(u64) -> bool, top_k: usize) {
+pub(crate) fn select_features(
+    feats: &mut Vec<(u64, f32)>,
+    keep: impl Fn(u64) -> bool,
+    top_k: usize,
+) {
     if feats.iter().any(|&(h, _)| keep(h)) {
         feats.retain(|&(h, _)| keep(h));
     }

@@ -1,13 +1,13 @@
 //! Text handling: normalisation, tokenisation, and shingling into 64-bit hash sets.
 
-pub mod chars;
-pub mod diff;
-pub mod features;
-pub mod normalize;
-pub mod script;
-pub mod sets;
+pub(crate) mod chars;
+pub(crate) mod diff;
+pub(crate) mod features;
+pub(crate) mod normalize;
+pub(crate) mod script;
+pub(crate) mod sets;
 pub mod shingle;
-pub mod tokenize;
+pub(crate) mod tokenize;
 
 #[cfg(test)]
 mod tests {

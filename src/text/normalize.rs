@@ -250,7 +250,7 @@ fn is_fast(c: char, chars: &Chars) -> bool {
 /// one ASCII character: U+3001 '、' and U+FF0C '，' become a space, U+FF21 'Ａ' becomes 'a'.
 /// NFKC decomposes each of them to one ASCII character (a starter, which composes with nothing
 /// before it), so, like ASCII, they take the fast path when the next character is fast too.
-/// A unit test checks every entry against [`normalize_reference`].
+/// A unit test checks every entry against `normalize_reference` (test-only).
 #[inline]
 fn table_ascii(c: char) -> Option<u8> {
     // Byte i: the form of character `first + i`; 0 when it is not a single ASCII character.
@@ -342,10 +342,11 @@ fn push_mapped(c: char, out: &mut String) {
     }
 }
 
+#[cfg(test)]
 /// The reference form, without the fast path (nor the shortcut for plain characters): NFKC of
 /// the whole text, lowercase, punctuation to spaces. `normalize_into` must agree with it on
 /// every input.
-pub fn normalize_reference(text: &str) -> String {
+pub(crate) fn normalize_reference(text: &str) -> String {
     let chars = Chars::get();
     let mut out = String::new();
     let visible = |c| visible(chars, c);
@@ -355,8 +356,9 @@ pub fn normalize_reference(text: &str) -> String {
     out
 }
 
+#[cfg(test)]
 /// Convenience wrapper returning a new string.
-pub fn normalize(text: &str) -> String {
+pub(crate) fn normalize(text: &str) -> String {
     let mut s = String::new();
     normalize_into(text, &mut s);
     s

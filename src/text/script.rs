@@ -10,7 +10,7 @@ const SAMPLE: usize = 256;
 /// The script a document is mostly written in: the script with the most letters in its first
 /// [`SAMPLE`] bytes (hiragana and katakana count as one, kana), as its ISO 15924 code in four
 /// bytes; 0 when there is no letter.
-pub fn classify(text: &str) -> u32 {
+pub(crate) fn classify(text: &str) -> u32 {
     let mut end = text.len().min(SAMPLE);
     while !text.is_char_boundary(end) {
         end -= 1;
@@ -74,7 +74,7 @@ fn code(script: Script) -> u32 {
 
 /// The name of a document script from [`classify`], as the summary spells it: the Unicode name
 /// (`Latin`, `Cyrillic`, `Han`, `Thai`, `Katakana_Or_Hiragana`), or `none` for no letters.
-pub fn name(code: u32) -> String {
+pub(crate) fn name(code: u32) -> String {
     let bytes = code.to_be_bytes();
     let short = std::str::from_utf8(&bytes).unwrap_or("");
     PropertyParser::<Script>::new()
@@ -84,7 +84,7 @@ pub fn name(code: u32) -> String {
 }
 
 /// A label for a person of a name from [`name`].
-pub fn label(name: &str) -> String {
+pub(crate) fn label(name: &str) -> String {
     match name {
         "Katakana_Or_Hiragana" => "Kana (Hiragana, Katakana)".to_string(),
         "none" => "no letters".to_string(),

@@ -157,20 +157,20 @@ impl KeyTable {
 /// The shingle keys of a subset of documents, by document index: each document's 32-bit keys in
 /// text order, repeats kept (as stored), which [`KeyTable`] compares as sets.
 #[derive(Debug, Default)]
-pub struct ShingleSets {
+pub(crate) struct ShingleSets {
     docs: Vec<u32>,
     sets: Vec<Vec<u32>>,
 }
 
 impl ShingleSets {
     /// Keys `sets[i]` (any order, repeats allowed) of documents `docs[i]` (sorted, unique).
-    pub fn new(docs: Vec<u32>, sets: Vec<Vec<u32>>) -> Self {
+    pub(crate) fn new(docs: Vec<u32>, sets: Vec<Vec<u32>>) -> Self {
         debug_assert_eq!(docs.len(), sets.len());
         ShingleSets { docs, sets }
     }
 
     /// The set of `doc`, if it is held.
-    pub fn get(&self, doc: u32) -> Option<&[u32]> {
+    pub(crate) fn get(&self, doc: u32) -> Option<&[u32]> {
         self.docs
             .binary_search(&doc)
             .ok()
@@ -179,7 +179,7 @@ impl ShingleSets {
 
     /// Moves the held sets of `docs` (sorted, unique) out into a new holding; returns it and the
     /// documents of `docs` that were not held.
-    pub fn take(&mut self, docs: &[u32]) -> (ShingleSets, Vec<u32>) {
+    pub(crate) fn take(&mut self, docs: &[u32]) -> (ShingleSets, Vec<u32>) {
         let mut taken = ShingleSets::default();
         let mut missing = Vec::new();
         let mut kept = ShingleSets::default();
@@ -201,7 +201,7 @@ impl ShingleSets {
     }
 
     /// Sorts and deduplicates every held set (what the retained index stores).
-    pub fn sort_dedup(&mut self) {
+    pub(crate) fn sort_dedup(&mut self) {
         use rayon::prelude::*;
         self.sets.par_iter_mut().for_each(|s| {
             s.sort_unstable();
@@ -210,7 +210,7 @@ impl ShingleSets {
     }
 
     /// The union of two holdings of disjoint documents.
-    pub fn merge(self, other: ShingleSets) -> ShingleSets {
+    pub(crate) fn merge(self, other: ShingleSets) -> ShingleSets {
         let mut pairs: Vec<(u32, Vec<u32>)> = self.into_pairs().chain(other.into_pairs()).collect();
         pairs.sort_unstable_by_key(|(d, _)| *d);
         let mut out = ShingleSets::default();
@@ -222,7 +222,7 @@ impl ShingleSets {
 
     /// Keeps the sets of the lowest documents at or above `from`, as long as their keys total
     /// at most `budget`; drops the rest.
-    pub fn keep_from(&mut self, from: u32, budget: usize) {
+    pub(crate) fn keep_from(&mut self, from: u32, budget: usize) {
         let mut used = 0;
         let mut kept = ShingleSets::default();
         for (d, set) in std::mem::take(self)
@@ -245,18 +245,14 @@ impl ShingleSets {
     }
 
     /// The held (document, set) pairs, by document.
-    pub fn into_pairs(self) -> impl Iterator<Item = (u32, Vec<u32>)> {
+    pub(crate) fn into_pairs(self) -> impl Iterator<Item = (u32, Vec<u32>)> {
         self.docs.into_iter().zip(self.sets)
     }
 
+    #[cfg(test)]
     /// Number of documents held.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.docs.len()
-    }
-
-    /// True when no set is held.
-    pub fn is_empty(&self) -> bool {
-        self.docs.is_empty()
     }
 }
 
@@ -281,7 +277,7 @@ mod tests {
         all.keep_from(5, 3);
         assert_eq!(all.docs, vec![5, 9]);
         all.keep_from(0, 1);
-        assert!(all.is_empty());
+        assert!(all.docs.is_empty());
     }
 
     #[test]

@@ -21,20 +21,21 @@ use crate::text::chars::{Chars, Class};
 
 /// The longest token, in bytes. A longer run of word characters (a base64 blob, a megabyte line
 /// without spaces) is cut into pieces; words of real languages are shorter.
-pub const MAX_TOKEN: usize = 96;
+pub(crate) const MAX_TOKEN: usize = 96;
 
 /// The shortest piece a long run is cut into, in bytes.
 const MIN_PIECE: usize = 24;
 
+#[cfg(test)]
 /// True for Han ideographs (the characters jieba segments), by their Unicode script.
 #[inline]
-pub fn is_han(c: char) -> bool {
+pub(crate) fn is_han(c: char) -> bool {
     Chars::get().class(c) == Class::Han
 }
 
 /// The process-wide jieba segmenter (loading its dictionary takes ~0.15 s, so it is done once and
 /// only when a Han run is first seen).
-pub fn jieba() -> &'static Jieba {
+pub(crate) fn jieba() -> &'static Jieba {
     static JIEBA: OnceLock<Jieba> = OnceLock::new();
     JIEBA.get_or_init(Jieba::new)
 }
@@ -47,7 +48,7 @@ pub fn tokenize<'a>(text: &'a str, tokenizer: Tokenizer, mut emit: impl FnMut(&'
 /// [`tokenize`], also telling for each token whether it is a word jieba segmented from a run of
 /// Han characters (true only with the `Jieba` tokenizer): exactly the tokens made of Han
 /// characters only.
-pub fn tokenize_marked<'a>(
+pub(crate) fn tokenize_marked<'a>(
     text: &'a str,
     tokenizer: Tokenizer,
     mut emit: impl FnMut(&'a str, bool),
@@ -77,7 +78,7 @@ pub fn tokenize_marked<'a>(
 /// block carries into the next one. The last, partial block is copied into a block of spaces,
 /// which also ends the last word.
 #[inline]
-pub fn for_each_word(bytes: &[u8], f: impl WordSink) {
+pub(crate) fn for_each_word(bytes: &[u8], f: impl WordSink) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: AVX2 is available (checked above).
@@ -89,7 +90,7 @@ pub fn for_each_word(bytes: &[u8], f: impl WordSink) {
 /// What [`for_each_word`] calls for each word: any `FnMut(start, end, ascii)`, or a type whose
 /// `word` is `#[inline(always)]`, for a hot caller whose per-word work must be inlined into the
 /// word loop whatever the inliner would choose for a closure.
-pub trait WordSink {
+pub(crate) trait WordSink {
     fn word(&mut self, start: usize, end: usize, ascii: bool);
 }
 
@@ -255,7 +256,7 @@ pub(crate) fn split_word<'a>(
 
 /// Calls `emit` with `token`, or, when it is longer than [`MAX_TOKEN`] bytes, with its pieces.
 #[inline]
-pub fn bounded<'a>(token: &'a str, emit: &mut impl FnMut(&'a str)) {
+pub(crate) fn bounded<'a>(token: &'a str, emit: &mut impl FnMut(&'a str)) {
     if token.len() <= MAX_TOKEN {
         emit(token);
     } else {
@@ -294,8 +295,9 @@ fn cut_long<'a>(token: &'a str, emit: &mut impl FnMut(&'a str)) {
     emit(&token[start..]);
 }
 
+#[cfg(test)]
 /// Convenience: collects the tokens of `text` into owned strings.
-pub fn tokens(text: &str, tokenizer: Tokenizer) -> Vec<String> {
+pub(crate) fn tokens(text: &str, tokenizer: Tokenizer) -> Vec<String> {
     let mut v = Vec::new();
     tokenize(text, tokenizer, |t| v.push(t.to_string()));
     v

@@ -9,14 +9,14 @@ use std::process::{Command, Output};
 use polars::prelude::*;
 
 use corpus_dedup::config::Tokenizer;
-use corpus_dedup::io::output::{write_parquet_atomic, ParquetUse};
+use corpus_dedup::kernels::jaccard;
+use corpus_dedup::kernels::shingle::{shingle_set, Scratch};
+use corpus_dedup::kernels::UnionFind;
 use corpus_dedup::synth::Doc;
-use corpus_dedup::text::sets::jaccard;
-use corpus_dedup::text::shingle::{shingle_set, Scratch};
-use corpus_dedup::unionfind::UnionFind;
+use corpus_dedup::testing::{write_parquet_atomic, ParquetUse};
 
 /// A fresh, empty directory for one test.
-pub fn temp_dir(name: &str) -> PathBuf {
+pub(crate) fn temp_dir(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("corpus-dedup-tests")
         .join(name);
@@ -26,13 +26,13 @@ pub fn temp_dir(name: &str) -> PathBuf {
 }
 
 /// Writes a DataFrame as a Parquet file.
-pub fn write_df(path: &Path, mut df: DataFrame) {
+pub(crate) fn write_df(path: &Path, mut df: DataFrame) {
     write_parquet_atomic(path, &mut df, vec![], ParquetUse::Output).unwrap();
 }
 
 /// Writes a shard with `id` and `text` columns and the `extra` ones (creating its directory);
 /// returns the glob of the shards in that directory.
-pub fn write_shard(path: &Path, id: &[&str], text: &[&str], extra: Vec<Column>) -> String {
+pub(crate) fn write_shard(path: &Path, id: &[&str], text: &[&str], extra: Vec<Column>) -> String {
     let dir = path.parent().unwrap();
     std::fs::create_dir_all(dir).unwrap();
     let mut columns = vec![
@@ -45,14 +45,14 @@ pub fn write_shard(path: &Path, id: &[&str], text: &[&str], extra: Vec<Column>) 
 }
 
 /// Writes generated documents as a shard with id and text columns.
-pub fn write_docs(path: &Path, docs: &[Doc]) {
+pub(crate) fn write_docs(path: &Path, docs: &[Doc]) {
     let id: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
     let text: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
     write_shard(path, &id, &text, Vec::new());
 }
 
 /// The task stages of a MinHash run, in order.
-pub const STAGES: [&str; 6] = [
+pub(crate) const STAGES: [&str; 6] = [
     "signatures",
     "candidates",
     "verify",
@@ -62,13 +62,13 @@ pub const STAGES: [&str; 6] = [
 ];
 
 /// A `corpus-dedup` command under construction; [`cd`] starts one.
-pub struct Cmd {
+pub(crate) struct Cmd {
     cmd: Command,
     shown: String,
 }
 
 /// `corpus-dedup ARGS...` (the binary of this build, with the test hooks).
-pub fn cd<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> Cmd {
+pub(crate) fn cd<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> Cmd {
     Cmd {
         cmd: Command::new(env!("CARGO_BIN_EXE_corpus-dedup")),
         shown: "corpus-dedup".into(),
@@ -77,7 +77,7 @@ pub fn cd<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> Cmd {
 }
 
 /// `corpus-dedup run --quiet --input GLOB --output OUT EXTRA...`.
-pub fn run_cmd(input: &str, out: &Path, extra: &[&str]) -> Cmd {
+pub(crate) fn run_cmd(input: &str, out: &Path, extra: &[&str]) -> Cmd {
     cd(["run", "--quiet", "--input", input, "--output"])
         .arg(out)
         .args(extra)
@@ -85,7 +85,7 @@ pub fn run_cmd(input: &str, out: &Path, extra: &[&str]) -> Cmd {
 
 impl Cmd {
     /// Adds an argument.
-    pub fn arg(mut self, a: impl AsRef<std::ffi::OsStr>) -> Self {
+    pub(crate) fn arg(mut self, a: impl AsRef<std::ffi::OsStr>) -> Self {
         self.shown
             .push_str(&format!(" {}", a.as_ref().to_string_lossy()));
         self.cmd.arg(a);
@@ -93,7 +93,10 @@ impl Cmd {
     }
 
     /// Adds arguments.
-    pub fn args<S: AsRef<std::ffi::OsStr>>(mut self, args: impl IntoIterator<Item = S>) -> Self {
+    pub(crate) fn args<S: AsRef<std::ffi::OsStr>>(
+        mut self,
+        args: impl IntoIterator<Item = S>,
+    ) -> Self {
         for a in args {
             self = self.arg(a);
         }
@@ -101,19 +104,19 @@ impl Cmd {
     }
 
     /// Sets an environment variable.
-    pub fn env(mut self, k: &str, v: impl AsRef<std::ffi::OsStr>) -> Self {
+    pub(crate) fn env(mut self, k: &str, v: impl AsRef<std::ffi::OsStr>) -> Self {
         self.cmd.env(k, v);
         self
     }
 
     /// Removes an environment variable.
-    pub fn env_remove(mut self, k: &str) -> Self {
+    pub(crate) fn env_remove(mut self, k: &str) -> Self {
         self.cmd.env_remove(k);
         self
     }
 
     /// Starts it with stdout and stderr piped, and returns the running process.
-    pub fn spawn(mut self) -> std::process::Child {
+    pub(crate) fn spawn(mut self) -> std::process::Child {
         self.cmd
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -122,12 +125,12 @@ impl Cmd {
     }
 
     /// Runs it and returns what happened.
-    pub fn output(mut self) -> Output {
+    pub(crate) fn output(mut self) -> Output {
         self.cmd.output().unwrap()
     }
 
     /// Runs it and asserts success; returns the output.
-    pub fn ok(self) -> Output {
+    pub(crate) fn ok(self) -> Output {
         let shown = self.shown.clone();
         let o = self.output();
         assert!(
@@ -140,7 +143,7 @@ impl Cmd {
 
     /// Runs it and asserts failure with a message, not a panic, and no summary line on stdout;
     /// returns stderr.
-    pub fn fails(self) -> String {
+    pub(crate) fn fails(self) -> String {
         let shown = self.shown.clone();
         let o = self.output();
         let err = String::from_utf8_lossy(&o.stderr).to_string();
@@ -155,7 +158,7 @@ impl Cmd {
 
     /// Runs it with the crash hook set to kill the process in task `at` ("stage:task" or
     /// "stage:task:oncefile"), and asserts that it died there by SIGKILL.
-    pub fn killed_at(self, at: &str) {
+    pub(crate) fn killed_at(self, at: &str) {
         let shown = self.shown.clone();
         let o = self.env("CORPUS_DEDUP_CRASH", at).output();
         assert_eq!(
@@ -167,19 +170,19 @@ impl Cmd {
     }
 
     /// Runs it, asserts success and returns stderr (progress, resume and discard messages).
-    pub fn stderr(self) -> String {
+    pub(crate) fn stderr(self) -> String {
         String::from_utf8_lossy(&self.ok().stderr).to_string()
     }
 }
 
 /// Runs `corpus-dedup run --quiet --input GLOB --output OUT EXTRA...` and asserts success.
-pub fn run_ok(input: &str, out: &Path, extra: &[&str]) -> Output {
+pub(crate) fn run_ok(input: &str, out: &Path, extra: &[&str]) -> Output {
     run_cmd(input, out, extra).ok()
 }
 
 /// Waits until `path` exists (a running process got as far as writing it); fails the test
 /// after `secs` seconds, saying that `what` did not happen.
-pub fn wait_for(path: &Path, secs: u64, what: &str) {
+pub(crate) fn wait_for(path: &Path, secs: u64, what: &str) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
     while !path.exists() {
         assert!(std::time::Instant::now() < deadline, "{what}");
@@ -188,12 +191,12 @@ pub fn wait_for(path: &Path, secs: u64, what: &str) {
 }
 
 /// The bytes of `OUT/manifest.parquet`.
-pub fn manifest_bytes(out: &Path) -> Vec<u8> {
+pub(crate) fn manifest_bytes(out: &Path) -> Vec<u8> {
     std::fs::read(out.join("manifest.parquet")).unwrap()
 }
 
 /// A free TCP port on loopback.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -203,7 +206,7 @@ pub fn free_port() -> u16 {
 
 /// A tool a test needs that `.ci/run` installs: `path` when it exists, else None (the test is
 /// skipped with a note) outside CI; in CI (`CI` set) a missing tool fails the test.
-pub fn installed(path: PathBuf, what: &str) -> Option<PathBuf> {
+pub(crate) fn installed(path: PathBuf, what: &str) -> Option<PathBuf> {
     if path.exists() {
         return Some(path);
     }
@@ -217,7 +220,7 @@ pub fn installed(path: PathBuf, what: &str) -> Option<PathBuf> {
 }
 
 /// The development corpus (`../shared/corpus/dev-small`, with its ground truth), as `installed`.
-pub fn dev_small() -> Option<PathBuf> {
+pub(crate) fn dev_small() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/dev-small");
     installed(
         dir.join("gt_components.parquet"),
@@ -227,7 +230,7 @@ pub fn dev_small() -> Option<PathBuf> {
 }
 
 /// Reads a Parquet file into a DataFrame.
-pub fn read_df(path: &Path) -> DataFrame {
+pub(crate) fn read_df(path: &Path) -> DataFrame {
     LazyFrame::scan_parquet(
         PlRefPath::new(path.to_str().unwrap()),
         ScanArgsParquet::default(),
@@ -238,7 +241,7 @@ pub fn read_df(path: &Path) -> DataFrame {
 }
 
 /// A string column's values (nulls as "").
-pub fn str_column<'a>(df: &'a DataFrame, name: &str) -> Vec<&'a str> {
+pub(crate) fn str_column<'a>(df: &'a DataFrame, name: &str) -> Vec<&'a str> {
     df.column(name)
         .unwrap()
         .str()
@@ -249,13 +252,13 @@ pub fn str_column<'a>(df: &'a DataFrame, name: &str) -> Vec<&'a str> {
 }
 
 /// A UInt32 column's values (nulls as 0).
-pub fn u32_column(df: &DataFrame, name: &str) -> Vec<u32> {
+pub(crate) fn u32_column(df: &DataFrame, name: &str) -> Vec<u32> {
     let c = df.column(name).unwrap().u32().unwrap();
     c.iter().map(|v| v.unwrap_or_default()).collect()
 }
 
 /// Each manifest row's position, by id.
-pub fn positions(rows: &[Row]) -> std::collections::HashMap<&str, usize> {
+pub(crate) fn positions(rows: &[Row]) -> std::collections::HashMap<&str, usize> {
     rows.iter()
         .enumerate()
         .map(|(i, r)| (r.id.as_str(), i))
@@ -264,7 +267,7 @@ pub fn positions(rows: &[Row]) -> std::collections::HashMap<&str, usize> {
 
 /// The manifest as plain rows.
 #[derive(Debug, Clone)]
-pub struct Row {
+pub(crate) struct Row {
     pub id: String,
     pub file: String,
     pub row: u64,
@@ -276,7 +279,7 @@ pub struct Row {
 }
 
 /// Reads `DIR/manifest.parquet` into rows.
-pub fn manifest(dir: &Path) -> Vec<Row> {
+pub(crate) fn manifest(dir: &Path) -> Vec<Row> {
     let df = read_df(&dir.join("manifest.parquet"));
     let id = df.column("id").unwrap().str().unwrap().clone();
     let file = df.column("file").unwrap().str().unwrap().clone();
@@ -301,13 +304,13 @@ pub fn manifest(dir: &Path) -> Vec<Row> {
 }
 
 /// Reads `DIR/summary.json`.
-pub fn summary(dir: &Path) -> serde_json::Value {
+pub(crate) fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
 }
 
 /// Asserts that each field of `obj` named in `fields` (a schema's `{"name": "type|type"}`) has
 /// one of the listed JSON types ("number" also accepts an integer).
-pub fn check_fields(obj: &serde_json::Value, fields: &serde_json::Value) {
+pub(crate) fn check_fields(obj: &serde_json::Value, fields: &serde_json::Value) {
     let kind = |v: &serde_json::Value| match v {
         serde_json::Value::String(_) => "string",
         serde_json::Value::Number(n) if n.is_u64() || n.is_i64() => "integer",
@@ -329,7 +332,7 @@ pub fn check_fields(obj: &serde_json::Value, fields: &serde_json::Value) {
 }
 
 /// Each text's set of word 5-gram shingles (CJK characters as tokens), as the ground truth uses.
-pub fn shingle_sets(texts: &[&str]) -> Vec<Vec<u64>> {
+pub(crate) fn shingle_sets(texts: &[&str]) -> Vec<Vec<u64>> {
     let mut scratch = Scratch::default();
     texts
         .iter()
@@ -342,13 +345,13 @@ pub fn shingle_sets(texts: &[&str]) -> Vec<Vec<u64>> {
 }
 
 /// Whether two shingle sets are near-duplicates at threshold `t` (exact Jaccard).
-pub fn near(a: &[u64], b: &[u64], t: f64) -> bool {
+pub(crate) fn near(a: &[u64], b: &[u64], t: f64) -> bool {
     !a.is_empty() && !b.is_empty() && jaccard(a, b) >= t
 }
 
 /// Exact ground truth by brute force: the components of the graph of pairs with Jaccard >= t
 /// over word 5-gram shingles (CJK characters as tokens), as a component id per document.
-pub fn truth_components(texts: &[&str], t: f64) -> Vec<u32> {
+pub(crate) fn truth_components(texts: &[&str], t: f64) -> Vec<u32> {
     let sets = shingle_sets(texts);
     let mut uf = UnionFind::new(texts.len());
     for i in 0..sets.len() {
@@ -364,7 +367,7 @@ pub fn truth_components(texts: &[&str], t: f64) -> Vec<u32> {
 /// Document-level recall and precision as the corpus scorer defines them: a component of size k
 /// should lose k - 1 documents; credit per component is min(k - 1, dropped in it). Component ids
 /// may be any u32 (not necessarily below `truth.len()`).
-pub fn doc_scores(truth: &[u32], dropped: &[bool]) -> (f64, f64) {
+pub(crate) fn doc_scores(truth: &[u32], dropped: &[bool]) -> (f64, f64) {
     let n = truth.len();
     let ids = truth.iter().map(|&t| t as usize + 1).max().unwrap_or(0);
     let mut size = vec![0u64; ids];
@@ -388,7 +391,7 @@ pub fn doc_scores(truth: &[u32], dropped: &[bool]) -> (f64, f64) {
 
 /// Writes an English, a Chinese and a mixed shard into `dir` (made if missing); returns the glob
 /// and all documents in manifest order (files sorted by name).
-pub fn three_shards(dir: &std::path::Path) -> (String, Vec<corpus_dedup::synth::Doc>) {
+pub(crate) fn three_shards(dir: &std::path::Path) -> (String, Vec<corpus_dedup::synth::Doc>) {
     std::fs::create_dir_all(dir).unwrap();
     let en = corpus_dedup::synth::generate(160, corpus_dedup::synth::Lang::En, 21, "en");
     let mixed = corpus_dedup::synth::generate(120, corpus_dedup::synth::Lang::Mixed, 23, "mx");
@@ -401,7 +404,7 @@ pub fn three_shards(dir: &std::path::Path) -> (String, Vec<corpus_dedup::synth::
 }
 
 /// Writes `texts` as one shard with ids d0, d1, ...; returns its path as a glob.
-pub fn text_shard(dir: &Path, texts: &[String]) -> String {
+pub(crate) fn text_shard(dir: &Path, texts: &[String]) -> String {
     let id: Vec<String> = (0..texts.len()).map(|i| format!("d{i}")).collect();
     let id: Vec<&str> = id.iter().map(String::as_str).collect();
     let text: Vec<&str> = texts.iter().map(String::as_str).collect();

@@ -371,7 +371,7 @@ fn older_names_other_settings_and_a_busy_index_are_refused() {
     // Refused before anything was written to the output.
     assert!(!dir.join("x").exists());
     // A run holding the lock (here: this test process) makes another fail at once.
-    let lock = corpus_dedup::index::Lock::acquire(index.to_str().unwrap()).unwrap();
+    let lock = corpus_dedup::testing::IndexLock::acquire(index.to_str().unwrap()).unwrap();
     let e = night(&globs, 3, &dir.join("x"), &index, &[]).fails();
     let me = format!("is in use by pid {} on ", std::process::id());
     assert!(e.contains(&me), "{e}");

@@ -399,7 +399,7 @@ fn s3_work_files_larger_than_a_part_are_streamed() {
     let docs = corpus_dedup::synth::generate(6000, corpus_dedup::synth::Lang::Mixed, 31, "big");
     let text_bytes: usize = docs.iter().map(|d| d.text.len() + d.id.len()).sum();
     assert!(
-        text_bytes > corpus_dedup::io::object::PART_SIZE,
+        text_bytes > corpus_dedup::testing::PART_SIZE,
         "{text_bytes}"
     );
     let dir = server.root.join("crawl/big");
@@ -422,7 +422,7 @@ fn s3_work_files_larger_than_a_part_are_streamed() {
     // The store's key file (4-byte shingle keys) went up in several parts.
     let store = server.root.join("crawl/runs/big/_work/store/p00000.keys");
     let keys = std::fs::metadata(&store).unwrap().len() as usize;
-    assert!(keys > corpus_dedup::io::object::PART_SIZE, "{keys}");
+    assert!(keys > corpus_dedup::testing::PART_SIZE, "{keys}");
     let local = temp_dir("s3-big-local");
     run_ok(&format!("{}/*.parquet", local_in.display()), &local, &[]);
     let remote = server.root.join("crawl/runs/big");
@@ -551,7 +551,7 @@ fn an_index_on_s3_gives_the_local_index_manifests_and_is_locked() {
     let e = failure(&run_s3(&server, SECRET, &args));
     assert!(e.contains("index 's3://crawl/index' is in use by pid 1 on another-host since 2026-11-23T01:00:00Z"), "{e}");
     // One left by a process of this host that no longer runs is taken over.
-    let host = corpus_dedup::io::lock::hostname();
+    let host = corpus_dedup::testing::hostname();
     std::fs::write(
         &lock,
         format!("pid 2147483000 on {host} since 2026-11-23T01:00:00Z"),

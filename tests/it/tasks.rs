@@ -61,7 +61,7 @@ fn tiny_signature_chunks_give_the_same_manifest() {
 
 /// Plans with `method` flags and runs every task of every stage by hand, as a cluster driver
 /// would (tasks of a stage in reverse order: they are independent); returns the stage list.
-pub fn by_hand(glob: &str, work: &Path, out: &Path, method: &[&str]) -> Vec<String> {
+pub(crate) fn by_hand(glob: &str, work: &Path, out: &Path, method: &[&str]) -> Vec<String> {
     let p = cd(["plan", "--quiet", "--input", glob, "--output"])
         .arg(out)
         .arg("--work")

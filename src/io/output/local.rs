@@ -29,7 +29,7 @@ pub(super) fn tmp_name(path: &Path) -> PathBuf {
 /// Creates the output directory and checks that a file can be created in it, so an unwritable
 /// output fails before the expensive stages run. Temporary files that a crashed run left behind
 /// (`NAME.tmp-PID` of a process that no longer runs; such files are never read) are removed.
-pub fn prepare_dir(dir: &Path) -> Result<()> {
+pub(crate) fn prepare_dir(dir: &Path) -> Result<()> {
     fs::create_dir_all(dir).map_err(|e| out_err(dir, e))?;
     sweep_stale_tmp(dir);
     let probe = dir.join(format!(".write-probe-{}", std::process::id()));
@@ -120,11 +120,6 @@ impl Write for Writeback {
     fn flush(&mut self) -> std::io::Result<()> {
         self.file.flush()
     }
-}
-
-/// Writes `bytes` to `path` atomically (temporary file, fsync, rename).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_file(path, bytes, true)
 }
 
 /// Writes `bytes` to `path` under a temporary name, synced when `sync`, and renames it.

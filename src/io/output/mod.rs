@@ -12,8 +12,9 @@
 
 mod local;
 
+pub(crate) use local::prepare_dir;
+pub use local::write_parquet_atomic;
 use local::{out_err, tmp_name, write_file, write_parquet_file, Writeback};
-pub use local::{prepare_dir, write_atomic, write_parquet_atomic};
 
 use std::fs;
 use std::io::Write;
@@ -27,7 +28,7 @@ use crate::io::object;
 /// A directory of outputs or work files: a local directory or an `s3://bucket/prefix`. Names may
 /// contain `/` (subdirectories are created as needed).
 #[derive(Debug, Clone)]
-pub enum OutputDir {
+pub(crate) enum OutputDir {
     /// A local directory; files are synced to disk before they are renamed into place.
     Local(PathBuf),
     /// A local directory of one process's work files, not synced (see the module doc).
@@ -38,14 +39,14 @@ pub enum OutputDir {
 
 /// This boot of the machine (Linux: `/proc/sys/kernel/random/boot_id`); `None` where the system
 /// does not tell.
-pub fn boot_id() -> Option<String> {
+pub(crate) fn boot_id() -> Option<String> {
     let id = fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
     Some(id.trim().to_string()).filter(|s| !s.is_empty())
 }
 
 impl OutputDir {
     /// Parses `--output`.
-    pub fn parse(s: &str) -> OutputDir {
+    pub(crate) fn parse(s: &str) -> OutputDir {
         if object::is_url(s) {
             OutputDir::Remote(s.trim_end_matches('/').to_string())
         } else {
@@ -55,7 +56,7 @@ impl OutputDir {
 
     /// The same directory as [`OutputDir::Scratch`] when it is local and the boot can be told
     /// ([`boot_id`]); otherwise unchanged.
-    pub fn scratch(self) -> OutputDir {
+    pub(crate) fn scratch(self) -> OutputDir {
         match self {
             OutputDir::Local(dir) if boot_id().is_some() => OutputDir::Scratch(dir),
             other => other,
@@ -63,7 +64,7 @@ impl OutputDir {
     }
 
     /// The local directory, if the output is one.
-    pub fn local_dir(&self) -> Option<&Path> {
+    pub(crate) fn local_dir(&self) -> Option<&Path> {
         match self {
             OutputDir::Local(dir) | OutputDir::Scratch(dir) => Some(dir),
             OutputDir::Remote(_) => None,
@@ -76,7 +77,7 @@ impl OutputDir {
     }
 
     /// Creates the directory (local) and checks that it can be written.
-    pub fn prepare(&self) -> Result<()> {
+    pub(crate) fn prepare(&self) -> Result<()> {
         match self {
             OutputDir::Local(dir) | OutputDir::Scratch(dir) => prepare_dir(dir),
             OutputDir::Remote(url) => object::check_writable(url),
@@ -84,7 +85,7 @@ impl OutputDir {
     }
 
     /// The subdirectory `sub` (of the same kind).
-    pub fn child(&self, sub: &str) -> OutputDir {
+    pub(crate) fn child(&self, sub: &str) -> OutputDir {
         match self {
             OutputDir::Local(dir) => OutputDir::Local(dir.join(sub)),
             OutputDir::Scratch(dir) => OutputDir::Scratch(dir.join(sub)),
@@ -93,7 +94,7 @@ impl OutputDir {
     }
 
     /// The path or URL of `name`, for messages.
-    pub fn location(&self, name: &str) -> String {
+    pub(crate) fn location(&self, name: &str) -> String {
         match self {
             OutputDir::Local(dir) | OutputDir::Scratch(dir) => dir.join(name).display().to_string(),
             OutputDir::Remote(url) => format!("{url}/{name}"),
@@ -101,7 +102,7 @@ impl OutputDir {
     }
 
     /// Reads the whole file `name`; `None` when it does not exist.
-    pub fn read(&self, name: &str) -> Result<Option<Vec<u8>>> {
+    pub(crate) fn read(&self, name: &str) -> Result<Option<Vec<u8>>> {
         match self {
             OutputDir::Local(dir) | OutputDir::Scratch(dir) => match fs::read(dir.join(name)) {
                 Ok(b) => Ok(Some(b)),
@@ -116,7 +117,11 @@ impl OutputDir {
     /// given order are read with one positioned read per span (see [`spans`]): a task that
     /// fetches most records of a part makes a few large reads instead of one system call per
     /// record.
-    pub fn read_ranges(&self, name: &str, ranges: &[std::ops::Range<u64>]) -> Result<RangeBytes> {
+    pub(crate) fn read_ranges(
+        &self,
+        name: &str,
+        ranges: &[std::ops::Range<u64>],
+    ) -> Result<RangeBytes> {
         match self {
             OutputDir::Local(dir) | OutputDir::Scratch(dir) => {
                 use std::os::unix::fs::FileExt;
@@ -166,13 +171,17 @@ impl OutputDir {
     }
 
     /// Reads the Parquet file `name` (which must exist).
-    pub fn read_parquet(&self, name: &str) -> Result<DataFrame> {
+    pub(crate) fn read_parquet(&self, name: &str) -> Result<DataFrame> {
         self.read_parquet_columns(name, None)
     }
 
     /// Reads the Parquet file `name`, only `columns` of it when given (the others are not
     /// decoded).
-    pub fn read_parquet_columns(&self, name: &str, columns: Option<&[&str]>) -> Result<DataFrame> {
+    pub(crate) fn read_parquet_columns(
+        &self,
+        name: &str,
+        columns: Option<&[&str]>,
+    ) -> Result<DataFrame> {
         let loc = self.location(name);
         let bytes = self.read(name)?.ok_or_else(|| Error::WorkFile {
             path: loc.clone(),
@@ -189,7 +198,7 @@ impl OutputDir {
     }
 
     /// Deletes the directory and everything in it.
-    pub fn remove_all(&self) -> Result<()> {
+    pub(crate) fn remove_all(&self) -> Result<()> {
         match self {
             OutputDir::Local(dir) | OutputDir::Scratch(dir) => match fs::remove_dir_all(dir) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(out_err(dir, e)),
@@ -200,7 +209,7 @@ impl OutputDir {
     }
 
     /// Writes `bytes` as `name` inside the output.
-    pub fn write_bytes(&self, name: &str, bytes: Vec<u8>) -> Result<()> {
+    pub(crate) fn write_bytes(&self, name: &str, bytes: Vec<u8>) -> Result<()> {
         match self {
             OutputDir::Local(dir) | OutputDir::Scratch(dir) => {
                 write_file(&dir.join(name), &bytes, self.synced())
@@ -213,7 +222,7 @@ impl OutputDir {
     /// (unless scratch) and renamed when `write` succeeds; an object as a multipart upload of
     /// 8 MiB parts, completed when `write` succeeds (see [`object::Upload`]): memory stays at one
     /// part whatever the size.
-    pub fn write_with(
+    pub(crate) fn write_with(
         &self,
         name: &str,
         write: impl FnOnce(&mut (dyn Write + Send)) -> Result<()>,
@@ -223,7 +232,7 @@ impl OutputDir {
 
     /// [`Self::write_with`] for a writer of large or vectored pieces (the store's keys): a local
     /// file gets no buffer, so each `write_vectored` is one `writev` and nothing is copied first.
-    pub fn write_unbuffered_with(
+    pub(crate) fn write_unbuffered_with(
         &self,
         name: &str,
         write: impl FnOnce(&mut (dyn Write + Send)) -> Result<()>,
@@ -280,7 +289,7 @@ impl OutputDir {
     }
 
     /// Writes a DataFrame as Parquet file `name` with key/value metadata.
-    pub fn write_parquet(
+    pub(crate) fn write_parquet(
         &self,
         name: &str,
         df: &mut DataFrame,
@@ -309,7 +318,7 @@ impl OutputDir {
 /// Byte ranges read from one file ([`OutputDir::read_ranges`]): the buffers read, and where each
 /// range lies in them, so a range is a slice of a larger read rather than a copy.
 #[derive(Debug, Default)]
-pub struct RangeBytes {
+pub(crate) struct RangeBytes {
     bufs: Vec<Vec<u8>>,
     /// Per range: its buffer, start and end in that buffer.
     at: Vec<(usize, usize, usize)>,
@@ -327,23 +336,18 @@ impl RangeBytes {
     }
 
     /// Number of ranges.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.at.len()
     }
 
-    /// True when no range was read.
-    pub fn is_empty(&self) -> bool {
-        self.at.is_empty()
-    }
-
     /// The bytes of range `i`.
-    pub fn get(&self, i: usize) -> &[u8] {
+    pub(crate) fn get(&self, i: usize) -> &[u8] {
         let (b, lo, hi) = self.at[i];
         &self.bufs[b][lo..hi]
     }
 
     /// The bytes of the first range (empty when there is none).
-    pub fn into_first(mut self) -> Vec<u8> {
+    pub(crate) fn into_first(mut self) -> Vec<u8> {
         match self.at.first() {
             Some(&(b, 0, hi)) if hi == self.bufs[b].len() => std::mem::take(&mut self.bufs[b]),
             Some(_) => self.get(0).to_vec(),
@@ -369,7 +373,7 @@ pub enum ParquetUse {
 /// Columns are encoded on the calling thread (`set_parallel(false)`): tasks write several files
 /// at once from rayon's workers, and handing each file's columns to polars' own thread pool made
 /// the writes queue behind one another.
-pub fn parquet_writer<W: Write>(
+pub(crate) fn parquet_writer<W: Write>(
     w: W,
     metadata: Vec<(String, String)>,
     usage: ParquetUse,

@@ -43,7 +43,7 @@ use crate::text::sets::ShingleSets;
 
 mod writer;
 
-pub use writer::{write_part, Files, Writer};
+pub(crate) use writer::{write_part, Writer};
 
 const MAGIC: &[u8; 8] = b"CDSTORE5";
 const HEADER: u64 = 24;
@@ -70,7 +70,7 @@ fn record_size(k: usize) -> u64 {
 
 /// What [`fetch`] reads besides each document's record (signature and shingle count).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Wanted {
+pub(crate) struct Wanted {
     /// The ids.
     pub ids: bool,
     /// The shingle keys.
@@ -79,7 +79,7 @@ pub struct Wanted {
 
 /// Documents fetched from the store: sorted global indices and their data.
 #[derive(Debug, Default)]
-pub struct Fetched {
+pub(crate) struct Fetched {
     k: usize,
     docs: Vec<u32>,
     values: Vec<u32>,
@@ -98,7 +98,7 @@ impl Fetched {
     }
 
     /// The id of `doc` (fetched with [`Wanted::ids`]).
-    pub fn id(&self, doc: u32) -> &str {
+    pub(crate) fn id(&self, doc: u32) -> &str {
         match self.ids.get(self.index(doc)) {
             Some(id) => id,
             // Callers fetch ids where they use them: a miss is a bug, not bad input.
@@ -107,7 +107,7 @@ impl Fetched {
     }
 
     /// The shingle keys of the fetched documents (empty unless fetched with [`Wanted::keys`]).
-    pub fn into_sets(self) -> ShingleSets {
+    pub(crate) fn into_sets(self) -> ShingleSets {
         ShingleSets::new(self.docs, self.sets)
     }
 }
@@ -132,7 +132,7 @@ type Record = (String, Vec<u32>);
 /// them: signatures and shingle counts, and what `wanted` asks for: ids, shingle keys (as
 /// stored: text order, repeats kept). `parts[p]` is part p's (first_doc, docs); `k` the
 /// signature length.
-pub fn fetch(
+pub(crate) fn fetch(
     work: &OutputDir,
     parts: &[(u64, u64)],
     k: usize,
@@ -293,7 +293,7 @@ pub fn fetch(
 
 /// The ids of all of one part's documents, read as one piece of the store's ids file.
 #[derive(Debug, Default)]
-pub struct PartIds {
+pub(crate) struct PartIds {
     ids: String,
     /// End of each document's id in `ids` (its start is the previous end, or 0).
     ends: Vec<usize>,
@@ -301,7 +301,7 @@ pub struct PartIds {
 
 impl PartIds {
     /// The id of the part's document `i` (0-based within the part).
-    pub fn get(&self, i: usize) -> &str {
+    pub(crate) fn get(&self, i: usize) -> &str {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         &self.ids[start..self.ends[i]]
     }
@@ -310,7 +310,12 @@ impl PartIds {
 /// Reads the ids of every document of part `p` in one read, without the records: `id_len` and
 /// `id_hash` (xxh3-64 of each id, as the record's id checksum) come from the part's
 /// `docs/pP.parquet`, beside the store; they delimit and check each id.
-pub fn part_ids(work: &OutputDir, p: usize, id_len: &[u32], id_hash: &[u64]) -> Result<PartIds> {
+pub(crate) fn part_ids(
+    work: &OutputDir,
+    p: usize,
+    id_len: &[u32],
+    id_hash: &[u64],
+) -> Result<PartIds> {
     let name = ids_name(p);
     let bad = |msg: &str| Error::WorkFile {
         path: work.location(&name),
@@ -346,6 +351,7 @@ pub fn part_ids(work: &OutputDir, p: usize, id_len: &[u32], id_hash: &[u64]) -> 
 
 #[cfg(test)]
 mod tests {
+    use super::writer::Files;
     use super::*;
     use crate::minhash::Signatures;
 

@@ -10,7 +10,7 @@ use crate::io::output::OutputDir;
 use crate::minhash::Signatures;
 
 /// The three output streams of one part's store.
-pub struct Files<'w> {
+pub(crate) struct Files<'w> {
     /// Header and records.
     pub sig: &'w mut (dyn Write + Send),
     /// Id bytes.
@@ -22,7 +22,7 @@ pub struct Files<'w> {
 /// Runs `write` with the three output streams of part `part`'s store in `work`: each file is
 /// written under a temporary name (or as one upload) and renamed (completed) when `write`
 /// succeeds.
-pub fn write_part(
+pub(crate) fn write_part(
     work: &OutputDir,
     part: usize,
     write: impl FnOnce(Files) -> Result<()>,
@@ -38,7 +38,7 @@ pub fn write_part(
 /// records, the ids and the keys; offsets come from the running file lengths, so only the
 /// caller's current chunk is held. [`Writer::finish`] checks that exactly the announced number of
 /// documents was written.
-pub struct Writer<'w> {
+pub(crate) struct Writer<'w> {
     files: Files<'w>,
     k: usize,
     docs: u64,
@@ -53,7 +53,12 @@ pub struct Writer<'w> {
 
 impl<'w> Writer<'w> {
     /// Starts a store for `docs` documents from global index `first_doc`, signatures of `k` values.
-    pub fn new(files: Files<'w>, k: usize, first_doc: u64, docs: u64) -> std::io::Result<Self> {
+    pub(crate) fn new(
+        files: Files<'w>,
+        k: usize,
+        first_doc: u64,
+        docs: u64,
+    ) -> std::io::Result<Self> {
         files.sig.write_all(MAGIC)?;
         files.sig.write_all(&(k as u32).to_le_bytes())?;
         files.sig.write_all(&(docs as u32).to_le_bytes())?;
@@ -74,7 +79,7 @@ impl<'w> Writer<'w> {
     /// Appends the documents of `sigs` (local index i), with their shingle keys and ids. A raw
     /// copy (`copy_of(i)`: its original's position in the part, an earlier document) is written
     /// as a record naming that original, without signature, shingle count or keys.
-    pub fn append<'a>(
+    pub(crate) fn append<'a>(
         &mut self,
         sigs: &Signatures,
         keys: impl Fn(usize) -> &'a [u32],
@@ -159,7 +164,7 @@ impl<'w> Writer<'w> {
     }
 
     /// Ends the store; fails unless every announced document was appended.
-    pub fn finish(self) -> std::io::Result<()> {
+    pub(crate) fn finish(self) -> std::io::Result<()> {
         if self.written != self.docs {
             return Err(std::io::Error::other(format!(
                 "store announced {} documents but {} were written",

@@ -20,7 +20,7 @@ use crate::text::sets::ShingleSets;
 
 /// How the giant buckets (more members than the pair cap) were resolved.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct GiantStats {
+pub(crate) struct GiantStats {
     /// Giant buckets (over all bands).
     pub buckets: u64,
     /// Distinct texts in them.
@@ -54,7 +54,7 @@ fn order_bits(x: f64) -> i64 {
 }
 
 /// The keeper rule's outcome for every document, and how its giant buckets went.
-pub fn outcome(
+pub(super) fn outcome(
     work: &OutputDir,
     plan: &Plan,
     first_copy: &[u32],
@@ -130,7 +130,7 @@ pub fn outcome(
 
 /// Writes the indexed documents tonight's drops renewed ([`crate::index::renew`]: each dropped
 /// document's indexed keeper) for the index stage; returns their count by batch name.
-pub fn write_renewals(
+pub(super) fn write_renewals(
     work: &OutputDir,
     plan: &Plan,
     out: &Outcome,

@@ -23,10 +23,10 @@ mod components;
 mod keeper;
 mod rule;
 
-pub use rule::NOT_TONIGHT;
+pub(crate) use rule::NOT_TONIGHT;
 
 pub use components::Clusters;
-pub use keeper::GiantStats;
+pub(crate) use keeper::GiantStats;
 
 use std::collections::BTreeMap;
 
@@ -42,7 +42,7 @@ use crate::stages::lookup;
 
 /// Counters of the cluster task.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ClusterStats {
+pub(crate) struct ClusterStats {
     pub documents_kept: u64,
     /// Documents whose normalised text equals an earlier document's (tonight's, or with
     /// `--index` an indexed one's): settled by the exact pre-pass.
@@ -70,7 +70,7 @@ pub struct ClusterStats {
 
 /// An indexed document and its copies across nights, tonight's included.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Copied {
+pub(crate) struct Copied {
     pub id: String,
     pub batch: String,
     pub copies: u32,
@@ -81,7 +81,7 @@ const MOST_COPIED: usize = 10;
 
 /// A match of one of tonight's documents in the retained index (from the lookup stage).
 #[derive(Debug, Clone)]
-pub struct IndexMatch {
+pub(crate) struct IndexMatch {
     pub doc: u32,
     /// Position of the batch in the plan's compare list (oldest first).
     pub batch: u32,
@@ -94,13 +94,13 @@ pub struct IndexMatch {
 
 /// Every lookup task's matches.
 #[derive(Debug, Default)]
-pub struct IndexMatches {
+pub(crate) struct IndexMatches {
     pub matches: Vec<IndexMatch>,
 }
 
 impl IndexMatches {
     /// Reads the lookup files (none when the run has no lookup stage).
-    pub fn read(work: &OutputDir, plan: &Plan) -> Result<IndexMatches> {
+    pub(crate) fn read(work: &OutputDir, plan: &Plan) -> Result<IndexMatches> {
         let mut matches = Vec::new();
         if plan.tasks(crate::plan::Stage::Lookup) == 0 {
             return Ok(IndexMatches { matches });
@@ -183,7 +183,7 @@ fn check_unique_ids(work: &OutputDir, plan: &Plan) -> Result<()> {
 }
 
 /// What either rule decides, per document.
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// The document itself when kept, its keeper when dropped, [`NOT_TONIGHT`] when its keeper is
     /// an indexed document.
     pub keeper: Vec<u32>,
@@ -233,7 +233,11 @@ fn first_copies(work: &OutputDir, plan: &Plan, across: &[u64]) -> Result<Vec<u32
 }
 
 /// Streams every verified edge `(a, b, similarity)` of the run to `f`, part by part.
-pub fn each_edge(work: &OutputDir, plan: &Plan, f: &mut dyn FnMut(u32, u32, f32)) -> Result<()> {
+pub(crate) fn each_edge(
+    work: &OutputDir,
+    plan: &Plan,
+    f: &mut dyn FnMut(u32, u32, f32),
+) -> Result<()> {
     for p in 0..plan.parts.len() {
         let df = work.read_parquet(&part_file("edges", p))?;
         let (a, b) = (u32s(&df, "a", "cluster")?, u32s(&df, "b", "cluster")?);
@@ -248,7 +252,7 @@ pub fn each_edge(work: &OutputDir, plan: &Plan, f: &mut dyn FnMut(u32, u32, f32)
 
 /// The keep data of the rule (`--keep longest`: text lengths; `--keep COLUMN`: priorities),
 /// read only when the rule needs it.
-pub struct KeepData {
+pub(crate) struct KeepData {
     pub text_len: Vec<Option<f64>>,
     pub priority: Vec<Option<f64>>,
 }
@@ -295,7 +299,7 @@ impl KeepData {
 }
 
 /// The cluster task: the rule of `--cluster` over every document, written per part.
-pub fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
+pub(crate) fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
     let cfg = &plan.config;
     if !cfg.allow_duplicate_ids {
         check_unique_ids(work, plan)?;

@@ -25,10 +25,10 @@ use crate::error::Result;
 /// manifest hold document numbers: the keeper of a document dropped before the rule runs (with
 /// `--index`, its kept document is an indexed one, earlier than every document of tonight); no
 /// cluster; no index match.
-pub const NOT_TONIGHT: u32 = u32::MAX;
+pub(crate) const NOT_TONIGHT: u32 = u32::MAX;
 
 /// Comparisons made while the rule runs, against documents already kept.
-pub trait Lazy {
+pub(super) trait Lazy {
     /// Offers `(kept group, similarity)` for each verified near-duplicate of group `node` among
     /// the groups this source was told are kept.
     fn compare(&mut self, node: u32, offer: &mut dyn FnMut(u32, f32)) -> Result<()>;
@@ -38,7 +38,7 @@ pub trait Lazy {
 
 /// No lazy comparisons.
 #[cfg(test)]
-pub struct NoLazy;
+pub(super) struct NoLazy;
 
 #[cfg(test)]
 impl Lazy for NoLazy {
@@ -50,7 +50,7 @@ impl Lazy for NoLazy {
 
 /// The outcome per document.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Keepers {
+pub(super) struct Keepers {
     /// The document itself when kept (or never kept and alone, [`Documents::never_kept`]), its
     /// keeper when dropped, or [`NOT_TONIGHT`].
     pub keeper: Vec<u32>,
@@ -59,7 +59,7 @@ pub struct Keepers {
 }
 
 /// What the rule reads about the documents.
-pub struct Documents<'a> {
+pub(super) struct Documents<'a> {
     /// Each document's position in keep order (a permutation of 0..n).
     pub rank: &'a [u32],
     /// Each document's group: its first exact copy in input order (itself when it has none).
@@ -86,7 +86,7 @@ const ALONE: u8 = 3;
 
 /// Runs the rule. `each_edge` streams every verified pair `(a, b, similarity)` to its callback
 /// and is called twice; `external(group)` tells groups dropped before the rule runs.
-pub fn keepers(
+pub(super) fn keepers(
     docs: &Documents,
     external: impl Fn(u32) -> bool,
     mut each_edge: impl FnMut(&mut dyn FnMut(u32, u32, f32)) -> Result<()>,
@@ -199,7 +199,7 @@ pub fn keepers(
 }
 
 /// Keep order from a sort key per document: a smaller key comes first, ties to input order.
-pub fn rank_by<K: Ord + Send>(n: usize, key: impl Fn(u32) -> K + Sync) -> Vec<u32> {
+pub(super) fn rank_by<K: Ord + Send>(n: usize, key: impl Fn(u32) -> K + Sync) -> Vec<u32> {
     use rayon::prelude::*;
     let mut order: Vec<(K, u32)> = (0..n as u32).into_par_iter().map(|d| (key(d), d)).collect();
     order.par_sort_unstable();

@@ -8,13 +8,13 @@ use rayon::prelude::*;
 use crate::config::Tokenizer;
 use crate::minhash::{Permutations, Signatures};
 use crate::reference::{Hit, Table};
-pub use crate::text::shingle::exact_hash;
+pub(super) use crate::text::shingle::exact_hash;
 use crate::text::shingle::{shingle_hashes, shingle_key, Scratch};
 
 /// The shingle keys of a run of documents (text order, repeats kept), stored flat in batches of
 /// up to [`KEY_BATCH`] documents: one allocation per batch instead of one per document.
 #[derive(Debug, Clone, Default)]
-pub struct ShingleKeys {
+pub(crate) struct ShingleKeys {
     /// Global position (within the run) of each batch's first document, ascending.
     starts: Vec<usize>,
     batches: Vec<KeyBatch>,
@@ -22,7 +22,7 @@ pub struct ShingleKeys {
 }
 
 /// Documents per batch of [`ShingleKeys`]: the unit of work of the signature UDF.
-pub const KEY_BATCH: usize = 64;
+pub(super) const KEY_BATCH: usize = 64;
 
 #[derive(Debug, Clone, Default)]
 struct KeyBatch {
@@ -37,7 +37,7 @@ struct KeyBatch {
 
 /// The exact-text hashes of a column, and with a reference its documents' hits, without
 /// shingle keys (for SimHash runs that compute none).
-pub fn exact_column(
+pub(crate) fn exact_column(
     texts: &StringChunked,
     tokenizer: Tokenizer,
     ngram: usize,
@@ -68,18 +68,14 @@ pub fn exact_column(
 }
 
 impl ShingleKeys {
+    #[cfg(test)]
     /// Number of documents.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    /// True when there are no documents.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// The exact-text hash of document `doc` ([`exact_hash`]; 0 for a text without shingles).
-    pub fn exact(&self, doc: usize) -> u128 {
+    pub(crate) fn exact(&self, doc: usize) -> u128 {
         let b = self.starts.partition_point(|&s| s <= doc) - 1;
         self.batches[b]
             .exact
@@ -89,7 +85,7 @@ impl ShingleKeys {
     }
 
     /// The reference item document `doc` holds (`--reference`), if any.
-    pub fn hit(&self, doc: usize) -> Option<Hit> {
+    pub(crate) fn hit(&self, doc: usize) -> Option<Hit> {
         let b = self.starts.partition_point(|&s| s <= doc) - 1;
         let hits = &self.batches[b].hits;
         let j = (doc - self.starts[b]) as u32;
@@ -99,7 +95,7 @@ impl ShingleKeys {
     }
 
     /// The keys of document `doc` (position within the run).
-    pub fn get(&self, doc: usize) -> &[u32] {
+    pub(crate) fn get(&self, doc: usize) -> &[u32] {
         let b = self.starts.partition_point(|&s| s <= doc) - 1;
         let (batch, j) = (&self.batches[b], doc - self.starts[b]);
         let start = if j == 0 { 0 } else { batch.ends[j - 1] };
@@ -123,7 +119,7 @@ impl ShingleKeys {
     }
 
     /// Appends another run of documents.
-    pub fn extend(&mut self, other: ShingleKeys) {
+    pub(crate) fn extend(&mut self, other: ShingleKeys) {
         for (s, b) in other.starts.into_iter().zip(other.batches) {
             self.starts.push(self.len + s);
             self.batches.push(b);
@@ -136,7 +132,7 @@ impl ShingleKeys {
 /// signatures of length 0), each document's shingle keys (text order, repeats kept; empty for a
 /// null or empty text), and with a `reference` the item each document holds, from the same
 /// tokens.
-pub fn signature_column(
+pub(crate) fn signature_column(
     texts: &StringChunked,
     perms: Option<&Permutations>,
     tokenizer: Tokenizer,

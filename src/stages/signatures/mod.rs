@@ -5,7 +5,7 @@
 //! ([`crate::io::store`]), plus one band row per band (MinHash: a hash of the band's signature
 //! values; SimHash: one row per block table, keyed by the table's bits of the fingerprint)
 //! into the file of that band and bucket range ([`crate::io::band_rows`]), its exact-text hash
-//! (`exact/pP.bin`: 16 bytes per document, [`exact_hash`]), plus the keep data
+//! (`exact/pP.bin`: 16 bytes per document, [`crate::text::shingle::exact_hash`]), plus the keep data
 //! (text length, `--keep` column) and id hashes the cluster task reads (`docs/pP.parquet`).
 //!
 //! Invariants:
@@ -27,7 +27,7 @@
 //!   changes a file.
 //!
 //! The MinHash column kernel is [`signature_column`]: rayon splits the column into batches of
-//! [`KEY_BATCH`] documents, each thread reuses its normalisation and shingle buffers and writes K
+//! [`column::KEY_BATCH`] documents, each thread reuses its normalisation and shingle buffers and writes K
 //! values per document into one flat row-major buffer, and each document's shingle keys come out
 //! beside the signatures, so exact verification later reads them instead of shingling the text
 //! again. SimHash stores its fingerprint and feature count as a three-value "signature"
@@ -35,9 +35,8 @@
 
 mod column;
 
-pub use column::{
-    exact_column, exact_hash, signature_column, signatures_only, ShingleKeys, KEY_BATCH,
-};
+pub use column::signatures_only;
+pub(crate) use column::{exact_column, signature_column, ShingleKeys};
 
 use polars::prelude::{BooleanChunked, Column, NewChunkedArray, PlSmallStr, StringChunked};
 use rayon::prelude::*;
@@ -59,7 +58,7 @@ use crate::text::script::classify;
 
 /// Counters of a signatures task.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct SignatureStats {
+pub(crate) struct SignatureStats {
     pub documents: u64,
     pub text_bytes: u64,
     pub null_texts: u64,
@@ -327,7 +326,7 @@ fn check_inputs(plan: &Plan, p: usize) -> Result<()> {
 }
 
 /// The signatures task of part `p` (see the module documentation).
-pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
+pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
     let cfg = &plan.config;
     let (first, count) = plan.parts[p];
     check_inputs(plan, p)?;
@@ -622,6 +621,6 @@ fn label_keys(
 }
 
 /// Which of `ranges` bucket ranges a bucket key falls in (its high bits, scaled).
-pub fn bucket_range(bucket: u64, ranges: usize) -> usize {
+pub(crate) fn bucket_range(bucket: u64, ranges: usize) -> usize {
     (((bucket >> 32) * ranges as u64) >> 32) as usize
 }

@@ -12,7 +12,7 @@ use crate::unionfind::SparseUnionFind;
 
 /// A verified duplicate pair (a < b) and its similarity.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Edge {
+pub(crate) struct Edge {
     pub a: u32,
     pub b: u32,
     pub similarity: f32,
@@ -21,7 +21,7 @@ pub struct Edge {
 /// Whether a pair must be verified on exact shingle sets under `mode`. `estimate` gives the
 /// pair's signature estimate, and is called only when the mode needs it (a caller that has the
 /// estimate already passes it in rather than computing it twice).
-pub fn needs_exact(
+pub(crate) fn needs_exact(
     a: u32,
     b: u32,
     sigs: &impl SigSource,
@@ -44,7 +44,7 @@ pub fn needs_exact(
 
 /// The documents of the pairs that need the exact check (sorted, unique): both documents of such
 /// a pair, so its Jaccard can be computed.
-pub fn docs_needing_sets(
+pub(crate) fn docs_needing_sets(
     pairs: &[(u32, u32)],
     sigs: &impl SigSource,
     mode: Verify,
@@ -58,7 +58,10 @@ pub fn docs_needing_sets(
 }
 
 /// Both documents of every pair for which `select(a, b)` holds, sorted and unique.
-pub fn docs_of_pairs(pairs: &[(u32, u32)], select: impl Fn(u32, u32) -> bool + Sync) -> Vec<u32> {
+pub(crate) fn docs_of_pairs(
+    pairs: &[(u32, u32)],
+    select: impl Fn(u32, u32) -> bool + Sync,
+) -> Vec<u32> {
     let mut docs: Vec<u32> = pairs
         .par_iter()
         .filter(|&&(a, b)| select(a, b))
@@ -73,7 +76,13 @@ pub fn docs_of_pairs(pairs: &[(u32, u32)], select: impl Fn(u32, u32) -> bool + S
 /// check, per [`needs_exact`]; both sets must then be held), the signature estimate otherwise.
 /// Which method applies depends on the pair alone, never on what other sets happen to be held,
 /// so the result does not depend on how pairs are batched into tasks.
-pub fn similarity(a: u32, b: u32, exact: bool, sets: &ShingleSets, sigs: &impl SigSource) -> f64 {
+pub(crate) fn similarity(
+    a: u32,
+    b: u32,
+    exact: bool,
+    sets: &ShingleSets,
+    sigs: &impl SigSource,
+) -> f64 {
     match exact.then(|| held_jaccard(a, b, sets)).flatten() {
         Some(j) => j,
         None => estimate_jaccard(sigs.sig(a), sigs.sig(b)),
@@ -102,7 +111,7 @@ fn held_jaccard(a: u32, b: u32, sets: &ShingleSets) -> Option<f64> {
 /// The pairs whose exact Jaccard (on the held `sets`) is at least `threshold`, in input order.
 /// Consecutive pairs with the same first document share one load of its keys
 /// ([`KeyTable::jaccards`]): pairs come sorted, and a document is often checked against several.
-pub fn exact_edges(pairs: &[(u32, u32)], sets: &ShingleSets, threshold: f64) -> Vec<Edge> {
+pub(crate) fn exact_edges(pairs: &[(u32, u32)], sets: &ShingleSets, threshold: f64) -> Vec<Edge> {
     let groups: Vec<&[(u32, u32)]> = pairs.chunk_by(|x, y| x.0 == y.0).collect();
     groups
         .par_iter()
@@ -138,7 +147,7 @@ pub fn exact_edges(pairs: &[(u32, u32)], sets: &ShingleSets, threshold: f64) -> 
 
 /// A candidate pair that needs the exact check, with its signature estimate.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ExactPair {
+pub(crate) struct ExactPair {
     pub a: u32,
     pub b: u32,
     pub estimate: f32,
@@ -147,7 +156,7 @@ pub struct ExactPair {
 /// First pass of MinHash verification over a batch of pairs: the edges of the pairs the estimate
 /// decides, and the pairs that need the exact check (per [`needs_exact`] under `mode`), both in
 /// input order. Each pair's estimate is computed once, for both.
-pub fn estimate_batch(
+pub(crate) fn estimate_batch(
     pairs: &[(u32, u32)],
     sigs: &impl SigSource,
     mode: Verify,
@@ -195,7 +204,7 @@ pub fn estimate_batch(
 /// fetched for this batch). Which pairs are skipped depends only on the pairs and the order of
 /// batches, so the edges are the same at any thread count. Returns the edges, the sets fetched
 /// and the number of checks skipped.
-pub fn exact_batch(
+pub(crate) fn exact_batch(
     checks: &[ExactPair],
     threshold: f64,
     mut joined: Option<&mut SparseUnionFind>,
@@ -232,7 +241,7 @@ pub fn exact_batch(
 /// SimHash verification: keeps pairs within Hamming distance `k`; when either document has fewer
 /// than `min_features` features (too few for a stable fingerprint), the pair must also reach the
 /// Jaccard `threshold` on its shingle sets (held in `sets`). Similarity is 1 - distance / 64.
-pub fn verify_hamming(
+pub(crate) fn verify_hamming(
     pairs: &[(u32, u32)],
     fps: &impl SigSource,
     k: usize,
@@ -263,7 +272,11 @@ pub fn verify_hamming(
 
 /// Both documents of every SimHash candidate pair in which a document has fewer than
 /// `min_features` features (its Jaccard check needs both sets); sorted and unique.
-pub fn short_docs(pairs: &[(u32, u32)], fps: &impl SigSource, min_features: usize) -> Vec<u32> {
+pub(crate) fn short_docs(
+    pairs: &[(u32, u32)],
+    fps: &impl SigSource,
+    min_features: usize,
+) -> Vec<u32> {
     let few = |d: u32| (simhash::record_features(fps.sig(d)) as usize) < min_features;
     docs_of_pairs(pairs, |a, b| few(a) || few(b))
 }

@@ -39,9 +39,9 @@ mod decide;
 
 use decide::fingerprint;
 
-pub use decide::{
+pub(crate) use decide::{
     docs_needing_sets, docs_of_pairs, estimate_batch, exact_batch, exact_edges, needs_exact,
-    short_docs, similarity, verify_hamming, Edge, ExactPair,
+    short_docs, similarity, verify_hamming, Edge,
 };
 
 use polars::prelude::Column;
@@ -61,7 +61,7 @@ use crate::unionfind::SparseUnionFind;
 
 /// Counters of a verify task.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct VerifyStats {
+pub(crate) struct VerifyStats {
     /// Distinct candidate pairs whose first document is in the part.
     pub candidate_pairs: u64,
     pub verified_pairs: u64,
@@ -73,7 +73,7 @@ pub struct VerifyStats {
 
 /// Documents per window of the verify and manifest tasks: the pairs of one window share one
 /// fetch of signatures and exact sets from the stores.
-pub const WINDOW: u64 = 16_384;
+pub(crate) const WINDOW: u64 = 16_384;
 
 /// Window of document `d` for batching: [`WINDOW`] consecutive documents.
 fn window(d: u32) -> u64 {
@@ -91,7 +91,7 @@ fn exact_check(plan: &Plan, a: u32, b: u32, sigs: &store::Fetched) -> bool {
 /// Similarity of a pair computed as verification computes it (MinHash: exact Jaccard or the
 /// estimate, per [`needs_exact`]; SimHash: 1 - hamming / 64), from what [`fetch_for_pairs`]
 /// fetched for it.
-pub fn pair_similarity(
+pub(crate) fn pair_similarity(
     plan: &Plan,
     a: u32,
     b: u32,
@@ -107,7 +107,7 @@ pub fn pair_similarity(
 }
 
 /// The documents whose shingle sets [`check_pairs`] needs for `pairs` (sorted, unique).
-pub fn sets_needed(plan: &Plan, pairs: &[(u32, u32)], sigs: &store::Fetched) -> Vec<u32> {
+pub(crate) fn sets_needed(plan: &Plan, pairs: &[(u32, u32)], sigs: &store::Fetched) -> Vec<u32> {
     let cfg = &plan.config;
     match cfg.method {
         Method::Minhash => {
@@ -122,7 +122,7 @@ pub fn sets_needed(plan: &Plan, pairs: &[(u32, u32)], sigs: &store::Fetched) -> 
 
 /// The verified pairs among `pairs`, checked as a verify task checks them (every check made),
 /// from their signatures and the sets [`sets_needed`] names.
-pub fn check_pairs(
+pub(crate) fn check_pairs(
     plan: &Plan,
     pairs: &[(u32, u32)],
     sigs: &store::Fetched,
@@ -182,7 +182,7 @@ fn fetch_sets(
 /// What comparing `pairs` needs from the stores: signatures and ids of their documents and of
 /// `also` ([`fetch_sigs`]), and the shingle sets of the documents of MinHash pairs that need
 /// exact Jaccard (per [`docs_needing_sets`], through [`fetch_sets`]).
-pub fn fetch_for_pairs(
+pub(crate) fn fetch_for_pairs(
     work: &OutputDir,
     plan: &Plan,
     pairs: &[(u32, u32)],
@@ -207,7 +207,7 @@ const CARRY_KEYS: usize = 16 << 20;
 
 /// The verify task of part `p`: the distinct candidate pairs whose first document is in the
 /// part -> edges.
-pub fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
+pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
     let mut pairs: Vec<(u32, u32)> = Vec::new();
     for t in 0..plan.tasks(Stage::Candidates) {
         let name = work::pairs_file(t);
