@@ -331,24 +331,35 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
     let (first, count) = plan.parts[p];
     check_inputs(plan, p)?;
     let kernel = Kernel::new(work, plan, p)?;
-    let reference = match &cfg.reference {
+    let simhash = matches!(kernel, Kernel::Simhash { .. });
+    let chunks = plan.chunks(p, crate::hooks::chunk_rows(DOCS_PER_CHUNK));
+    // A chunk is read with its raw texts' hashes for MinHash and its script classes (on the
+    // reading thread, beside the previous chunk's signatures); SimHash finds no raw copies (see
+    // the module documentation).
+    let load = |i: usize| {
+        chunks.get(i).map(|c| {
+            Corpus::load_slices(c, cfg, |_| {}).map(|corpus| {
+                let (hashes, scripts) = read_pass(&corpus, !simhash);
+                (corpus, hashes, scripts)
+            })
+        })
+    };
+    // `--reference`: the table is built (with --index, read from the index directory's cache)
+    // while the first chunk is read.
+    let load_reference = || match &cfg.reference {
         Some(rc) => {
-            // With --index the table is cached in the index directory.
             let cache = plan.index.as_ref().map(|ip| ip.dir());
             let tokenizer = cfg.effective_tokenizer();
-            Some(Reference::load(
-                &plan.reference,
-                rc,
-                tokenizer,
-                cache.as_ref(),
-            )?)
+            Reference::load(&plan.reference, rc, tokenizer, cache.as_ref()).map(Some)
         }
-        None => None,
+        None => Ok(None),
     };
+    let (reference, first_chunk) = rayon::join(load_reference, || load(0));
+    let reference = reference?;
+    let mut first_chunk = Some(first_chunk);
     let table = reference.as_deref().map(|r| &r.table);
     // `--reference`: the item each document of the part holds, if any.
     let mut hits: Vec<Option<Hit>> = Vec::new();
-    let simhash = matches!(kernel, Kernel::Simhash { .. });
     let (bands, ranges) = (plan.bands(), plan.bucket_ranges);
     let mut stats = SignatureStats {
         documents: count,
@@ -385,18 +396,6 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
         path: work.location(&sig_file),
         source: e.into(),
     };
-    let chunks = plan.chunks(p, crate::hooks::chunk_rows(DOCS_PER_CHUNK));
-    // A chunk is read with its raw texts' hashes for MinHash and its script classes (on the
-    // reading thread, beside the previous chunk's signatures); SimHash finds no raw copies (see
-    // the module documentation).
-    let load = |i: usize| {
-        chunks.get(i).map(|c| {
-            Corpus::load_slices(c, cfg, |_| {}).map(|corpus| {
-                let (hashes, scripts) = read_pass(&corpus, !simhash);
-                (corpus, hashes, scripts)
-            })
-        })
-    };
     // Raw copies (a text byte for byte an earlier one's in the part) are not computed again:
     // they take their original's results, and the store records them as copies.
     let mut first_seen: ahash::AHashMap<u128, u32> = ahash::AHashMap::new();
@@ -416,7 +415,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
                 }
                 store.finish()
             });
-            let mut next = load(0);
+            let mut next = first_chunk.take().unwrap_or_else(|| load(0));
             let mut i = 0;
             while let Some(loaded) = next.take() {
                 let (corpus, hashes, scripts) = loaded?;
