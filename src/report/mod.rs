@@ -196,6 +196,142 @@ fn contaminated(
         .collect()
 }
 
+/// The slices of the input the report breaks drop rates down by: files, `--report-group` values
+/// (outliers first, then by size), scripts.
+struct Slices {
+    files: Vec<Row>,
+    groups: Vec<Row>,
+    scripts: Vec<Row>,
+    groups_total: u64,
+}
+
+impl Slices {
+    fn of(summary: &serde_json::Value, breakdown: &Breakdown) -> Slices {
+        let overall = summary["documents_dropped"].as_f64().unwrap_or(0.0)
+            / summary["documents_in"].as_f64().unwrap_or(1.0).max(1.0);
+        let rows = |map: &BTreeMap<String, Tally>| -> Vec<Row> {
+            map.iter()
+                .map(|(k, t)| Row {
+                    name: k.clone(),
+                    tally: *t,
+                    outlier: outlier(t, overall),
+                })
+                .collect()
+        };
+        let mut groups = rows(&breakdown.by_group);
+        groups.sort_by(|a, b| {
+            b.outlier
+                .cmp(&a.outlier)
+                .then(b.tally.documents.cmp(&a.tally.documents))
+                .then(a.name.cmp(&b.name))
+        });
+        let groups_total = summary["breakdown"]["groups_total"]
+            .as_u64()
+            .unwrap_or(groups.len() as u64);
+        Slices {
+            files: rows(&breakdown.by_file),
+            groups,
+            scripts: rows(&breakdown.by_script),
+            groups_total,
+        }
+    }
+}
+
+/// Cluster sizes, and the [`LARGEST`] clusters: each one's kept member (manifest row), up to
+/// [`MEMBER_CANDIDATES`] dropped members, and the keeper's id when it is not in this run.
+struct Largest {
+    cluster_sizes: BTreeMap<u64, u64>,
+    /// (cluster id, size), largest first.
+    largest: Vec<(u64, u64)>,
+    keepers: Vec<Option<usize>>,
+    candidates: Vec<Vec<usize>>,
+    elsewhere: Vec<Option<String>>,
+}
+
+impl Largest {
+    fn of(c: &crate::results::Columns) -> Largest {
+        let (keep, cluster, dup_of) = (c.keep, c.cluster, c.duplicate_of);
+        let mut size: HashMap<u64, u64> = HashMap::new();
+        for c in cluster.iter().flatten() {
+            *size.entry(c).or_default() += 1;
+        }
+        let mut cluster_sizes: BTreeMap<u64, u64> = BTreeMap::new();
+        for &s in size.values() {
+            *cluster_sizes.entry(s).or_default() += 1;
+        }
+        let mut largest: Vec<(u64, u64)> = size.iter().map(|(&c, &n)| (c, n)).collect();
+        largest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        largest.truncate(LARGEST);
+        let wanted: HashMap<u64, usize> = largest
+            .iter()
+            .enumerate()
+            .map(|(i, &(c, _))| (c, i))
+            .collect();
+        let mut keepers: Vec<Option<usize>> = vec![None; largest.len()];
+        let mut candidates: Vec<Vec<usize>> = vec![Vec::new(); largest.len()];
+        let mut elsewhere: Vec<Option<String>> = vec![None; largest.len()];
+        for (i, c) in cluster.iter().enumerate() {
+            let Some(&slot) = c.and_then(|c| wanted.get(&c)) else {
+                continue;
+            };
+            if keep.get(i) == Some(true) {
+                keepers[slot] = Some(i);
+            } else {
+                if candidates[slot].len() < MEMBER_CANDIDATES {
+                    candidates[slot].push(i);
+                }
+                if elsewhere[slot].is_none() {
+                    elsewhere[slot] = dup_of.get(i).map(str::to_string);
+                }
+            }
+        }
+        Largest {
+            cluster_sizes,
+            largest,
+            keepers,
+            candidates,
+            elsewhere,
+        }
+    }
+}
+
+/// The lowest similarity of a drop (MinHash: the threshold; SimHash: its Hamming bound's), and
+/// the dropped documents within [`NEAR`] above it with their keepers (manifest rows), a
+/// deterministic sample of [`PAIR_CANDIDATES`] by id hash.
+fn near_threshold(m: &Manifest, c: &crate::results::Columns) -> (f64, Vec<(usize, usize)>) {
+    let (keep, sims, ids, dup_of) = (c.keep, c.similarity, c.id, c.duplicate_of);
+    let lo = match m.config.method {
+        Method::Minhash => m.config.threshold,
+        Method::Simhash => crate::simhash::similarity(m.config.hamming as u32),
+    };
+    let mut near: Vec<(u64, usize)> = (0..m.frame.height())
+        .filter(|&i| keep.get(i) == Some(false))
+        .filter(|&i| {
+            sims.get(i)
+                .is_some_and(|s| f64::from(s) >= lo - 1e-6 && f64::from(s) < lo + NEAR)
+        })
+        .map(|i| {
+            let h = xxhash_rust::xxh3::xxh3_64(ids.get(i).unwrap_or("").as_bytes());
+            (h, i)
+        })
+        .collect();
+    near.sort_unstable();
+    near.truncate(PAIR_CANDIDATES);
+    let want: std::collections::HashSet<&str> =
+        near.iter().filter_map(|&(_, i)| dup_of.get(i)).collect();
+    let id_row: HashMap<&str, usize> = ids
+        .iter()
+        .enumerate()
+        .filter_map(|(i, id)| id.filter(|x| want.contains(x)).map(|x| (x, i)))
+        .filter(|&(_, i)| keep.get(i) == Some(true))
+        .collect();
+    let pairs = near
+        .iter()
+        .filter_map(|&(_, i)| dup_of.get(i).and_then(|d| id_row.get(d)).map(|&k| (i, k)))
+        .collect();
+    (lo, pairs)
+}
+
 /// Gathers the report of the output `out` (local directory or `s3://` prefix) from its
 /// summary.json and manifest.
 pub(crate) fn build(out: &str) -> Result<Report> {
@@ -214,34 +350,16 @@ pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report
     let m = Manifest::read(&in_output(out, "manifest.parquet"))?;
     let breakdown: Breakdown =
         serde_json::from_value(summary["breakdown"].clone()).unwrap_or_default();
-    let overall = summary["documents_dropped"].as_f64().unwrap_or(0.0)
-        / summary["documents_in"].as_f64().unwrap_or(1.0).max(1.0);
-    let rows = |map: &BTreeMap<String, Tally>| -> Vec<Row> {
-        map.iter()
-            .map(|(k, t)| Row {
-                name: k.clone(),
-                tally: *t,
-                outlier: outlier(t, overall),
-            })
-            .collect()
-    };
-    let files = rows(&breakdown.by_file);
-    let mut groups = rows(&breakdown.by_group);
-    // Outliers first, then by size.
-    groups.sort_by(|a, b| {
-        b.outlier
-            .cmp(&a.outlier)
-            .then(b.tally.documents.cmp(&a.tally.documents))
-            .then(a.name.cmp(&b.name))
-    });
-    let scripts = rows(&breakdown.by_script);
-    let groups_total = summary["breakdown"]["groups_total"]
-        .as_u64()
-        .unwrap_or(groups.len() as u64);
+    let Slices {
+        files,
+        groups,
+        scripts,
+        groups_total,
+    } = Slices::of(&summary, &breakdown);
 
     let c = m.columns()?;
-    let (keep, sims, cluster, ids) = (c.keep, c.similarity, c.cluster, c.id);
-    let (dup_of, files_col, rows_col) = (c.duplicate_of, c.file, c.row);
+    let (keep, sims, ids) = (c.keep, c.similarity, c.id);
+    let (files_col, rows_col) = (c.file, c.row);
     let similarities: Vec<f32> = keep
         .iter()
         .zip(sims.iter())
@@ -249,70 +367,16 @@ pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report
         .filter_map(|(_, s)| s)
         .collect();
 
-    // Cluster sizes and the largest clusters.
-    let mut size: HashMap<u64, u64> = HashMap::new();
-    for c in cluster.iter().flatten() {
-        *size.entry(c).or_default() += 1;
-    }
-    let mut cluster_sizes: BTreeMap<u64, u64> = BTreeMap::new();
-    for &s in size.values() {
-        *cluster_sizes.entry(s).or_default() += 1;
-    }
-    let mut largest: Vec<(u64, u64)> = size.iter().map(|(&c, &n)| (c, n)).collect();
-    largest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    largest.truncate(LARGEST);
-    let wanted: HashMap<u64, usize> = largest
-        .iter()
-        .enumerate()
-        .map(|(i, &(c, _))| (c, i))
-        .collect();
-    let mut keepers: Vec<Option<usize>> = vec![None; largest.len()];
-    let mut candidates: Vec<Vec<usize>> = vec![Vec::new(); largest.len()];
-    let mut elsewhere: Vec<Option<String>> = vec![None; largest.len()];
-    for (i, c) in cluster.iter().enumerate() {
-        let Some(&slot) = c.and_then(|c| wanted.get(&c)) else {
-            continue;
-        };
-        if keep.get(i) == Some(true) {
-            keepers[slot] = Some(i);
-        } else {
-            if candidates[slot].len() < MEMBER_CANDIDATES {
-                candidates[slot].push(i);
-            }
-            if elsewhere[slot].is_none() {
-                elsewhere[slot] = dup_of.get(i).map(str::to_string);
-            }
-        }
-    }
+    let Largest {
+        cluster_sizes,
+        largest,
+        keepers,
+        candidates,
+        elsewhere,
+    } = Largest::of(&c);
 
     // Pairs just above the threshold, a deterministic sample (by id hash).
-    let threshold = m.config.threshold;
-    let lo = match m.config.method {
-        Method::Minhash => threshold,
-        Method::Simhash => crate::simhash::similarity(m.config.hamming as u32),
-    };
-    let mut near: Vec<(u64, usize)> = (0..m.frame.height())
-        .filter(|&i| keep.get(i) == Some(false))
-        .filter(|&i| {
-            sims.get(i)
-                .is_some_and(|s| f64::from(s) >= lo - 1e-6 && f64::from(s) < lo + NEAR)
-        })
-        .map(|i| {
-            let h = xxhash_rust::xxh3::xxh3_64(ids.get(i).unwrap_or("").as_bytes());
-            (h, i)
-        })
-        .collect();
-    near.sort_unstable();
-    near.truncate(PAIR_CANDIDATES);
-    let id_row: HashMap<&str, usize> = {
-        let want: std::collections::HashSet<&str> =
-            near.iter().filter_map(|&(_, i)| dup_of.get(i)).collect();
-        ids.iter()
-            .enumerate()
-            .filter_map(|(i, id)| id.filter(|x| want.contains(x)).map(|x| (x, i)))
-            .filter(|&(_, i)| keep.get(i) == Some(true))
-            .collect()
-    };
+    let (lo, near_pairs) = near_threshold(&m, &c);
 
     // Which texts are read, within the row-group budget: keepers of the largest clusters first,
     // then pairs, then members in row groups already chosen.
@@ -326,10 +390,6 @@ pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report
     }
     // Pairs: those whose two texts are in row groups already chosen first (they cost nothing),
     // then others while the budget allows; shown in sample order.
-    let near_pairs: Vec<(usize, usize)> = near
-        .iter()
-        .filter_map(|&(_, i)| dup_of.get(i).and_then(|d| id_row.get(d)).map(|&k| (i, k)))
-        .collect();
     let mut pair_rows: Vec<(usize, usize)> = near_pairs
         .iter()
         .copied()
