@@ -325,6 +325,200 @@ fn check_inputs(plan: &Plan, p: usize) -> Result<()> {
     Ok(())
 }
 
+/// What the signatures task gathers per document of its part, chunk by chunk, for the files it
+/// writes at the end (band rows, exact-text hashes, `docs/pP.parquet`).
+struct PartDocs {
+    /// Band rows per (band, range) file: bucket keys, global document indices, and for SimHash
+    /// the fingerprints.
+    band_rows: Vec<(Vec<u64>, Vec<u32>, Vec<u64>)>,
+    text_len: Vec<u32>,
+    /// For the report: each document's script class, and its `--report-group` value.
+    script: Vec<u32>,
+    group: Vec<Option<String>>,
+    id_hash: Vec<u64>,
+    id_len: Vec<u32>,
+    priority: Vec<Option<f64>>,
+    /// Exact-text hashes of the part, and those seen so far: a later copy of a text gets no band
+    /// rows (the cluster task joins it to the first copy, and any near-duplicate of it is one of
+    /// the first copy too), so exact copies cost no candidate pair and no verification. Raw: of
+    /// the text alone (what a raw copy takes from its original); `exact`: within the document's
+    /// `--partition-by` value ([`partition::exact_key`]).
+    raw_exact: Vec<u128>,
+    exact: Vec<u8>,
+    seen: ahash::AHashSet<u128>,
+    partition_keys: Vec<u64>,
+    across_keys: Vec<u64>,
+    /// Whether each document has a shingle (SimHash: a weighted feature).
+    indexed: Vec<bool>,
+    /// `--reference`: the item each document holds, if any.
+    hits: Vec<Option<Hit>>,
+}
+
+/// A chunk as [`PartDocs::absorb`] takes it: its documents, their script classes, the kernel's
+/// results, each raw copy's original (part position), the label keys.
+struct ChunkDocs<'a> {
+    corpus: &'a Corpus,
+    scripts: Vec<u32>,
+    chunk: &'a Chunk,
+    copy_of: &'a [Option<u32>],
+    pkeys: Vec<u64>,
+    akeys: Vec<u64>,
+}
+
+impl PartDocs {
+    fn new(count: u64, band_files: usize) -> PartDocs {
+        let n = count as usize;
+        PartDocs {
+            band_rows: vec![Default::default(); band_files],
+            text_len: Vec::with_capacity(n),
+            script: Vec::with_capacity(n),
+            group: Vec::new(),
+            id_hash: Vec::with_capacity(n),
+            id_len: Vec::with_capacity(n),
+            priority: Vec::with_capacity(n),
+            raw_exact: Vec::with_capacity(n),
+            exact: Vec::with_capacity(16 * n),
+            seen: ahash::AHashSet::new(),
+            partition_keys: Vec::new(),
+            across_keys: Vec::new(),
+            indexed: Vec::with_capacity(n),
+            hits: Vec::new(),
+        }
+    }
+
+    /// Adds a chunk's documents: `base` is the global index of its first, `at` its part
+    /// position.
+    fn absorb(
+        &mut self,
+        c: ChunkDocs,
+        (base, at): (u64, usize),
+        kernel: &Kernel,
+        plan: &Plan,
+        with_hits: bool,
+        stats: &mut SignatureStats,
+    ) {
+        let cfg = &plan.config;
+        let (bands, ranges) = (plan.bands(), plan.bucket_ranges);
+        let (corpus, chunk, copy_of) = (c.corpus, c.chunk, c.copy_of);
+        for d in 0..corpus.len() as u32 {
+            let t = corpus.text(d);
+            self.text_len.push(t.map_or(0, |t| t.len() as u32));
+            let has = match copy_of[d as usize] {
+                Some(o) => self.indexed[o as usize],
+                None => kernel.indexed(&chunk.sigs, d as usize),
+            };
+            self.indexed.push(has);
+            if with_hits {
+                let hit = match copy_of[d as usize] {
+                    Some(o) => self.hits[o as usize],
+                    None => chunk.keys.hit(d as usize),
+                };
+                self.hits.push(hit);
+            }
+            match t {
+                None => stats.null_texts += 1,
+                Some(t) => {
+                    stats.text_bytes += t.len() as u64;
+                    stats.empty_texts += u64::from(!has);
+                }
+            }
+        }
+        self.script.extend(c.scripts);
+        for shard in &corpus.shards {
+            match &shard.priority {
+                Some(pr) => self.priority.extend(pr.iter()),
+                None => self.priority.extend(std::iter::repeat_n(None, shard.len())),
+            }
+            if let Some(g) = &shard.group {
+                self.group.extend(g.iter().map(|v| v.map(str::to_string)));
+            }
+        }
+        let simhash = matches!(kernel, Kernel::Simhash { .. });
+        for (d, ks) in chunk.band_keys.chunks(bands.max(1)).enumerate() {
+            let raw = match copy_of[d] {
+                // The original's, computed earlier (it precedes its copies in the part).
+                Some(o) => self.raw_exact[o as usize],
+                None => chunk.keys.exact(d),
+            };
+            self.raw_exact.push(raw);
+            let (pk, ak) = (c.pkeys[d], c.akeys[d]);
+            let h = partition::exact_key(raw, pk);
+            self.exact.extend_from_slice(&h.to_le_bytes());
+            let repeat = h != 0 && !self.seen.insert(partition::copy_group(h, ak));
+            // A raw copy is also a repeat of its original's exact hash, or has none.
+            if copy_of[d].is_some() || repeat || !self.indexed[at + d] {
+                continue;
+            }
+            let fp = simhash.then(|| simhash::record_fingerprint(chunk.sigs.get(d as u32)));
+            for (b, &key) in ks.iter().enumerate() {
+                let (bucket, doc, value) =
+                    &mut self.band_rows[b * ranges + bucket_range(key, ranges)];
+                bucket.push(partition::band_key(key, pk));
+                doc.push((base + d as u64) as u32);
+                value.extend(fp);
+            }
+        }
+        if cfg.partition_by.is_some() {
+            self.partition_keys.extend(c.pkeys);
+        }
+        if cfg.across.is_some() {
+            self.across_keys.extend(c.akeys);
+        }
+        let ids = chunk.ids.iter();
+        self.id_hash.extend(
+            ids.clone()
+                .map(|i| xxhash_rust::xxh3::xxh3_64(i.as_bytes())),
+        );
+        self.id_len.extend(ids.map(|i| i.len() as u32));
+    }
+
+    /// Writes the part's band rows, exact-text hashes and `docs/pP.parquet`.
+    fn write(
+        self,
+        work: &OutputDir,
+        plan: &Plan,
+        p: usize,
+        reference: Option<&Reference>,
+        stats: &mut SignatureStats,
+    ) -> Result<()> {
+        let cfg = &plan.config;
+        let ranges = plan.bucket_ranges;
+        self.band_rows
+            .into_par_iter()
+            .enumerate()
+            .try_for_each(|(t, (bucket, doc, value))| {
+                let name = work::band_rows_file(t / ranges, t % ranges, p);
+                work.write_bytes(&name, band_rows::encode(&bucket, &doc, &value))
+            })?;
+        work.write_bytes(&work::exact_file(p), self.exact)?;
+        // Keep data for the cluster task, the id hashes for the duplicate-id check, the id
+        // lengths with which the manifest task reads the part's ids in one piece (checked on the
+        // hashes, [`store::part_ids`]), and what it tallies for the report.
+        let mut columns = vec![
+            Column::new("text_len".into(), self.text_len),
+            Column::new("id_hash".into(), self.id_hash),
+            Column::new("id_len".into(), self.id_len),
+            Column::new("priority".into(), self.priority),
+            Column::new("script".into(), self.script),
+        ];
+        if cfg.report_group.is_some() {
+            columns.push(Column::new("group".into(), self.group));
+        }
+        if cfg.partition_by.is_some() {
+            columns.push(Column::new("partition".into(), self.partition_keys));
+        }
+        if cfg.across.is_some() {
+            columns.push(Column::new("across".into(), self.across_keys));
+        }
+        if let Some(r) = reference {
+            columns.extend(contamination_columns(r, &self.hits));
+            stats.contaminated = count_items(r, &self.hits);
+            stats.reference = r.counts.clone();
+        }
+        write_frame(work, &part_file("docs", p), "signatures", columns)
+    }
+}
+
 /// The signatures task of part `p` (see the module documentation).
 pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
     let cfg = &plan.config;
@@ -358,33 +552,12 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
     let reference = reference?;
     let mut first_chunk = Some(first_chunk);
     let table = reference.as_deref().map(|r| &r.table);
-    // `--reference`: the item each document of the part holds, if any.
-    let mut hits: Vec<Option<Hit>> = Vec::new();
-    let (bands, ranges) = (plan.bands(), plan.bucket_ranges);
+    let bands = plan.bands();
     let mut stats = SignatureStats {
         documents: count,
         ..Default::default()
     };
-    // Band rows per (band, range) file: bucket keys, global document indices, and for SimHash
-    // the fingerprints.
-    let mut band_rows: Vec<(Vec<u64>, Vec<u32>, Vec<u64>)> =
-        vec![Default::default(); bands * ranges];
-    let mut text_len: Vec<u32> = Vec::with_capacity(count as usize);
-    // For the report: each document's script class, and its `--report-group` value.
-    let mut script: Vec<u32> = Vec::with_capacity(count as usize);
-    let mut group: Vec<Option<String>> = Vec::new();
-    let mut id_hash: Vec<u64> = Vec::with_capacity(count as usize);
-    let mut id_len: Vec<u32> = Vec::with_capacity(count as usize);
-    let mut priority: Vec<Option<f64>> = Vec::with_capacity(count as usize);
-    // Exact-text hashes of the part, and those seen so far: a later copy of a text gets no band
-    // rows (the cluster task joins it to the first copy, and any near-duplicate of it is one of
-    // the first copy too), so exact copies cost no candidate pair and no verification.
-    // Raw: of the text alone (what a raw copy takes from its original); `exact`: within the
-    // document's `--partition-by` value ([`partition::exact_key`]).
-    let mut raw_exact: Vec<u128> = Vec::with_capacity(count as usize);
-    let mut exact: Vec<u8> = Vec::with_capacity(16 * count as usize);
-    let (mut partition_keys, mut across_keys) = (Vec::new(), Vec::new());
-    let mut seen: ahash::AHashSet<u128> = ahash::AHashSet::new();
+    let mut docs = PartDocs::new(count, bands * plan.bucket_ranges);
     let mut read = 0u64;
     let changed = |read: u64| Error::RowsChanged {
         part: p,
@@ -399,8 +572,6 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
     // Raw copies (a text byte for byte an earlier one's in the part) are not computed again:
     // they take their original's results, and the store records them as copies.
     let mut first_seen: ahash::AHashMap<u128, u32> = ahash::AHashMap::new();
-    // Per document of the part so far: whether it has a shingle (SimHash: a weighted feature).
-    let mut indexed: Vec<bool> = Vec::with_capacity(count as usize);
     store::write_part(work, p, |files| {
         let store = store::Writer::new(files, kernel.k(), first, count).map_err(store_err)?;
         // Three chunks in flight: the next one is read while this one is computed, and the
@@ -444,75 +615,15 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
                 );
                 next = following;
                 i += 1;
-                for d in 0..n as u32 {
-                    let t = corpus.text(d);
-                    text_len.push(t.map_or(0, |t| t.len() as u32));
-                    let has = match copy_of[d as usize] {
-                        Some(o) => indexed[o as usize],
-                        None => kernel.indexed(&chunk.sigs, d as usize),
-                    };
-                    indexed.push(has);
-                    if table.is_some() {
-                        hits.push(match copy_of[d as usize] {
-                            Some(o) => hits[o as usize],
-                            None => chunk.keys.hit(d as usize),
-                        });
-                    }
-                    match t {
-                        None => stats.null_texts += 1,
-                        Some(t) => {
-                            stats.text_bytes += t.len() as u64;
-                            stats.empty_texts += u64::from(!has);
-                        }
-                    }
-                }
-                script.extend(scripts);
-                for shard in &corpus.shards {
-                    match &shard.priority {
-                        Some(pr) => priority.extend(pr.iter()),
-                        None => priority.extend(std::iter::repeat_n(None, shard.len())),
-                    }
-                    if let Some(g) = &shard.group {
-                        group.extend(g.iter().map(|v| v.map(str::to_string)));
-                    }
-                }
-                for (d, ks) in chunk.band_keys.chunks(bands.max(1)).enumerate() {
-                    let raw = match copy_of[d] {
-                        // The original's, computed earlier (it precedes its copies in the part).
-                        Some(o) => raw_exact[o as usize],
-                        None => chunk.keys.exact(d),
-                    };
-                    raw_exact.push(raw);
-                    let (pk, ak) = (pkeys[d], akeys[d]);
-                    let h = partition::exact_key(raw, pk);
-                    exact.extend_from_slice(&h.to_le_bytes());
-                    let repeat = h != 0 && !seen.insert(partition::copy_group(h, ak));
-                    // A raw copy is also a repeat of its original's exact hash, or has none.
-                    if copy_of[d].is_some() || repeat || !indexed[at + d] {
-                        continue;
-                    }
-                    let fp = simhash.then(|| simhash::record_fingerprint(chunk.sigs.get(d as u32)));
-                    for (b, &key) in ks.iter().enumerate() {
-                        let (bucket, doc, value) =
-                            &mut band_rows[b * ranges + bucket_range(key, ranges)];
-                        bucket.push(partition::band_key(key, pk));
-                        doc.push((base + d as u64) as u32);
-                        value.extend(fp);
-                    }
-                }
-                if cfg.partition_by.is_some() {
-                    partition_keys.extend(pkeys);
-                }
-                if cfg.across.is_some() {
-                    across_keys.extend(akeys);
-                }
-                id_hash.extend(
-                    chunk
-                        .ids
-                        .iter()
-                        .map(|i| xxhash_rust::xxh3::xxh3_64(i.as_bytes())),
-                );
-                id_len.extend(chunk.ids.iter().map(|i| i.len() as u32));
+                let c = ChunkDocs {
+                    corpus: &corpus,
+                    scripts,
+                    chunk: &chunk,
+                    copy_of: &copy_of,
+                    pkeys,
+                    akeys,
+                };
+                docs.absorb(c, (base, at), &kernel, plan, table.is_some(), &mut stats);
                 drop(corpus);
                 crate::progress::advance(n as u64);
                 if tx
@@ -535,41 +646,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
             Ok(())
         })
     })?;
-
-    band_rows
-        .into_par_iter()
-        .enumerate()
-        .try_for_each(|(t, (bucket, doc, value))| {
-            let name = work::band_rows_file(t / ranges, t % ranges, p);
-            work.write_bytes(&name, band_rows::encode(&bucket, &doc, &value))
-        })?;
-
-    work.write_bytes(&work::exact_file(p), exact)?;
-    // Keep data for the cluster task, the id hashes for the duplicate-id check, the id lengths
-    // with which the manifest task reads the part's ids in one piece (checked on the hashes,
-    // [`store::part_ids`]), and what it tallies for the report.
-    let mut columns = vec![
-        Column::new("text_len".into(), text_len),
-        Column::new("id_hash".into(), id_hash),
-        Column::new("id_len".into(), id_len),
-        Column::new("priority".into(), priority),
-        Column::new("script".into(), script),
-    ];
-    if cfg.report_group.is_some() {
-        columns.push(Column::new("group".into(), group));
-    }
-    if cfg.partition_by.is_some() {
-        columns.push(Column::new("partition".into(), partition_keys));
-    }
-    if cfg.across.is_some() {
-        columns.push(Column::new("across".into(), across_keys));
-    }
-    if let Some(r) = &reference {
-        columns.extend(contamination_columns(r, &hits));
-        stats.contaminated = count_items(r, &hits);
-        stats.reference = r.counts.clone();
-    }
-    write_frame(work, &part_file("docs", p), "signatures", columns)?;
+    docs.write(work, plan, p, reference.as_deref(), &mut stats)?;
     Ok(stats)
 }
 
