@@ -75,6 +75,166 @@ pub(crate) fn read_exact(work: &OutputDir, p: usize, n: usize) -> Result<Vec<u12
         .collect())
 }
 
+/// The part's documents as the index looks them up: each band's keys in the order of their high
+/// bits (a filter's block follows from them, so probing in that order walks every filter front
+/// to back instead of missing the cache on each probe, which made the lookup cost grow with the
+/// number of batches), the exact-text hashes likewise by the low 64 bits the exact filters hold,
+/// and SimHash fingerprints.
+struct PartKeys {
+    fps: Vec<u64>,
+    sorted: Vec<Vec<(u64, u32)>>,
+    exact_sorted: Vec<(u64, u32)>,
+}
+
+impl PartKeys {
+    fn of(
+        work: &OutputDir,
+        plan: &Plan,
+        p: usize,
+        sigs: &store::Fetched,
+        exact: &[u128],
+    ) -> Result<PartKeys> {
+        let cfg = &plan.config;
+        let range = plan.part_range(p);
+        let first = range.start as u32;
+        let n = (range.end - range.start) as usize;
+        let bands = plan.bands();
+        let simhash = cfg.method == Method::Simhash;
+        // Band keys of the part's documents (none for a document without shingles or features).
+        let indexed: Vec<bool> = (0..n)
+            .into_par_iter()
+            .map(|q| {
+                let d = first + q as u32;
+                if simhash {
+                    simhash::record_features(sigs.sig(d)) > 0
+                } else {
+                    sigs.shingles(d) > 0
+                }
+            })
+            .collect();
+        let fps: Vec<u64> = (0..n)
+            .into_par_iter()
+            .map(|q| match simhash {
+                true => simhash::record_fingerprint(sigs.sig(first + q as u32)),
+                false => 0,
+            })
+            .collect();
+        let block_index = plan.block_index();
+        // With `--partition-by`, keys within the document's partition, as the batch stored them.
+        let partitions =
+            crate::stages::label_keys(work, p, "partition", cfg.partition_by.is_some())?;
+        let mut keys = vec![0u64; n * bands];
+        keys.par_chunks_mut(bands.max(1))
+            .enumerate()
+            .for_each(|(q, out)| {
+                match simhash {
+                    true => block_index.bucket_keys(fps[q], out),
+                    false => crate::lsh::band_keys(sigs.sig(first + q as u32), cfg.rows, out),
+                }
+                if let Some(&pk) = partitions.get(q) {
+                    out.iter_mut()
+                        .for_each(|k| *k = crate::partition::band_key(*k, pk));
+                }
+            });
+        let sorted: Vec<Vec<(u64, u32)>> = (0..bands)
+            .into_par_iter()
+            .map(|b| {
+                by_high_bits(
+                    (0..n)
+                        .filter(|&q| indexed[q])
+                        .map(|q| (keys[q * bands + b], q as u32)),
+                )
+            })
+            .collect();
+        let exact_sorted = by_high_bits(
+            (0..n)
+                .filter(|&q| exact[q] != 0)
+                .map(|q| (exact[q] as u64, q as u32)),
+        );
+        Ok(PartKeys {
+            fps,
+            sorted,
+            exact_sorted,
+        })
+    }
+}
+
+/// A matched document: its global index, its match, the indexed document's id and record.
+type MatchRow = (u32, Match, String, Vec<u8>);
+
+/// Ids and records of the matched documents, read batch by batch; rows in document order.
+fn matched_rows(
+    readers: &[std::sync::Arc<BatchReader>],
+    best: &[Option<Match>],
+    first: u32,
+) -> Result<Vec<MatchRow>> {
+    let mut rows: Vec<MatchRow> = Vec::new();
+    for (bi, r) in readers.iter().enumerate() {
+        let mut xs: Vec<u32> = best
+            .iter()
+            .flatten()
+            .filter(|m| m.0 == bi as u32)
+            .map(|m| m.1)
+            .collect();
+        xs.sort_unstable();
+        xs.dedup();
+        if xs.is_empty() {
+            continue;
+        }
+        let ids = r.ids(&xs)?;
+        let recs = r.records(&xs)?;
+        for (q, m) in best.iter().enumerate() {
+            let Some(m) = m.filter(|m| m.0 == bi as u32) else {
+                continue;
+            };
+            let id = ids.get(&m.1).cloned().unwrap_or_default();
+            let rec = recs.get(&m.1).cloned().unwrap_or_default();
+            rows.push((first + q as u32, m, id, rec));
+        }
+    }
+    rows.sort_unstable_by_key(|r| r.0);
+    Ok(rows)
+}
+
+/// The lookup file's frame; `exact(doc)` says whether the document has an exact copy in the
+/// index (also where its earliest match is a near-duplicate).
+fn matches_frame(rows: &[MatchRow], exact: impl Fn(u32) -> bool) -> Result<DataFrame> {
+    DataFrame::new(
+        rows.len(),
+        vec![
+            Column::new("doc".into(), rows.iter().map(|r| r.0).collect::<Vec<u32>>()),
+            Column::new(
+                "batch".into(),
+                rows.iter().map(|r| r.1 .0).collect::<Vec<u32>>(),
+            ),
+            Column::new(
+                "xdoc".into(),
+                rows.iter().map(|r| r.1 .1).collect::<Vec<u32>>(),
+            ),
+            Column::new(
+                "similarity".into(),
+                rows.iter().map(|r| r.1 .2).collect::<Vec<f32>>(),
+            ),
+            Column::new(
+                "exact".into(),
+                rows.iter().map(|r| exact(r.0)).collect::<Vec<bool>>(),
+            ),
+            Column::new(
+                "xid".into(),
+                rows.iter().map(|r| r.2.as_str()).collect::<Vec<&str>>(),
+            ),
+            Column::new(
+                "xrec".into(),
+                rows.iter().map(|r| r.3.as_slice()).collect::<Vec<&[u8]>>(),
+            ),
+        ],
+    )
+    .map_err(|source| Error::Polars {
+        stage: "lookup",
+        source,
+    })
+}
+
 /// The lookup task of part `p`.
 pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats> {
     let ip = plan
@@ -122,62 +282,12 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats
         filter_bytes: readers.iter().map(|r| r.memory_bytes() as u64).sum(),
         ..LookupStats::default()
     };
-    // Band keys of the part's documents (none for a document without shingles or features).
     let simhash = cfg.method == Method::Simhash;
-    let indexed: Vec<bool> = (0..n)
-        .into_par_iter()
-        .map(|q| {
-            let d = first + q as u32;
-            if simhash {
-                simhash::record_features(sigs.sig(d)) > 0
-            } else {
-                sigs.shingles(d) > 0
-            }
-        })
-        .collect();
-    let fps: Vec<u64> = (0..n)
-        .into_par_iter()
-        .map(|q| match simhash {
-            true => simhash::record_fingerprint(sigs.sig(first + q as u32)),
-            false => 0,
-        })
-        .collect();
-    let block_index = plan.block_index();
-    // With `--partition-by`, keys within the document's partition, as the batch stored them.
-    let partitions = crate::stages::label_keys(work, p, "partition", cfg.partition_by.is_some())?;
-    let mut keys = vec![0u64; n * bands];
-    keys.par_chunks_mut(bands.max(1))
-        .enumerate()
-        .for_each(|(q, out)| {
-            match simhash {
-                true => block_index.bucket_keys(fps[q], out),
-                false => crate::lsh::band_keys(sigs.sig(first + q as u32), cfg.rows, out),
-            }
-            if let Some(&pk) = partitions.get(q) {
-                out.iter_mut()
-                    .for_each(|k| *k = crate::partition::band_key(*k, pk));
-            }
-        });
-    // Each band's keys in the order of their high bits: a filter's block follows from them, so
-    // probing in that order walks every filter front to back instead of missing the cache on
-    // each probe (which made the lookup cost grow with the number of batches).
-    let sorted: Vec<Vec<(u64, u32)>> = (0..bands)
-        .into_par_iter()
-        .map(|b| {
-            by_high_bits(
-                (0..n)
-                    .filter(|&q| indexed[q])
-                    .map(|q| (keys[q * bands + b], q as u32)),
-            )
-        })
-        .collect();
-    drop(keys);
-    // The exact-text hashes the same way, by the low 64 bits the exact filters hold.
-    let exact_sorted = by_high_bits(
-        (0..n)
-            .filter(|&q| exact[q] != 0)
-            .map(|q| (exact[q] as u64, q as u32)),
-    );
+    let PartKeys {
+        fps,
+        sorted,
+        exact_sorted,
+    } = PartKeys::of(work, plan, p, &sigs, &exact)?;
     let mut best: Vec<Option<Match>> = vec![None; n];
     // Documents with an exact copy in the index (their earliest match may still be a
     // near-duplicate with a smaller number in the same batch).
@@ -236,71 +346,10 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats
             }
         }
     }
-    // Ids and records of the matched documents, batch by batch.
-    let mut rows: Vec<(u32, Match, String, Vec<u8>)> = Vec::new();
-    for (bi, r) in readers.iter().enumerate() {
-        let mut xs: Vec<u32> = best
-            .iter()
-            .flatten()
-            .filter(|m| m.0 == bi as u32)
-            .map(|m| m.1)
-            .collect();
-        xs.sort_unstable();
-        xs.dedup();
-        if xs.is_empty() {
-            continue;
-        }
-        let ids = r.ids(&xs)?;
-        let recs = r.records(&xs)?;
-        for (q, m) in best.iter().enumerate() {
-            let Some(m) = m.filter(|m| m.0 == bi as u32) else {
-                continue;
-            };
-            let id = ids.get(&m.1).cloned().unwrap_or_default();
-            let rec = recs.get(&m.1).cloned().unwrap_or_default();
-            rows.push((first + q as u32, m, id, rec));
-        }
-    }
-    rows.sort_unstable_by_key(|r| r.0);
+    let rows = matched_rows(&readers, &best, first)?;
     stats.matched = rows.len() as u64;
     stats.exact = rows.iter().filter(|r| copy[(r.0 - first) as usize]).count() as u64;
-    let mut df = DataFrame::new(
-        rows.len(),
-        vec![
-            Column::new("doc".into(), rows.iter().map(|r| r.0).collect::<Vec<u32>>()),
-            Column::new(
-                "batch".into(),
-                rows.iter().map(|r| r.1 .0).collect::<Vec<u32>>(),
-            ),
-            Column::new(
-                "xdoc".into(),
-                rows.iter().map(|r| r.1 .1).collect::<Vec<u32>>(),
-            ),
-            Column::new(
-                "similarity".into(),
-                rows.iter().map(|r| r.1 .2).collect::<Vec<f32>>(),
-            ),
-            // An exact copy in the index, also where the earliest match is a near-duplicate.
-            Column::new(
-                "exact".into(),
-                rows.iter()
-                    .map(|r| copy[(r.0 - first) as usize])
-                    .collect::<Vec<bool>>(),
-            ),
-            Column::new(
-                "xid".into(),
-                rows.iter().map(|r| r.2.as_str()).collect::<Vec<&str>>(),
-            ),
-            Column::new(
-                "xrec".into(),
-                rows.iter().map(|r| r.3.as_slice()).collect::<Vec<&[u8]>>(),
-            ),
-        ],
-    )
-    .map_err(|source| Error::Polars {
-        stage: "lookup",
-        source,
-    })?;
+    let mut df = matches_frame(&rows, |d| copy[(d - first) as usize])?;
     work.write_parquet(&lookup_file(p), &mut df, Vec::new(), ParquetUse::Work)?;
     Ok(stats)
 }
