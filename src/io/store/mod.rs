@@ -139,7 +139,6 @@ pub(crate) fn fetch(
     docs: Vec<u32>,
     wanted: Wanted,
 ) -> Result<Fetched> {
-    let rs = record_size(k);
     let mut out = Fetched {
         k,
         docs,
@@ -156,14 +155,35 @@ pub(crate) fn fetch(
             )));
         };
         let end = out.docs[i..].partition_point(|&x| (x as u64) < first + count) + i;
-        let bad = |name: String| {
-            move |msg: &str| Error::WorkFile {
-                path: work.location(&name),
-                msg: msg.to_string(),
-            }
-        };
-        let bad_sig = bad(sig_name(p));
-        let ranges: Vec<Range<u64>> = out.docs[i..end]
+        fetch_part(work, (p, first), i..end, wanted, &mut out)?;
+        i = end;
+    }
+    Ok(out)
+}
+
+/// A work file's error: `msg` about the file `name` of the work directory.
+fn damaged(work: &OutputDir, name: String) -> impl Fn(&str) -> Error + '_ {
+    move |msg: &str| Error::WorkFile {
+        path: work.location(&name),
+        msg: msg.to_string(),
+    }
+}
+
+/// The records of some documents of a part, checked, and the records of the originals their raw
+/// copies name (a copy takes signature, shingle count and keys from its original's record).
+struct PartRecords {
+    records: RangeBytes,
+    originals: Vec<u64>,
+    original_records: RangeBytes,
+}
+
+impl PartRecords {
+    /// Reads the records of `docs` (global indices) of part `p`, whose first document is
+    /// `first`, with `k` signature values each.
+    fn read(work: &OutputDir, (p, first): (usize, u64), docs: &[u32], k: usize) -> Result<Self> {
+        let rs = record_size(k);
+        let bad_sig = damaged(work, sig_name(p));
+        let ranges: Vec<Range<u64>> = docs
             .iter()
             .map(|&x| {
                 let at = HEADER + (x as u64 - first) * rs;
@@ -182,14 +202,13 @@ pub(crate) fn fetch(
             Ok(())
         };
         let copy_of = |r: &[u8]| u64_at(r, at + 24).checked_sub(1);
-        for j in 0..records.len() {
+        for (j, &d) in docs.iter().enumerate().take(records.len()) {
             let r = records.get(j);
             check(r)?;
-            if copy_of(r).is_some_and(|o| o >= out.docs[i + j] as u64 - first) {
+            if copy_of(r).is_some_and(|o| o >= d as u64 - first) {
                 return Err(bad_sig("a copy names a later original (damaged file)"));
             }
         }
-        // Raw copies take signature, shingle count and keys from their originals' records.
         let mut originals: Vec<u64> = (0..records.len())
             .filter_map(|j| copy_of(records.get(j)))
             .collect();
@@ -210,85 +229,109 @@ pub(crate) fn fetch(
                 return Err(bad_sig("a copy names another copy (damaged file)"));
             }
         }
-        // The record that holds document j's signature, shingle count and keys.
-        let source = |j: usize| -> &[u8] {
-            let r = records.get(j);
-            match copy_of(r).and_then(|o| originals.binary_search(&o).ok()) {
-                Some(x) => original_records.get(x),
-                None => r,
-            }
-        };
-        // The ids' and keys' ranges, read only when wanted.
-        let extra = |wanted: bool, name: String, range: &dyn Fn(usize) -> Range<u64>| {
-            if !wanted {
-                return Ok(None);
-            }
-            let ranges: Vec<Range<u64>> = (0..records.len()).map(range).collect();
-            work.read_ranges(&name, &ranges).map(Some)
-        };
-        let ids = extra(wanted.ids, ids_name(p), &|j| {
-            let r = records.get(j);
-            let off = u64_at(r, at + 8);
-            off..off + u64::from(u32_at(r, at + 4))
-        })?;
-        let keys = extra(wanted.keys, keys_name(p), &|j| {
-            let r = source(j);
-            let off = u64_at(r, at + 16);
-            off..off + 4 * u64::from(u32_at(r, at))
-        })?;
-        // Signatures straight into the flat buffer; checksums, UTF-8 checks and key decoding on
-        // the worker threads, results kept in document order.
-        let base = out.values.len();
-        out.values.resize(base + records.len() * k, 0);
-        out.values[base..]
-            .par_chunks_mut(k.max(1))
-            .enumerate()
-            .with_min_len(64)
-            .for_each(|(j, sig)| read_u32s_le(source(j), sig));
-        out.shingles
-            .extend((0..records.len()).map(|j| u32_at(source(j), at)));
-        if ids.is_none() && keys.is_none() {
-            i = end;
-            continue;
-        }
-        let decoded: Vec<Result<Record>> = (0..records.len())
-            .into_par_iter()
-            .with_min_len(64)
-            .map(|j| {
-                let r = records.get(j);
-                let mut id = String::new();
-                if let Some(ids) = &ids {
-                    let b = ids.get(j);
-                    if xxh3_64(b) != u64_at(r, at + 40) {
-                        return Err(bad(ids_name(p))("checksum mismatch (damaged file)"));
-                    }
-                    id = std::str::from_utf8(b)
-                        .map_err(|_| bad(ids_name(p))("invalid UTF-8 id"))?
-                        .to_string();
-                }
-                let mut set = Vec::new();
-                if let Some(keys) = &keys {
-                    let b = keys.get(j);
-                    if xxh3_64(b) != u64_at(source(j), at + 48) {
-                        return Err(bad(keys_name(p))("checksum mismatch (damaged file)"));
-                    }
-                    set = u32s_le(b);
-                }
-                Ok((id, set))
-            })
-            .collect();
-        for d in decoded {
-            let (id, set) = d?;
-            if ids.is_some() {
-                out.ids.push(id);
-            }
-            if keys.is_some() {
-                out.sets.push(set);
-            }
-        }
-        i = end;
+        Ok(PartRecords {
+            records,
+            originals,
+            original_records,
+        })
     }
-    Ok(out)
+
+    /// The record that holds document j's signature, shingle count and keys (its original's
+    /// for a raw copy).
+    fn source(&self, j: usize, k: usize) -> &[u8] {
+        let r = self.records.get(j);
+        let original = u64_at(r, 4 * k + 24).checked_sub(1);
+        match original.and_then(|o| self.originals.binary_search(&o).ok()) {
+            Some(x) => self.original_records.get(x),
+            None => r,
+        }
+    }
+}
+
+/// [`fetch`] of the documents `out.docs[docs]`, all of part `p` (first document `first`).
+fn fetch_part(
+    work: &OutputDir,
+    (p, first): (usize, u64),
+    docs: Range<usize>,
+    wanted: Wanted,
+    out: &mut Fetched,
+) -> Result<()> {
+    let k = out.k;
+    let at = 4 * k;
+    let recs = PartRecords::read(work, (p, first), &out.docs[docs.clone()], k)?;
+    let n = recs.records.len();
+    let source = |j: usize| recs.source(j, k);
+    // The ids' and keys' ranges, read only when wanted.
+    let extra = |wanted: bool, name: String, range: &dyn Fn(usize) -> Range<u64>| {
+        if !wanted {
+            return Ok(None);
+        }
+        let ranges: Vec<Range<u64>> = (0..n).map(range).collect();
+        work.read_ranges(&name, &ranges).map(Some)
+    };
+    let ids = extra(wanted.ids, ids_name(p), &|j| {
+        let r = recs.records.get(j);
+        let off = u64_at(r, at + 8);
+        off..off + u64::from(u32_at(r, at + 4))
+    })?;
+    let keys = extra(wanted.keys, keys_name(p), &|j| {
+        let r = source(j);
+        let off = u64_at(r, at + 16);
+        off..off + 4 * u64::from(u32_at(r, at))
+    })?;
+    // Signatures straight into the flat buffer; checksums, UTF-8 checks and key decoding on the
+    // worker threads, results kept in document order.
+    let base = out.values.len();
+    out.values.resize(base + n * k, 0);
+    out.values[base..]
+        .par_chunks_mut(k.max(1))
+        .enumerate()
+        .with_min_len(64)
+        .for_each(|(j, sig)| read_u32s_le(source(j), sig));
+    out.shingles.extend((0..n).map(|j| u32_at(source(j), at)));
+    if ids.is_none() && keys.is_none() {
+        return Ok(());
+    }
+    // Collected as one Result: no per-document Result (an error is larger than a record).
+    let decoded: Vec<Record> = (0..n)
+        .into_par_iter()
+        .with_min_len(64)
+        .map(|j| {
+            let r = recs.records.get(j);
+            let mut id = String::new();
+            if let Some(ids) = &ids {
+                let b = ids.get(j);
+                if xxh3_64(b) != u64_at(r, at + 40) {
+                    return Err(damaged(work, ids_name(p))(
+                        "checksum mismatch (damaged file)",
+                    ));
+                }
+                id = std::str::from_utf8(b)
+                    .map_err(|_| damaged(work, ids_name(p))("invalid UTF-8 id"))?
+                    .to_string();
+            }
+            let mut set = Vec::new();
+            if let Some(keys) = &keys {
+                let b = keys.get(j);
+                if xxh3_64(b) != u64_at(source(j), at + 48) {
+                    return Err(damaged(work, keys_name(p))(
+                        "checksum mismatch (damaged file)",
+                    ));
+                }
+                set = u32s_le(b);
+            }
+            Ok((id, set))
+        })
+        .collect::<Result<_>>()?;
+    for (id, set) in decoded {
+        if ids.is_some() {
+            out.ids.push(id);
+        }
+        if keys.is_some() {
+            out.sets.push(set);
+        }
+    }
+    Ok(())
 }
 
 /// The ids of all of one part's documents, read as one piece of the store's ids file.
