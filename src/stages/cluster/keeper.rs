@@ -140,7 +140,7 @@ pub(super) fn write_renewals(
         return Ok(Default::default());
     };
     let mut renewed = Renewals::new();
-    for &a in out.anchor.iter().filter(|&&a| a != NOT_TONIGHT) {
+    for (_, a) in out.anchored() {
         let m = &index.matches[a as usize];
         if let Some(b) = ip.compare.get(m.batch as usize) {
             renewed.entry(b.dir.clone()).or_default().push(m.xdoc);

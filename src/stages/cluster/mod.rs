@@ -201,6 +201,13 @@ impl Outcome {
     fn anchor(&self, d: usize) -> u32 {
         self.anchor.get(d).copied().unwrap_or(NOT_TONIGHT)
     }
+
+    /// (document, index match) of every document whose keeper is an indexed document.
+    fn anchored(&self) -> impl Iterator<Item = (usize, u32)> + '_ {
+        (self.anchor.iter().enumerate())
+            .filter(|&(_, &a)| a != NOT_TONIGHT)
+            .map(|(d, &a)| (d, a))
+    }
 }
 
 /// Each document's first exact copy in the input (itself when it has none): a 128-bit hash of
@@ -350,7 +357,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
         .flat_map(|ip| ip.compare.iter().map(|b| b.name.as_str()))
         .collect();
     let mut dropped_against = std::collections::BTreeMap::new();
-    for &a in out.anchor.iter().filter(|&&a| a != NOT_TONIGHT) {
+    for (_, a) in out.anchored() {
         let b = index.matches[a as usize].batch as usize;
         *dropped_against.entry(names[b].to_string()).or_insert(0u64) += 1;
     }
@@ -454,12 +461,7 @@ fn cluster_sizes(
 fn most_copied(out: &Outcome, index: &IndexMatches, size: &[u32], names: &[&str]) -> Vec<Copied> {
     // (batch, number) -> (copies, id)
     let mut seen: BTreeMap<(u32, u32), (u32, &str)> = BTreeMap::new();
-    for (d, &a) in out
-        .anchor
-        .iter()
-        .enumerate()
-        .filter(|&(_, &a)| a != NOT_TONIGHT)
-    {
+    for (d, a) in out.anchored() {
         let m = &index.matches[a as usize];
         seen.insert((m.batch, m.xdoc), (size[d], m.xid.as_str()));
     }
@@ -513,12 +515,7 @@ fn write_copies(
         .map(|d| size[d])
         .collect();
     let mut renewed: BTreeMap<String, Vec<(u32, u32)>> = BTreeMap::new();
-    for (d, &a) in out
-        .anchor
-        .iter()
-        .enumerate()
-        .filter(|&(_, &a)| a != NOT_TONIGHT)
-    {
+    for (d, a) in out.anchored() {
         let m = &index.matches[a as usize];
         if let Some(b) = ip.compare.get(m.batch as usize) {
             renewed
