@@ -181,46 +181,51 @@ const CACHE_MAGIC: &[u8; 8] = b"CDREF\x01\x00\x00";
 
 /// The loaded reference of the process, by what it was loaded from: the signatures tasks of a
 /// local run share one.
-type Loaded = Option<(String, Arc<Reference>)>;
+/// The key, the reference, and whether the index's cache holds it (read from it or written).
+type Loaded = Option<(String, Arc<Reference>, bool)>;
 static LOADED: Mutex<Loaded> = Mutex::new(None);
 
 impl Reference {
     /// Loads the reference of `files` (as the plan recorded them; each is checked unchanged)
     /// matched with `tokenizer`: from `cache` (an index directory) when it holds this one, else
-    /// built (and written there). The process keeps the last one loaded for its next task.
+    /// built, and written there when `writes_cache` (one task of a run writes it: hundreds of
+    /// tasks building it at once on the first night would each upload it). The process keeps
+    /// the last one loaded for its next task.
     pub(crate) fn load(
         files: &[ReferenceFile],
         cfg: &ReferenceConfig,
         tokenizer: Tokenizer,
         cache: Option<&OutputDir>,
+        writes_cache: bool,
     ) -> Result<Arc<Reference>> {
         // The globs do not matter, only the files they gave.
         let matching = (&cfg.id_column, &cfg.text_column, cfg.ngram, cfg.threshold);
         let key = serde_json::json!([files, matching, tokenizer, BOILERPLATE_ITEMS]).to_string();
-        let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((k, r)) = loaded.as_ref() {
-            if *k == key {
-                return Ok(r.clone());
-            }
+        // The lock is never held while a reference is read or built: that work runs on rayon,
+        // whose threads may meanwhile take up another task that asks for the reference, and a
+        // thread blocked on a lock it holds itself would never wake. Two tasks of one process
+        // starting together may each build it; the last one built is kept.
+        let lock = || LOADED.lock().unwrap_or_else(|p| p.into_inner());
+        let hit = match lock().as_ref() {
+            Some((k, r, on_disk)) if *k == key => Some((r.clone(), *on_disk)),
+            _ => None,
+        };
+        let (r, mut on_disk) = match hit {
+            Some(hit) => hit,
+            None => match cache
+                .map(|dir| Reference::read_cache(dir, &key, files))
+                .transpose()?
+            {
+                Some(Some(r)) => (Arc::new(r), true),
+                _ => (Arc::new(Reference::read(files, cfg, tokenizer)?), false),
+            },
+        };
+        // Built here (by this task or another of the process): the writing task writes it. One
+        // that cannot be written is rebuilt next time; the night goes on.
+        if let Some(dir) = cache.filter(|_| writes_cache && !on_disk) {
+            on_disk = dir.write_bytes(CACHE, r.encode(&key)).is_ok();
         }
-        *loaded = None;
-        let cached = match cache {
-            Some(dir) => Reference::read_cache(dir, &key, files)?,
-            None => None,
-        };
-        let r = match cached {
-            Some(r) => r,
-            None => {
-                let r = Reference::read(files, cfg, tokenizer)?;
-                if let Some(dir) = cache {
-                    // A cache that cannot be written is rebuilt next time; the night goes on.
-                    let _ = dir.write_bytes(CACHE, r.encode(&key));
-                }
-                r
-            }
-        };
-        let r = Arc::new(r);
-        *loaded = Some((key, r.clone()));
+        *lock() = Some((key, r.clone(), on_disk));
         Ok(r)
     }
 

@@ -544,7 +544,8 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
         Some(rc) => {
             let cache = plan.index.as_ref().map(|ip| ip.dir());
             let tokenizer = cfg.effective_tokenizer();
-            Reference::load(&plan.reference, rc, tokenizer, cache.as_ref()).map(Some)
+            // The first part's task writes the cache.
+            Reference::load(&plan.reference, rc, tokenizer, cache.as_ref(), p == 0).map(Some)
         }
         None => Ok(None),
     };
