@@ -155,15 +155,11 @@ pub(crate) fn list(cfg: &ReferenceConfig) -> Result<Vec<ReferenceFile>> {
             let mut lf = input::scan(f, None).map_err(|e| reference_err(f, e))?;
             let schema = lf.collect_schema().map_err(|e| polars_err(f, e))?;
             check_columns(f, &schema, cfg)?;
-            let rows = lf
-                .select([len()])
-                .collect()
-                .map_err(|e| polars_err(f, e))?
-                .columns()
-                .first()
-                .and_then(|c| c.get(0).ok())
-                .and_then(|v| v.extract::<u64>())
-                .unwrap_or(0);
+            // The footer read above holds the row count: no second read of the file.
+            let rows = footer
+                .metadata(f)
+                .map_err(|e| reference_err(f, e))?
+                .num_rows as u64;
             Ok(ReferenceFile {
                 file: f.clone(),
                 rows,
