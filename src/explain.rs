@@ -243,11 +243,11 @@ fn contamination(
             let doc = doc.unwrap_or_default();
             let shown = found
                 .into_iter()
-                .map(|(_, file, row, text)| ItemMatch {
-                    file,
-                    row,
-                    text_bytes: text.len(),
-                    matched: crate::text::diff::item_in_doc(&text, &doc),
+                .map(|i| ItemMatch {
+                    text_bytes: i.text.len(),
+                    matched: crate::text::diff::item_in_doc(&i.text, &doc),
+                    file: i.file,
+                    row: i.row,
                 })
                 .collect();
             (shown, None)

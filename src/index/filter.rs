@@ -20,6 +20,12 @@ const SALT: [u32; 8] = [
     0x5c6b_fb31,
 ];
 
+/// The block of `key` in a filter of `blocks` blocks: its high 32 bits scaled, so it grows with
+/// the key.
+fn block_of(blocks: usize, key: u64) -> usize {
+    (((key >> 32) * blocks as u64) >> 32) as usize
+}
+
 /// A split-block Bloom filter over 64-bit keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Bloom {
@@ -36,7 +42,7 @@ impl Bloom {
     }
 
     fn block(&self, key: u64) -> usize {
-        (((key >> 32) * self.blocks.len() as u64) >> 32) as usize
+        block_of(self.blocks.len(), key)
     }
 
     fn mask(key: u64) -> [u32; 8] {
@@ -50,6 +56,31 @@ impl Bloom {
         for (w, m) in self.blocks[b].iter_mut().zip(Self::mask(key)) {
             *w |= m;
         }
+    }
+
+    /// Adds `keys`, which are ascending: a key's block grows with it, so the blocks are cut in
+    /// ranges and each range takes its run of keys, in parallel.
+    pub(crate) fn insert_sorted(&mut self, keys: &[u64]) {
+        use rayon::prelude::*;
+        debug_assert!(keys.is_sorted());
+        const RANGE: usize = 1 << 14;
+        let mut runs = Vec::new();
+        let (mut blocks, mut keys, mut first) = (self.blocks.as_mut_slice(), keys, 0);
+        let n = blocks.len();
+        while !blocks.is_empty() {
+            let (these, rest) = blocks.split_at_mut(RANGE.min(blocks.len()));
+            let end = first + these.len();
+            let (mine, later) = keys.split_at(keys.partition_point(|&k| block_of(n, k) < end));
+            runs.push((first, these, mine));
+            (blocks, keys, first) = (rest, later, end);
+        }
+        runs.into_par_iter().for_each(|(first, blocks, keys)| {
+            for &k in keys {
+                for (w, m) in blocks[block_of(n, k) - first].iter_mut().zip(Self::mask(k)) {
+                    *w |= m;
+                }
+            }
+        });
     }
 
     /// False when `key` was certainly never inserted.
@@ -155,5 +186,17 @@ mod tests {
         assert_eq!((g, used), (f.clone(), bytes.len()));
         assert!(Bloom::read(&bytes[..bytes.len() - 1]).is_none());
         assert_eq!(f.bytes() * 8 / n, 12);
+    }
+
+    #[test]
+    fn sorted_keys_inserted_in_parallel_make_the_same_filter() {
+        // Enough keys for several ranges of blocks.
+        let mut keys: Vec<u64> = (0..500_000u64).map(mix64).collect();
+        keys.sort_unstable();
+        let (mut one, mut all) = (Bloom::with_keys(keys.len()), Bloom::with_keys(keys.len()));
+        assert!(one.blocks.len() > 1 << 14);
+        keys.iter().for_each(|&k| one.insert(k));
+        all.insert_sorted(&keys);
+        assert!(one == all);
     }
 }

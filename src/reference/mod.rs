@@ -13,7 +13,7 @@
 
 mod table;
 
-pub(crate) use table::{Hit, Item, Table, Usable, BOILERPLATE_ITEMS};
+pub(crate) use table::{Grams, Hit, Item, Table, Usable, BOILERPLATE_ITEMS};
 
 use std::sync::{Arc, Mutex};
 
@@ -173,7 +173,7 @@ pub(crate) fn list(cfg: &ReferenceConfig) -> Result<Vec<ReferenceFile>> {
 /// The cache file of the built reference in an index directory (one; another reference
 /// replaces it).
 pub(crate) const CACHE: &str = "reference-cache.bin";
-const CACHE_MAGIC: &[u8; 8] = b"CDREF\x01\x00\x00";
+const CACHE_MAGIC: &[u8; 8] = b"CDREF\x02\x00\x00";
 
 /// The loaded reference of the process, by what it was loaded from: the signatures tasks of a
 /// local run share one.
@@ -183,7 +183,7 @@ static LOADED: Mutex<Loaded> = Mutex::new(None);
 
 impl Reference {
     /// Loads the reference of `files` (as the plan recorded them; each is checked unchanged)
-    /// matched with `tokenizer`: from `cache` (an index directory) when it holds this one, else
+    /// matched with `tokenizer` and shingles of `shingle` tokens (the run's `--ngram`): from `cache` (an index directory) when it holds this one, else
     /// built, and written there when `writes_cache` (one task of a run writes it: hundreds of
     /// tasks building it at once on the first night would each upload it). The process keeps
     /// the last one loaded for its next task.
@@ -191,12 +191,14 @@ impl Reference {
         files: &[ReferenceFile],
         cfg: &ReferenceConfig,
         tokenizer: Tokenizer,
+        shingle: usize,
         cache: Option<&OutputDir>,
         writes_cache: bool,
     ) -> Result<Arc<Reference>> {
         // The globs do not matter, only the files they gave.
         let matching = (&cfg.id_column, &cfg.text_column, cfg.ngram, cfg.threshold);
-        let key = serde_json::json!([files, matching, tokenizer, BOILERPLATE_ITEMS]).to_string();
+        let key = serde_json::json!([files, matching, tokenizer, shingle, BOILERPLATE_ITEMS])
+            .to_string();
         // The lock is never held while a reference is read or built: that work runs on rayon,
         // whose threads may meanwhile take up another task that asks for the reference, and a
         // thread blocked on a lock it holds itself would never wake. Two tasks of one process
@@ -213,7 +215,10 @@ impl Reference {
                 .transpose()?
             {
                 Some(Some(r)) => (Arc::new(r), true),
-                _ => (Arc::new(Reference::read(files, cfg, tokenizer)?), false),
+                _ => (
+                    Arc::new(Reference::read(files, cfg, tokenizer, shingle)?),
+                    false,
+                ),
             },
         };
         // Built here (by this task or another of the process): the writing task writes it. One
@@ -296,9 +301,13 @@ impl Reference {
         files: &[ReferenceFile],
         cfg: &ReferenceConfig,
         tokenizer: Tokenizer,
+        shingle: usize,
     ) -> Result<Reference> {
         // Each item's n-gram set is made as its text is tokenised: no token list is held.
-        let n = cfg.ngram;
+        let grams = Grams {
+            n: cfg.ngram,
+            k: shingle,
+        };
         let read: Vec<(Vec<String>, Vec<Item>)> = files
             .par_iter()
             .map(|f| {
@@ -306,10 +315,14 @@ impl Reference {
                 let items = (0..texts.len())
                     .into_par_iter()
                     .with_min_len(64)
-                    .map_init(Scratch::default, |scratch, i| {
-                        let tokens = texts.get(i).map(|t| token_hashes_of(t, tokenizer, scratch));
-                        Item::of(tokens, n)
-                    })
+                    .map_init(
+                        || (Scratch::default(), Vec::new()),
+                        |(scratch, buf), i| {
+                            let tokens =
+                                texts.get(i).map(|t| token_hashes_of(t, tokenizer, scratch));
+                            Item::of(tokens, grams, buf)
+                        },
+                    )
                     .collect();
                 Ok((ids, items))
             })
@@ -322,7 +335,7 @@ impl Reference {
             ids.extend(fi);
             items.extend(ft);
         }
-        let table = Table::from_items(items, n, cfg.threshold);
+        let table = Table::from_items(items, grams, cfg.threshold);
         let mut counts: Vec<ItemCounts> = files
             .iter()
             .map(|f| ItemCounts {
@@ -355,47 +368,76 @@ impl Reference {
     }
 }
 
+/// One reference item as read back for `explain` and the report.
+#[derive(Debug, Clone)]
+pub(crate) struct ItemRow {
+    pub id: String,
+    pub file: String,
+    pub row: u64,
+    pub text: String,
+}
+
 /// The items whose id is one of `ids` in the reference `files` (as a run recorded them: each
-/// is checked unchanged, and read once), as (id, file, row, text), for `explain` and the report.
+/// is checked unchanged, and read once).
 pub(crate) fn items_of(
     files: &[ReferenceFile],
     cfg: &ReferenceConfig,
     ids: &[&str],
-) -> Result<Vec<(String, String, u64, String)>> {
+) -> Result<Vec<ItemRow>> {
     let wanted: ahash::AHashSet<&str> = ids.iter().copied().collect();
     let mut out = Vec::new();
     for f in files {
         let (all, texts) = read_items(f, cfg)?;
         for (r, id) in all.into_iter().enumerate() {
             if wanted.contains(id.as_str()) {
-                let text = texts.get(r).unwrap_or("").to_string();
-                out.push((id, f.file.clone(), r as u64, text));
+                out.push(ItemRow {
+                    id,
+                    file: f.file.clone(),
+                    row: r as u64,
+                    text: texts.get(r).unwrap_or("").to_string(),
+                });
             }
         }
     }
     Ok(out)
 }
 
-/// Item `item` (its position in the reference: files in order, rows in order) as (id, file, row,
-/// text), read alone (a row of a local file; an object is fetched whole); None past the end.
-pub(crate) fn item_at(
+/// Items `items` (positions in the reference: files in order, rows in order), in the order
+/// asked (None past the end); each file read once, over the rows from its first item asked to
+/// its last (an object is fetched whole).
+pub(crate) fn items_at(
     files: &[ReferenceFile],
     cfg: &ReferenceConfig,
-    item: u64,
-) -> Result<Option<(String, String, u64, String)>> {
+    items: &[u64],
+) -> Result<Vec<Option<ItemRow>>> {
+    let mut out = vec![None; items.len()];
     let mut first = 0u64;
-    let Some(f) = files.iter().find(|f| {
+    for f in files {
+        let rows: Vec<(usize, u64)> = (items.iter().enumerate())
+            .filter(|(_, &i)| (first..first + f.rows).contains(&i))
+            .map(|(k, &i)| (k, i - first))
+            .collect();
         first += f.rows;
-        item < first
-    }) else {
-        return Ok(None);
-    };
-    let row = item - (first - f.rows);
-    let (ids, texts) = read_rows(f, cfg, Some(row))?;
-    let (Some(id), Some(text)) = (ids.first(), texts.get(0)) else {
-        return Ok(None);
-    };
-    Ok(Some((id.clone(), f.file.clone(), row, text.to_string())))
+        let (Some(lo), Some(hi)) = (
+            rows.iter().map(|r| r.1).min(),
+            rows.iter().map(|r| r.1).max(),
+        ) else {
+            continue;
+        };
+        let (ids, texts) = read_rows(f, cfg, Some((lo, hi + 1 - lo)))?;
+        for (k, row) in rows {
+            let at = (row - lo) as usize;
+            if let (Some(id), Some(text)) = (ids.get(at), texts.get(at)) {
+                out[k] = Some(ItemRow {
+                    id: id.clone(),
+                    file: f.file.clone(),
+                    row,
+                    text: text.to_string(),
+                });
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The id and text columns of one reference file, after checking it is the one the plan listed.
@@ -403,11 +445,11 @@ fn read_items(f: &ReferenceFile, cfg: &ReferenceConfig) -> Result<(Vec<String>, 
     read_rows(f, cfg, None)
 }
 
-/// [`read_items`] of every row, or of row `one` alone.
+/// [`read_items`] of every row, or of the rows `(first, count)`.
 fn read_rows(
     f: &ReferenceFile,
     cfg: &ReferenceConfig,
-    one: Option<u64>,
+    span: Option<(u64, u64)>,
 ) -> Result<(Vec<String>, StringChunked)> {
     Footer::read_unchanged(&f.file, f.bytes, &f.fingerprint, |what| Error::Reference {
         file: f.file.clone(),
@@ -427,14 +469,14 @@ fn read_rows(
     if has_id {
         select.push(col(cfg.id_column.as_str()).cast(DataType::String));
     }
-    if let Some(r) = one {
-        lf = lf.slice(r as i64, 1);
+    if let Some((first, count)) = span {
+        lf = lf.slice(first as i64, count as u32);
     }
     let df = lf
         .select(select)
         .collect()
         .map_err(|e| polars_err(&f.file, e))?;
-    let first = one.unwrap_or(0);
+    let first = span.map_or(0, |s| s.0);
     let column = |name: &str| {
         input::string_column(&df, name, &f.file).map_err(|e| reference_err(&f.file, e))
     };

@@ -15,8 +15,9 @@
 //!   sequence) always share it.
 //!
 //! Memory: 8 bytes per kept n-gram (48 bits of its hash as a bucket and a 32-bit key, and its
-//! item) plus a Bloom filter of ~1.25 bytes per n-gram in front of them, so a document's n-grams
-//! cost one cache line each and only the ~1% that pass the filter search a bucket (~80 keys).
+//! item, side by side) plus a Bloom filter of ~1.25 bytes per n-gram in front of them, so a
+//! document's n-grams cost one cache line each, and the ~1% that pass the filter one more: a
+//! bucket's keys are uniform, so the key's place in it is guessed, not searched.
 
 use rayon::prelude::*;
 
@@ -46,15 +47,14 @@ pub(crate) enum Usable {
 
 /// The matching table of a reference.
 pub(crate) struct Table {
-    n: usize,
+    grams: Grams,
     threshold: f64,
     filter: Bloom,
-    /// Kept n-grams by bucket ([`split`]): `dir[b]..dir[b + 1]` are bucket b's entries, their
-    /// keys ascending (an n-gram of two items appears twice), so a lookup searches ~80 keys.
+    /// Kept n-grams by bucket ([`split`]): `dir[b]..dir[b + 1]` are bucket b's entries, each
+    /// an n-gram's key (high 32 bits) and its item (low 32), ascending (an n-gram of two items
+    /// appears twice).
     dir: Vec<u32>,
-    keys: Vec<u32>,
-    /// The item of each entry.
-    items: Vec<u32>,
+    entries: Vec<u64>,
     /// Each item's count of kept distinct n-grams (0: not usable).
     sizes: Vec<u32>,
     usable: Vec<Usable>,
@@ -68,6 +68,46 @@ pub(crate) struct Hit {
     pub share: f32,
 }
 
+/// How the n-grams of `n` tokens are hashed, for items and documents alike. Dedup has already
+/// hashed each run of `k` tokens (its shingles); when k <= n <= 2k the n-gram at i is exactly
+/// covered by the shingles at i and i + n - k, so its hash is theirs combined: two instructions,
+/// where rolling a hash over the tokens costs a chain of multiplies per token. Otherwise the
+/// tokens are rolled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Grams {
+    pub n: usize,
+    /// The shingle size of the run (`--ngram`).
+    pub k: usize,
+}
+
+impl Grams {
+    fn uses_shingles(&self) -> bool {
+        self.k <= self.n && self.n <= 2 * self.k
+    }
+
+    /// Appends the n-gram hashes of `tokens` to `out` (none for fewer than n tokens);
+    /// `shingles` are the tokens' shingle hashes of k tokens, in text order, as dedup makes them
+    /// ([`ngrams`]).
+    pub(crate) fn of(&self, tokens: &[u64], shingles: &[u64], out: &mut Vec<u64>) {
+        let (n, k) = (self.n, self.k);
+        if tokens.len() < n {
+            return;
+        }
+        if !self.uses_shingles() {
+            return ngrams(tokens, n, out);
+        }
+        debug_assert_eq!(shingles.len(), tokens.len() + 1 - k);
+        // An odd rotation: x ^ rotl(x, r) loses one bit, so a repeat of one shingle n - k tokens
+        // on (periodic text) still hashes apart; n == k is the shingle itself.
+        match n - k {
+            0 => out.extend_from_slice(shingles),
+            d => out.extend(
+                (shingles.iter().zip(&shingles[d..])).map(|(&a, &b)| a ^ b.rotate_left(23)),
+            ),
+        }
+    }
+}
+
 /// What the table needs of one item: [`Item::of`] its token hashes.
 pub(crate) struct Item {
     usable: Usable,
@@ -78,15 +118,21 @@ pub(crate) struct Item {
 }
 
 impl Item {
-    /// An item from its token hashes (None: a null text), matched with n-grams of `n` tokens.
-    pub(crate) fn of(tokens: Option<&[u64]>, n: usize) -> Item {
+    /// An item from its token hashes (None: a null text), matched with `grams`; `buf` is
+    /// scratch space, reused.
+    pub(crate) fn of(tokens: Option<&[u64]>, grams: Grams, buf: &mut Vec<u64>) -> Item {
         let (usable, key, grams) = match tokens {
             None => (Usable::Empty, 0, Vec::new()),
             Some([]) => (Usable::Empty, 0, Vec::new()),
-            Some(t) if t.len() < n => (Usable::TooShort, 0, Vec::new()),
+            Some(t) if t.len() < grams.n => (Usable::TooShort, 0, Vec::new()),
             Some(t) => {
-                let mut grams = Vec::with_capacity(t.len() + 1 - n);
-                ngrams(t, n, &mut grams);
+                buf.clear();
+                if grams.uses_shingles() {
+                    ngrams(t, grams.k, buf);
+                }
+                let mut out = Vec::with_capacity(t.len() + 1 - grams.n);
+                grams.of(t, buf, &mut out);
+                let grams = out;
                 // The exact-text hash of dedup: one token sequence, one key.
                 (Usable::Yes, exact_hash(t, 1, &mut Vec::new()), grams)
             }
@@ -113,13 +159,23 @@ fn hash_of(b: usize, k: u32) -> u64 {
     ((b as u64) << 48) | (u64::from(k) << 16)
 }
 
-/// Every (key, item) of the usable items, grouped by bucket (unsorted within one): `dir` as in
-/// [`Table`]. Counted and scattered by chunks of items in parallel, each chunk into positions of
-/// its own, so the grouping is the same for any thread count.
+/// An entry of the table: an n-gram's key and its item.
+fn entry(k: u32, item: u32) -> u64 {
+    (u64::from(k) << 32) | u64::from(item)
+}
+
+/// Every entry of the usable items, grouped by bucket (unsorted within one): `dir` as in
+/// [`Table`]. A radix partition in two passes of 256 ways (the top 8 bits of the bucket, then
+/// the low 8), so each pass writes 256 streams that stay in cache, where one pass of 65,536 ways
+/// misses on nearly every write. The order within a bucket is left to its sort, so the result is
+/// the same for any thread count.
 struct Pairs {
     dir: Vec<u32>,
-    pairs: Vec<(u32, u32)>,
+    pairs: Vec<u64>,
 }
+
+/// Ways of each pass of [`scatter`].
+const WAYS: usize = 256;
 
 fn scatter(items: &[Item], usable: &[Usable]) -> Pairs {
     const CHUNK: usize = 4096;
@@ -127,70 +183,132 @@ fn scatter(items: &[Item], usable: &[Usable]) -> Pairs {
         Usable::Yes => items[i].grams.as_slice(),
         _ => &[],
     };
+    // Pass 1: by the top 8 bits, each chunk of items into positions of its own; an element is
+    // the n-gram's 48 kept bits and its item.
     let chunks: Vec<std::ops::Range<usize>> = (0..items.len().div_ceil(CHUNK))
         .map(|c| c * CHUNK..((c + 1) * CHUNK).min(items.len()))
         .collect();
-    let counts: Vec<Vec<u32>> = chunks
+    let way = |h: u64| (h >> 56) as usize;
+    let counts: Vec<[u32; WAYS]> = chunks
         .par_iter()
         .map(|r| {
-            let mut c = vec![0u32; BUCKETS];
-            for i in r.clone() {
-                for &h in grams(i) {
-                    c[split(h).0] += 1;
-                }
+            let mut c = [0u32; WAYS];
+            for h in r.clone().flat_map(grams) {
+                c[way(*h)] += 1;
             }
             c
         })
         .collect();
-    // Each chunk's first position in each bucket.
-    let mut dir = vec![0u32; BUCKETS + 1];
-    let mut starts = vec![vec![0u32; BUCKETS]; chunks.len()];
+    let mut starts = vec![[0u32; WAYS]; chunks.len()];
+    let mut parts = vec![0usize; WAYS + 1];
     let mut at = 0u32;
-    for b in 0..BUCKETS {
-        dir[b] = at;
+    for w in 0..WAYS {
+        parts[w] = at as usize;
         for (c, counts) in counts.iter().enumerate() {
-            starts[c][b] = at;
-            at += counts[b];
+            starts[c][w] = at;
+            at += counts[w];
         }
     }
-    dir[BUCKETS] = at;
-    let mut pairs = vec![(0u32, 0u32); at as usize];
-    let out = SharedSlice(pairs.as_mut_ptr());
+    parts[WAYS] = at as usize;
+    let mut mid = vec![0u128; at as usize];
+    let out = SharedSlice(mid.as_mut_ptr());
     chunks.par_iter().zip(starts).for_each(|(r, mut next)| {
         let out = &out;
         for i in r.clone() {
             for &h in grams(i) {
-                let (b, k) = split(h);
-                // SAFETY: chunk c writes only positions starts[c][b] .. starts[c][b] +
-                // counts[c][b] of each bucket b, which no other chunk is given, and all of them
-                // lie within `pairs` (the counts sum to its length); `pairs` outlives the loop.
-                unsafe { out.0.add(next[b] as usize).write((k, i as u32)) };
-                next[b] += 1;
+                let w = way(h);
+                // SAFETY: chunk c writes only positions starts[c][w] .. starts[c][w] +
+                // counts[c][w] of each way w, which no other chunk is given, and all of them lie
+                // within `mid` (the counts sum to its length); `mid` outlives the loop.
+                unsafe { out.0.add(next[w] as usize).write((u128::from(h >> 16) << 32) | i as u128) };
+                next[w] += 1;
             }
         }
     });
+    // Pass 2: each part of pass 1 by the low 8 bits of the bucket, into the same positions of
+    // `pairs`, as entries.
+    let mut pairs = vec![0u64; mid.len()];
+    let mut rest = pairs.as_mut_slice();
+    let mut outs = Vec::with_capacity(WAYS);
+    for w in 0..WAYS {
+        let (this, next) = rest.split_at_mut(parts[w + 1] - parts[w]);
+        outs.push(this);
+        rest = next;
+    }
+    let dirs: Vec<[u32; WAYS]> = outs
+        .into_par_iter()
+        .enumerate()
+        .map(|(w, out)| {
+            let part = &mid[parts[w]..parts[w + 1]];
+            let low = |x: u128| (x >> 64) as usize & (WAYS - 1);
+            let mut next = [0u32; WAYS];
+            for &x in part {
+                next[low(x)] += 1;
+            }
+            let mut first = [0u32; WAYS];
+            let mut at = 0u32;
+            for (f, n) in first.iter_mut().zip(next.iter_mut()) {
+                (*f, at) = (at, at + *n);
+                *n = *f;
+            }
+            for &x in part {
+                let l = low(x);
+                out[next[l] as usize] = entry((x >> 32) as u32, x as u32);
+                next[l] += 1;
+            }
+            first.map(|f| f + parts[w] as u32)
+        })
+        .collect();
+    let mut dir: Vec<u32> = dirs.into_iter().flatten().collect();
+    dir.push(pairs.len() as u32);
     Pairs { dir, pairs }
 }
 
+/// Sorts a bucket's entries and keeps, at its start, each n-gram of fewer than
+/// [`BOILERPLATE_ITEMS`] distinct items once per item; returns how many it kept.
+fn keep_items_grams(run: &mut [u64]) -> usize {
+    run.sort_unstable();
+    let mut kept = 0;
+    let mut j = 0;
+    while j < run.len() {
+        let key = run[j] >> 32;
+        let end = j + run[j..].iter().take_while(|&&e| e >> 32 == key).count();
+        // Sorted: an item's repeats are neighbours.
+        let distinct = 1 + (j + 1..end).filter(|&p| run[p - 1] != run[p]).count();
+        if distinct < BOILERPLATE_ITEMS {
+            let mut last = None;
+            for p in j..end {
+                if last != Some(run[p]) {
+                    last = Some(run[p]);
+                    run[kept] = run[p];
+                    kept += 1;
+                }
+            }
+        }
+        j = end;
+    }
+    kept
+}
+
 /// A pointer the scatter's chunks write disjoint positions through.
-struct SharedSlice(*mut (u32, u32));
+struct SharedSlice(*mut u128);
 // SAFETY: used only by `scatter`, whose chunks write disjoint positions.
 unsafe impl Sync for SharedSlice {}
 
 impl Table {
     /// Builds the table of `items` (token-hash sequences, None for a null text), matched with
-    /// n-grams of `n` tokens at `threshold`.
+    /// `grams` at `threshold`.
     #[cfg(test)]
-    pub(crate) fn build(items: &[Option<Vec<u64>>], n: usize, threshold: f64) -> Table {
+    pub(crate) fn build(items: &[Option<Vec<u64>>], grams: Grams, threshold: f64) -> Table {
         let items = items
             .par_iter()
-            .map(|t| Item::of(t.as_deref(), n))
+            .map(|t| Item::of(t.as_deref(), grams, &mut Vec::new()))
             .collect();
-        Table::from_items(items, n, threshold)
+        Table::from_items(items, grams, threshold)
     }
 
-    /// Builds the table of `items` in reference order.
-    pub(crate) fn from_items(items: Vec<Item>, n: usize, threshold: f64) -> Table {
+    /// Builds the table of `items` (made with `grams`) in reference order.
+    pub(crate) fn from_items(items: Vec<Item>, grams: Grams, threshold: f64) -> Table {
         let mut usable: Vec<Usable> = items.iter().map(|i| i.usable).collect();
         let mut first_of: ahash::AHashSet<u128> = ahash::AHashSet::new();
         for (u, item) in usable.iter_mut().zip(&items) {
@@ -199,79 +317,92 @@ impl Table {
             }
         }
         let Pairs { dir, mut pairs } = scatter(&items, &usable);
-        drop(items);
-        // Per bucket, in parallel: sorted in place, an item's repeats counted once, and the
-        // n-grams of BOILERPLATE_ITEMS or more items (the benchmark's boilerplate) left out.
-        let mut buckets: Vec<&mut [(u32, u32)]> = Vec::with_capacity(BUCKETS);
+        // 100k small vectors: freed on the pool, not on the thread that waits for the table.
+        rayon::spawn(move || drop(items));
+        // Per bucket, in parallel: sorted, an item's repeats counted once, and the n-grams of
+        // BOILERPLATE_ITEMS or more items (the benchmark's boilerplate) left out, in place at the
+        // bucket's start; then the buckets closed up.
+        let mut buckets: Vec<&mut [u64]> = Vec::with_capacity(BUCKETS);
         let mut rest = pairs.as_mut_slice();
         for b in 0..BUCKETS {
             let (this, next) = rest.split_at_mut((dir[b + 1] - dir[b]) as usize);
             buckets.push(this);
             rest = next;
         }
-        let kept: Vec<Vec<(u32, u32)>> = buckets
+        let kept: Vec<usize> = buckets
             .into_par_iter()
             .with_min_len(256)
-            .map(|run| {
-                run.sort_unstable();
-                let mut out = Vec::with_capacity(run.len());
-                for same in run.chunk_by(|x, y| x.0 == y.0) {
-                    // Sorted: an item's repeats are neighbours.
-                    let first = |j: usize| j == 0 || same[j - 1].1 != same[j].1;
-                    let distinct = (0..same.len()).filter(|&j| first(j)).count();
-                    if distinct < BOILERPLATE_ITEMS {
-                        out.extend((0..same.len()).filter(|&j| first(j)).map(|j| same[j]));
-                    }
-                }
-                out
+            .map(keep_items_grams)
+            .collect();
+        let mut entries = pairs;
+        let mut new_dir = Vec::with_capacity(BUCKETS + 1);
+        let mut at = 0;
+        for (b, &k) in kept.iter().enumerate() {
+            new_dir.push(at as u32);
+            entries.copy_within(dir[b] as usize..dir[b] as usize + k, at);
+            at += k;
+        }
+        new_dir.push(at as u32);
+        entries.truncate(at);
+        entries.shrink_to_fit();
+        let dir = new_dir;
+        let mut sizes = vec![0u32; usable.len()];
+        for &e in &entries {
+            sizes[e as u32 as usize] += 1;
+        }
+        // The filter's keys, ascending (by bucket, then key) as `insert_sorted` needs.
+        let hashes: Vec<u64> = (0..BUCKETS)
+            .into_par_iter()
+            .with_min_len(1024)
+            .flat_map_iter(|b| {
+                let e = &entries[dir[b] as usize..dir[b + 1] as usize];
+                e.iter().map(move |&e| hash_of(b, (e >> 32) as u32))
             })
             .collect();
-        drop(pairs);
-        let total: usize = kept.iter().map(Vec::len).sum();
-        let mut dir = Vec::with_capacity(BUCKETS + 1);
-        let (mut keys, mut owners) = (Vec::with_capacity(total), Vec::with_capacity(total));
-        let mut filter = Bloom::with_keys(total);
-        let mut sizes = vec![0u32; usable.len()];
-        for (b, bucket) in kept.into_iter().enumerate() {
-            dir.push(keys.len() as u32);
-            for (k, i) in bucket {
-                keys.push(k);
-                owners.push(i);
-                sizes[i as usize] += 1;
-                filter.insert(hash_of(b, k));
-            }
-        }
-        dir.push(keys.len() as u32);
+        let mut filter = Bloom::with_keys(entries.len());
+        filter.insert_sorted(&hashes);
         for (u, &s) in usable.iter_mut().zip(&sizes) {
             if *u == Usable::Yes && s == 0 {
                 *u = Usable::BoilerplateOnly;
             }
         }
         Table {
-            n,
+            grams,
             threshold,
             filter,
-            keys,
-            items: owners,
+            entries,
             dir,
             sizes,
             usable,
         }
     }
 
-    /// The entries of n-gram `h`: a range of `keys` and `items`.
-    fn entries(&self, h: u64) -> std::ops::Range<usize> {
+    /// The entries of n-gram `h` (a range of `entries`). A bucket's keys are uniform over u32,
+    /// so key k sits near k / 2^32 of the way through it: the lookup starts there and walks,
+    /// mostly within the cache line it starts in (a binary search costs a miss per step).
+    fn entries_of(&self, h: u64) -> std::ops::Range<usize> {
         let (b, k) = split(h);
         let (lo, hi) = (self.dir[b] as usize, self.dir[b + 1] as usize);
-        let at = lo + self.keys[lo..hi].partition_point(|&x| x < k);
-        let end = at + self.keys[at..hi].iter().take_while(|&&x| x == k).count();
+        let key = |i: usize| (self.entries[i] >> 32) as u32;
+        let mut at = lo + ((u64::from(k) * (hi - lo) as u64) >> 32) as usize;
+        while at > lo && key(at - 1) >= k {
+            at -= 1;
+        }
+        while at < hi && key(at) < k {
+            at += 1;
+        }
+        let mut end = at;
+        while end < hi && key(end) == k {
+            end += 1;
+        }
         at..end
     }
 
-    /// The item of which a document with these token hashes holds the largest share of
-    /// n-grams, if that share reaches the threshold. `buf` is scratch space, reused.
-    pub(crate) fn find(&self, tokens: &[u64], buf: &mut Vec<u64>) -> Option<Hit> {
-        let shares = self.shares(tokens, buf);
+    /// The item of which a document with these token hashes (and their shingle hashes, see
+    /// [`Grams::of`]) holds the largest share of n-grams, if that share reaches the threshold.
+    /// `buf` is scratch space, reused.
+    pub(crate) fn find(&self, tokens: &[u64], shingles: &[u64], buf: &mut Vec<u64>) -> Option<Hit> {
+        let shares = self.shares(tokens, shingles, buf);
         let best = shares.into_iter().max_by(|a, b| {
             a.share
                 .total_cmp(&b.share)
@@ -281,18 +412,18 @@ impl Table {
     }
 
     /// Every item the document shares a kept n-gram with, and the share, in item order.
-    pub(crate) fn shares(&self, tokens: &[u64], buf: &mut Vec<u64>) -> Vec<Hit> {
-        if tokens.len() < self.n || self.keys.is_empty() {
+    pub(crate) fn shares(&self, tokens: &[u64], shingles: &[u64], buf: &mut Vec<u64>) -> Vec<Hit> {
+        if tokens.len() < self.grams.n || self.entries.is_empty() {
             return Vec::new();
         }
         buf.clear();
-        ngrams(tokens, self.n, buf);
-        let mut found: Vec<(u32, u64)> = Vec::new();
+        self.grams.of(tokens, shingles, buf);
         for h in buf.iter_mut() {
             *h &= KEPT;
         }
+        let mut found: Vec<(u32, u64)> = Vec::new();
         for h in self.filter.may_contain(buf, |h| h) {
-            found.extend(self.items[self.entries(h)].iter().map(|&i| (i, h)));
+            found.extend(self.entries[self.entries_of(h)].iter().map(|&e| (e as u32, h)));
         }
         if found.is_empty() {
             return Vec::new();
@@ -320,15 +451,18 @@ impl Table {
 
     /// Bytes the table holds.
     pub(crate) fn bytes(&self) -> usize {
-        self.filter.bytes() + 8 * self.keys.len() + 4 * self.dir.len() + 5 * self.sizes.len()
+        self.filter.bytes() + 8 * self.entries.len() + 4 * self.dir.len() + 5 * self.sizes.len()
     }
 
     /// Appends the table, serialised, to `out` (read back by [`Table::decode`]).
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&(self.n as u32).to_le_bytes());
+        out.extend_from_slice(&(self.grams.n as u32).to_le_bytes());
+        out.extend_from_slice(&(self.grams.k as u32).to_le_bytes());
         out.extend_from_slice(&self.threshold.to_le_bytes());
         self.filter.write(out);
-        for v in [&self.dir, &self.keys, &self.items, &self.sizes] {
+        let keys: Vec<u32> = self.entries.iter().map(|&e| (e >> 32) as u32).collect();
+        let items: Vec<u32> = self.entries.iter().map(|&e| e as u32).collect();
+        for v in [&self.dir, &keys, &items, &self.sizes] {
             out.extend_from_slice(&(v.len() as u64).to_le_bytes());
             for x in v.iter() {
                 out.extend_from_slice(&x.to_le_bytes());
@@ -341,9 +475,10 @@ impl Table {
     /// one: too short, or values out of range).
     pub(crate) fn decode(bytes: &[u8]) -> Option<Table> {
         let n = crate::io::u32_at(bytes.get(..4)?, 0) as usize;
-        let threshold = f64::from_le_bytes(bytes.get(4..12)?.try_into().ok()?);
-        let (filter, used) = Bloom::read(bytes.get(12..)?)?;
-        let mut at = 12 + used;
+        let k = crate::io::u32_at(bytes.get(4..8)?, 0) as usize;
+        let threshold = f64::from_le_bytes(bytes.get(8..16)?.try_into().ok()?);
+        let (filter, used) = Bloom::read(bytes.get(16..)?)?;
+        let mut at = 16 + used;
         let mut arrays: Vec<Vec<u32>> = Vec::with_capacity(4);
         for _ in 0..4 {
             let len = u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?) as usize;
@@ -366,13 +501,12 @@ impl Table {
             && dir.windows(2).all(|w| w[0] <= w[1])
             && keys.len() == items.len()
             && items.iter().all(|&i| (i as usize) < sizes.len());
-        consistent.then_some(Table {
-            n,
+        consistent.then(|| Table {
+            grams: Grams { n, k },
             threshold,
             filter,
             dir,
-            keys,
-            items,
+            entries: keys.iter().zip(&items).map(|(&k, &i)| entry(k, i)).collect(),
             sizes,
             usable,
         })
@@ -404,6 +538,25 @@ mod tests {
         token_hashes_of(text, Tokenizer::Chars, &mut Scratch::default()).to_vec()
     }
 
+    /// 8-grams from dedup's default 5-token shingles.
+    const G: Grams = Grams { n: 8, k: 5 };
+
+    impl Table {
+        /// [`Table::find`] of a document's tokens, their shingles made here.
+        fn find_in(&self, tokens: &[u64]) -> Option<Hit> {
+            let mut shingles = Vec::new();
+            ngrams(tokens, self.grams.k, &mut shingles);
+            self.find(tokens, &shingles, &mut Vec::new())
+        }
+
+        /// [`Table::shares`] likewise.
+        fn shares_in(&self, tokens: &[u64]) -> Vec<Hit> {
+            let mut shingles = Vec::new();
+            ngrams(tokens, self.grams.k, &mut shingles);
+            self.shares(tokens, &shingles, &mut Vec::new())
+        }
+    }
+
     const BOILER: &str = "Example 1: Input: nums = [2,7,11,15], target = 9 Output: [0,1] Constraints: 1 <= nums.length <= 10^4";
 
     fn items() -> Vec<Option<Vec<u64>>> {
@@ -421,7 +574,7 @@ mod tests {
 
     #[test]
     fn boilerplate_short_empty_and_repeated_items() {
-        let t = Table::build(&items(), 8, 0.3);
+        let t = Table::build(&items(), G, 0.3);
         assert_eq!(t.usable(0), Usable::Yes);
         assert_eq!(t.usable(3), Usable::TooShort);
         assert_eq!(t.usable(4), Usable::Empty);
@@ -435,53 +588,48 @@ mod tests {
             Some(tokens(&format!("{BOILER} b"))),
             Some(tokens(&format!("{BOILER} c"))),
         ];
-        let t = Table::build(&only, 8, 0.3);
+        let t = Table::build(&only, G, 0.3);
         assert!(t.usable(0) == Usable::BoilerplateOnly || t.sizes[0] <= 1);
     }
 
     #[test]
     fn finds_the_item_whole_inside_and_partly_but_not_its_boilerplate() {
-        let t = Table::build(&items(), 8, 0.3);
-        let mut buf = Vec::new();
+        let t = Table::build(&items(), G, 0.3);
         let item = "Given an array of integers return the indices of the two numbers that add up to the target value";
         let hit = t
-            .find(&tokens(&format!("{BOILER} {item}")), &mut buf)
+            .find_in(&tokens(&format!("{BOILER} {item}")))
             .unwrap();
         assert_eq!((hit.item, hit.share), (0, 1.0));
         let page = format!(
             "Welcome to my blog about cooking. Today: {item}. Leave a comment below, thanks."
         );
-        assert_eq!(t.find(&tokens(&page), &mut buf).unwrap().item, 0);
+        assert_eq!(t.find_in(&tokens(&page)).unwrap().item, 0);
         // Its first 80%.
         let words: Vec<&str> = item.split(' ').collect();
         let part = words[..words.len() * 8 / 10].join(" ");
-        let hit = t.find(&tokens(&part), &mut buf).unwrap();
+        let hit = t.find_in(&tokens(&part)).unwrap();
         assert!(hit.share > 0.3 && hit.share < 0.8, "{hit:?}");
         // Boilerplate only: nothing.
         assert_eq!(
-            t.find(
-                &tokens(&format!("{BOILER} something else entirely here")),
-                &mut buf
-            ),
+            t.find_in(&tokens(&format!("{BOILER} something else entirely here"))),
             None
         );
-        assert_eq!(t.find(&tokens("a b c"), &mut buf), None);
+        assert_eq!(t.find_in(&tokens("a b c")), None);
         // The page holds the item without its boilerplate: its own n-grams, not the straddling.
-        let shares = t.shares(&tokens(&page), &mut buf);
+        let shares = t.shares_in(&tokens(&page));
         assert_eq!(shares[0].share, (t.sizes[0] - 7) as f32 / t.sizes[0] as f32);
     }
 
     #[test]
     fn a_table_reads_back_as_written() {
-        let t = Table::build(&items(), 8, 0.3);
+        let t = Table::build(&items(), G, 0.3);
         let mut bytes = Vec::new();
         t.encode(&mut bytes);
         let back = Table::decode(&bytes).unwrap();
         assert_eq!(
-            (back.keys, back.items, back.dir, back.sizes),
+            (back.entries, back.dir, back.sizes),
             (
-                t.keys.clone(),
-                t.items.clone(),
+                t.entries.clone(),
                 t.dir.clone(),
                 t.sizes.clone()
             )
@@ -491,22 +639,66 @@ mod tests {
         assert!(Table::decode(&[]).is_none());
     }
 
+    #[test]
+    fn ngrams_from_shingles_are_one_per_position_and_tell_periodic_text_apart() {
+        // Period 2: two distinct 8-grams, alternating; period 3 (= n - k): three.
+        for (text, distinct) in [("a b a b a b a b a b a b", 2), ("x y z x y z x y z x y z", 3)] {
+            let t = tokens(text);
+            let mut shingles = Vec::new();
+            ngrams(&t, G.k, &mut shingles);
+            let mut out = Vec::new();
+            G.of(&t, &shingles, &mut out);
+            assert_eq!(out.len(), t.len() + 1 - G.n);
+            out.sort_unstable();
+            out.dedup();
+            assert_eq!(out.len(), distinct, "{text}");
+        }
+    }
+
     proptest! {
         /// A document made of an item's own text always finds that item with its full share, and
-        /// shares never exceed 1.
+        /// shares never exceed 1: n-grams made from shingles (k = 4, 5), the shingles themselves
+        /// (k = n) or rolled over the tokens (k = 3, 9).
         #[test]
-        fn an_item_finds_itself(words in proptest::collection::vec("[a-z]{1,6}", 8..40), pick in 0usize..3) {
+        fn an_item_finds_itself(
+            words in proptest::collection::vec("[a-z]{1,6}", 8..40),
+            pick in 0usize..3,
+            k in prop::sample::select(vec![3usize, 4, 5, 8, 9]),
+        ) {
             let mut texts: Vec<Option<Vec<u64>>> = items();
             let doc = words.join(" ");
             texts[pick] = Some(tokens(&doc));
-            let t = Table::build(&texts, 8, 0.3);
-            let mut buf = Vec::new();
-            for h in t.shares(&tokens(&doc), &mut buf) {
+            let t = Table::build(&texts, Grams { n: 8, k }, 0.3);
+            for h in t.shares_in(&tokens(&doc)) {
                 prop_assert!(h.share <= 1.0);
             }
             if t.usable(pick) == Usable::Yes && t.sizes[pick] > 0 {
-                let hit = t.find(&tokens(&doc), &mut buf);
+                let hit = t.find_in(&tokens(&doc));
                 prop_assert!(hit.is_some_and(|h| h.share == 1.0));
+            }
+        }
+
+        /// The guessed lookup finds exactly a brute-force scan's entries, in crowded buckets
+        /// (every n-gram in 4 buckets), keys repeated across items and skewed keys alike.
+        #[test]
+        fn lookup_finds_what_a_scan_finds(
+            grams in proptest::collection::vec((0u64..4, 0u32..2000, any::<u32>()), 1..600),
+            probes in proptest::collection::vec((0u64..4, 0u32..2000, any::<u32>()), 1..50),
+        ) {
+            // Keys small (0..2000) or anywhere, so guesses land both far and near.
+            let hash = |&(b, k, wide): &(u64, u32, u32)| hash_of(b as usize, if k % 2 == 0 { k } else { wide });
+            let items: Vec<Item> = grams.chunks(7).enumerate().map(|(i, c)| Item {
+                usable: Usable::Yes,
+                key: i as u128,
+                grams: c.iter().map(hash).collect(),
+            }).collect();
+            let t = Table::from_items(items, G, 0.3);
+            for h in grams.iter().chain(&probes).map(hash) {
+                let (b, k) = split(h);
+                let want: Vec<usize> = (t.dir[b] as usize..t.dir[b + 1] as usize)
+                    .filter(|&i| (t.entries[i] >> 32) as u32 == k)
+                    .collect();
+                prop_assert_eq!(t.entries_of(h).collect::<Vec<_>>(), want);
             }
         }
     }

@@ -172,16 +172,18 @@ fn contaminated(
     let (Some(by), Some(cfg)) = (c.contaminated_by, m.config.reference.as_ref()) else {
         return Vec::new();
     };
+    // The items' rows alone, each file read once; a text only if it is the item the manifest
+    // names.
+    let positions: Vec<u64> = flagged.iter().map(|f| f.1).collect();
+    let read = crate::reference::items_at(&m.reference, cfg, &positions)
+        .unwrap_or_else(|_| vec![None; flagged.len()]);
     flagged
         .iter()
-        .map(|&(i, at)| {
+        .zip(read)
+        .map(|(&(i, _), read)| {
             let d = doc(i);
             let item = by.get(i).unwrap_or("").to_string();
-            // The item's row alone; its text only if it is the one the manifest names.
-            let read = crate::reference::item_at(&m.reference, cfg, at)
-                .ok()
-                .flatten();
-            let text = read.as_ref().filter(|x| x.0 == item).map(|x| x.3.as_str());
+            let text = read.as_ref().filter(|x| x.id == item).map(|x| x.text.as_str());
             let matched = match (text, d.text.clone().flatten()) {
                 (Some(t), Some(dt)) => crate::text::diff::item_in_doc(t, &dt),
                 _ => Vec::new(),
