@@ -13,7 +13,7 @@
 
 mod table;
 
-pub(crate) use table::{Grams, Hit, Item, Table, Usable, BOILERPLATE_ITEMS};
+pub(crate) use table::{Hit, Item, Table, Usable, BOILERPLATE_ITEMS};
 
 use std::sync::{Arc, Mutex};
 
@@ -173,7 +173,7 @@ pub(crate) fn list(cfg: &ReferenceConfig) -> Result<Vec<ReferenceFile>> {
 /// The cache file of the built reference in an index directory (one; another reference
 /// replaces it).
 pub(crate) const CACHE: &str = "reference-cache.bin";
-const CACHE_MAGIC: &[u8; 8] = b"CDREF\x02\x00\x00";
+const CACHE_MAGIC: &[u8; 8] = b"CDREF\x01\x00\x00";
 
 /// The loaded reference of the process, by what it was loaded from: the signatures tasks of a
 /// local run share one.
@@ -183,7 +183,7 @@ static LOADED: Mutex<Loaded> = Mutex::new(None);
 
 impl Reference {
     /// Loads the reference of `files` (as the plan recorded them; each is checked unchanged)
-    /// matched with `tokenizer` and shingles of `shingle` tokens (the run's `--ngram`): from `cache` (an index directory) when it holds this one, else
+    /// matched with `tokenizer`: from `cache` (an index directory) when it holds this one, else
     /// built, and written there when `writes_cache` (one task of a run writes it: hundreds of
     /// tasks building it at once on the first night would each upload it). The process keeps
     /// the last one loaded for its next task.
@@ -191,14 +191,12 @@ impl Reference {
         files: &[ReferenceFile],
         cfg: &ReferenceConfig,
         tokenizer: Tokenizer,
-        shingle: usize,
         cache: Option<&OutputDir>,
         writes_cache: bool,
     ) -> Result<Arc<Reference>> {
         // The globs do not matter, only the files they gave.
         let matching = (&cfg.id_column, &cfg.text_column, cfg.ngram, cfg.threshold);
-        let key = serde_json::json!([files, matching, tokenizer, shingle, BOILERPLATE_ITEMS])
-            .to_string();
+        let key = serde_json::json!([files, matching, tokenizer, BOILERPLATE_ITEMS]).to_string();
         // The lock is never held while a reference is read or built: that work runs on rayon,
         // whose threads may meanwhile take up another task that asks for the reference, and a
         // thread blocked on a lock it holds itself would never wake. Two tasks of one process
@@ -215,10 +213,7 @@ impl Reference {
                 .transpose()?
             {
                 Some(Some(r)) => (Arc::new(r), true),
-                _ => (
-                    Arc::new(Reference::read(files, cfg, tokenizer, shingle)?),
-                    false,
-                ),
+                _ => (Arc::new(Reference::read(files, cfg, tokenizer)?), false),
             },
         };
         // Built here (by this task or another of the process): the writing task writes it. One
@@ -301,13 +296,9 @@ impl Reference {
         files: &[ReferenceFile],
         cfg: &ReferenceConfig,
         tokenizer: Tokenizer,
-        shingle: usize,
     ) -> Result<Reference> {
         // Each item's n-gram set is made as its text is tokenised: no token list is held.
-        let grams = Grams {
-            n: cfg.ngram,
-            k: shingle,
-        };
+        let n = cfg.ngram;
         let read: Vec<(Vec<String>, Vec<Item>)> = files
             .par_iter()
             .map(|f| {
@@ -315,14 +306,10 @@ impl Reference {
                 let items = (0..texts.len())
                     .into_par_iter()
                     .with_min_len(64)
-                    .map_init(
-                        || (Scratch::default(), Vec::new()),
-                        |(scratch, buf), i| {
-                            let tokens =
-                                texts.get(i).map(|t| token_hashes_of(t, tokenizer, scratch));
-                            Item::of(tokens, grams, buf)
-                        },
-                    )
+                    .map_init(Scratch::default, |scratch, i| {
+                        let tokens = texts.get(i).map(|t| token_hashes_of(t, tokenizer, scratch));
+                        Item::of(tokens, n)
+                    })
                     .collect();
                 Ok((ids, items))
             })
@@ -335,7 +322,7 @@ impl Reference {
             ids.extend(fi);
             items.extend(ft);
         }
-        let table = Table::from_items(items, grams, cfg.threshold);
+        let table = Table::from_items(items, n, cfg.threshold);
         let mut counts: Vec<ItemCounts> = files
             .iter()
             .map(|f| ItemCounts {

@@ -47,7 +47,7 @@ pub(crate) enum Usable {
 
 /// The matching table of a reference.
 pub(crate) struct Table {
-    grams: Grams,
+    n: usize,
     threshold: f64,
     filter: Bloom,
     /// Kept n-grams by bucket ([`split`]): `dir[b]..dir[b + 1]` are bucket b's entries, each
@@ -68,46 +68,6 @@ pub(crate) struct Hit {
     pub share: f32,
 }
 
-/// How the n-grams of `n` tokens are hashed, for items and documents alike. Dedup has already
-/// hashed each run of `k` tokens (its shingles); when k <= n <= 2k the n-gram at i is exactly
-/// covered by the shingles at i and i + n - k, so its hash is theirs combined: two instructions,
-/// where rolling a hash over the tokens costs a chain of multiplies per token. Otherwise the
-/// tokens are rolled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Grams {
-    pub n: usize,
-    /// The shingle size of the run (`--ngram`).
-    pub k: usize,
-}
-
-impl Grams {
-    fn uses_shingles(&self) -> bool {
-        self.k <= self.n && self.n <= 2 * self.k
-    }
-
-    /// Appends the n-gram hashes of `tokens` to `out` (none for fewer than n tokens);
-    /// `shingles` are the tokens' shingle hashes of k tokens, in text order, as dedup makes them
-    /// ([`ngrams`]).
-    pub(crate) fn of(&self, tokens: &[u64], shingles: &[u64], out: &mut Vec<u64>) {
-        let (n, k) = (self.n, self.k);
-        if tokens.len() < n {
-            return;
-        }
-        if !self.uses_shingles() {
-            return ngrams(tokens, n, out);
-        }
-        debug_assert_eq!(shingles.len(), tokens.len() + 1 - k);
-        // An odd rotation: x ^ rotl(x, r) loses one bit, so a repeat of one shingle n - k tokens
-        // on (periodic text) still hashes apart; n == k is the shingle itself.
-        match n - k {
-            0 => out.extend_from_slice(shingles),
-            d => out.extend(
-                (shingles.iter().zip(&shingles[d..])).map(|(&a, &b)| a ^ b.rotate_left(23)),
-            ),
-        }
-    }
-}
-
 /// What the table needs of one item: [`Item::of`] its token hashes.
 pub(crate) struct Item {
     usable: Usable,
@@ -118,21 +78,15 @@ pub(crate) struct Item {
 }
 
 impl Item {
-    /// An item from its token hashes (None: a null text), matched with `grams`; `buf` is
-    /// scratch space, reused.
-    pub(crate) fn of(tokens: Option<&[u64]>, grams: Grams, buf: &mut Vec<u64>) -> Item {
+    /// An item from its token hashes (None: a null text), matched with n-grams of `n` tokens.
+    pub(crate) fn of(tokens: Option<&[u64]>, n: usize) -> Item {
         let (usable, key, grams) = match tokens {
             None => (Usable::Empty, 0, Vec::new()),
             Some([]) => (Usable::Empty, 0, Vec::new()),
-            Some(t) if t.len() < grams.n => (Usable::TooShort, 0, Vec::new()),
+            Some(t) if t.len() < n => (Usable::TooShort, 0, Vec::new()),
             Some(t) => {
-                buf.clear();
-                if grams.uses_shingles() {
-                    ngrams(t, grams.k, buf);
-                }
-                let mut out = Vec::with_capacity(t.len() + 1 - grams.n);
-                grams.of(t, buf, &mut out);
-                let grams = out;
+                let mut grams = Vec::with_capacity(t.len() + 1 - n);
+                ngrams(t, n, &mut grams);
                 // The exact-text hash of dedup: one token sequence, one key.
                 (Usable::Yes, exact_hash(t, 1, &mut Vec::new()), grams)
             }
@@ -297,18 +251,18 @@ unsafe impl Sync for SharedSlice {}
 
 impl Table {
     /// Builds the table of `items` (token-hash sequences, None for a null text), matched with
-    /// `grams` at `threshold`.
+    /// n-grams of `n` tokens at `threshold`.
     #[cfg(test)]
-    pub(crate) fn build(items: &[Option<Vec<u64>>], grams: Grams, threshold: f64) -> Table {
+    pub(crate) fn build(items: &[Option<Vec<u64>>], n: usize, threshold: f64) -> Table {
         let items = items
             .par_iter()
-            .map(|t| Item::of(t.as_deref(), grams, &mut Vec::new()))
+            .map(|t| Item::of(t.as_deref(), n))
             .collect();
-        Table::from_items(items, grams, threshold)
+        Table::from_items(items, n, threshold)
     }
 
-    /// Builds the table of `items` (made with `grams`) in reference order.
-    pub(crate) fn from_items(items: Vec<Item>, grams: Grams, threshold: f64) -> Table {
+    /// Builds the table of `items` in reference order.
+    pub(crate) fn from_items(items: Vec<Item>, n: usize, threshold: f64) -> Table {
         let mut usable: Vec<Usable> = items.iter().map(|i| i.usable).collect();
         let mut first_of: ahash::AHashSet<u128> = ahash::AHashSet::new();
         for (u, item) in usable.iter_mut().zip(&items) {
@@ -367,7 +321,7 @@ impl Table {
             }
         }
         Table {
-            grams,
+            n,
             threshold,
             filter,
             entries,
@@ -398,11 +352,10 @@ impl Table {
         at..end
     }
 
-    /// The item of which a document with these token hashes (and their shingle hashes, see
-    /// [`Grams::of`]) holds the largest share of n-grams, if that share reaches the threshold.
-    /// `buf` is scratch space, reused.
-    pub(crate) fn find(&self, tokens: &[u64], shingles: &[u64], buf: &mut Vec<u64>) -> Option<Hit> {
-        let shares = self.shares(tokens, shingles, buf);
+    /// The item of which a document with these token hashes holds the largest share of
+    /// n-grams, if that share reaches the threshold. `buf` is scratch space, reused.
+    pub(crate) fn find(&self, tokens: &[u64], buf: &mut Vec<u64>) -> Option<Hit> {
+        let shares = self.shares(tokens, buf);
         let best = shares.into_iter().max_by(|a, b| {
             a.share
                 .total_cmp(&b.share)
@@ -412,12 +365,12 @@ impl Table {
     }
 
     /// Every item the document shares a kept n-gram with, and the share, in item order.
-    pub(crate) fn shares(&self, tokens: &[u64], shingles: &[u64], buf: &mut Vec<u64>) -> Vec<Hit> {
-        if tokens.len() < self.grams.n || self.entries.is_empty() {
+    pub(crate) fn shares(&self, tokens: &[u64], buf: &mut Vec<u64>) -> Vec<Hit> {
+        if tokens.len() < self.n || self.entries.is_empty() {
             return Vec::new();
         }
         buf.clear();
-        self.grams.of(tokens, shingles, buf);
+        ngrams(tokens, self.n, buf);
         for h in buf.iter_mut() {
             *h &= KEPT;
         }
@@ -456,8 +409,7 @@ impl Table {
 
     /// Appends the table, serialised, to `out` (read back by [`Table::decode`]).
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&(self.grams.n as u32).to_le_bytes());
-        out.extend_from_slice(&(self.grams.k as u32).to_le_bytes());
+        out.extend_from_slice(&(self.n as u32).to_le_bytes());
         out.extend_from_slice(&self.threshold.to_le_bytes());
         self.filter.write(out);
         let keys: Vec<u32> = self.entries.iter().map(|&e| (e >> 32) as u32).collect();
@@ -475,10 +427,9 @@ impl Table {
     /// one: too short, or values out of range).
     pub(crate) fn decode(bytes: &[u8]) -> Option<Table> {
         let n = crate::io::u32_at(bytes.get(..4)?, 0) as usize;
-        let k = crate::io::u32_at(bytes.get(4..8)?, 0) as usize;
-        let threshold = f64::from_le_bytes(bytes.get(8..16)?.try_into().ok()?);
-        let (filter, used) = Bloom::read(bytes.get(16..)?)?;
-        let mut at = 16 + used;
+        let threshold = f64::from_le_bytes(bytes.get(4..12)?.try_into().ok()?);
+        let (filter, used) = Bloom::read(bytes.get(12..)?)?;
+        let mut at = 12 + used;
         let mut arrays: Vec<Vec<u32>> = Vec::with_capacity(4);
         for _ in 0..4 {
             let len = u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?) as usize;
@@ -502,7 +453,7 @@ impl Table {
             && keys.len() == items.len()
             && items.iter().all(|&i| (i as usize) < sizes.len());
         consistent.then(|| Table {
-            grams: Grams { n, k },
+            n,
             threshold,
             filter,
             dir,
@@ -538,22 +489,15 @@ mod tests {
         token_hashes_of(text, Tokenizer::Chars, &mut Scratch::default()).to_vec()
     }
 
-    /// 8-grams from dedup's default 5-token shingles.
-    const G: Grams = Grams { n: 8, k: 5 };
-
     impl Table {
-        /// [`Table::find`] of a document's tokens, their shingles made here.
+        /// [`Table::find`] of a document's tokens.
         fn find_in(&self, tokens: &[u64]) -> Option<Hit> {
-            let mut shingles = Vec::new();
-            ngrams(tokens, self.grams.k, &mut shingles);
-            self.find(tokens, &shingles, &mut Vec::new())
+            self.find(tokens, &mut Vec::new())
         }
 
         /// [`Table::shares`] likewise.
         fn shares_in(&self, tokens: &[u64]) -> Vec<Hit> {
-            let mut shingles = Vec::new();
-            ngrams(tokens, self.grams.k, &mut shingles);
-            self.shares(tokens, &shingles, &mut Vec::new())
+            self.shares(tokens, &mut Vec::new())
         }
     }
 
@@ -574,7 +518,7 @@ mod tests {
 
     #[test]
     fn boilerplate_short_empty_and_repeated_items() {
-        let t = Table::build(&items(), G, 0.3);
+        let t = Table::build(&items(), 8, 0.3);
         assert_eq!(t.usable(0), Usable::Yes);
         assert_eq!(t.usable(3), Usable::TooShort);
         assert_eq!(t.usable(4), Usable::Empty);
@@ -588,13 +532,13 @@ mod tests {
             Some(tokens(&format!("{BOILER} b"))),
             Some(tokens(&format!("{BOILER} c"))),
         ];
-        let t = Table::build(&only, G, 0.3);
+        let t = Table::build(&only, 8, 0.3);
         assert!(t.usable(0) == Usable::BoilerplateOnly || t.sizes[0] <= 1);
     }
 
     #[test]
     fn finds_the_item_whole_inside_and_partly_but_not_its_boilerplate() {
-        let t = Table::build(&items(), G, 0.3);
+        let t = Table::build(&items(), 8, 0.3);
         let item = "Given an array of integers return the indices of the two numbers that add up to the target value";
         let hit = t
             .find_in(&tokens(&format!("{BOILER} {item}")))
@@ -622,7 +566,7 @@ mod tests {
 
     #[test]
     fn a_table_reads_back_as_written() {
-        let t = Table::build(&items(), G, 0.3);
+        let t = Table::build(&items(), 8, 0.3);
         let mut bytes = Vec::new();
         t.encode(&mut bytes);
         let back = Table::decode(&bytes).unwrap();
@@ -639,36 +583,15 @@ mod tests {
         assert!(Table::decode(&[]).is_none());
     }
 
-    #[test]
-    fn ngrams_from_shingles_are_one_per_position_and_tell_periodic_text_apart() {
-        // Period 2: two distinct 8-grams, alternating; period 3 (= n - k): three.
-        for (text, distinct) in [("a b a b a b a b a b a b", 2), ("x y z x y z x y z x y z", 3)] {
-            let t = tokens(text);
-            let mut shingles = Vec::new();
-            ngrams(&t, G.k, &mut shingles);
-            let mut out = Vec::new();
-            G.of(&t, &shingles, &mut out);
-            assert_eq!(out.len(), t.len() + 1 - G.n);
-            out.sort_unstable();
-            out.dedup();
-            assert_eq!(out.len(), distinct, "{text}");
-        }
-    }
-
     proptest! {
         /// A document made of an item's own text always finds that item with its full share, and
-        /// shares never exceed 1: n-grams made from shingles (k = 4, 5), the shingles themselves
-        /// (k = n) or rolled over the tokens (k = 3, 9).
+        /// shares never exceed 1.
         #[test]
-        fn an_item_finds_itself(
-            words in proptest::collection::vec("[a-z]{1,6}", 8..40),
-            pick in 0usize..3,
-            k in prop::sample::select(vec![3usize, 4, 5, 8, 9]),
-        ) {
+        fn an_item_finds_itself(words in proptest::collection::vec("[a-z]{1,6}", 8..40), pick in 0usize..3) {
             let mut texts: Vec<Option<Vec<u64>>> = items();
             let doc = words.join(" ");
             texts[pick] = Some(tokens(&doc));
-            let t = Table::build(&texts, Grams { n: 8, k }, 0.3);
+            let t = Table::build(&texts, 8, 0.3);
             for h in t.shares_in(&tokens(&doc)) {
                 prop_assert!(h.share <= 1.0);
             }
@@ -692,7 +615,7 @@ mod tests {
                 key: i as u128,
                 grams: c.iter().map(hash).collect(),
             }).collect();
-            let t = Table::from_items(items, G, 0.3);
+            let t = Table::from_items(items, 8, 0.3);
             for h in grams.iter().chain(&probes).map(hash) {
                 let (b, k) = split(h);
                 let want: Vec<usize> = (t.dir[b] as usize..t.dir[b + 1] as usize)

@@ -47,13 +47,13 @@ pub(crate) fn exact_column(
         .into_par_iter()
         .with_min_len(KEY_BATCH)
         .map_init(
-            || (Scratch::default(), Vec::new(), Vec::new(), Vec::new()),
-            |(scratch, hashes, buf, grams), i| match texts.get(i) {
+            || (Scratch::default(), Vec::new(), Vec::new()),
+            |(scratch, hashes, buf), i| match texts.get(i) {
                 Some(t) => {
                     shingle_hashes(t, tokenizer, ngram, scratch, hashes);
                     let exact = exact_hash(scratch.token_hashes(), hashes.len(), buf);
-                    let hit = (reference)
-                        .and_then(|r| r.find(scratch.token_hashes(), hashes, grams));
+                    // The shingle hashes are done with: their buffer takes the n-grams.
+                    let hit = reference.and_then(|r| r.find(scratch.token_hashes(), hashes));
                     (exact, hit)
                 }
                 None => (0, None),
@@ -200,7 +200,7 @@ fn column(
                     if let Some(text) = texts.get(first + j) {
                         shingle_hashes(text, tokenizer, ngram, scratch, hashes);
                         if let Some(hit) =
-                            reference.and_then(|r| r.find(scratch.token_hashes(), hashes, grams))
+                            reference.and_then(|r| r.find(scratch.token_hashes(), grams))
                         {
                             batch.hits.push((j as u32, hit));
                         }

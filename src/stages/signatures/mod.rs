@@ -545,8 +545,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
             let cache = plan.index.as_ref().map(|ip| ip.dir());
             let tokenizer = cfg.effective_tokenizer();
             // The first part's task writes the cache.
-            Reference::load(&plan.reference, rc, tokenizer, cfg.ngram, cache.as_ref(), p == 0)
-                .map(Some)
+            Reference::load(&plan.reference, rc, tokenizer, cache.as_ref(), p == 0).map(Some)
         }
         None => Ok(None),
     };
