@@ -1,5 +1,7 @@
 //! The `corpus-dedup` command line: the binary edge (anyhow errors, one paragraph on stderr), shared
 //! by the binary, the Python package's console script and its `run()`, `apply()` and `explain()`.
+//! The functions the Python package calls return [`CommandError`]: the library's error, with what
+//! the command was working on.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -177,7 +179,52 @@ struct Job {
     layout: TaskOptions,
 }
 
-fn resolve(config: Option<PathBuf>, flags: Settings) -> anyhow::Result<crate::Config> {
+/// An error of a command run through [`run_job`], [`apply_job`] or [`explain_json`]: the
+/// library's [`crate::Error`], after the command started with what it was working on.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// Before the command started (its settings).
+    #[error(transparent)]
+    Setup(Box<crate::Error>),
+    /// The command failed working on `on` (its output, manifest).
+    #[error("corpus-dedup {command} failed ({on})")]
+    Failed {
+        command: &'static str,
+        on: String,
+        #[source]
+        source: Box<crate::Error>,
+    },
+}
+
+impl From<crate::Error> for CommandError {
+    fn from(e: crate::Error) -> CommandError {
+        CommandError::Setup(Box::new(e))
+    }
+}
+
+impl CommandError {
+    fn failed(command: &'static str, on: String) -> impl FnOnce(crate::Error) -> CommandError {
+        move |source| CommandError::Failed {
+            command,
+            on,
+            source: Box::new(source),
+        }
+    }
+
+    /// The library's error.
+    pub fn error(&self) -> &crate::Error {
+        match self {
+            CommandError::Setup(e) | CommandError::Failed { source: e, .. } => e,
+        }
+    }
+
+    /// The paragraph the command prints after `error: ` ([`error_text`]).
+    pub fn text(&self) -> String {
+        error_text(self)
+    }
+}
+
+fn resolve(config: Option<PathBuf>, flags: Settings) -> crate::Result<crate::Config> {
     let file = match &config {
         Some(p) => Settings::from_toml_file(p)?,
         None => Settings::default(),
@@ -196,10 +243,11 @@ pub fn run_job(
     layout: &TaskOptions,
     work: Option<&str>,
     keep_work: bool,
-) -> anyhow::Result<(Config, serde_json::Value)> {
+) -> Result<(Config, serde_json::Value), CommandError> {
     let cfg = resolve(config, flags)?;
-    let summary = executor::local::run(&cfg, layout, work, keep_work)
-        .with_context(|| format!("corpus-dedup run failed (output '{}')", cfg.output))?;
+    let summary = executor::local::run(&cfg, layout, work, keep_work).map_err(
+        CommandError::failed("run", format!("output '{}'", cfg.output)),
+    )?;
     Ok((cfg, summary))
 }
 
@@ -300,12 +348,13 @@ fn plan(job: Job, work: String) -> anyhow::Result<()> {
 pub fn apply_job(
     opts: &crate::apply::ApplyOptions,
     threads: Option<usize>,
-) -> anyhow::Result<(crate::apply::ApplyReport, serde_json::Value)> {
+) -> Result<(crate::apply::ApplyReport, serde_json::Value), CommandError> {
     let threads =
         threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     std::env::set_var("POLARS_MAX_THREADS", threads.to_string());
-    let report = executor::local::in_pool(threads, || crate::apply::apply(opts))
-        .with_context(|| format!("corpus-dedup apply failed (manifest '{}')", opts.manifest))?;
+    let report = executor::local::in_pool(threads, || crate::apply::apply(opts)).map_err(
+        CommandError::failed("apply", format!("manifest '{}'", opts.manifest)),
+    )?;
     let line = serde_json::json!({
         "dry_run": report.dry_run,
         "shards": report.shards.len(),
@@ -466,14 +515,18 @@ fn explanation(
     output: &str,
     id: &str,
     limit: usize,
-) -> anyhow::Result<crate::explain::Explanation> {
-    crate::explain::explain(output, id, limit)
-        .with_context(|| format!("corpus-dedup explain failed (output '{output}')"))
+) -> Result<crate::explain::Explanation, CommandError> {
+    crate::explain::explain(output, id, limit).map_err(CommandError::failed(
+        "explain",
+        format!("output '{output}'"),
+    ))
 }
 
 /// The cluster of one document as the JSON `corpus-dedup explain --json` prints.
-pub fn explain_json(output: &str, id: &str, limit: usize) -> anyhow::Result<String> {
-    Ok(serde_json::to_string(&explanation(output, id, limit)?)?)
+pub fn explain_json(output: &str, id: &str, limit: usize) -> Result<String, CommandError> {
+    let e = explanation(output, id, limit)?;
+    // Serialising plain data into memory does not fail.
+    Ok(serde_json::to_string(&e).unwrap_or_default())
 }
 
 fn explain(output: String, id: String, limit: usize, json: bool) -> anyhow::Result<()> {
@@ -590,15 +643,22 @@ fn handle_signals() {
 
 /// The one paragraph of an error as the command prints it after `error: `: the context chain,
 /// outermost first, with ids, paths and values quoted from the input shown, never emitted raw.
-pub fn error_text(e: &anyhow::Error) -> String {
+pub fn error_text(e: &(dyn std::error::Error + 'static)) -> String {
     let mut msg: Vec<String> = Vec::new();
-    for c in e.chain() {
-        msg.push(c.to_string());
+    let mut next = Some(e);
+    while let Some(c) = next {
         // The library's errors say their cause in their own message: the sources below would
-        // repeat it.
-        if c.downcast_ref::<crate::Error>().is_some() {
+        // repeat it (a transparent `Setup` shows its error's message and forwards its sources).
+        if let Some(CommandError::Setup(inner)) = c.downcast_ref::<CommandError>() {
+            let inner: &crate::Error = inner;
+            msg.push(inner.to_string());
             break;
         }
+        msg.push(c.to_string());
+        if c.is::<crate::Error>() || c.is::<Box<crate::Error>>() {
+            break;
+        }
+        next = c.source();
     }
     visible(&msg.join(": ")).into_owned()
 }
@@ -661,7 +721,7 @@ where
     match result {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("error: {}", error_text(&e));
+            eprintln!("error: {}", error_text(e.as_ref()));
             1
         }
     }
@@ -677,11 +737,30 @@ mod tests {
             path: "out/m.parquet".into(),
             source: std::io::Error::from_raw_os_error(28).into(),
         };
-        let text = error_text(&anyhow::Error::new(e).context("corpus-dedup run failed"));
+        let text = error_text(
+            anyhow::Error::new(e)
+                .context("corpus-dedup run failed")
+                .as_ref(),
+        );
         assert_eq!(text.matches("os error 28").count(), 1, "{text}");
         assert!(
             text.starts_with("corpus-dedup run failed: no space left on device"),
             "{text}"
         );
+        // The same through the library's command errors, before and after the command started.
+        let full = || crate::Error::Output {
+            path: "out/m.parquet".into(),
+            source: std::io::Error::from_raw_os_error(28).into(),
+        };
+        let failed = CommandError::failed("run", "output 'out'".into())(full());
+        let text = failed.text();
+        assert_eq!(text.matches("os error 28").count(), 1, "{text}");
+        assert!(
+            text.starts_with("corpus-dedup run failed (output 'out'): no space"),
+            "{text}"
+        );
+        assert_eq!(failed.error().kind(), crate::error::ErrorKind::Storage);
+        let setup = CommandError::from(full());
+        assert_eq!(setup.text(), full().to_string());
     }
 }

@@ -12,6 +12,18 @@ pub enum Error {
     #[error("invalid configuration: {0}")]
     Config(String),
 
+    /// A setting given by name (the Python package's keyword arguments) that the job does not have.
+    #[error("unknown setting `{name}` (the settings: {})", known.join(", "))]
+    UnknownSetting { name: String, known: Vec<String> },
+
+    /// A setting given by name whose value does not fit it.
+    #[error("setting `{name}`: {source}")]
+    BadSetting {
+        name: String,
+        #[source]
+        source: serde_json::Error,
+    },
+
     /// The configuration file could not be read or parsed.
     #[error("cannot read config file {path}: {source}")]
     ConfigFile {
@@ -219,6 +231,8 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::Config(_)
+            | Error::UnknownSetting { .. }
+            | Error::BadSetting { .. }
             | Error::ConfigFile { .. }
             | Error::NoSuchTask(_)
             | Error::NoPlan { .. }

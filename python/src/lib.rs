@@ -62,12 +62,16 @@ pyo3::create_exception!(
 
 /// The exception of an error, with the command line's one paragraph, of the class of its kind
 /// (the base `Error` when the library did not say, which is a bug).
-fn error(e: anyhow::Error) -> PyErr {
+fn error(e: impl Into<anyhow::Error>) -> PyErr {
     use corpus_dedup::error::ErrorKind;
-    let text = command::error_text(&e);
+    let e: anyhow::Error = e.into();
+    let text = command::error_text(e.as_ref());
     let kind = e
         .chain()
-        .find_map(|c| c.downcast_ref::<corpus_dedup::Error>())
+        .find_map(|c| match c.downcast_ref::<command::CommandError>() {
+            Some(ce) => Some(ce.error()),
+            None => c.downcast_ref::<corpus_dedup::Error>(),
+        })
         .map(corpus_dedup::Error::kind);
     match kind {
         Some(ErrorKind::Config) => ConfigError::new_err(text),
@@ -85,28 +89,35 @@ fn cli(py: Python<'_>, argv: Vec<String>) -> u8 {
     py.detach(|| command::main(argv))
 }
 
-/// Settings from the JSON object the Python side made of keyword arguments (kebab-case keys).
+/// Settings from the JSON object the Python side made of keyword arguments (kebab-case keys). An
+/// unknown one is named as the caller spelled it (snake_case), beside the ones there are.
 fn settings(json: &str) -> anyhow::Result<Settings> {
-    serde_json::from_str(json).map_err(|e| {
-        // serde names the option as the TOML file spells it and says where in the JSON it was.
-        let msg = e.to_string();
-        let msg = msg.split(" at line ").next().unwrap_or(&msg);
-        let msg = match msg.strip_prefix("unknown field ") {
-            Some(rest) => format!(
-                "unknown keyword argument {}",
-                rest.replace('-', "_")
-                    .replace("expected one of", "expected one of the settings")
-            ),
-            None => format!("bad setting: {msg}"),
-        };
-        anyhow::Error::new(corpus_dedup::Error::Config(msg))
+    let values = match serde_json::from_str(json)? {
+        serde_json::Value::Object(values) => values,
+        other => anyhow::bail!("settings must be a JSON object, not {other}"),
+    };
+    let snake = |n: &str| format!("`{}`", n.replace('-', "_"));
+    let config = |msg: String| anyhow::Error::new(corpus_dedup::Error::Config(msg));
+    Settings::from_values(values).map_err(|e| match e {
+        corpus_dedup::Error::UnknownSetting { name, known } => {
+            let known: Vec<String> = known.iter().map(|k| snake(k)).collect();
+            config(format!(
+                "unknown keyword argument {} (the settings: {})",
+                snake(&name),
+                known.join(", ")
+            ))
+        }
+        corpus_dedup::Error::BadSetting { name, source } => {
+            config(format!("keyword argument {}: {source}", snake(&name)))
+        }
+        other => anyhow::Error::new(other),
     })
 }
 
 /// Runs the job; returns the summary as JSON.
 #[pyfunction]
 fn run(py: Python<'_>, settings_json: &str) -> PyResult<String> {
-    py.detach(|| {
+    py.detach(|| -> anyhow::Result<String> {
         let (_, summary) = command::run_job(
             None,
             settings(settings_json)?,

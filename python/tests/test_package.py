@@ -70,6 +70,8 @@ def test_errors_raise_a_class_per_kind(tmp_path):
         cd.run(SAMPLES, str(tmp_path / "b"), threshold=1.5)
     with pytest.raises(cd.ConfigError, match="unknown keyword argument"):
         cd.run(SAMPLES, str(tmp_path / "c"), thresold=0.9)
+    with pytest.raises(cd.ConfigError, match="keyword argument `num_perm`: invalid type"):
+        cd.run(SAMPLES, str(tmp_path / "c"), num_perm="many")
     with pytest.raises(cd.InputError, match="no column 'lang'"):
         cd.run(SAMPLES, str(tmp_path / "d"), partition_by="lang")
     # An index another process holds (its lock file flocked, as a run does): retry later.

@@ -172,6 +172,36 @@ impl Settings {
         })
     }
 
+    /// Settings by name (kebab-case, as the config file and the flags spell them) with their
+    /// values as JSON: the Python package's keyword arguments. A name the job does not have is
+    /// [`Error::UnknownSetting`]; a value that does not fit, [`Error::BadSetting`] naming it.
+    pub fn from_values(values: serde_json::Map<String, serde_json::Value>) -> Result<Settings> {
+        let known = Settings::names();
+        if let Some(name) = values.keys().find(|k| !known.contains(k)) {
+            return Err(Error::UnknownSetting {
+                name: name.clone(),
+                known,
+            });
+        }
+        // One at a time, so that an error names the setting whose value does not fit.
+        let mut out = Settings::default();
+        for (name, value) in values {
+            let one = serde_json::Map::from_iter([(name.clone(), value)]);
+            let one: Settings = serde_json::from_value(one.into())
+                .map_err(|source| Error::BadSetting { name, source })?;
+            out = one.over(out);
+        }
+        Ok(out)
+    }
+
+    /// The names of the settings (the flags of `run` that a config file can also give).
+    pub fn names() -> Vec<String> {
+        let cmd = <Settings as clap::Args>::augment_args(clap::Command::new("settings"));
+        cmd.get_arguments()
+            .filter_map(|a| a.get_long().map(str::to_string))
+            .collect()
+    }
+
     /// `self` (flags) overrides `base` (file) field by field.
     pub fn over(self, base: Settings) -> Settings {
         Settings {
@@ -561,6 +591,37 @@ pub fn help_with_defaults(cmd: clap::Command) -> clap::Command {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_by_name_name_what_is_wrong() {
+        let values = |json: &str| match serde_json::from_str(json).unwrap() {
+            serde_json::Value::Object(m) => Settings::from_values(m),
+            _ => unreachable!(),
+        };
+        let s = values(r#"{"threshold": 0.9, "input": ["a/*.parquet"], "quiet": true}"#).unwrap();
+        assert_eq!(
+            (s.threshold, s.input, s.quiet),
+            (Some(0.9), vec!["a/*.parquet".into()], true)
+        );
+        match values(r#"{"thresold": 0.9}"#).unwrap_err() {
+            Error::UnknownSetting { name, known } => {
+                assert_eq!(name, "thresold");
+                assert!(known.iter().any(|k| k == "threshold"));
+            }
+            e => panic!("{e}"),
+        }
+        let e = values(r#"{"num-perm": "many"}"#).unwrap_err();
+        assert!(
+            matches!(&e, Error::BadSetting { name, .. } if name == "num-perm"),
+            "{e}"
+        );
+        assert_eq!(e.kind(), crate::error::ErrorKind::Config);
+        // Every flag's name is a setting a file (and so a name) can give.
+        for name in Settings::names() {
+            let err = values(&format!(r#"{{"{name}": null}}"#)).err();
+            assert!(!matches!(err, Some(Error::UnknownSetting { .. })), "{name}");
+        }
+    }
 
     fn base() -> Settings {
         Settings {

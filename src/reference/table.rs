@@ -174,7 +174,11 @@ fn scatter(items: &[Item], usable: &[Usable]) -> Pairs {
                 // SAFETY: chunk c writes only positions starts[c][w] .. starts[c][w] +
                 // counts[c][w] of each way w, which no other chunk is given, and all of them lie
                 // within `mid` (the counts sum to its length); `mid` outlives the loop.
-                unsafe { out.0.add(next[w] as usize).write((u128::from(h >> 16) << 32) | i as u128) };
+                unsafe {
+                    out.0
+                        .add(next[w] as usize)
+                        .write((u128::from(h >> 16) << 32) | i as u128)
+                };
                 next[w] += 1;
             }
         }
@@ -376,7 +380,11 @@ impl Table {
         }
         let mut found: Vec<(u32, u64)> = Vec::new();
         for h in self.filter.may_contain(buf, |h| h) {
-            found.extend(self.entries[self.entries_of(h)].iter().map(|&e| (e as u32, h)));
+            found.extend(
+                self.entries[self.entries_of(h)]
+                    .iter()
+                    .map(|&e| (e as u32, h)),
+            );
         }
         if found.is_empty() {
             return Vec::new();
@@ -457,7 +465,11 @@ impl Table {
             threshold,
             filter,
             dir,
-            entries: keys.iter().zip(&items).map(|(&k, &i)| entry(k, i)).collect(),
+            entries: keys
+                .iter()
+                .zip(&items)
+                .map(|(&k, &i)| entry(k, i))
+                .collect(),
             sizes,
             usable,
         })
@@ -540,9 +552,7 @@ mod tests {
     fn finds_the_item_whole_inside_and_partly_but_not_its_boilerplate() {
         let t = Table::build(&items(), 8, 0.3);
         let item = "Given an array of integers return the indices of the two numbers that add up to the target value";
-        let hit = t
-            .find_in(&tokens(&format!("{BOILER} {item}")))
-            .unwrap();
+        let hit = t.find_in(&tokens(&format!("{BOILER} {item}"))).unwrap();
         assert_eq!((hit.item, hit.share), (0, 1.0));
         let page = format!(
             "Welcome to my blog about cooking. Today: {item}. Leave a comment below, thanks."
@@ -572,11 +582,7 @@ mod tests {
         let back = Table::decode(&bytes).unwrap();
         assert_eq!(
             (back.entries, back.dir, back.sizes),
-            (
-                t.entries.clone(),
-                t.dir.clone(),
-                t.sizes.clone()
-            )
+            (t.entries.clone(), t.dir.clone(), t.sizes.clone())
         );
         assert_eq!(back.usable, t.usable);
         assert!(Table::decode(&bytes[..bytes.len() - 3]).is_none());

@@ -183,7 +183,10 @@ fn contaminated(
         .map(|(&(i, _), read)| {
             let d = doc(i);
             let item = by.get(i).unwrap_or("").to_string();
-            let text = read.as_ref().filter(|x| x.id == item).map(|x| x.text.as_str());
+            let text = read
+                .as_ref()
+                .filter(|x| x.id == item)
+                .map(|x| x.text.as_str());
             let matched = match (text, d.text.clone().flatten()) {
                 (Some(t), Some(dt)) => crate::text::diff::item_in_doc(t, &dt),
                 _ => Vec::new(),
