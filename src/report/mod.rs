@@ -393,74 +393,11 @@ pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report
             read.insert(*k);
         }
     }
-    // Pairs: those whose two texts are in row groups already chosen first (they cost nothing),
-    // then others while the budget allows; shown in sample order.
-    let mut pair_rows: Vec<(usize, usize)> = near_pairs
-        .iter()
-        .copied()
-        .filter(|&(i, k)| budget.free(at(i)) && budget.free(at(k)))
-        .take(PAIRS)
-        .collect();
-    for &(i, k) in &near_pairs {
-        if pair_rows.len() == PAIRS {
-            break;
-        }
-        if !pair_rows.contains(&(i, k)) && budget.take(&[at(i), at(k)]) {
-            pair_rows.push((i, k));
-        }
-    }
-    let order: HashMap<(usize, usize), usize> = near_pairs
-        .iter()
-        .enumerate()
-        .map(|(n, &p)| (p, n))
-        .collect();
-    pair_rows.sort_by_key(|p| order.get(p).copied().unwrap_or(usize::MAX));
+    let pair_rows = pick_pairs(&near_pairs, &mut budget, &at);
     read.extend(pair_rows.iter().flat_map(|&(i, k)| [i, k]));
-    // Members: those readable at no cost, else up to MEMBERS_SPENT while the budget allows.
-    // Members, one per cluster per round: one readable at no cost if there is one, else (in the
-    // first MEMBERS_SPENT rounds) one whose row group the budget still allows. Rounds across
-    // all clusters let a row group chosen for one cluster serve the others.
-    let mut members: Vec<Vec<usize>> = vec![Vec::new(); candidates.len()];
-    for round in 0..MEMBERS_SHOWN {
-        for (c, chosen) in candidates.iter().zip(members.iter_mut()) {
-            if chosen.len() != round {
-                continue;
-            }
-            let mut fresh = c.iter().copied().filter(|i| !chosen.contains(i));
-            let free = fresh.clone().find(|&i| budget.free(at(i)));
-            let pick = free.or_else(|| {
-                (round < MEMBERS_SPENT)
-                    .then(|| fresh.find(|&i| budget.take(&[at(i)])))
-                    .flatten()
-            });
-            chosen.extend(pick);
-        }
-    }
-    for chosen in &mut members {
-        chosen.sort_unstable();
-    }
+    let members = pick_members(&candidates, &mut budget, &at);
     read.extend(members.iter().flatten());
-    // Contaminated documents: for each of the items hit most, its first document the budget
-    // allows.
-    let shown_items: Vec<(u64, String)> = (summary["contamination"]["most_hit"].as_array())
-        .into_iter()
-        .flatten()
-        .filter_map(|h| Some((h["item"].as_u64()?, h["id"].as_str()?.to_string())))
-        .take(CONTAMINATED_SHOWN)
-        .collect();
-    let mut flagged: Vec<(usize, u64)> = Vec::new();
-    if let Some(by) = c.contaminated_by {
-        for (item, id) in &shown_items {
-            let rows = by
-                .iter()
-                .enumerate()
-                .filter(|(_, x)| *x == Some(id.as_str()));
-            let pick = rows
-                .map(|(i, _)| i)
-                .find(|&i| budget.free(at(i)) || budget.take(&[at(i)]));
-            flagged.extend(pick.map(|i| (i, *item)));
-        }
-    }
+    let flagged = pick_contaminated(&summary, c.contaminated_by, &mut budget, &at);
     read.extend(flagged.iter().map(|&(i, _)| i));
     let texts = read_texts(&m, &budget.groups, &read.into_iter().collect::<Vec<_>>())?;
     let doc = |i: usize| Doc {
@@ -488,24 +425,7 @@ pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report
         .collect();
     let texts_read = budget.reads();
     let row_groups = budget.groups.total;
-    let sim = Similarity::new(&m.config);
-    let pairs = pair_rows
-        .iter()
-        .map(|&(i, k)| {
-            let (d, kd) = (doc(i), doc(k));
-            let (a, b) = (
-                kd.text.clone().flatten().unwrap_or_default(),
-                d.text.clone().flatten().unwrap_or_default(),
-            );
-            Pair {
-                jaccard: sim.jaccard(&sim.sets(&a), &sim.sets(&b)),
-                diff: word_diff(&a, &b),
-                similarity: sims.get(i).unwrap_or(0.0),
-                doc: d,
-                keeper: kd,
-            }
-        })
-        .collect();
+    let pairs = pairs_shown(&pair_rows, &doc, &|i| sims.get(i), &m.config);
     let contaminated = contaminated(&m, &c, &flagged, &doc);
     Ok(Report {
         contaminated,
@@ -524,6 +444,109 @@ pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report
         texts_read,
         row_groups,
     })
+}
+
+/// The pairs shown (rows `(drop, keeper)`), with their exact Jaccard and word diff.
+fn pairs_shown(
+    rows: &[(usize, usize)],
+    doc: &dyn Fn(usize) -> Doc,
+    similarity: &dyn Fn(usize) -> Option<f32>,
+    config: &crate::Config,
+) -> Vec<Pair> {
+    let sim = Similarity::new(config);
+    rows.iter()
+        .map(|&(i, k)| {
+            let (d, kd) = (doc(i), doc(k));
+            let (a, b) = (
+                kd.text.clone().flatten().unwrap_or_default(),
+                d.text.clone().flatten().unwrap_or_default(),
+            );
+            Pair {
+                jaccard: sim.jaccard(&sim.sets(&a), &sim.sets(&b)),
+                diff: word_diff(&a, &b),
+                similarity: similarity(i).unwrap_or(0.0),
+                doc: d,
+                keeper: kd,
+            }
+        })
+        .collect()
+}
+
+/// Where manifest row `i` is: its shard and row.
+type At<'a> = dyn Fn(usize) -> (&'a str, u64) + 'a;
+
+/// The near-threshold pairs shown: those whose two texts are in row groups already chosen first
+/// (they cost nothing), then others while the budget allows; in sample order.
+fn pick_pairs(near: &[(usize, usize)], budget: &mut Budget, at: &At) -> Vec<(usize, usize)> {
+    let mut rows: Vec<(usize, usize)> = (near.iter().copied())
+        .filter(|&(i, k)| budget.free(at(i)) && budget.free(at(k)))
+        .take(PAIRS)
+        .collect();
+    for &(i, k) in near {
+        if rows.len() == PAIRS {
+            break;
+        }
+        if !rows.contains(&(i, k)) && budget.take(&[at(i), at(k)]) {
+            rows.push((i, k));
+        }
+    }
+    let order: HashMap<(usize, usize), usize> =
+        near.iter().enumerate().map(|(n, &p)| (p, n)).collect();
+    rows.sort_by_key(|p| order.get(p).copied().unwrap_or(usize::MAX));
+    rows
+}
+
+/// The members shown of each large cluster (`candidates`), one per cluster per round: one
+/// readable at no cost if there is one, else (in the first MEMBERS_SPENT rounds) one whose row
+/// group the budget still allows. Rounds across all clusters let a row group chosen for one
+/// cluster serve the others.
+fn pick_members(candidates: &[Vec<usize>], budget: &mut Budget, at: &At) -> Vec<Vec<usize>> {
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); candidates.len()];
+    for round in 0..MEMBERS_SHOWN {
+        for (c, chosen) in candidates.iter().zip(members.iter_mut()) {
+            if chosen.len() != round {
+                continue;
+            }
+            let mut fresh = c.iter().copied().filter(|i| !chosen.contains(i));
+            let free = fresh.clone().find(|&i| budget.free(at(i)));
+            let pick = free.or_else(|| {
+                (round < MEMBERS_SPENT)
+                    .then(|| fresh.find(|&i| budget.take(&[at(i)])))
+                    .flatten()
+            });
+            chosen.extend(pick);
+        }
+    }
+    for chosen in &mut members {
+        chosen.sort_unstable();
+    }
+    members
+}
+
+/// The contaminated documents shown: for each of the items hit most, its first document the
+/// budget allows, with the item's position in the reference.
+fn pick_contaminated(
+    summary: &serde_json::Value,
+    contaminated_by: Option<&polars::prelude::StringChunked>,
+    budget: &mut Budget,
+    at: &At,
+) -> Vec<(usize, u64)> {
+    let Some(by) = contaminated_by else {
+        return Vec::new();
+    };
+    let shown_items = (summary["contamination"]["most_hit"].as_array().into_iter())
+        .flatten()
+        .filter_map(|h| Some((h["item"].as_u64()?, h["id"].as_str()?)))
+        .take(CONTAMINATED_SHOWN);
+    let mut flagged = Vec::new();
+    for (item, id) in shown_items {
+        let rows = by.iter().enumerate().filter(|(_, x)| *x == Some(id));
+        let pick = rows
+            .map(|(i, _)| i)
+            .find(|&i| budget.free(at(i)) || budget.take(&[at(i)]));
+        flagged.extend(pick.map(|i| (i, item)));
+    }
+    flagged
 }
 
 /// One-row reads at most.

@@ -89,113 +89,183 @@ const ALONE: u8 = 3;
 pub(super) fn keepers(
     docs: &Documents,
     external: impl Fn(u32) -> bool,
-    mut each_edge: impl FnMut(&mut dyn FnMut(u32, u32, f32)) -> Result<()>,
+    each_edge: impl FnMut(&mut dyn FnMut(u32, u32, f32)) -> Result<()>,
     lazy: &mut impl Lazy,
 ) -> Result<Keepers> {
-    let (rank, group) = (docs.rank, docs.group);
-    let n = rank.len();
-    // The best member of each group (by keep order) and the documents in keep order.
-    let mut best: Vec<u32> = (0..n as u32).collect();
-    let mut by_rank = vec![0u32; n];
-    for d in 0..n {
-        let g = group[d] as usize;
-        if rank[d] < rank[best[g] as usize] {
-            best[g] = d as u32;
-        }
-        by_rank[rank[d] as usize] = d as u32;
-    }
-    let pos = |g: u32| rank[best[g as usize] as usize];
-    // Each edge between two groups, stored at the later one (keep order): its neighbours decided
-    // before it.
-    let later_earlier = |a: u32, b: u32| {
-        let (x, y) = (group[a as usize], group[b as usize]);
-        match x == y {
-            true => None,
-            false if pos(x) > pos(y) => Some((x, y)),
-            false => Some((y, x)),
-        }
-    };
-    let mut offsets = vec![0usize; n + 1];
-    each_edge(&mut |a, b, _| {
-        if let Some((l, _)) = later_earlier(a, b) {
-            offsets[l as usize + 1] += 1;
-        }
-    })?;
-    for i in 0..n {
-        offsets[i + 1] += offsets[i];
-    }
-    let mut fill = offsets.clone();
-    let mut adj = vec![(0u32, 0f32); offsets[n]];
-    each_edge(&mut |a, b, s| {
-        if let Some((l, e)) = later_earlier(a, b) {
-            let at = &mut fill[l as usize];
-            if let Some(slot) = adj.get_mut(*at) {
-                *slot = (e, s);
+    let order = Order::of(docs);
+    let earlier = Earlier::of(docs, &order, each_edge)?;
+    let decided = Decided::of(docs, &order, &earlier, external, lazy)?;
+    drop(earlier);
+    Ok(decided.per_document(docs, &order))
+}
+
+/// The keep order of the groups: each group's best member, and the documents in keep order.
+struct Order {
+    best: Vec<u32>,
+    by_rank: Vec<u32>,
+}
+
+impl Order {
+    fn of(docs: &Documents) -> Order {
+        let (rank, group) = (docs.rank, docs.group);
+        let n = rank.len();
+        let mut best: Vec<u32> = (0..n as u32).collect();
+        let mut by_rank = vec![0u32; n];
+        for d in 0..n {
+            let g = group[d] as usize;
+            if rank[d] < rank[best[g] as usize] {
+                best[g] = d as u32;
             }
-            *at += 1;
+            by_rank[rank[d] as usize] = d as u32;
         }
-    })?;
-    drop(fill);
-    let mut state = vec![UNDECIDED; n];
-    let mut to = vec![NOT_TONIGHT; n];
-    let mut sim = vec![f32::NAN; n];
-    for &d in &by_rank {
-        let g = group[d as usize];
-        if best[g as usize] != d {
-            continue;
-        }
-        let gi = g as usize;
-        if external(g) {
-            state[gi] = DROPPED;
-            continue;
-        }
-        // The most similar kept neighbour, ties to the earlier in keep order.
-        let mut found: Option<(f32, u32, u32)> = None;
-        let mut consider = |u: u32, s: f32| {
-            let p = pos(u);
-            if found.is_none_or(|(fs, fp, _)| s > fs || (s == fs && p < fp)) {
-                found = Some((s, p, u));
+        Order { best, by_rank }
+    }
+
+    /// A group's place in keep order: its best member's.
+    fn pos(&self, docs: &Documents, g: u32) -> u32 {
+        docs.rank[self.best[g as usize] as usize]
+    }
+}
+
+/// Each edge between two groups, stored at the later one in keep order with its similarity:
+/// when a group is decided, its neighbours decided before it (compressed rows by group).
+struct Earlier {
+    offsets: Vec<usize>,
+    adj: Vec<(u32, f32)>,
+}
+
+impl Earlier {
+    fn of(
+        docs: &Documents,
+        order: &Order,
+        mut each_edge: impl FnMut(&mut dyn FnMut(u32, u32, f32)) -> Result<()>,
+    ) -> Result<Earlier> {
+        let group = docs.group;
+        let n = group.len();
+        let later_earlier = |a: u32, b: u32| {
+            let (x, y) = (group[a as usize], group[b as usize]);
+            match x == y {
+                true => None,
+                false if order.pos(docs, x) > order.pos(docs, y) => Some((x, y)),
+                false => Some((y, x)),
             }
         };
-        for &(u, s) in &adj[offsets[gi]..offsets[gi + 1]] {
-            if state[u as usize] == KEPT {
-                consider(u, s);
-            }
-        }
-        lazy.compare(g, &mut |u, s| {
-            if state[u as usize] == KEPT {
-                consider(u, s);
+        let mut offsets = vec![0usize; n + 1];
+        each_edge(&mut |a, b, _| {
+            if let Some((l, _)) = later_earlier(a, b) {
+                offsets[l as usize + 1] += 1;
             }
         })?;
-        match found {
-            Some((s, _, u)) => {
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut fill = offsets.clone();
+        let mut adj = vec![(0u32, 0f32); offsets[n]];
+        each_edge(&mut |a, b, s| {
+            if let Some((l, e)) = later_earlier(a, b) {
+                let at = &mut fill[l as usize];
+                if let Some(slot) = adj.get_mut(*at) {
+                    *slot = (e, s);
+                }
+                *at += 1;
+            }
+        })?;
+        Ok(Earlier { offsets, adj })
+    }
+
+    /// The groups before `g` in keep order that are near-duplicates of it, with similarity.
+    fn of_group(&self, g: usize) -> &[(u32, f32)] {
+        &self.adj[self.offsets[g]..self.offsets[g + 1]]
+    }
+}
+
+/// Each group's decision (by its first member): its state, and when dropped, the group kept
+/// before it that it is dropped against and their similarity.
+struct Decided {
+    state: Vec<u8>,
+    to: Vec<u32>,
+    sim: Vec<f32>,
+}
+
+impl Decided {
+    /// Decides the groups in keep order: a group is dropped against its most similar kept
+    /// neighbour decided before it (ties to the earlier), else kept (or alone, when never kept).
+    fn of(
+        docs: &Documents,
+        order: &Order,
+        earlier: &Earlier,
+        external: impl Fn(u32) -> bool,
+        lazy: &mut impl Lazy,
+    ) -> Result<Decided> {
+        let n = docs.rank.len();
+        let mut state = vec![UNDECIDED; n];
+        let mut to = vec![NOT_TONIGHT; n];
+        let mut sim = vec![f32::NAN; n];
+        for &d in &order.by_rank {
+            let g = docs.group[d as usize];
+            if order.best[g as usize] != d {
+                continue;
+            }
+            let gi = g as usize;
+            if external(g) {
                 state[gi] = DROPPED;
-                to[gi] = u;
-                sim[gi] = s;
+                continue;
             }
-            None if docs.never_kept(g) => state[gi] = ALONE,
-            None => {
-                state[gi] = KEPT;
-                lazy.kept(g);
+            let mut found: Option<(f32, u32, u32)> = None;
+            let mut consider = |u: u32, s: f32| {
+                let p = order.pos(docs, u);
+                if found.is_none_or(|(fs, fp, _)| s > fs || (s == fs && p < fp)) {
+                    found = Some((s, p, u));
+                }
+            };
+            for &(u, s) in earlier.of_group(gi) {
+                if state[u as usize] == KEPT {
+                    consider(u, s);
+                }
+            }
+            lazy.compare(g, &mut |u, s| {
+                if state[u as usize] == KEPT {
+                    consider(u, s);
+                }
+            })?;
+            match found {
+                Some((s, _, u)) => {
+                    state[gi] = DROPPED;
+                    to[gi] = u;
+                    sim[gi] = s;
+                }
+                None if docs.never_kept(g) => state[gi] = ALONE,
+                None => {
+                    state[gi] = KEPT;
+                    lazy.kept(g);
+                }
             }
         }
+        Ok(Decided { state, to, sim })
     }
-    drop((adj, offsets, by_rank));
-    let mut keeper = vec![NOT_TONIGHT; n];
-    let mut similarity = vec![f32::NAN; n];
-    for d in 0..n {
-        let g = group[d] as usize;
-        match state[g] {
-            KEPT if best[g] as usize == d || docs.copies_kept => keeper[d] = d as u32,
-            KEPT => (keeper[d], similarity[d]) = (best[g], 1.0),
-            ALONE => keeper[d] = d as u32,
-            _ if to[g] != NOT_TONIGHT => {
-                (keeper[d], similarity[d]) = (best[to[g] as usize], sim[g])
+
+    /// The outcome per document: a kept group's best member keeps itself and its copies are
+    /// dropped against it (or all keep themselves, [`Documents::copies_kept`]); a dropped
+    /// group's members are dropped against the best member of the group it was dropped against.
+    fn per_document(&self, docs: &Documents, order: &Order) -> Keepers {
+        let n = docs.rank.len();
+        let best = &order.best;
+        let mut keeper = vec![NOT_TONIGHT; n];
+        let mut similarity = vec![f32::NAN; n];
+        for d in 0..n {
+            let g = docs.group[d] as usize;
+            match self.state[g] {
+                KEPT if best[g] as usize == d || docs.copies_kept => keeper[d] = d as u32,
+                KEPT => (keeper[d], similarity[d]) = (best[g], 1.0),
+                ALONE => keeper[d] = d as u32,
+                _ if self.to[g] != NOT_TONIGHT => {
+                    (keeper[d], similarity[d]) = (best[self.to[g] as usize], self.sim[g])
+                }
+                _ => {}
             }
-            _ => {}
         }
+        Keepers { keeper, similarity }
     }
-    Ok(Keepers { keeper, similarity })
 }
 
 /// Keep order from a sort key per document: a smaller key comes first, ties to input order.
