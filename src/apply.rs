@@ -375,10 +375,10 @@ pub(crate) fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
     })
 }
 
-fn manifest_err(m: &Manifest, e: impl std::fmt::Display) -> Error {
+fn manifest_err(m: &Manifest, e: impl Into<crate::error::FileError>) -> Error {
     Error::Manifest {
         path: m.location.clone(),
-        msg: e.to_string(),
+        source: e.into(),
     }
 }
 

@@ -89,8 +89,12 @@ pub enum Error {
 
     /// A work file of a task run (plan, store, band, pair, edge or cluster file) is missing,
     /// unreadable or fails its check.
-    #[error("cannot use work file '{path}': {msg}. The work directory is damaged: if no corpus-dedup run is using it (`run` locks it while it runs; a cluster job's tasks share it until its merge), delete it or pick a new --work / --output, then run again")]
-    WorkFile { path: String, msg: String },
+    #[error("cannot use work file '{path}': {source}. The work directory is damaged: if no corpus-dedup run is using it (`run` locks it while it runs; a cluster job's tasks share it until its merge), delete it or pick a new --work / --output, then run again")]
+    WorkFile {
+        path: String,
+        #[source]
+        source: FileError,
+    },
 
     /// A driver asked for a task the plan does not have (`corpus-dedup task`).
     #[error("{0}")]
@@ -144,8 +148,12 @@ pub enum Error {
     },
 
     /// A file of the retained index (`--index`) is missing, truncated or fails its checksum.
-    #[error("index file '{path}' is damaged: {msg}. Nothing was written to the index or the output; {}", damaged_index_remedy(.path))]
-    IndexFile { path: String, msg: String },
+    #[error("index file '{path}' is damaged: {source}. Nothing was written to the index or the output; {}", damaged_index_remedy(.path))]
+    IndexFile {
+        path: String,
+        #[source]
+        source: FileError,
+    },
 
     /// The retained index cannot be used with this run (other settings, an older batch name).
     #[error("index '{index}': {msg}")]
@@ -157,8 +165,12 @@ pub enum Error {
 
     /// A manifest (for `apply`, `explain`, `report`) is missing, unreadable or not one this tool
     /// wrote.
-    #[error("cannot use manifest '{path}': {msg}")]
-    Manifest { path: String, msg: String },
+    #[error("cannot use manifest '{path}': {source}")]
+    Manifest {
+        path: String,
+        #[source]
+        source: FileError,
+    },
 
     /// An input shard differs from the one the manifest was made from.
     #[error("input shard '{file}' changed since the manifest was made ({what}). The manifest names rows by position, so it only fits the shards the run read: restore those, or run `corpus-dedup run` again on the current shards and apply its manifest")]
@@ -199,7 +211,13 @@ pub enum Error {
     /// A benchmark reference file (`--reference`) cannot be used: no file matches, a column is
     /// missing or of another type, the file cannot be read or changed since the plan.
     #[error("benchmark reference (--reference) '{file}': {msg}. Nothing was written")]
-    Reference { file: String, msg: String },
+    Reference {
+        file: String,
+        msg: String,
+        /// The error reading it, when that is the cause (its text is in `msg`).
+        #[source]
+        cause: Option<Box<Error>>,
+    },
 
     /// The corpus has more documents than the 32-bit document index supports.
     #[error("the input has {0} documents; this version supports at most 4,294,967,294 per run: split the input into several runs")]
@@ -260,6 +278,39 @@ impl Error {
             Error::IndexFile { .. } | Error::Index { .. } => ErrorKind::Index,
             Error::Panicked(_) | Error::Internal(_) | Error::Polars { .. } => ErrorKind::Internal,
         }
+    }
+}
+
+/// What is wrong with a file the job wrote or reads back (a work file, an index file, a
+/// manifest): the error of the layer that failed, kept as it is, or what the bytes hold that
+/// they should not.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Polars(#[from] polars::error::PolarsError),
+    /// The bytes do not parse as the file they should be (`what`: "a plan", "an index head").
+    #[error("not {what}: {source}")]
+    Parse {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Missing, cut short, a failed checksum, counts that do not agree.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl From<String> for FileError {
+    fn from(s: String) -> FileError {
+        FileError::Invalid(s)
+    }
+}
+
+impl From<&str> for FileError {
+    fn from(s: &str) -> FileError {
+        FileError::Invalid(s.to_string())
     }
 }
 
@@ -360,6 +411,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_damaged_file_keeps_its_cause_typed() {
+        use std::error::Error as _;
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
+        let e = Error::WorkFile {
+            path: "w/plan.json".into(),
+            source: io.into(),
+        };
+        let cause = e.source().and_then(|s| s.source().or(Some(s)));
+        assert!(cause.is_some_and(|c| c.is::<std::io::Error>() || c.is::<FileError>()));
+        assert!(
+            matches!(&e, Error::WorkFile { source: FileError::Io(x), .. } if x.kind() == std::io::ErrorKind::PermissionDenied)
+        );
+        let parse = serde_json::from_str::<u32>("x").unwrap_err();
+        let e = Error::IndexFile {
+            path: "i/index.json".into(),
+            source: FileError::Parse {
+                what: "an index head",
+                source: parse,
+            },
+        };
+        assert!(
+            e.to_string()
+                .contains("is damaged: not an index head: expected value"),
+            "{e}"
+        );
+        assert_eq!(e.kind(), ErrorKind::Index);
+    }
+
+    #[test]
     fn long_values_are_shortened_in_messages() {
         assert_eq!(shown("doc-1"), "doc-1");
         assert_eq!(shown("a\nb"), "a b");
@@ -427,7 +507,7 @@ mod tests {
     fn a_damaged_batch_file_names_its_batch_and_the_remove_command() {
         let e = Error::IndexFile {
             path: "s3://b/idx/batches/2026-11-02-0123456789abcdef/docs.bin".into(),
-            msg: "block 3 fails its checksum".into(),
+            source: "block 3 fails its checksum".into(),
         };
         let text = e.to_string();
         assert!(
@@ -436,7 +516,7 @@ mod tests {
         );
         let head = Error::IndexFile {
             path: "idx/index.json".into(),
-            msg: "cut".into(),
+            source: "cut".into(),
         };
         assert!(!head.to_string().contains("index remove"));
     }

@@ -450,19 +450,22 @@ impl Plan {
 
     /// Parses `plan.json`.
     pub(crate) fn from_json(bytes: &[u8], location: &str) -> Result<Plan> {
-        let plan: Plan = serde_json::from_slice(bytes).map_err(|e| Error::WorkFile {
+        let plan: Plan = serde_json::from_slice(bytes).map_err(|source| Error::WorkFile {
             path: location.to_string(),
-            msg: format!("not a plan: {e}"),
+            source: crate::error::FileError::Parse {
+                what: "a plan",
+                source,
+            },
         })?;
         if plan.format != FORMAT || plan.version != env!("CARGO_PKG_VERSION") {
             return Err(Error::WorkFile {
                 path: location.to_string(),
-                msg: format!(
+                source: crate::error::FileError::Invalid(format!(
                     "written by corpus-dedup {} (plan format {}); this is {} (format {FORMAT})",
                     plan.version,
                     plan.format,
                     env!("CARGO_PKG_VERSION")
-                ),
+                )),
             });
         }
         Ok(plan)

@@ -77,7 +77,7 @@ pub fn read_location(location: &str) -> Result<Option<Vec<u8>>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::Manifest {
             path: location.to_string(),
-            msg: e.to_string(),
+            source: e.into(),
         }),
     }
 }
@@ -93,7 +93,7 @@ impl Manifest {
     pub(crate) fn read(location: &str) -> Result<Manifest> {
         let err = |msg: String| Error::Manifest {
             path: location.to_string(),
-            msg,
+            source: msg.into(),
         };
         let bytes = read_location(location)?.ok_or_else(|| {
             err("no such file; pass the manifest.parquet a `corpus-dedup run` wrote".into())
@@ -120,8 +120,13 @@ impl Manifest {
             o.insert("threads".into(), 1.into());
             o.insert("output".into(), "".into());
         }
-        let config: Config = serde_json::from_value(config)
-            .map_err(|e| err(format!("its recorded configuration is unreadable: {e}")))?;
+        let config: Config = serde_json::from_value(config).map_err(|source| Error::Manifest {
+            path: location.to_string(),
+            source: crate::error::FileError::Parse {
+                what: "a configuration this version reads (its recorded one)",
+                source,
+            },
+        })?;
         let inputs: Vec<RecordedInput> = kv
             .get(INPUTS_KEY)
             .and_then(|s| serde_json::from_str(s).ok())
@@ -144,7 +149,7 @@ impl Manifest {
     pub(crate) fn column(&self, name: &str) -> Result<&Column> {
         self.frame.column(name).map_err(|e| Error::Manifest {
             path: self.location.clone(),
-            msg: e.to_string(),
+            source: e.into(),
         })
     }
 
@@ -152,7 +157,7 @@ impl Manifest {
     pub(crate) fn columns(&self) -> Result<Columns<'_>> {
         let err = |e: PolarsError| Error::Manifest {
             path: self.location.clone(),
-            msg: e.to_string(),
+            source: e.into(),
         };
         Ok(Columns {
             id: self.column("id")?.str().map_err(err)?,
@@ -190,7 +195,7 @@ impl Manifest {
     pub(crate) fn rows_by_input(&self) -> Result<Vec<Vec<u32>>> {
         let err = |msg: String| Error::Manifest {
             path: self.location.clone(),
-            msg,
+            source: msg.into(),
         };
         let position: std::collections::HashMap<&str, usize> = self
             .inputs

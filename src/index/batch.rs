@@ -328,7 +328,9 @@ impl BatchReader {
                 };
                 let rs = size(i, data[j].len()).ok_or_else(|| Error::IndexFile {
                     path: self.dir.location(&band_file(b)),
-                    msg: format!("block {i} does not hold whole records"),
+                    source: crate::error::FileError::Invalid(format!(
+                        "block {i} does not hold whole records"
+                    )),
                 })?;
                 for rec in data[j].chunks_exact(rs) {
                     let value = if rs >= BAND_RECORD + 8 {
@@ -391,7 +393,9 @@ impl BatchReader {
                 .filter(|r| r.len() == n)
                 .ok_or_else(|| Error::IndexFile {
                     path: self.dir.location(&file_name(file)),
-                    msg: format!("block {b} does not hold {n} records"),
+                    source: crate::error::FileError::Invalid(format!(
+                        "block {b} does not hold {n} records"
+                    )),
                 })?
                 .into_iter()
                 .map(Some)
@@ -452,7 +456,7 @@ impl BatchReader {
                 let Some(body) = bytes.get(at + 8..at + 8 + 4 * n) else {
                     return Err(Error::IndexFile {
                         path: self.dir.location(KEYS),
-                        msg: "a key record is cut short".into(),
+                        source: "a key record is cut short".into(),
                     });
                 };
                 if docs.binary_search(&doc).is_ok() {

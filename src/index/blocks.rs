@@ -150,11 +150,11 @@ impl Blocked {
         let meta = meta_name(name);
         let bytes = dir.read(&meta)?.ok_or_else(|| Error::IndexFile {
             path: dir.location(&meta),
-            msg: "missing".into(),
+            source: "missing".into(),
         })?;
         Blocked::parse(&bytes, name).map_err(|msg| Error::IndexFile {
             path: dir.location(&meta),
-            msg,
+            source: msg.into(),
         })
     }
 
@@ -270,7 +270,7 @@ impl Blocked {
     pub(crate) fn read(&self, dir: &OutputDir, wanted: &[usize]) -> Result<Vec<Vec<u8>>> {
         let damaged = |msg: String| Error::IndexFile {
             path: dir.location(&self.name),
-            msg,
+            source: msg.into(),
         };
         let mut ranges = Vec::with_capacity(wanted.len());
         for &i in wanted {
@@ -284,7 +284,10 @@ impl Blocked {
             return Ok(Vec::new());
         }
         let got = dir.read_ranges(&self.name, &ranges).map_err(|e| match e {
-            Error::WorkFile { msg, .. } => damaged(msg),
+            Error::WorkFile { source, .. } => Error::IndexFile {
+                path: dir.location(&self.name),
+                source,
+            },
             other => other,
         })?;
         let mut out = Vec::with_capacity(wanted.len());

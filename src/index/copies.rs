@@ -60,7 +60,7 @@ impl Copies {
     pub(crate) fn decode(bytes: &[u8], path: &str) -> Result<Copies> {
         let bad = |what: &str| Error::IndexFile {
             path: path.to_string(),
-            msg: format!("not a copies file ({what})"),
+            source: crate::error::FileError::Invalid(format!("not a copies file ({what})")),
         };
         let cut = || bad("truncated");
         let mut r = varint::Reader::new(bytes);
@@ -96,7 +96,7 @@ pub(crate) fn read(index: &OutputDir, entry: &BatchEntry) -> Result<Copies> {
     let dir = index.child(&entry.dir);
     let bytes = dir.read(COPIES)?.ok_or_else(|| Error::IndexFile {
         path: dir.location(COPIES),
-        msg: "missing".into(),
+        source: "missing".into(),
     })?;
     Copies::decode(&bytes, &dir.location(COPIES))
 }

@@ -64,7 +64,7 @@ pub(crate) fn export(
             for x in &numbers {
                 let found = ids.get(x).ok_or_else(|| Error::IndexFile {
                     path: index.child(&entry.dir).location(super::batch::IDS),
-                    msg: format!("no id for document {x}"),
+                    source: crate::error::FileError::Invalid(format!("no id for document {x}")),
                 })?;
                 id.push(found.as_str());
             }

@@ -151,10 +151,10 @@ pub(crate) fn verify(location: &str, lock: impl Fn() -> Result<Lock>) -> Result<
             true => Ok(()),
             false => Err(Error::IndexFile {
                 path: dir.location(b.name()),
-                msg: format!(
+                source: crate::error::FileError::Invalid(format!(
                     "{} {what} for the {want} documents the batch holds",
                     b.records()
-                ),
+                )),
             }),
         };
         let mut names: Vec<String> = (0..bands(&head)).map(band_file).collect();
@@ -174,13 +174,15 @@ pub(crate) fn verify(location: &str, lock: impl Fn() -> Result<Lock>) -> Result<
             true => Ok(0),
             false => Err(Error::IndexFile {
                 path: dir.location(name),
-                msg: format!("{n} documents for the {held} the batch holds"),
+                source: crate::error::FileError::Invalid(format!(
+                    "{n} documents for the {held} the batch holds"
+                )),
             }),
         };
         let read = |name: &str| -> Result<Vec<u8>> {
             dir.read(name)?.ok_or_else(|| Error::IndexFile {
                 path: dir.location(name),
-                msg: "missing".into(),
+                source: "missing".into(),
             })
         };
         let origins = read(origins::ORIGINS).and_then(|b| {

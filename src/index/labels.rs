@@ -34,7 +34,7 @@ pub(crate) fn encode(keys: &[u64]) -> Vec<u8> {
 pub(crate) fn decode(bytes: &[u8], path: &str) -> Result<Vec<u64>> {
     let bad = |what: &str| Error::IndexFile {
         path: path.to_string(),
-        msg: format!("not an across file ({what})"),
+        source: crate::error::FileError::Invalid(format!("not an across file ({what})")),
     };
     let mut r = varint::Reader::new(bytes);
     let n = r.u32_le().ok_or_else(|| bad("truncated"))? as usize;
@@ -62,13 +62,17 @@ pub(crate) fn read(index: &OutputDir, entry: &BatchEntry) -> Result<Vec<u64>> {
     let dir = index.child(&entry.dir);
     let bytes = dir.read(ACROSS)?.ok_or_else(|| Error::IndexFile {
         path: dir.location(ACROSS),
-        msg: "missing (the index records --across)".into(),
+        source: "missing (the index records --across)".into(),
     })?;
     let keys = decode(&bytes, &dir.location(ACROSS))?;
     if keys.len() as u64 != entry.held() {
         return Err(Error::IndexFile {
             path: dir.location(ACROSS),
-            msg: format!("{} keys for {} documents", keys.len(), entry.held()),
+            source: crate::error::FileError::Invalid(format!(
+                "{} keys for {} documents",
+                keys.len(),
+                entry.held()
+            )),
         });
     }
     Ok(keys)

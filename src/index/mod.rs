@@ -252,9 +252,12 @@ fn parse_head(bytes: &[u8], location: &str, path: &str) -> Result<Head> {
     struct Format {
         format: u32,
     }
-    let bad = |e: serde_json::Error| Error::IndexFile {
+    let bad = |source: serde_json::Error| Error::IndexFile {
         path: path.to_string(),
-        msg: format!("not an index head: {e}"),
+        source: crate::error::FileError::Parse {
+            what: "an index head",
+            source,
+        },
     };
     let format = serde_json::from_slice::<Format>(bytes).map_err(bad)?.format;
     if format != FORMAT {

@@ -44,7 +44,7 @@ impl Origins {
     pub(crate) fn decode(bytes: &[u8], path: &str) -> Result<Origins> {
         let bad = |what: &str| Error::IndexFile {
             path: path.to_string(),
-            msg: format!("not an origins file ({what})"),
+            source: crate::error::FileError::Invalid(format!("not an origins file ({what})")),
         };
         let len = bytes.get(..4).map(|b| u32_at(b, 0) as usize);
         let json = len

@@ -44,7 +44,9 @@ pub(crate) fn encode(renewals: &Renewals) -> Vec<u8> {
 pub(crate) fn decode(bytes: &[u8], path: &str) -> Result<Renewals> {
     let bad = |what: &str| Error::IndexFile {
         path: path.to_string(),
-        msg: format!("not a renewals file ({what}); rerun the batch that wrote it"),
+        source: crate::error::FileError::Invalid(format!(
+            "not a renewals file ({what}); rerun the batch that wrote it"
+        )),
     };
     let mut at = 0usize;
     let mut next = |n: usize| -> Result<&[u8]> {
@@ -79,7 +81,7 @@ pub(crate) fn read(index: &OutputDir, entry: &BatchEntry) -> Result<Renewals> {
     let dir = index.child(&entry.dir);
     let bytes = dir.read(RENEWED)?.ok_or_else(|| Error::IndexFile {
         path: dir.location(RENEWED),
-        msg: "missing (the index head says this batch renewed documents)".into(),
+        source: "missing (the index head says this batch renewed documents)".into(),
     })?;
     decode(&bytes, &dir.location(RENEWED))
 }

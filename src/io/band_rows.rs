@@ -50,7 +50,7 @@ pub(crate) fn encode(bucket: &[u64], doc: &[u32], values: &[u64]) -> Vec<u8> {
 pub(crate) fn read(work: &OutputDir, name: &str, mut row: impl FnMut(u64, u32, u64)) -> Result<()> {
     let bad = |msg: &str| Error::WorkFile {
         path: work.location(name),
-        msg: msg.to_string(),
+        source: msg.into(),
     };
     let bytes = work.read(name)?.ok_or_else(|| bad("missing"))?;
     if bytes.len() < HEADER || &bytes[..8] != MAGIC {

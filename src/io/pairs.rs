@@ -64,7 +64,7 @@ pub(crate) fn read_part(
 ) -> Result<Vec<(u32, u32)>> {
     let bad = |msg: &str| Error::WorkFile {
         path: work.location(name),
-        msg: msg.to_string(),
+        source: msg.into(),
     };
     let head = work
         .read_ranges(name, std::slice::from_ref(&(0..index_len(parts))))?

@@ -117,9 +117,12 @@ pub(crate) fn read_marker(
         None => Ok(None),
         Some(b) => serde_json::from_slice(&b)
             .map(Some)
-            .map_err(|e| Error::WorkFile {
+            .map_err(|source| Error::WorkFile {
                 path: work.location(&name),
-                msg: e.to_string(),
+                source: crate::error::FileError::Parse {
+                    what: "a task marker",
+                    source,
+                },
             }),
     }
 }

@@ -141,6 +141,7 @@ pub(crate) fn list(cfg: &ReferenceConfig) -> Result<Vec<ReferenceFile>> {
             Error::NoInput(p) => Error::Reference {
                 file: p,
                 msg: "matches no file; check the path or glob (quote it so the shell does not expand it) and that the files exist".into(),
+                cause: None,
             },
             other => reference_err(g, other),
         })?;
@@ -244,6 +245,7 @@ impl Reference {
                 msg: format!(
                     "changed since the run was planned ({what}); run again, which plans anew"
                 ),
+                cause: None,
             })?;
         }
         Ok(Some(r))
@@ -441,6 +443,7 @@ fn read_rows(
     Footer::read_unchanged(&f.file, f.bytes, &f.fingerprint, |what| Error::Reference {
         file: f.file.clone(),
         msg: format!("changed since the run was planned ({what}); run again, which plans anew"),
+        cause: None,
     })?;
     let bytes = if object::is_url(&f.file) {
         object::get_all(std::slice::from_ref(&f.file))
@@ -486,6 +489,7 @@ fn check_columns(file: &str, schema: &Schema, cfg: &ReferenceConfig) -> Result<b
     let err = |msg: String| Error::Reference {
         file: file.to_string(),
         msg,
+        cause: None,
     };
     match schema.get(&cfg.text_column) {
         None => {
@@ -520,15 +524,16 @@ fn check_columns(file: &str, schema: &Schema, cfg: &ReferenceConfig) -> Result<b
 
 /// An error reading a reference file, named as the reference's.
 fn reference_err(file: &str, e: Error) -> Error {
-    let msg = match e {
+    let msg = match &e {
         Error::Parquet { source, .. } => format!("cannot be read as Parquet ({source}); check that it is a complete Parquet file or leave it out of --reference"),
         // Storage stays storage (retryable), and names the object.
-        e @ Error::ObjectStore { .. } => return e,
+        Error::ObjectStore { .. } => return e,
         other => other.to_string(),
     };
     Error::Reference {
         file: file.to_string(),
         msg,
+        cause: Some(Box::new(e)),
     }
 }
 

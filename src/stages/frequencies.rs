@@ -40,12 +40,18 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan) -> Result<FrequencyStats> {
 
 /// Reads the filter the frequencies task wrote.
 pub(crate) fn read(work: &OutputDir) -> Result<DocFrequency> {
-    read_from(work, FREQUENCIES, |path, msg| Error::WorkFile { path, msg })
+    read_from(work, FREQUENCIES, |path, msg| Error::WorkFile {
+        path,
+        source: msg.into(),
+    })
 }
 
 /// Reads the filter a retained index keeps as `name`.
 pub(crate) fn read_index(index: &OutputDir, name: &str) -> Result<DocFrequency> {
-    read_from(index, name, |path, msg| Error::IndexFile { path, msg })
+    read_from(index, name, |path, msg| Error::IndexFile {
+        path,
+        source: msg.into(),
+    })
 }
 
 fn read_from(

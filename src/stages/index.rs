@@ -215,7 +215,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats>
     for (from, to) in files {
         let bytes = work.read(from)?.ok_or_else(|| Error::WorkFile {
             path: work.location(from),
-            msg: "missing".into(),
+            source: "missing".into(),
         })?;
         w.bytes += bytes.len() as u64;
         dir.write_bytes(to, bytes)?;

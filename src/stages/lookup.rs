@@ -61,12 +61,15 @@ pub(crate) fn read_exact(work: &OutputDir, p: usize, n: usize) -> Result<Vec<u12
     let name = exact_file(p);
     let bytes = work.read(&name)?.ok_or_else(|| Error::WorkFile {
         path: work.location(&name),
-        msg: "missing".into(),
+        source: "missing".into(),
     })?;
     if bytes.len() != 16 * n {
         return Err(Error::WorkFile {
             path: work.location(&name),
-            msg: format!("{} bytes for {n} documents", bytes.len()),
+            source: crate::error::FileError::Invalid(format!(
+                "{} bytes for {n} documents",
+                bytes.len()
+            )),
         });
     }
     Ok(bytes

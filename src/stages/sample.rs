@@ -94,7 +94,7 @@ pub(crate) fn read(work: &OutputDir, p: usize) -> Result<Vec<(u64, Features)>> {
     let name = sample_file(p);
     let bad = |msg: &str| Error::WorkFile {
         path: work.location(&name),
-        msg: msg.to_string(),
+        source: msg.into(),
     };
     let bytes = work.read(&name)?.ok_or_else(|| bad("missing"))?;
     if bytes.len() < HEADER || &bytes[..8] != MAGIC {

@@ -185,7 +185,7 @@ impl OutputDir {
         let loc = self.location(name);
         let bytes = self.read(name)?.ok_or_else(|| Error::WorkFile {
             path: loc.clone(),
-            msg: "missing".into(),
+            source: "missing".into(),
         })?;
         let columns = columns.map(|c| c.iter().map(|n| n.to_string()).collect());
         ParquetReader::new(std::io::Cursor::new(bytes))
@@ -193,7 +193,7 @@ impl OutputDir {
             .finish()
             .map_err(|e| Error::WorkFile {
                 path: loc,
-                msg: e.to_string(),
+                source: e.into(),
             })
     }
 
@@ -415,10 +415,10 @@ fn spans(ranges: &[std::ops::Range<u64>]) -> Vec<std::ops::Range<usize>> {
     out
 }
 
-fn read_err(path: &str, e: impl std::fmt::Display) -> Error {
+fn read_err(path: &str, e: std::io::Error) -> Error {
     Error::WorkFile {
         path: path.to_string(),
-        msg: e.to_string(),
+        source: e.into(),
     }
 }
 

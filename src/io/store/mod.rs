@@ -165,7 +165,7 @@ pub(crate) fn fetch(
 fn damaged(work: &OutputDir, name: String) -> impl Fn(&str) -> Error + '_ {
     move |msg: &str| Error::WorkFile {
         path: work.location(&name),
-        msg: msg.to_string(),
+        source: msg.into(),
     }
 }
 
@@ -362,7 +362,7 @@ pub(crate) fn part_ids(
     let name = ids_name(p);
     let bad = |msg: &str| Error::WorkFile {
         path: work.location(&name),
-        msg: msg.to_string(),
+        source: msg.into(),
     };
     let bytes = work.read(&name)?.ok_or_else(|| bad("missing"))?;
     let mut ends = Vec::with_capacity(id_len.len());
