@@ -9,6 +9,8 @@
 //!   lock and signal tests stop a run there).
 //! - `CORPUS_DEDUP_CHUNK_ROWS=N`: the signatures chunk size (tests use tiny chunks to cross many
 //!   chunk and shard boundaries); it never changes a result.
+//! - `CORPUS_DEDUP_COMPACT=never`: no lingering batch is compacted (tests compare the decisions
+//!   of an index with and without compaction).
 
 /// The signatures chunk size: `default`, unless the chunk-size hook sets it.
 pub(crate) fn chunk_rows(default: u64) -> u64 {
@@ -19,6 +21,12 @@ pub(crate) fn chunk_rows(default: u64) -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// Whether the compaction hook turns compaction off.
+pub(crate) fn compaction_off() -> bool {
+    cfg!(feature = "test-hooks")
+        && std::env::var("CORPUS_DEDUP_COMPACT").is_ok_and(|v| v == "never")
 }
 
 /// The crash hook: called between a task's outputs and its marker (`stage`: the stage's name).

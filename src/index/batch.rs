@@ -25,6 +25,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::index::blocks::{meta_name, Blocked, Writer};
+use crate::index::compact;
 use crate::index::filter::Bloom;
 use crate::index::BatchEntry;
 use crate::io::output::OutputDir;
@@ -101,11 +102,11 @@ pub(crate) fn push(
 
 /// Bytes of a band record: a 16-bit key fragment and the document, then (SimHash) the document's
 /// 64-bit fingerprint, so a lookup checks the Hamming distance without reading `docs.bin`.
-const BAND_RECORD: usize = 6;
+pub(crate) const BAND_RECORD: usize = 6;
 
 /// The 16 bits of a band key a band record keeps (bits 32..48: the block's fences hold the high
 /// 32 bits of its first key, so a record's own key is known to lie between two fences).
-fn fragment(key: u64) -> u16 {
+pub(crate) fn fragment(key: u64) -> u16 {
     (key >> 32) as u16
 }
 
@@ -198,6 +199,26 @@ pub(crate) struct BatchReader {
     docs: Blocked,
     ids: Blocked,
     keys: Blocked,
+    /// A compacted batch ([`crate::index::compact`]): how its files are numbered.
+    renumbered: Option<Renumbered>,
+}
+
+/// What reading a compacted batch needs beyond its metas: the original numbers of the documents
+/// its per-document files hold, in file order, and each band's fences before compaction (its
+/// band records are keyed by the block they were in then, [`compact::BAND_RECORD`]).
+struct Renumbered {
+    live: Vec<u32>,
+    fences: Vec<Vec<u64>>,
+}
+
+/// A band record read back: the block it was first written in, its key fragment, its document
+/// and (SimHash) its fingerprint.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct BandRecord {
+    pub block: u32,
+    pub fragment: [u8; 2],
+    pub doc: u32,
+    pub value: Option<u64>,
 }
 
 /// One batch's place in [`OPEN`]: its directory and the reader while some task holds it.
@@ -216,7 +237,7 @@ impl BatchReader {
         entry: &BatchEntry,
         bands: usize,
     ) -> Result<Arc<BatchReader>> {
-        let dir = index.child(&entry.dir).location("");
+        let dir = index.child(entry.files()).location("");
         let slot = {
             let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
             match open.iter().find(|(d, _)| *d == dir) {
@@ -244,7 +265,7 @@ impl BatchReader {
     /// here runs parallel work: a pool thread waiting for it while the slot is locked could take
     /// up another task's open of this same batch and block on the lock it holds itself.
     fn load(index: &OutputDir, entry: &BatchEntry, bands: usize) -> Result<BatchReader> {
-        let dir = index.child(&entry.dir);
+        let dir = index.child(entry.files());
         let mut names: Vec<String> = (0..bands).map(band_file).collect();
         names.extend([EXACT, DOCS, IDS, KEYS].map(String::from));
         let mut metas: Vec<Blocked> = names
@@ -255,6 +276,15 @@ impl BatchReader {
         let ids = metas.pop();
         let docs = metas.pop();
         let exact = metas.pop();
+        let renumbered = match entry.compacted {
+            None => None,
+            Some(_) => Some(Renumbered {
+                live: compact::read_live(&dir)?,
+                fences: (0..bands)
+                    .map(|b| compact::read_fences(&dir, b))
+                    .collect::<Result<_>>()?,
+            }),
+        };
         match (exact, docs, ids, keys) {
             (Some(exact), Some(docs), Some(ids), Some(keys)) => Ok(BatchReader {
                 entry: entry.clone(),
@@ -264,6 +294,7 @@ impl BatchReader {
                 docs,
                 ids,
                 keys,
+                renumbered,
             }),
             _ => Err(Error::Internal("index batch files missing".into())),
         }
@@ -271,17 +302,33 @@ impl BatchReader {
 
     /// Bytes of filters and block tables held.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.bands
-            .iter()
+        let metas: usize = (self.bands.iter())
             .chain([&self.exact, &self.docs, &self.ids, &self.keys])
             .map(Blocked::memory_bytes)
-            .sum()
+            .sum();
+        let renumbered = self.renumbered.as_ref().map_or(0, |r| {
+            4 * r.live.len() + 8 * r.fences.iter().map(Vec::len).sum::<usize>()
+        });
+        metas + renumbered
     }
 
     /// The (key, query) pairs of `keys` whose key some document of the batch may have in band
     /// `b` (the filter's answer), in order.
     pub(crate) fn band_may_have(&self, b: usize, keys: &[(u64, u32)]) -> Vec<(u64, u32)> {
-        may_have(&self.bands[b], keys)
+        let Some(r) = &self.renumbered else {
+            return may_have(&self.bands[b], keys);
+        };
+        // Compacted: the filter holds (block before compaction, fragment) of each record.
+        let Some(filter) = self.bands[b].filter() else {
+            return keys.to_vec();
+        };
+        let fences = &r.fences[b];
+        (keys.iter().copied())
+            .filter(|&(k, _)| {
+                old_blocks(fences, k)
+                    .any(|i| filter.contains(compact::block_key(i as u32, fragment(k))))
+            })
+            .collect()
     }
 
     /// The (low 64 bits of an exact-text hash, query) pairs of `keys` whose text some document of
@@ -303,6 +350,9 @@ impl BatchReader {
         queries: &[(usize, u64)],
         keep: impl Fn(usize, u64) -> bool,
     ) -> Result<Vec<(usize, u32)>> {
+        if let Some(r) = &self.renumbered {
+            return self.find_band_compacted(b, &r.fences[b], queries, keep);
+        }
         let file = &self.bands[b];
         let mut blocks: Vec<usize> = queries
             .iter()
@@ -347,6 +397,112 @@ impl BatchReader {
         Ok(out)
     }
 
+    /// [`BatchReader::find_band`] in a compacted batch: a query's blocks are those its key falls
+    /// in before compaction (`fences`), whose records the band file keys by that block.
+    fn find_band_compacted(
+        &self,
+        b: usize,
+        fences: &[u64],
+        queries: &[(usize, u64)],
+        keep: impl Fn(usize, u64) -> bool,
+    ) -> Result<Vec<(usize, u32)>> {
+        let file = &self.bands[b];
+        let mut blocks: Vec<usize> = (queries.iter())
+            .flat_map(|&(_, k)| old_blocks(fences, k))
+            .flat_map(|i| file.blocks_with(i as u64))
+            .collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        let data = file.read(&self.dir, &blocks)?;
+        let mut out = Vec::new();
+        for &(q, key) in queries {
+            let frag = fragment(key).to_le_bytes();
+            for i in old_blocks(fences, key) {
+                for j in file.blocks_with(i as u64) {
+                    let Ok(x) = blocks.binary_search(&j) else {
+                        continue;
+                    };
+                    for r in self.band_block(b, j, &data[x])? {
+                        if r.block == i as u32
+                            && r.fragment == frag
+                            && keep(q, r.value.unwrap_or(0))
+                        {
+                            out.push((q, r.doc));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The records of block `i` of band `b`'s file (bytes `bytes`).
+    fn band_block(&self, b: usize, i: usize, bytes: &[u8]) -> Result<Vec<BandRecord>> {
+        let file = &self.bands[b];
+        let per = crate::index::blocks::RECORDS_PER_BLOCK as u64;
+        let n = file.records().saturating_sub(i as u64 * per).min(per) as usize;
+        let compacted = self.renumbered.is_some();
+        let least = if compacted {
+            compact::BAND_RECORD
+        } else {
+            BAND_RECORD
+        };
+        let size = (n > 0 && bytes.len().is_multiple_of(n))
+            .then(|| bytes.len() / n)
+            .filter(|&s| s >= least)
+            .ok_or_else(|| Error::IndexFile {
+                path: self.dir.location(&band_file(b)),
+                source: format!("block {i} does not hold whole records").into(),
+            })?;
+        Ok(bytes
+            .chunks_exact(size)
+            .map(|rec| BandRecord {
+                block: if compacted { u32_at(rec, 6) } else { i as u32 },
+                fragment: [rec[0], rec[1]],
+                doc: u32_at(rec, 2),
+                value: (size >= least + 8).then(|| u64_at(rec, least)),
+            })
+            .collect())
+    }
+
+    /// Every record of band `b`, in file order, and the band's fences as first written.
+    pub(crate) fn band_all(&self, b: usize) -> Result<(Vec<BandRecord>, Vec<u64>)> {
+        let mut out = Vec::new();
+        let file = &self.bands[b];
+        file.for_each_block(&self.dir, |i, bytes| {
+            out.extend(self.band_block(b, i, bytes)?);
+            Ok(())
+        })?;
+        let fences = match &self.renumbered {
+            Some(r) => r.fences[b].clone(),
+            None => file.fences(),
+        };
+        Ok((out, fences))
+    }
+
+    /// Every (exact-text hash, document) of the batch.
+    pub(crate) fn exact_all(&self) -> Result<Vec<(u128, u32)>> {
+        let mut out = Vec::new();
+        self.exact.for_each_block(&self.dir, |_, bytes| {
+            out.extend(bytes.chunks_exact(20).map(|rec| {
+                let mut x = [0u8; 16];
+                x.copy_from_slice(&rec[..16]);
+                (u128::from_le_bytes(x), u32_at(rec, 16))
+            }));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// The documents its files hold (original numbers, ascending).
+    #[cfg(test)]
+    pub(crate) fn in_files(&self) -> Vec<u32> {
+        match &self.renumbered {
+            Some(r) => r.live.clone(),
+            None => (0..self.entry.held() as u32).collect(),
+        }
+    }
+
     /// The first document with each queried exact-text hash: (query number, document).
     pub(crate) fn find_exact(&self, queries: &[(usize, u128)]) -> Result<Vec<(usize, u32)>> {
         let f = &self.exact;
@@ -376,6 +532,26 @@ impl BatchReader {
     /// Reads the records of `docs` (sorted, unique) from the per-document file `file`: `parse`
     /// splits a block's bytes into its `n` records (None: the block does not parse).
     fn per_doc<T>(
+        &self,
+        file: &Blocked,
+        docs: &[u32],
+        parse: impl Fn(&[u8], usize) -> Option<Vec<T>>,
+    ) -> Result<AHashMap<u32, T>> {
+        let Some(r) = &self.renumbered else {
+            return self.per_position(file, docs, parse);
+        };
+        // Compacted: a document's record is at its place among the documents kept.
+        let (positions, originals): (Vec<u32>, Vec<u32>) = (docs.iter())
+            .filter_map(|&d| Some((r.live.binary_search(&d).ok()? as u32, d)))
+            .unzip();
+        let mut at = self.per_position(file, &positions, parse)?;
+        Ok((positions.iter().zip(originals))
+            .filter_map(|(p, d)| Some((d, at.remove(p)?)))
+            .collect())
+    }
+
+    /// [`BatchReader::per_doc`] by position in the file.
+    fn per_position<T>(
         &self,
         file: &Blocked,
         docs: &[u32],
@@ -469,6 +645,11 @@ impl BatchReader {
     }
 }
 
+/// The blocks a key falls in by `fences` (a band's fences before compaction).
+fn old_blocks(fences: &[u64], key: u64) -> std::ops::Range<usize> {
+    crate::index::blocks::blocks_with(fences, |&f| f, key >> 32)
+}
+
 /// The (key, query) pairs of `keys` whose key passes `file`'s filter (all without a filter).
 fn may_have(file: &Blocked, keys: &[(u64, u32)]) -> Vec<(u64, u32)> {
     match file.filter() {
@@ -542,8 +723,9 @@ mod tests {
             dropped: None,
             lingering: false,
             renews: Default::default(),
+            compacted: None,
         };
-        let dir = index.child(&entry.dir);
+        let dir = index.child(entry.files());
         dir.prepare().unwrap();
         dir.child("bands").prepare().unwrap();
         let rows: Vec<(u64, u32, u64)> = (0..150u32)

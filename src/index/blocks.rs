@@ -127,6 +127,13 @@ impl<'w> Writer<'w> {
     }
 }
 
+/// Of blocks sorted by their first key, those that can hold a record with key `key`.
+pub(crate) fn blocks_with<B>(blocks: &[B], first: impl Fn(&B) -> u64, key: u64) -> Range<usize> {
+    let lo = blocks.partition_point(|b| first(b) < key).saturating_sub(1);
+    let hi = blocks.partition_point(|b| first(b) <= key);
+    lo..hi.max(lo)
+}
+
 /// The meta file name of data file `name`.
 pub(crate) fn meta_name(name: &str) -> String {
     format!("{name}.meta")
@@ -237,12 +244,28 @@ impl Blocked {
 
     /// The blocks that can hold records with key `key` (records sorted by key).
     pub(crate) fn blocks_with(&self, key: u64) -> Range<usize> {
-        let lo = self
-            .blocks
-            .partition_point(|b| b.first < key)
-            .saturating_sub(1);
-        let hi = self.blocks.partition_point(|b| b.first <= key);
-        lo..hi.max(lo)
+        blocks_with(&self.blocks, |b| b.first, key)
+    }
+
+    /// The key of each block's first record (its fences).
+    pub(crate) fn fences(&self) -> Vec<u64> {
+        self.blocks.iter().map(|b| b.first).collect()
+    }
+
+    /// Reads every block of the data file in `dir` (checked), a few hundred at a time, handing
+    /// each block's index and bytes to `each`.
+    pub(crate) fn for_each_block(
+        &self,
+        dir: &OutputDir,
+        mut each: impl FnMut(usize, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let all: Vec<usize> = (0..self.blocks.len()).collect();
+        for chunk in all.chunks(256) {
+            for (&i, bytes) in chunk.iter().zip(self.read(dir, chunk)?.iter()) {
+                each(i, bytes)?;
+            }
+        }
+        Ok(())
     }
 
     /// The block holding record `i` (records numbered in file order).

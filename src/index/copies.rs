@@ -93,7 +93,7 @@ impl Copies {
 
 /// The copies file of `entry`.
 pub(crate) fn read(index: &OutputDir, entry: &BatchEntry) -> Result<Copies> {
-    let dir = index.child(&entry.dir);
+    let dir = index.child(entry.files());
     let bytes = dir.read(COPIES)?.ok_or_else(|| Error::IndexFile {
         path: dir.location(COPIES),
         source: "missing".into(),

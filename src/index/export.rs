@@ -63,7 +63,7 @@ pub(crate) fn export(
             let mut id = Vec::with_capacity(numbers.len());
             for x in &numbers {
                 let found = ids.get(x).ok_or_else(|| Error::IndexFile {
-                    path: index.child(&entry.dir).location(super::batch::IDS),
+                    path: index.child(entry.files()).location(super::batch::IDS),
                     source: crate::error::FileError::Invalid(format!("no id for document {x}")),
                 })?;
                 id.push(found.as_str());

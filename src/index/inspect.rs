@@ -104,6 +104,17 @@ pub(crate) struct Verified {
     pub damaged: Vec<Damage>,
 }
 
+/// Ok when a file lists the `want` documents its batch's files hold.
+fn sized_to(name: &str, n: u64, want: u64) -> Result<u64> {
+    match n == want {
+        true => Ok(0),
+        false => Err(Error::IndexFile {
+            path: name.to_string(),
+            source: format!("{n} documents for the {want} the batch's files hold").into(),
+        }),
+    }
+}
+
 /// Band files of a batch made with the head's settings (MinHash bands, SimHash block tables).
 fn bands(head: &Head) -> usize {
     let n = |k: &str| {
@@ -134,7 +145,7 @@ pub(crate) fn verify(location: &str, lock: impl Fn() -> Result<Lock>) -> Result<
     let on_disk = head.on_disk();
     let across = head.settings.get("across").is_some_and(|v| !v.is_null());
     for entry in &on_disk {
-        let dir = index.child(&entry.dir);
+        let dir = index.child(entry.files());
         let held = entry.held();
         let mut check = |file: &str, r: Result<u64>| match r {
             Ok(b) => {
@@ -162,8 +173,8 @@ pub(crate) fn verify(location: &str, lock: impl Fn() -> Result<Lock>) -> Result<
         for name in &names {
             let r = Blocked::load(&dir, name).and_then(|b| {
                 match name.as_str() {
-                    super::batch::DOCS => count(&b, "records", held)?,
-                    IDS => count(&b, "ids", held)?,
+                    super::batch::DOCS => count(&b, "records", entry.in_files())?,
+                    IDS => count(&b, "ids", entry.in_files())?,
                     _ => {}
                 }
                 b.verify(&dir)
@@ -200,6 +211,21 @@ pub(crate) fn verify(location: &str, lock: impl Fn() -> Result<Lock>) -> Result<
         }
         if across {
             check(labels::ACROSS, labels::read(&index, entry).map(|_| 0));
+        }
+        // A compacted batch: its list of documents kept and each band's first fences.
+        if entry.compacted.is_some() {
+            let live = super::compact::read_live(&dir).and_then(|l| {
+                sized_to(
+                    &dir.location(super::compact::LIVE),
+                    l.len() as u64,
+                    entry.in_files(),
+                )
+            });
+            check(super::compact::LIVE, live);
+            for b in 0..bands(&head) {
+                let f = super::compact::read_fences(&dir, b).map(|_| 0);
+                check(&super::compact::fences_file(b), f);
+            }
         }
     }
     Ok(Verified {

@@ -59,7 +59,7 @@ pub(crate) fn decode(bytes: &[u8], path: &str) -> Result<Vec<u64>> {
 
 /// The across keys of `entry`'s held documents, by number.
 pub(crate) fn read(index: &OutputDir, entry: &BatchEntry) -> Result<Vec<u64>> {
-    let dir = index.child(&entry.dir);
+    let dir = index.child(entry.files());
     let bytes = dir.read(ACROSS)?.ok_or_else(|| Error::IndexFile {
         path: dir.location(ACROSS),
         source: "missing (the index records --across)".into(),

@@ -33,6 +33,7 @@
 
 pub(crate) mod batch;
 pub(crate) mod blocks;
+pub(crate) mod compact;
 pub(crate) mod copies;
 pub(crate) mod export;
 pub(crate) mod filter;
@@ -87,12 +88,26 @@ pub(crate) struct BatchEntry {
     /// The documents of earlier batches its run renewed, by their batch directory.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub renews: BTreeMap<String, u64>,
+    /// Lingering and rewritten to the documents still compared with ([`compact`]): where its
+    /// files are now (`dir` stays its name for renewals) and how many documents they hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compacted: Option<compact::Compacted>,
 }
 
 impl BatchEntry {
     /// The documents the batch holds.
     pub(crate) fn held(&self) -> u64 {
         self.held.unwrap_or(self.documents)
+    }
+
+    /// The directory of its files: `dir`, or where compaction rewrote them.
+    pub(crate) fn files(&self) -> &str {
+        self.compacted.as_ref().map_or(&self.dir, |c| &c.files)
+    }
+
+    /// The documents its files hold: all it holds, or those compaction kept.
+    pub(crate) fn in_files(&self) -> u64 {
+        self.compacted.as_ref().map_or(self.held(), |c| c.documents)
     }
 }
 
@@ -134,7 +149,7 @@ impl Head {
             .chain(&self.lingering)
             .chain(&self.compared)
         {
-            if all.iter().all(|a| a.dir != b.dir) {
+            if all.iter().all(|a| a.files() != b.files()) {
                 all.push(b);
             }
         }
@@ -372,6 +387,8 @@ pub(crate) struct Committed {
     pub bytes_on_disk: u64,
     /// Bytes of filters and block tables a lookup of the next batch holds in memory.
     pub filter_bytes: u64,
+    /// Lingering batches rewritten to the documents still compared with ([`compact`]).
+    pub compacted: Vec<compact::CompactedBatch>,
 }
 
 /// Adds tonight's batch `added` (its files already written) to the index: a new head in one
@@ -382,6 +399,7 @@ pub(crate) fn commit(
     ip: &IndexPlan,
     added: BatchEntry,
     frequencies: Option<Vec<u8>>,
+    bands: usize,
 ) -> Result<Committed> {
     let index = ip.dir();
     let _lock = Lock::acquire(&ip.location)?;
@@ -431,12 +449,16 @@ pub(crate) fn commit(
     // earlier run's directory for this name, when its input differed).
     if let Some(old) = &head {
         for b in old.on_disk() {
-            if kept.iter().all(|k| k.dir != b.dir) {
-                index.child(&b.dir).remove_all()?;
+            if kept.iter().all(|k| k.files() != b.files()) {
+                index.child(b.files()).remove_all()?;
             }
         }
     }
+    // Then the lingering batches that shrank (also on a rerun after a crash: it finishes them).
+    let (new_head, compacted) = compact_lingering(&index, &new_head, bands)?;
+    let kept = new_head.on_disk();
     Ok(Committed {
+        compacted,
         window: new_head.batches.clone(),
         lingering: new_head.lingering.clone(),
         batches_added: vec![added.name.clone()],
@@ -454,6 +476,84 @@ pub(crate) fn commit(
             .map(|b| b.filter_bytes)
             .sum(),
     })
+}
+
+/// Rewrites the lingering batches of `head` whose files hold at least [`compact::SHRINK`] times
+/// the documents compared with (by the next batch or by a rerun of the newest, which compares
+/// with what the newest was), then writes the head naming their new files and deletes the old
+/// ones. Returns the head now on disk and what was compacted.
+fn compact_lingering(
+    index: &OutputDir,
+    head: &Head,
+    bands: usize,
+) -> Result<(Head, Vec<compact::CompactedBatch>)> {
+    if crate::hooks::compaction_off() {
+        return Ok((head.clone(), Vec::new()));
+    }
+    let next = head.next_compare();
+    let alive_next = renew::alive(index, &next)?;
+    let alive_rerun = renew::alive(index, &head.compared)?;
+    let mut done: Vec<(BatchEntry, compact::CompactedBatch)> = Vec::new();
+    for (b, now) in next.iter().zip(&alive_next) {
+        // Lingering, and already when the newest batch ran (else a rerun reads all it holds).
+        let rerun = (head.compared.iter().zip(&alive_rerun))
+            .find(|(c, _)| c.dir == b.dir && c.lingering)
+            .and_then(|(_, a)| a.as_ref());
+        let (Some(now), Some(rerun)) = (now, rerun) else {
+            continue;
+        };
+        let mut keep: Vec<u32> = now.iter().chain(rerun).copied().collect();
+        keep.sort_unstable();
+        keep.dedup();
+        if keep.len() as u64 * compact::SHRINK > b.in_files() {
+            continue;
+        }
+        let files = format!("{}.c{}", b.dir, head.generation);
+        let new = compact::rewrite(index, b, &keep, &files, bands)?;
+        done.push((
+            new.clone(),
+            compact::CompactedBatch {
+                batch: b.name.clone(),
+                documents_before: b.in_files(),
+                documents_after: keep.len() as u64,
+                bytes_before: b.bytes,
+                bytes_after: new.bytes,
+            },
+        ));
+    }
+    if done.is_empty() {
+        return Ok((head.clone(), Vec::new()));
+    }
+    let swap = |list: &[BatchEntry]| -> Vec<BatchEntry> {
+        (list.iter())
+            .map(|e| match done.iter().find(|(n, _)| n.dir == e.dir) {
+                Some((n, _)) => BatchEntry {
+                    lingering: e.lingering,
+                    ..n.clone()
+                },
+                None => e.clone(),
+            })
+            .collect()
+    };
+    let new_head = Head {
+        generation: head.generation + 1,
+        batches: swap(&head.batches),
+        lingering: swap(&head.lingering),
+        compared: swap(&head.compared),
+        ..head.clone()
+    };
+    crate::hooks::crash_at("index-compact");
+    index.write_bytes(
+        HEAD,
+        serde_json::to_vec_pretty(&new_head).unwrap_or_default(),
+    )?;
+    let kept = new_head.on_disk();
+    for b in head.on_disk() {
+        if kept.iter().all(|k| k.files() != b.files()) {
+            index.child(b.files()).remove_all()?;
+        }
+    }
+    Ok((new_head, done.into_iter().map(|(_, c)| c).collect()))
 }
 
 /// The head of the index at `location`, read under its lock (taken through `lock`, which can
@@ -536,8 +636,8 @@ pub(crate) fn remove(
     let kept = new_head.on_disk();
     let mut freed = 0;
     for b in head.on_disk() {
-        if kept.iter().all(|k| k.dir != b.dir) {
-            index.child(&b.dir).remove_all()?;
+        if kept.iter().all(|k| k.files() != b.files()) {
+            index.child(b.files()).remove_all()?;
             freed += b.bytes;
         }
     }
@@ -605,6 +705,7 @@ mod tests {
             dropped: Some(0),
             lingering: false,
             renews: renews.iter().map(|r| (format!("batches/{r}"), 1)).collect(),
+            compacted: None,
         }
     }
 

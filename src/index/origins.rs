@@ -100,12 +100,12 @@ pub(crate) fn find(index: &str, batch: &str, id: &str) -> Result<(RecordedInput,
                 "batch '{batch}' is no longer in the index (it expired)"
             ))
         })?;
-    let bytes = dir.child(&entry.dir).read(ORIGINS)?.ok_or_else(|| {
+    let bytes = dir.child(entry.files()).read(ORIGINS)?.ok_or_else(|| {
         err(format!(
             "batch '{batch}' does not record where its documents came from (written before 2026-11-25)"
         ))
     })?;
-    let origins = Origins::decode(&bytes, &dir.child(&entry.dir).location(ORIGINS))?;
+    let origins = Origins::decode(&bytes, &dir.child(entry.files()).location(ORIGINS))?;
     let reader = BatchReader::open(&dir, entry, 0)?;
     let numbers: Vec<u32> = (0..origins.docs.len() as u32).collect();
     let ids = reader.ids(&numbers)?;

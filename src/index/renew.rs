@@ -78,7 +78,7 @@ pub(crate) fn read(index: &OutputDir, entry: &BatchEntry) -> Result<Renewals> {
     if entry.renews.is_empty() {
         return Ok(Renewals::new());
     }
-    let dir = index.child(&entry.dir);
+    let dir = index.child(entry.files());
     let bytes = dir.read(RENEWED)?.ok_or_else(|| Error::IndexFile {
         path: dir.location(RENEWED),
         source: "missing (the index head says this batch renewed documents)".into(),
@@ -132,6 +132,7 @@ mod tests {
             dropped: Some(0),
             lingering,
             renews: renews.iter().map(|&(d, n)| (d.to_string(), n)).collect(),
+            compacted: None,
         }
     }
 

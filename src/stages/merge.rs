@@ -155,6 +155,8 @@ pub(crate) struct IndexSummary {
     pub lookup: LookupStats,
     /// The indexed documents tonight was dropped against with the most copies across nights.
     pub most_copied: Vec<crate::stages::cluster::Copied>,
+    /// Lingering batches rewritten tonight to the documents still compared with.
+    pub compacted: Vec<crate::index::compact::CompactedBatch>,
 }
 
 /// A batch of the window: its documents and its own run's drops (null for batches committed
@@ -407,8 +409,9 @@ fn commit_index(
             .iter()
             .filter_map(|b| Some((b.dir.clone(), *cl.renewed.get(&b.name)?)))
             .collect(),
+        compacted: None,
     };
-    let c = crate::index::commit(ip, added, frequencies)?;
+    let c = crate::index::commit(ip, added, frequencies, plan.bands())?;
     // A lingering batch counts the documents still compared with.
     let compare_next: Vec<BatchEntry> = c.lingering.iter().chain(&c.window).cloned().collect();
     let alive = crate::index::renew::alive(&ip.dir(), &compare_next)?;
@@ -441,6 +444,7 @@ fn commit_index(
         lingering: c.lingering.iter().map(|b| b.name.clone()).collect(),
         renewed: cl.renewed.clone(),
         most_copied: cl.most_copied.clone(),
+        compacted: c.compacted.clone(),
         batches_added: c.batches_added,
         batches_expired: c.batches_expired,
         documents_indexed: documents,

@@ -606,3 +606,130 @@ fn index_remove_forgets_a_damaged_batch_and_the_next_night_runs() {
     );
     cd(["index", "verify", "--index"]).arg(&index).ok();
 }
+
+/// A re-crawl stream: each night 30 new pages and one-word edits of 12 pages drawn from all
+/// earlier nights; its globs (one shard a night).
+fn recrawl_stream(dir: &Path, nights: usize) -> Vec<String> {
+    let mut rng = Rng::new(21);
+    let mut pages: Vec<Vec<String>> = Vec::new();
+    let mut globs = Vec::new();
+    for n in 1..=nights {
+        let mut texts: Vec<String> = Vec::new();
+        for _ in 0..12.min(pages.len()) {
+            let mut p = pages[rng.below(pages.len())].clone();
+            let at = rng.below(p.len());
+            p[at] = format!("edit{}", rng.below(1_000_000));
+            texts.push(p.join(" "));
+        }
+        for _ in 0..30 {
+            let p: Vec<String> = (0..120)
+                .map(|_| format!("w{}", rng.below(50_000)))
+                .collect();
+            texts.push(p.join(" "));
+            pages.push(p);
+        }
+        let docs: Vec<Doc> = (texts.into_iter().enumerate())
+            .map(|(i, text)| Doc {
+                id: format!("n{n}-{i}"),
+                text,
+                source: 0,
+                kind: corpus_dedup::synth::Kind::Base,
+            })
+            .collect();
+        let input = dir.join(format!("in{n}"));
+        std::fs::create_dir_all(&input).unwrap();
+        write_docs(&input.join("s.parquet"), &docs);
+        globs.push(format!("{}/*.parquet", input.display()));
+    }
+    globs
+}
+
+#[test]
+fn lingering_batches_are_compacted_with_the_decisions_of_an_uncompacted_index() {
+    let dir = temp_dir("index-compact");
+    let globs = recrawl_stream(&dir, 7);
+    let window = ["--window", "1"];
+    let rows = |out: &Path| format!("{:?}", manifest(out));
+    let (plain, packed) = (dir.join("plain"), dir.join("packed"));
+    let mut heads = Vec::new();
+    let mut compacted = 0;
+    for n in 1..=globs.len() {
+        let (a, b) = (dir.join(format!("a{n}")), dir.join(format!("b{n}")));
+        night(&globs, n, &a, &plain, &window)
+            .env("CORPUS_DEDUP_COMPACT", "never")
+            .ok();
+        night(&globs, n, &b, &packed, &window).ok();
+        assert_eq!(rows(&a), rows(&b), "night {n}");
+        heads.push(std::fs::read(packed.join("index.json")).unwrap());
+        let c = summary(&b)["index"]["compacted"].as_array().unwrap().len();
+        compacted += c;
+        if c > 0 {
+            // Verify reads the compacted files; status counts their live documents.
+            let v = cd(["index", "verify", "--json", "--index"])
+                .arg(&packed)
+                .ok();
+            let v: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
+            assert_eq!(v["damaged"], serde_json::json!([]), "{v}");
+        }
+    }
+    assert!(compacted >= 3, "{compacted} compactions");
+    let status = |ix: &Path| -> serde_json::Value {
+        serde_json::from_slice(
+            &cd(["index", "status", "--json", "--index"])
+                .arg(ix)
+                .ok()
+                .stdout,
+        )
+        .unwrap()
+    };
+    let (p, q) = (status(&plain), status(&packed));
+    assert_eq!(p["live_documents"], q["live_documents"]);
+    let bytes = |s: &serde_json::Value| s["bytes_on_disk"].as_u64().unwrap();
+    assert!(
+        bytes(&q) * 4 < bytes(&p) * 3,
+        "{} vs {}",
+        bytes(&q),
+        bytes(&p)
+    );
+    // Export reads the compacted batches' ids and copies as it read them whole.
+    let export = |ix: &Path, to: &str| {
+        let file = dir.join(to);
+        cd(["index", "export", "--index"])
+            .arg(ix)
+            .arg("--output")
+            .arg(&file)
+            .ok();
+        read_df(&file)
+    };
+    let (p, q) = (export(&plain, "p.parquet"), export(&packed, "q.parquet"));
+    assert!(p.height() > 20 && p.equals(&q), "{p:?} {q:?}");
+    // A rerun of the last night on the compacted index: the same manifest and head.
+    let last = globs.len();
+    night(&globs, last, &dir.join("again"), &packed, &window).ok();
+    assert_eq!(
+        rows(&dir.join("again")),
+        rows(&dir.join(format!("b{last}")))
+    );
+    assert_eq!(
+        std::fs::read(packed.join("index.json")).unwrap(),
+        heads[last - 1]
+    );
+    // Killed after writing a compaction and before the head names it: the rerun finishes it.
+    let first = (1..=last)
+        .find(|n| {
+            summary(&dir.join(format!("b{n}")))["index"]["compacted"] != serde_json::json!([])
+        })
+        .unwrap();
+    let crashed = dir.join("crashed");
+    for n in 1..first {
+        night(&globs, n, &dir.join(format!("c{n}")), &crashed, &window).ok();
+    }
+    let out = dir.join(format!("c{first}"));
+    night(&globs, first, &out, &crashed, &window).killed_at("index-compact:0");
+    night(&globs, first, &out, &crashed, &window).ok();
+    assert_eq!(rows(&out), rows(&dir.join(format!("b{first}"))));
+    assert_eq!(
+        std::fs::read(crashed.join("index.json")).unwrap(),
+        heads[first - 1]
+    );
+}
