@@ -493,13 +493,30 @@ fn compact_lingering(
     let next = head.next_compare();
     let alive_next = renew::alive(index, &next)?;
     let alive_rerun = renew::alive(index, &head.compared)?;
+    // What a rerun of the newest batch finds in a batch that was in its window: its best matches
+    // there (it compares with all that batch held, and keeps the best match of each document).
+    let newest_matched = match head.batches.last() {
+        Some(n) => index.child(n.files()).read(renew::MATCHED)?.map(|bytes| {
+            renew::decode(&bytes, &index.child(n.files()).location(renew::MATCHED))
+        }),
+        None => None,
+    }
+    .transpose()?;
     let mut done: Vec<(BatchEntry, compact::CompactedBatch)> = Vec::new();
     for (b, now) in next.iter().zip(&alive_next) {
-        // Lingering, and already when the newest batch ran (else a rerun reads all it holds).
-        let rerun = (head.compared.iter().zip(&alive_rerun))
-            .find(|(c, _)| c.dir == b.dir && c.lingering)
-            .and_then(|(_, a)| a.as_ref());
-        let (Some(now), Some(rerun)) = (now, rerun) else {
+        let Some(now) = now else {
+            continue;
+        };
+        // What a rerun of the newest batch compares with in it: the live documents when it was
+        // lingering then, the documents that were best matches when it was in the window.
+        let was = head.compared.iter().zip(&alive_rerun).find(|(c, _)| c.dir == b.dir);
+        let none = Vec::new();
+        let rerun = match was {
+            Some((c, a)) if c.lingering => a.as_ref(),
+            Some(_) => newest_matched.as_ref().map(|m| m.get(&b.dir).unwrap_or(&none)),
+            None => None,
+        };
+        let Some(rerun) = rerun else {
             continue;
         };
         let mut keep: Vec<u32> = now.iter().chain(rerun).copied().collect();

@@ -20,6 +20,11 @@ use crate::io::u32_at;
 /// A batch's renewals file.
 pub(crate) const RENEWED: &str = "renewed.bin";
 
+/// A batch's best index matches: the documents of earlier batches that were some document's
+/// best match on its night (a superset of its renewals; same format). A rerun of the batch
+/// finds exactly these in a batch that left the window since, so compaction keeps them.
+pub(crate) const MATCHED: &str = "matched.bin";
+
 /// Documents renewed, by the directory of the batch that holds them (each list sorted, unique).
 pub(crate) type Renewals = BTreeMap<String, Vec<u32>>;
 

@@ -34,6 +34,8 @@ pub(crate) const PLAN: &str = "plan.json";
 
 /// The indexed documents the cluster task renewed (`--cluster keeper` with `--index`).
 pub(crate) const RENEWED: &str = "cluster/renewed.bin";
+/// Every indexed document that is some document's best index match tonight, by batch.
+pub(crate) const MATCHED: &str = "cluster/matched.bin";
 
 /// The cluster task's copies of tonight's held documents and of the indexed documents tonight
 /// was dropped against, for the index stage ([`crate::index::copies`]).

@@ -211,6 +211,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats>
     let mut files = vec![(work::COPIES, copies::COPIES)];
     if plan.config.cluster == ClusterRule::Keeper {
         files.push((work::RENEWED, renew::RENEWED));
+        files.push((work::MATCHED, renew::MATCHED));
     }
     for (from, to) in files {
         let bytes = work.read(from)?.ok_or_else(|| Error::WorkFile {

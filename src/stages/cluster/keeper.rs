@@ -129,7 +129,9 @@ pub(super) fn outcome(
 }
 
 /// Writes the indexed documents tonight's drops renewed ([`crate::index::renew`]: each dropped
-/// document's indexed keeper) for the index stage; returns their count by batch name.
+/// document's indexed keeper) for the index stage, and those that are any document's best index
+/// match (what a rerun of tonight needs of a batch, [`crate::index::compact`]); returns the
+/// renewed count by batch name.
 pub(super) fn write_renewals(
     work: &OutputDir,
     plan: &Plan,
@@ -146,11 +148,18 @@ pub(super) fn write_renewals(
             renewed.entry(b.dir.clone()).or_default().push(m.xdoc);
         }
     }
-    for docs in renewed.values_mut() {
+    let mut matched = Renewals::new();
+    for m in &index.matches {
+        if let Some(b) = ip.compare.get(m.batch as usize) {
+            matched.entry(b.dir.clone()).or_default().push(m.xdoc);
+        }
+    }
+    for docs in renewed.values_mut().chain(matched.values_mut()) {
         docs.sort_unstable();
         docs.dedup();
     }
     work.write_bytes(work::RENEWED, renew::encode(&renewed))?;
+    work.write_bytes(work::MATCHED, renew::encode(&matched))?;
     Ok(ip
         .compare
         .iter()
