@@ -280,9 +280,7 @@ impl BatchReader {
             None => None,
             Some(_) => Some(Renumbered {
                 live: compact::read_live(&dir)?,
-                fences: (0..bands)
-                    .map(|b| compact::read_fences(&dir, b))
-                    .collect::<Result<_>>()?,
+                fences: compact::read_fences(&dir, bands)?,
             }),
         };
         match (exact, docs, ids, keys) {
@@ -323,12 +321,35 @@ impl BatchReader {
             return keys.to_vec();
         };
         let fences = &r.fences[b];
-        (keys.iter().copied())
-            .filter(|&(k, _)| {
-                old_blocks(fences, k)
-                    .any(|i| filter.contains(compact::block_key(i as u32, fragment(k))))
-            })
-            .collect()
+        // Keys sorted by their high bits (as lookups give them) walk the fences once.
+        let sorted = keys.windows(2).all(|w| w[0].0 >> 32 <= w[1].0 >> 32);
+        let (mut below, mut upto) = (0, 0);
+        // (filter key, position in `keys`) of each key's old blocks, probed in one vector pass.
+        let mut probes: Vec<(u64, u32)> = Vec::with_capacity(keys.len());
+        for (at, &(k, _)) in keys.iter().enumerate() {
+            let blocks = match sorted {
+                true => {
+                    let high = k >> 32;
+                    while below < fences.len() && fences[below] < high {
+                        below += 1;
+                    }
+                    while upto < fences.len() && fences[upto] <= high {
+                        upto += 1;
+                    }
+                    let lo = below.saturating_sub(1);
+                    lo..upto.max(lo)
+                }
+                false => old_blocks(fences, k),
+            };
+            let frag = fragment(k);
+            probes.extend(blocks.map(|i| (compact::block_key(i as u32, frag), at as u32)));
+        }
+        let mut out: Vec<(u64, u32)> = (filter.may_contain(&probes, |(p, _)| p).iter())
+            .map(|&(_, at)| keys[at as usize])
+            .collect();
+        // A key probed for two blocks passes once.
+        out.dedup();
+        out
     }
 
     /// The (low 64 bits of an exact-text hash, query) pairs of `keys` whose text some document of

@@ -10,7 +10,7 @@
 //! - `exact.bin`, `keys.bin`: their records of kept documents, as before (they carry numbers).
 //! - `bands/bBBB.bin`: a band record carries the document but only 16 bits of its key beyond
 //!   the block's fence, so its key cannot be rebuilt. Each kept record is written with the block
-//!   it was in ([`BAND_RECORD`]), keyed by that block, and `bands/bBBB.fences` keeps the band's
+//!   it was in ([`BAND_RECORD`]), keyed by that block, and `fences.bin` keeps each band's
 //!   fences as first written: a lookup finds a key's old block by those fences, then that
 //!   block's records here; the filter holds (old block, fragment) pairs.
 //! - `origins.bin`, `copies.bin`, `across.bin`, `renewed.bin`: copied (by document number,
@@ -49,54 +49,77 @@ pub(crate) const LIVE: &str = "live.bin";
 /// (then SimHash's fingerprint).
 pub(crate) const BAND_RECORD: usize = batch::BAND_RECORD + 4;
 
-/// Band `b`'s fences as first written.
-pub(crate) fn fences_file(b: usize) -> String {
-    format!("bands/b{b:03}.fences")
-}
+/// Each band's fences as first written.
+pub(crate) const FENCES: &str = "fences.bin";
 
 /// The filter key of a compacted band record: its old block and key fragment.
 pub(crate) fn block_key(block: u32, fragment: u16) -> u64 {
     crate::lsh::mix64((u64::from(block) << 16) | u64::from(fragment))
 }
 
-/// `values` as little-endian u32s behind their count.
-fn encode(values: impl ExactSizeIterator<Item = u32>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4 + 4 * values.len());
-    out.extend_from_slice(&(values.len() as u32).to_le_bytes());
-    for v in values {
-        out.extend_from_slice(&v.to_le_bytes());
+/// Lists of u32s, each behind its count, little-endian, behind the number of lists.
+fn encode(lists: &[Vec<u32>]) -> Vec<u8> {
+    let mut out = (lists.len() as u32).to_le_bytes().to_vec();
+    for l in lists {
+        out.extend_from_slice(&(l.len() as u32).to_le_bytes());
+        for v in l {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
     }
     out
 }
 
-/// [`encode`]'s values back, which must ascend strictly; the file's error otherwise.
-fn decode(dir: &OutputDir, name: &str) -> Result<Vec<u32>> {
+/// [`encode`]'s lists back from file `name` of `dir`, each ascending (strictly when `strict`);
+/// the file's error otherwise.
+fn decode(dir: &OutputDir, name: &str, strict: bool) -> Result<Vec<Vec<u32>>> {
     let bad = |what: &str| Error::IndexFile {
         path: dir.location(name),
         source: format!("{what}; remove the batch (index remove) or restore the index").into(),
     };
     let bytes = dir.read(name)?.ok_or_else(|| bad("missing"))?;
-    let n = bytes.get(..4).map(|b| u32_at(b, 0) as usize);
-    if n.is_none_or(|n| bytes.len() != 4 + 4 * n) {
-        return Err(bad("not a list of numbers (cut short or too long)"));
+    let mut at = 0;
+    let mut next = |n: usize| -> Result<&[u8]> {
+        let s = bytes.get(at..at + n).ok_or_else(|| bad("cut short"))?;
+        at += n;
+        Ok(s)
+    };
+    let lists = u32_at(next(4)?, 0) as usize;
+    let mut out = Vec::with_capacity(lists.min(1 << 16));
+    for _ in 0..lists {
+        let n = u32_at(next(4)?, 0) as usize;
+        let l: Vec<u32> = next(4 * n)?.chunks_exact(4).map(|c| u32_at(c, 0)).collect();
+        if !l
+            .windows(2)
+            .all(|w| w[0] < w[1] || (!strict && w[0] == w[1]))
+        {
+            return Err(bad("numbers out of order"));
+        }
+        out.push(l);
     }
-    let values: Vec<u32> = bytes[4..].chunks_exact(4).map(|c| u32_at(c, 0)).collect();
-    if !values.windows(2).all(|w| w[0] < w[1]) {
-        return Err(bad("numbers out of order"));
+    if at != bytes.len() {
+        return Err(bad("trailing bytes"));
     }
-    Ok(values)
+    Ok(out)
 }
 
 /// The documents a compacted batch's files hold.
 pub(crate) fn read_live(dir: &OutputDir) -> Result<Vec<u32>> {
-    decode(dir, LIVE)
+    Ok(decode(dir, LIVE, true)?.pop().unwrap_or_default())
 }
 
-/// Band `b`'s fences as first written (the high 32 bits of each old block's first key).
-pub(crate) fn read_fences(dir: &OutputDir, b: usize) -> Result<Vec<u64>> {
-    Ok(decode(dir, &fences_file(b))?
+/// Each band's fences as first written (the high 32 bits of each old block's first key), for
+/// a batch of `bands` band files.
+pub(crate) fn read_fences(dir: &OutputDir, bands: usize) -> Result<Vec<Vec<u64>>> {
+    let lists = decode(dir, FENCES, false)?;
+    if lists.len() != bands {
+        return Err(Error::IndexFile {
+            path: dir.location(FENCES),
+            source: format!("{} bands, the index has {bands}", lists.len()).into(),
+        });
+    }
+    Ok(lists
         .into_iter()
-        .map(u64::from)
+        .map(|l| l.into_iter().map(u64::from).collect())
         .collect())
 }
 
@@ -126,6 +149,7 @@ pub(crate) fn rewrite(
     out.child("bands").prepare()?;
     let kept = |d: u32| keep.binary_search(&d).is_ok();
     let mut w = Written::default();
+    let mut all_fences = Vec::with_capacity(bands);
     for b in 0..bands {
         let (records, fences) = reader.band_all(b)?;
         let records: Vec<_> = records.into_iter().filter(|r| kept(r.doc)).collect();
@@ -148,10 +172,11 @@ pub(crate) fn rewrite(
             }
             Ok(())
         })?;
-        let fences = encode(fences.iter().map(|&f| f as u32));
-        w.bytes += fences.len() as u64;
-        out.write_bytes(&fences_file(b), fences)?;
+        all_fences.push(fences.iter().map(|&f| f as u32).collect());
     }
+    let fences = encode(&all_fences);
+    w.bytes += fences.len() as u64;
+    out.write_bytes(FENCES, fences)?;
     let exact = reader
         .exact_all()?
         .into_iter()
@@ -185,7 +210,7 @@ pub(crate) fn rewrite(
             Ok(())
         })?;
     }
-    let live = encode(keep.iter().copied());
+    let live = encode(&[keep.to_vec()]);
     w.bytes += live.len() as u64;
     out.write_bytes(LIVE, live)?;
     // Files by document number, as they are (a byte or so per document).
@@ -278,7 +303,14 @@ mod tests {
             let keys: Vec<(u64, u32)> = (0..800u64)
                 .map(|k| (mix64(k + 10_000 * b as u64), k as u32))
                 .collect();
-            let passed = r.band_may_have(b, &keys);
+            // Sorted by their high bits (as lookups give them, a walk) or not (a search).
+            let mut passed = r.band_may_have(b, &keys);
+            let mut by_high = keys.clone();
+            by_high.sort_by_key(|k| (k.0 >> 32, k.1));
+            let mut walked = r.band_may_have(b, &by_high);
+            passed.sort_unstable();
+            walked.sort_unstable();
+            assert_eq!(passed, walked);
             let queries: Vec<(usize, u64)> = passed.iter().map(|&(k, q)| (q as usize, k)).collect();
             let mut found = r.find_band(b, &queries, |_, v| v % 2 == 0).unwrap();
             found.retain(|f| docs.binary_search(&f.1).is_ok());

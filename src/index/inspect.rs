@@ -222,10 +222,8 @@ pub(crate) fn verify(location: &str, lock: impl Fn() -> Result<Lock>) -> Result<
                 )
             });
             check(super::compact::LIVE, live);
-            for b in 0..bands(&head) {
-                let f = super::compact::read_fences(&dir, b).map(|_| 0);
-                check(&super::compact::fences_file(b), f);
-            }
+            let f = super::compact::read_fences(&dir, bands(&head)).map(|_| 0);
+            check(super::compact::FENCES, f);
         }
     }
     Ok(Verified {

@@ -496,9 +496,10 @@ fn compact_lingering(
     // What a rerun of the newest batch finds in a batch that was in its window: its best matches
     // there (it compares with all that batch held, and keeps the best match of each document).
     let newest_matched = match head.batches.last() {
-        Some(n) => index.child(n.files()).read(renew::MATCHED)?.map(|bytes| {
-            renew::decode(&bytes, &index.child(n.files()).location(renew::MATCHED))
-        }),
+        Some(n) => index
+            .child(n.files())
+            .read(renew::MATCHED)?
+            .map(|bytes| renew::decode(&bytes, &index.child(n.files()).location(renew::MATCHED))),
         None => None,
     }
     .transpose()?;
@@ -509,11 +510,17 @@ fn compact_lingering(
         };
         // What a rerun of the newest batch compares with in it: the live documents when it was
         // lingering then, the documents that were best matches when it was in the window.
-        let was = head.compared.iter().zip(&alive_rerun).find(|(c, _)| c.dir == b.dir);
+        let was = head
+            .compared
+            .iter()
+            .zip(&alive_rerun)
+            .find(|(c, _)| c.dir == b.dir);
         let none = Vec::new();
         let rerun = match was {
             Some((c, a)) if c.lingering => a.as_ref(),
-            Some(_) => newest_matched.as_ref().map(|m| m.get(&b.dir).unwrap_or(&none)),
+            Some(_) => newest_matched
+                .as_ref()
+                .map(|m| m.get(&b.dir).unwrap_or(&none)),
             None => None,
         };
         let Some(rerun) = rerun else {
