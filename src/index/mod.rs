@@ -389,6 +389,8 @@ pub(crate) struct Committed {
     pub filter_bytes: u64,
     /// Lingering batches rewritten to the documents still compared with ([`compact`]).
     pub compacted: Vec<compact::CompactedBatch>,
+    /// Seconds spent deciding and compacting.
+    pub compaction_seconds: f64,
 }
 
 /// Adds tonight's batch `added` (its files already written) to the index: a new head in one
@@ -455,10 +457,12 @@ pub(crate) fn commit(
         }
     }
     // Then the lingering batches that shrank (also on a rerun after a crash: it finishes them).
+    let start = std::time::Instant::now();
     let (new_head, compacted) = compact_lingering(&index, &new_head, bands)?;
     let kept = new_head.on_disk();
     Ok(Committed {
         compacted,
+        compaction_seconds: (start.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
         window: new_head.batches.clone(),
         lingering: new_head.lingering.clone(),
         batches_added: vec![added.name.clone()],

@@ -157,6 +157,8 @@ pub(crate) struct IndexSummary {
     pub most_copied: Vec<crate::stages::cluster::Copied>,
     /// Lingering batches rewritten tonight to the documents still compared with.
     pub compacted: Vec<crate::index::compact::CompactedBatch>,
+    /// Seconds the commit spent deciding and compacting them.
+    pub compaction_seconds: f64,
 }
 
 /// A batch of the window: its documents and its own run's drops (null for batches committed
@@ -445,6 +447,7 @@ fn commit_index(
         renewed: cl.renewed.clone(),
         most_copied: cl.most_copied.clone(),
         compacted: c.compacted.clone(),
+        compaction_seconds: c.compaction_seconds,
         batches_added: c.batches_added,
         batches_expired: c.batches_expired,
         documents_indexed: documents,

@@ -662,6 +662,18 @@ fn lingering_batches_are_compacted_with_the_decisions_of_an_uncompacted_index() 
         assert_eq!(rows(&a), rows(&b), "night {n}");
         heads.push(std::fs::read(packed.join("index.json")).unwrap());
         let c = summary(&b)["index"]["compacted"].as_array().unwrap().len();
+        if c > 0 {
+            let schema: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(
+                    Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/summary.json"),
+                )
+                .unwrap(),
+            )
+            .unwrap();
+            let first = &summary(&b)["index"]["compacted"][0];
+            check_fields(first, &schema["compacted_fields"]);
+            assert!(first["documents_after"].as_u64() < first["documents_before"].as_u64());
+        }
         compacted += c;
         if c > 0 {
             // Verify reads the compacted files; status counts their live documents.
@@ -673,6 +685,23 @@ fn lingering_batches_are_compacted_with_the_decisions_of_an_uncompacted_index() 
         }
     }
     assert!(compacted >= 3, "{compacted} compactions");
+    // The same nights as tasks by hand (plan, then each stage's tasks): the same decisions and
+    // compactions.
+    let tasked = dir.join("tasked");
+    for n in 1..=globs.len() {
+        let (out, work) = (dir.join(format!("t{n}")), dir.join(format!("tw{n}")));
+        let batch = format!("night-{n}");
+        let index = tasked.to_str().unwrap();
+        let flags = ["--index", index, "--batch", &batch, "--window", "1"];
+        crate::tasks::by_hand(&globs[n - 1], &work, &out, &flags);
+        assert_eq!(
+            rows(&out),
+            rows(&dir.join(format!("b{n}"))),
+            "night {n} as tasks"
+        );
+        let compacted = |o: &Path| summary(o)["index"]["compacted"].clone();
+        assert_eq!(compacted(&out), compacted(&dir.join(format!("b{n}"))));
+    }
     let status = |ix: &Path| -> serde_json::Value {
         serde_json::from_slice(
             &cd(["index", "status", "--json", "--index"])
