@@ -609,7 +609,7 @@ fn index_remove_forgets_a_damaged_batch_and_the_next_night_runs() {
 
 /// A re-crawl stream: each night 30 new pages and one-word edits of 12 pages drawn from all
 /// earlier nights; its globs (one shard a night).
-fn recrawl_stream(dir: &Path, nights: usize) -> Vec<String> {
+pub(crate) fn recrawl_stream(dir: &Path, nights: usize) -> Vec<String> {
     let mut rng = Rng::new(21);
     let mut pages: Vec<Vec<String>> = Vec::new();
     let mut globs = Vec::new();

@@ -617,3 +617,73 @@ fn a_reference_on_s3_flags_what_a_local_one_does_and_is_cached_in_an_s3_index() 
         "{err}"
     );
 }
+
+#[test]
+fn compaction_on_an_s3_index_does_what_it_does_locally() {
+    let Some(server) = start("s3-compact") else {
+        return;
+    };
+    let local = temp_dir("s3-compact-local");
+    let globs = crate::index::recrawl_stream(&local, 4);
+    let mut compacted = 0;
+    for (n, glob) in globs.iter().enumerate() {
+        let n = n + 1;
+        let shard = Path::new(glob.trim_end_matches("/*.parquet")).join("s.parquet");
+        let dir = server.root.join(format!("crawl/in{n}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(&shard, dir.join("s.parquet")).unwrap();
+        let batch = format!("night-{n}");
+        let (input, out) = (
+            format!("s3://crawl/in{n}/*.parquet"),
+            format!("s3://crawl/c{n}"),
+        );
+        let args = [
+            "--input",
+            &input,
+            "--output",
+            &out,
+            "--index",
+            "s3://crawl/cix",
+        ];
+        let o = run_s3(
+            &server,
+            SECRET,
+            &[&args[..], &["--batch", &batch, "--window", "1"]].concat(),
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let lout = local.join(format!("o{n}"));
+        let lindex = local.join("index");
+        let flags = [
+            "--batch",
+            &batch,
+            "--window",
+            "1",
+            "--index",
+            lindex.to_str().unwrap(),
+        ];
+        run_ok(glob, &lout, &flags);
+        let remote = server.root.join(format!("crawl/c{n}"));
+        assert_eq!(comparable(&manifest(&remote)), comparable(&manifest(&lout)));
+        // The same batches to the same documents (bytes differ: origins name the inputs).
+        let c = |o: &Path| -> Vec<(String, u64, u64)> {
+            (summary(o)["index"]["compacted"].as_array().unwrap().iter())
+                .map(|c| {
+                    let n = |k: &str| c[k].as_u64().unwrap();
+                    let batch = c["batch"].as_str().unwrap().to_string();
+                    (batch, n("documents_before"), n("documents_after"))
+                })
+                .collect()
+        };
+        assert_eq!(c(&remote), c(&lout), "night {n}");
+        compacted += c(&lout).len();
+    }
+    assert!(compacted >= 2, "{compacted}");
+    let o = s3_cmd(
+        &server,
+        SECRET,
+        ["index", "verify", "--json", "--index", "s3://crawl/cix"],
+    )
+    .ok();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["damaged"], serde_json::json!([]), "{v}");
+}
