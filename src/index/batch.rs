@@ -25,8 +25,8 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::index::blocks::{meta_name, Blocked, Writer};
-use crate::index::compact;
 use crate::index::filter::Bloom;
+use crate::index::live;
 use crate::index::BatchEntry;
 use crate::io::output::OutputDir;
 use crate::io::{u32_at, u32s_le, u64_at};
@@ -199,13 +199,13 @@ pub(crate) struct BatchReader {
     docs: Blocked,
     ids: Blocked,
     keys: Blocked,
-    /// A compacted batch ([`crate::index::compact`]): how its files are numbered.
+    /// A compacted batch ([`crate::index::compact`], [`crate::index::live`]): how its files are numbered.
     renumbered: Option<Renumbered>,
 }
 
 /// What reading a compacted batch needs beyond its metas: the original numbers of the documents
 /// its per-document files hold, in file order, and each band's fences before compaction (its
-/// band records are keyed by the block they were in then, [`compact::BAND_RECORD`]).
+/// band records are keyed by the block they were in then, [`live::BAND_RECORD`]).
 struct Renumbered {
     live: Vec<u32>,
     fences: Vec<Vec<u64>>,
@@ -279,8 +279,8 @@ impl BatchReader {
         let renumbered = match entry.compacted {
             None => None,
             Some(_) => Some(Renumbered {
-                live: compact::read_live(&dir)?,
-                fences: compact::read_fences(&dir, bands)?,
+                live: live::read_live(&dir)?,
+                fences: live::read_fences(&dir, bands)?,
             }),
         };
         match (exact, docs, ids, keys) {
@@ -342,7 +342,7 @@ impl BatchReader {
                 false => old_blocks(fences, k),
             };
             let frag = fragment(k);
-            probes.extend(blocks.map(|i| (compact::block_key(i as u32, frag), at as u32)));
+            probes.extend(blocks.map(|i| (live::block_key(i as u32, frag), at as u32)));
         }
         let mut out: Vec<(u64, u32)> = (filter.may_contain(&probes, |(p, _)| p).iter())
             .map(|&(_, at)| keys[at as usize])
@@ -464,7 +464,7 @@ impl BatchReader {
         let n = file.records().saturating_sub(i as u64 * per).min(per) as usize;
         let compacted = self.renumbered.is_some();
         let least = if compacted {
-            compact::BAND_RECORD
+            live::BAND_RECORD
         } else {
             BAND_RECORD
         };

@@ -27,102 +27,13 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::index::batch::{self, band_file, BatchReader, Written};
 use crate::index::filter::Bloom;
+use crate::index::live::{self, block_key, Compacted, BAND_RECORD, FENCES, LIVE};
 use crate::index::{copies, labels, origins, renew, BatchEntry};
 use crate::io::output::OutputDir;
-use crate::io::u32_at;
-
-/// Where a compacted batch's files are and how many documents they hold.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Compacted {
-    pub files: String,
-    pub documents: u64,
-}
 
 /// A batch is compacted when its files hold at least this many times the documents still
 /// compared with.
 pub(crate) const SHRINK: u64 = 2;
-
-/// The numbers of the documents a compacted batch's files hold.
-pub(crate) const LIVE: &str = "live.bin";
-
-/// Bytes of a compacted band record: key fragment, document, the block it was first written in
-/// (then SimHash's fingerprint).
-pub(crate) const BAND_RECORD: usize = batch::BAND_RECORD + 4;
-
-/// Each band's fences as first written.
-pub(crate) const FENCES: &str = "fences.bin";
-
-/// The filter key of a compacted band record: its old block and key fragment.
-pub(crate) fn block_key(block: u32, fragment: u16) -> u64 {
-    crate::lsh::mix64((u64::from(block) << 16) | u64::from(fragment))
-}
-
-/// Lists of u32s, each behind its count, little-endian, behind the number of lists.
-fn encode(lists: &[Vec<u32>]) -> Vec<u8> {
-    let mut out = (lists.len() as u32).to_le_bytes().to_vec();
-    for l in lists {
-        out.extend_from_slice(&(l.len() as u32).to_le_bytes());
-        for v in l {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-    }
-    out
-}
-
-/// [`encode`]'s lists back from file `name` of `dir`, each ascending (strictly when `strict`);
-/// the file's error otherwise.
-fn decode(dir: &OutputDir, name: &str, strict: bool) -> Result<Vec<Vec<u32>>> {
-    let bad = |what: &str| Error::IndexFile {
-        path: dir.location(name),
-        source: format!("{what}; remove the batch (index remove) or restore the index").into(),
-    };
-    let bytes = dir.read(name)?.ok_or_else(|| bad("missing"))?;
-    let mut at = 0;
-    let mut next = |n: usize| -> Result<&[u8]> {
-        let s = bytes.get(at..at + n).ok_or_else(|| bad("cut short"))?;
-        at += n;
-        Ok(s)
-    };
-    let lists = u32_at(next(4)?, 0) as usize;
-    let mut out = Vec::with_capacity(lists.min(1 << 16));
-    for _ in 0..lists {
-        let n = u32_at(next(4)?, 0) as usize;
-        let l: Vec<u32> = next(4 * n)?.chunks_exact(4).map(|c| u32_at(c, 0)).collect();
-        if !l
-            .windows(2)
-            .all(|w| w[0] < w[1] || (!strict && w[0] == w[1]))
-        {
-            return Err(bad("numbers out of order"));
-        }
-        out.push(l);
-    }
-    if at != bytes.len() {
-        return Err(bad("trailing bytes"));
-    }
-    Ok(out)
-}
-
-/// The documents a compacted batch's files hold.
-pub(crate) fn read_live(dir: &OutputDir) -> Result<Vec<u32>> {
-    Ok(decode(dir, LIVE, true)?.pop().unwrap_or_default())
-}
-
-/// The fences as first written (the high 32 bits of each old block's first key) of the first
-/// `bands` band files (a reader of ids alone asks for none).
-pub(crate) fn read_fences(dir: &OutputDir, bands: usize) -> Result<Vec<Vec<u64>>> {
-    let mut lists = decode(dir, FENCES, false)?;
-    if lists.len() < bands {
-        return Err(Error::IndexFile {
-            path: dir.location(FENCES),
-            source: format!("{} bands, the index has {bands}", lists.len()).into(),
-        });
-    }
-    lists.truncate(bands);
-    Ok(lists
-        .into_iter()
-        .map(|l| l.into_iter().map(u64::from).collect())
-        .collect())
-}
 
 /// What a compaction did, for the summary.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -175,7 +86,7 @@ pub(crate) fn rewrite(
         })?;
         all_fences.push(fences.iter().map(|&f| f as u32).collect());
     }
-    let fences = encode(&all_fences);
+    let fences = live::encode(&all_fences);
     w.bytes += fences.len() as u64;
     out.write_bytes(FENCES, fences)?;
     let exact = reader
@@ -211,9 +122,9 @@ pub(crate) fn rewrite(
             Ok(())
         })?;
     }
-    let live = encode(&[keep.to_vec()]);
-    w.bytes += live.len() as u64;
-    out.write_bytes(LIVE, live)?;
+    let kept_list = live::encode(&[keep.to_vec()]);
+    w.bytes += kept_list.len() as u64;
+    out.write_bytes(LIVE, kept_list)?;
     // Files by document number, as they are (a byte or so per document).
     for name in [
         origins::ORIGINS,
@@ -339,6 +250,11 @@ mod tests {
     }
 
     #[test]
+    fn a_compacted_band_record_is_a_band_record_and_its_block() {
+        assert_eq!(BAND_RECORD, batch::BAND_RECORD + 4);
+    }
+
+    #[test]
     fn a_compacted_batch_finds_what_it_found_for_the_documents_kept() {
         let tmp = std::env::temp_dir().join(format!("cd-compact-{}", std::process::id()));
         let index = OutputDir::parse(tmp.to_str().unwrap());
@@ -369,7 +285,7 @@ mod tests {
         assert_eq!(dir.read(origins::ORIGINS).unwrap(), Some(vec![1, 2, 3]));
         // A damaged live list is named.
         dir.write_bytes(LIVE, vec![1, 0, 0, 0]).unwrap();
-        let err = read_live(&dir).unwrap_err().to_string();
+        let err = live::read_live(&dir).unwrap_err().to_string();
         assert!(
             err.contains("live.bin") && err.contains("index remove"),
             "{err}"

@@ -214,16 +214,16 @@ pub(crate) fn verify(location: &str, lock: impl Fn() -> Result<Lock>) -> Result<
         }
         // A compacted batch: its list of documents kept and each band's first fences.
         if entry.compacted.is_some() {
-            let live = super::compact::read_live(&dir).and_then(|l| {
+            let live = super::live::read_live(&dir).and_then(|l| {
                 sized_to(
-                    &dir.location(super::compact::LIVE),
+                    &dir.location(super::live::LIVE),
                     l.len() as u64,
                     entry.in_files(),
                 )
             });
-            check(super::compact::LIVE, live);
-            let f = super::compact::read_fences(&dir, bands(&head)).map(|_| 0);
-            check(super::compact::FENCES, f);
+            check(super::live::LIVE, live);
+            let f = super::live::read_fences(&dir, bands(&head)).map(|_| 0);
+            check(super::live::FENCES, f);
         }
     }
     Ok(Verified {

@@ -39,6 +39,7 @@ pub(crate) mod export;
 pub(crate) mod filter;
 pub(crate) mod inspect;
 pub(crate) mod labels;
+pub(crate) mod live;
 pub(crate) mod origins;
 pub(crate) mod renew;
 
@@ -91,7 +92,7 @@ pub(crate) struct BatchEntry {
     /// Lingering and rewritten to the documents still compared with ([`compact`]): where its
     /// files are now (`dir` stays its name for renewals) and how many documents they hold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub compacted: Option<compact::Compacted>,
+    pub compacted: Option<live::Compacted>,
 }
 
 impl BatchEntry {
