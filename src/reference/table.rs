@@ -133,12 +133,15 @@ const WAYS: usize = 256;
 
 fn scatter(items: &[Item], usable: &[Usable]) -> Pairs {
     const CHUNK: usize = 4096;
+    // An item's place in its chunk takes the 12 bits pass 1 leaves beside the hash's 48.
+    const _: () = assert!(CHUNK.is_power_of_two() && CHUNK <= 1 << 12);
     let grams = |i: usize| match usable[i] {
         Usable::Yes => items[i].grams.as_slice(),
         _ => &[],
     };
     // Pass 1: by the top 8 bits, each chunk of items into positions of its own; an element is
-    // the n-gram's 48 kept bits and its item.
+    // the n-gram's 48 kept bits and its item's place in its chunk (12 bits: pass 2 knows each
+    // chunk's positions).
     let chunks: Vec<std::ops::Range<usize>> = (0..items.len().div_ceil(CHUNK))
         .map(|c| c * CHUNK..((c + 1) * CHUNK).min(items.len()))
         .collect();
@@ -164,9 +167,9 @@ fn scatter(items: &[Item], usable: &[Usable]) -> Pairs {
         }
     }
     parts[WAYS] = at as usize;
-    let mut mid = vec![0u128; at as usize];
+    let mut mid = vec![0u64; at as usize];
     let out = SharedSlice(mid.as_mut_ptr());
-    chunks.par_iter().zip(starts).for_each(|(r, mut next)| {
+    chunks.par_iter().zip(starts.clone()).for_each(|(r, mut next)| {
         let out = &out;
         for i in r.clone() {
             for &h in grams(i) {
@@ -177,7 +180,7 @@ fn scatter(items: &[Item], usable: &[Usable]) -> Pairs {
                 unsafe {
                     out.0
                         .add(next[w] as usize)
-                        .write((u128::from(h >> 16) << 32) | i as u128)
+                        .write(((h >> 16) << 12) | (i - r.start) as u64)
                 };
                 next[w] += 1;
             }
@@ -198,7 +201,7 @@ fn scatter(items: &[Item], usable: &[Usable]) -> Pairs {
         .enumerate()
         .map(|(w, out)| {
             let part = &mid[parts[w]..parts[w + 1]];
-            let low = |x: u128| (x >> 64) as usize & (WAYS - 1);
+            let low = |x: u64| (x >> 44) as usize & (WAYS - 1);
             let mut next = [0u32; WAYS];
             for &x in part {
                 next[low(x)] += 1;
@@ -209,10 +212,15 @@ fn scatter(items: &[Item], usable: &[Usable]) -> Pairs {
                 (*f, at) = (at, at + *n);
                 *n = *f;
             }
-            for &x in part {
-                let l = low(x);
-                out[next[l] as usize] = entry((x >> 32) as u32, x as u32);
-                next[l] += 1;
+            // The part holds each chunk's elements in chunk order, from its start.
+            for (c, (s, n)) in starts.iter().zip(&counts).enumerate() {
+                let from = (s[w] as usize) - parts[w];
+                for &x in &part[from..from + n[w] as usize] {
+                    let l = low(x);
+                    let item = (c * CHUNK) as u32 + (x & (CHUNK as u64 - 1)) as u32;
+                    out[next[l] as usize] = entry((x >> 12) as u32, item);
+                    next[l] += 1;
+                }
             }
             first.map(|f| f + parts[w] as u32)
         })
@@ -249,7 +257,7 @@ fn keep_items_grams(run: &mut [u64]) -> usize {
 }
 
 /// A pointer the scatter's chunks write disjoint positions through.
-struct SharedSlice(*mut u128);
+struct SharedSlice(*mut u64);
 // SAFETY: used only by `scatter`, whose chunks write disjoint positions.
 unsafe impl Sync for SharedSlice {}
 
