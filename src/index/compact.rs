@@ -16,11 +16,13 @@
 //! - `origins.bin`, `copies.bin`, `across.bin`, `renewed.bin`: copied (by document number,
 //!   about a byte per document).
 //!
-//! Which documents: those a lookup compares with now or in a rerun of the newest batch (what
-//! it was compared with is kept for that), so a batch is first compacted the night after it
-//! starts lingering. Crash safety: the new files are written before a head names them and the
-//! old ones deleted after; a crash in between leaves the old head, and the next run compacts
-//! again (a rerun into the same directory).
+//! Which documents: those the next night compares with, and those a rerun of the newest batch
+//! would: a batch's live documents when it was lingering then, or, when it was in the newest
+//! batch's window, that batch's best index matches in it (`matched.bin`): a rerun keeps each
+//! document's earliest verified match, so documents that were nobody's match change nothing.
+//! Crash safety: the new files are written before a head names them and the old ones deleted
+//! after; a crash in between leaves the old head, and the next run compacts again (a rerun into
+//! the same directory).
 
 use serde::{Deserialize, Serialize};
 
