@@ -169,23 +169,26 @@ fn scatter(items: &[Item], usable: &[Usable]) -> Pairs {
     parts[WAYS] = at as usize;
     let mut mid = vec![0u64; at as usize];
     let out = SharedSlice(mid.as_mut_ptr());
-    chunks.par_iter().zip(starts.clone()).for_each(|(r, mut next)| {
-        let out = &out;
-        for i in r.clone() {
-            for &h in grams(i) {
-                let w = way(h);
-                // SAFETY: chunk c writes only positions starts[c][w] .. starts[c][w] +
-                // counts[c][w] of each way w, which no other chunk is given, and all of them lie
-                // within `mid` (the counts sum to its length); `mid` outlives the loop.
-                unsafe {
-                    out.0
-                        .add(next[w] as usize)
-                        .write(((h >> 16) << 12) | (i - r.start) as u64)
-                };
-                next[w] += 1;
+    chunks
+        .par_iter()
+        .zip(starts.clone())
+        .for_each(|(r, mut next)| {
+            let out = &out;
+            for i in r.clone() {
+                for &h in grams(i) {
+                    let w = way(h);
+                    // SAFETY: chunk c writes only positions starts[c][w] .. starts[c][w] +
+                    // counts[c][w] of each way w, which no other chunk is given, and all of them lie
+                    // within `mid` (the counts sum to its length); `mid` outlives the loop.
+                    unsafe {
+                        out.0
+                            .add(next[w] as usize)
+                            .write(((h >> 16) << 12) | (i - r.start) as u64)
+                    };
+                    next[w] += 1;
+                }
             }
-        }
-    });
+        });
     // Pass 2: each part of pass 1 by the low 8 bits of the bucket, into the same positions of
     // `pairs`, as entries.
     let mut pairs = vec![0u64; mid.len()];
