@@ -203,79 +203,23 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<se
     }
     let out = OutputDir::parse(&cfg.output);
     out.prepare()?;
-    let mut metadata = vec![
-        (
-            "corpus_dedup.version".to_string(),
-            env!("CARGO_PKG_VERSION").to_string(),
-        ),
-        (
-            "corpus_dedup.config".to_string(),
-            cfg.result_json().to_string(),
-        ),
-        (
-            crate::results::INPUTS_KEY.to_string(),
-            crate::results::inputs_json(plan).to_string(),
-        ),
-    ];
-    if !plan.reference.is_empty() {
-        metadata.push((
-            crate::results::REFERENCE_KEY.to_string(),
-            serde_json::json!(plan.reference).to_string(),
-        ));
-    }
     out.write_with("manifest.parquet", |w| {
-        write_manifest(w, work, plan, metadata)
+        write_manifest(w, work, plan, manifest_metadata(plan))
     })?;
-
-    // Summary from the markers.
     let of = |s: Stage| -> &[TaskReport] {
         reports
             .iter()
             .find(|(x, _)| *x == s)
             .map_or(&[], |(_, r)| r.as_slice())
     };
-    let mut sig = SignatureStats::default();
-    for r in of(Stage::Signatures) {
-        let s: SignatureStats = r.stats();
-        sig.documents += s.documents;
-        sig.text_bytes += s.text_bytes;
-        sig.null_texts += s.null_texts;
-        sig.empty_texts += s.empty_texts;
-        sig.contaminated.extend(s.contaminated);
-        if sig.reference.is_empty() {
-            sig.reference = s.reference;
-        }
-    }
-    let mut cand = CandidateStats::default();
-    for r in of(Stage::Candidates) {
-        let s: CandidateStats = r.stats();
-        cand.shared_buckets += s.shared_buckets;
-        cand.largest_bucket = cand.largest_bucket.max(s.largest_bucket);
-        cand.star_buckets += s.star_buckets;
-        cand.giant_buckets += s.giant_buckets;
-    }
-    let mut ver = VerifyStats::default();
-    for r in of(Stage::Verify) {
-        let s: VerifyStats = r.stats();
-        ver.candidate_pairs += s.candidate_pairs;
-        ver.verified_pairs += s.verified_pairs;
-        ver.documents_exact_sets += s.documents_exact_sets;
-        ver.exact_checks_skipped += s.exact_checks_skipped;
-    }
-    // Distinct pairs: each is counted by the verify task of its first document's part.
-    cand.candidate_pairs = ver.candidate_pairs;
-    let cl: ClusterStats = of(Stage::Cluster)
-        .first()
-        .map(TaskReport::stats)
-        .unwrap_or_default();
-    let mut breakdown = Breakdown::default();
-    for r in of(Stage::Manifest) {
-        breakdown.merge(r.stats());
-    }
-    let groups_total = breakdown.by_group.len();
-    let overall = (plan.documents - cl.documents_kept) as f64 / plan.documents.max(1) as f64;
-    breakdown.by_group =
-        crate::report::keep_groups(std::mem::take(&mut breakdown.by_group), overall);
+    let Totals {
+        mut sig,
+        cand,
+        ver,
+        cl,
+        breakdown,
+        groups_total,
+    } = Totals::of(plan, &of);
     let index = match &plan.index {
         Some(ip) => Some(commit_index(
             work,
@@ -287,23 +231,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<se
         )?),
         None => None,
     };
-    let mut stages: Vec<StageReport> = reports
-        .iter()
-        .map(|(stage, rs)| StageReport {
-            stage: stage.name().to_string(),
-            tasks: rs.len(),
-            seconds: walls
-                .and_then(|w| w.iter().find(|(s, _)| s == stage).map(|&(_, t)| t))
-                .unwrap_or_else(|| rs.iter().map(|r| r.seconds).sum()),
-            peak_rss_mib: rs.iter().map(|r| r.peak_rss_mib).fold(0.0, f64::max),
-        })
-        .collect();
-    stages.push(StageReport {
-        stage: "merge".into(),
-        tasks: 1,
-        seconds: 0.0,
-        peak_rss_mib: peak_rss_mib(),
-    });
+    let stages = stage_reports(&reports, walls);
     let total: f64 = stages.iter().map(|s| s.seconds).sum();
     let mut summary = Summary {
         tool: "corpus-dedup",
@@ -360,6 +288,121 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<se
     write_summary(&out, &summary)?;
     out.write_bytes(crate::report::REPORT, page.into_bytes())?;
     Ok(serde_json::to_value(&summary).unwrap_or_default())
+}
+
+/// The manifest's key-value metadata: version, the configuration a rerun must match, the
+/// inputs, and the reference files (`--reference`).
+fn manifest_metadata(plan: &Plan) -> Vec<(String, String)> {
+    let mut metadata = vec![
+        (
+            "corpus_dedup.version".to_string(),
+            env!("CARGO_PKG_VERSION").to_string(),
+        ),
+        (
+            "corpus_dedup.config".to_string(),
+            plan.config.result_json().to_string(),
+        ),
+        (
+            crate::results::INPUTS_KEY.to_string(),
+            crate::results::inputs_json(plan).to_string(),
+        ),
+    ];
+    if !plan.reference.is_empty() {
+        metadata.push((
+            crate::results::REFERENCE_KEY.to_string(),
+            serde_json::json!(plan.reference).to_string(),
+        ));
+    }
+    metadata
+}
+
+/// The stages' counters summed over their tasks' markers.
+struct Totals {
+    sig: SignatureStats,
+    cand: CandidateStats,
+    ver: VerifyStats,
+    cl: ClusterStats,
+    breakdown: Breakdown,
+    /// `--report-group` values before the report keeps the outliers.
+    groups_total: usize,
+}
+
+impl Totals {
+    fn of<'a>(plan: &Plan, of: &dyn Fn(Stage) -> &'a [TaskReport]) -> Totals {
+        let mut sig = SignatureStats::default();
+        for r in of(Stage::Signatures) {
+            let s: SignatureStats = r.stats();
+            sig.documents += s.documents;
+            sig.text_bytes += s.text_bytes;
+            sig.null_texts += s.null_texts;
+            sig.empty_texts += s.empty_texts;
+            sig.contaminated.extend(s.contaminated);
+            if sig.reference.is_empty() {
+                sig.reference = s.reference;
+            }
+        }
+        let mut cand = CandidateStats::default();
+        for r in of(Stage::Candidates) {
+            let s: CandidateStats = r.stats();
+            cand.shared_buckets += s.shared_buckets;
+            cand.largest_bucket = cand.largest_bucket.max(s.largest_bucket);
+            cand.star_buckets += s.star_buckets;
+            cand.giant_buckets += s.giant_buckets;
+        }
+        let mut ver = VerifyStats::default();
+        for r in of(Stage::Verify) {
+            let s: VerifyStats = r.stats();
+            ver.candidate_pairs += s.candidate_pairs;
+            ver.verified_pairs += s.verified_pairs;
+            ver.documents_exact_sets += s.documents_exact_sets;
+            ver.exact_checks_skipped += s.exact_checks_skipped;
+        }
+        // Distinct pairs: each is counted by the verify task of its first document's part.
+        cand.candidate_pairs = ver.candidate_pairs;
+        let cl: ClusterStats = of(Stage::Cluster)
+            .first()
+            .map(TaskReport::stats)
+            .unwrap_or_default();
+        let mut breakdown = Breakdown::default();
+        for r in of(Stage::Manifest) {
+            breakdown.merge(r.stats());
+        }
+        let groups_total = breakdown.by_group.len();
+        let overall = (plan.documents - cl.documents_kept) as f64 / plan.documents.max(1) as f64;
+        breakdown.by_group =
+            crate::report::keep_groups(std::mem::take(&mut breakdown.by_group), overall);
+        Totals {
+            sig,
+            cand,
+            ver,
+            cl,
+            breakdown,
+            groups_total,
+        }
+    }
+}
+
+/// Each stage's tasks, wall time (the local run's, else the tasks' sum) and peak memory, and
+/// the merge's.
+fn stage_reports(reports: &[(Stage, Vec<TaskReport>)], walls: StageWalls) -> Vec<StageReport> {
+    let mut stages: Vec<StageReport> = reports
+        .iter()
+        .map(|(stage, rs)| StageReport {
+            stage: stage.name().to_string(),
+            tasks: rs.len(),
+            seconds: walls
+                .and_then(|w| w.iter().find(|(s, _)| s == stage).map(|&(_, t)| t))
+                .unwrap_or_else(|| rs.iter().map(|r| r.seconds).sum()),
+            peak_rss_mib: rs.iter().map(|r| r.peak_rss_mib).fold(0.0, f64::max),
+        })
+        .collect();
+    stages.push(StageReport {
+        stage: "merge".into(),
+        tasks: 1,
+        seconds: 0.0,
+        peak_rss_mib: peak_rss_mib(),
+    });
+    stages
 }
 
 /// Adds tonight's batch to the index (after the manifest is written, before the summary) and
