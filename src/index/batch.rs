@@ -375,13 +375,8 @@ impl BatchReader {
             return self.find_band_compacted(b, &r.fences[b], queries, keep);
         }
         let file = &self.bands[b];
-        let mut blocks: Vec<usize> = queries
-            .iter()
-            .flat_map(|&(_, k)| file.blocks_with(k >> 32))
-            .collect();
-        blocks.sort_unstable();
-        blocks.dedup();
-        let data = file.read(&self.dir, &blocks)?;
+        let wanted = queries.iter().flat_map(|&(_, k)| file.blocks_with(k >> 32));
+        let (blocks, data) = file.read_some(&self.dir, wanted)?;
         // Record size from the block: 64 records (fewer in the last block).
         let per = crate::index::blocks::RECORDS_PER_BLOCK as u64;
         let size = |i: usize, len: usize| {
@@ -428,13 +423,10 @@ impl BatchReader {
         keep: impl Fn(usize, u64) -> bool,
     ) -> Result<Vec<(usize, u32)>> {
         let file = &self.bands[b];
-        let mut blocks: Vec<usize> = (queries.iter())
+        let wanted = (queries.iter())
             .flat_map(|&(_, k)| old_blocks(fences, k))
-            .flat_map(|i| file.blocks_with(i as u64))
-            .collect();
-        blocks.sort_unstable();
-        blocks.dedup();
-        let data = file.read(&self.dir, &blocks)?;
+            .flat_map(|i| file.blocks_with(i as u64));
+        let (blocks, data) = file.read_some(&self.dir, wanted)?;
         let mut out = Vec::new();
         for &(q, key) in queries {
             let frag = fragment(key).to_le_bytes();
@@ -528,13 +520,8 @@ impl BatchReader {
     pub(crate) fn find_exact(&self, queries: &[(usize, u128)]) -> Result<Vec<(usize, u32)>> {
         let f = &self.exact;
         let fence = |h: u128| (h >> 64) as u64;
-        let mut blocks: Vec<usize> = queries
-            .iter()
-            .flat_map(|&(_, h)| f.blocks_with(fence(h)))
-            .collect();
-        blocks.sort_unstable();
-        blocks.dedup();
-        let data = f.read(&self.dir, &blocks)?;
+        let wanted = queries.iter().flat_map(|&(_, h)| f.blocks_with(fence(h)));
+        let (blocks, data) = f.read_some(&self.dir, wanted)?;
         let mut out = Vec::new();
         for &(q, h) in queries {
             let found = f.blocks_with(fence(h)).find_map(|i| {
@@ -638,13 +625,8 @@ impl BatchReader {
     /// The stored shingle keys of those of `docs` that have them (short documents).
     pub(crate) fn keys(&self, docs: &[u32]) -> Result<AHashMap<u32, Vec<u32>>> {
         let f = &self.keys;
-        let mut blocks: Vec<usize> = docs
-            .iter()
-            .flat_map(|&d| f.blocks_with(u64::from(d)))
-            .collect();
-        blocks.sort_unstable();
-        blocks.dedup();
-        let data = f.read(&self.dir, &blocks)?;
+        let wanted = docs.iter().flat_map(|&d| f.blocks_with(u64::from(d)));
+        let (_, data) = f.read_some(&self.dir, wanted)?;
         let mut out = AHashMap::new();
         for bytes in &data {
             let mut at = 0;

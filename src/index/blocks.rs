@@ -276,16 +276,26 @@ impl Blocked {
     /// Reads every block of the data file in `dir`, a few hundred at a time, each checked
     /// against its checksum; returns the bytes read.
     pub(crate) fn verify(&self, dir: &OutputDir) -> Result<u64> {
-        let all: Vec<usize> = (0..self.blocks.len()).collect();
         let mut bytes = 0u64;
-        for chunk in all.chunks(256) {
-            bytes += self
-                .read(dir, chunk)?
-                .iter()
-                .map(|b| b.len() as u64)
-                .sum::<u64>();
-        }
+        self.for_each_block(dir, |_, b| {
+            bytes += b.len() as u64;
+            Ok(())
+        })?;
         Ok(bytes)
+    }
+
+    /// Reads the blocks `wanted` names (in any order, repeats allowed) of the data file in
+    /// `dir`, each checked: returns them sorted and unique, and their bytes in that order.
+    pub(crate) fn read_some(
+        &self,
+        dir: &OutputDir,
+        wanted: impl IntoIterator<Item = usize>,
+    ) -> Result<(Vec<usize>, Vec<Vec<u8>>)> {
+        let mut blocks: Vec<usize> = wanted.into_iter().collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        let data = self.read(dir, &blocks)?;
+        Ok((blocks, data))
     }
 
     /// Reads blocks `wanted` (sorted, unique) of the data file in `dir`, each checked against its

@@ -281,20 +281,7 @@ fn a_recrawl_renews_its_keepers_past_the_window_and_the_rest_expires() {
     let mut got = Vec::new();
     for (n, texts) in nights.iter().enumerate() {
         let n = n + 1;
-        let docs: Vec<Doc> = texts
-            .iter()
-            .enumerate()
-            .map(|(i, t)| Doc {
-                id: format!("n{n}-{i}"),
-                text: t.clone(),
-                source: 0,
-                kind: corpus_dedup::synth::Kind::Base,
-            })
-            .collect();
-        let input = dir.join(format!("in{n}"));
-        std::fs::create_dir_all(&input).unwrap();
-        write_docs(&input.join("s.parquet"), &docs);
-        globs.push(format!("{}/*.parquet", input.display()));
+        globs.push(night_shard(&dir, n, texts.clone()));
         let out = dir.join(format!("out{n}"));
         night(&globs, n, &out, &index, &["--window", "1"]).ok();
         got.push(manifest(&out).iter().filter(|r| !r.keep).count());
@@ -628,20 +615,25 @@ pub(crate) fn recrawl_stream(dir: &Path, nights: usize) -> Vec<String> {
             texts.push(p.join(" "));
             pages.push(p);
         }
-        let docs: Vec<Doc> = (texts.into_iter().enumerate())
-            .map(|(i, text)| Doc {
-                id: format!("n{n}-{i}"),
-                text,
-                source: 0,
-                kind: corpus_dedup::synth::Kind::Base,
-            })
-            .collect();
-        let input = dir.join(format!("in{n}"));
-        std::fs::create_dir_all(&input).unwrap();
-        write_docs(&input.join("s.parquet"), &docs);
-        globs.push(format!("{}/*.parquet", input.display()));
+        globs.push(night_shard(dir, n, texts));
     }
     globs
+}
+
+/// Night `n`'s shard of `texts` (ids `nN-I`) in `dir/inN/`; returns its glob.
+fn night_shard(dir: &Path, n: usize, texts: Vec<String>) -> String {
+    let docs: Vec<Doc> = (texts.into_iter().enumerate())
+        .map(|(i, text)| Doc {
+            id: format!("n{n}-{i}"),
+            text,
+            source: 0,
+            kind: corpus_dedup::synth::Kind::Base,
+        })
+        .collect();
+    let input = dir.join(format!("in{n}"));
+    std::fs::create_dir_all(&input).unwrap();
+    write_docs(&input.join("s.parquet"), &docs);
+    format!("{}/*.parquet", input.display())
 }
 
 #[test]
