@@ -394,7 +394,12 @@ fn shown(value: &str) -> String {
 fn damaged_index_remedy(path: &str) -> String {
     let batch = path.rsplit_once("/batches/").and_then(|(index, rest)| {
         let dir = rest.split('/').next()?;
-        // Batch directories are NAME-HASH, HASH 16 hex digits.
+        // Batch directories are NAME-HASH, HASH 16 hex digits; a compacted batch's files are in
+        // NAME-HASH.cG (G a head generation).
+        let dir = match dir.rsplit_once(".c") {
+            Some((d, g)) if !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit()) => d,
+            _ => dir,
+        };
         let (name, hash) = dir.rsplit_once('-')?;
         (hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit())).then_some((index, name))
     });
@@ -512,6 +517,16 @@ mod tests {
         let text = e.to_string();
         assert!(
             text.contains("index remove --index s3://b/idx --batch 2026-11-02"),
+            "{text}"
+        );
+        // A compacted batch's files, in NAME-HASH.cG.
+        let compacted = Error::IndexFile {
+            path: "idx/batches/night-07-0123456789abcdef.c12/live.bin".into(),
+            source: "cut short".into(),
+        };
+        let text = compacted.to_string();
+        assert!(
+            text.contains("index remove --index idx --batch night-07`"),
             "{text}"
         );
         let head = Error::IndexFile {

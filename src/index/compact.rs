@@ -165,7 +165,7 @@ mod tests {
     fn batch(index: &OutputDir) -> BatchEntry {
         let entry = BatchEntry {
             name: "n1".into(),
-            dir: "batches/n1-0".into(),
+            dir: "batches/n1-0123456789abcdef".into(),
             documents: u64::from(N),
             held: None,
             bytes: 0,
@@ -270,7 +270,7 @@ mod tests {
         let even = first.iter().filter(|&&d| d % 2 == 0).count();
         assert_eq!(want.0[1].matches('(').count(), even);
         assert!(want.0[2].matches('(').count() > 500);
-        let once = rewrite(&index, &entry, &first, "batches/n1-0.c2", 2).unwrap();
+        let once = rewrite(&index, &entry, &first, "batches/n1-0123456789abcdef.c2", 2).unwrap();
         assert_eq!(
             once.compacted.as_ref().map(|c| c.documents),
             Some(first.len() as u64)
@@ -279,7 +279,7 @@ mod tests {
         let r = BatchReader::open(&index, &once, 2).unwrap();
         assert_eq!(lookups(&r, &first), want.0);
         // Compacted again, from the compacted files.
-        let twice = rewrite(&index, &once, &second, "batches/n1-0.c3", 2).unwrap();
+        let twice = rewrite(&index, &once, &second, "batches/n1-0123456789abcdef.c3", 2).unwrap();
         let r = BatchReader::open(&index, &twice, 2).unwrap();
         assert_eq!(lookups(&r, &second), want.1);
         assert_eq!(r.in_files(), second);

@@ -47,7 +47,7 @@ pub(crate) fn encode(lists: &[Vec<u32>]) -> Vec<u8> {
 fn decode(dir: &OutputDir, name: &str, strict: bool) -> Result<Vec<Vec<u32>>> {
     let bad = |what: &str| Error::IndexFile {
         path: dir.location(name),
-        source: format!("{what}; remove the batch (index remove) or restore the index").into(),
+        source: what.into(),
     };
     let bytes = dir.read(name)?.ok_or_else(|| bad("missing"))?;
     let mut at = 0;
