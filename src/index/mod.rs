@@ -606,7 +606,8 @@ pub(crate) fn locked_head(
 pub(crate) struct Removed {
     pub index: String,
     pub batch: String,
-    /// The documents it held: no later night is compared with them any more.
+    /// The documents its files held (after compaction, those kept): no later night is compared
+    /// with them any more.
     pub documents_forgotten: u64,
     /// Lingering batches that lived only on the removed batch's renewals, expired with it.
     pub batches_expired: Vec<String>,
@@ -674,7 +675,7 @@ pub(crate) fn remove(
     Ok(Removed {
         index: location.to_string(),
         batch: name.to_string(),
-        documents_forgotten: gone.held(),
+        documents_forgotten: gone.in_files(),
         batches_expired: expired.iter().map(|b| b.name.clone()).collect(),
         bytes_freed: freed,
     })
