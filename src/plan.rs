@@ -73,6 +73,9 @@ pub(crate) enum Stage {
     Verify,
     /// All edges (streamed) -> clusters and keepers.
     Cluster,
+    /// `--paragraphs`: the paragraphs of one hash range -> those an earlier kept document (or
+    /// the same one, or with `--index` an indexed one) already holds.
+    Paragraphs,
     /// Clusters of a part -> manifest rows.
     Manifest,
     /// `--index`: tonight's batch files for the retained index (one task per band, one for the
@@ -83,7 +86,7 @@ pub(crate) enum Stage {
 }
 
 /// All stages in run order (a plan runs those with tasks: [`Plan::stages`]).
-pub(crate) const STAGES: [Stage; 10] = [
+pub(crate) const STAGES: [Stage; 11] = [
     Stage::Sample,
     Stage::Frequencies,
     Stage::Signatures,
@@ -91,6 +94,7 @@ pub(crate) const STAGES: [Stage; 10] = [
     Stage::Candidates,
     Stage::Verify,
     Stage::Cluster,
+    Stage::Paragraphs,
     Stage::Manifest,
     Stage::Index,
     Stage::Merge,
@@ -140,6 +144,7 @@ impl Stage {
             Stage::Candidates => "candidates",
             Stage::Verify => "verify",
             Stage::Cluster => "cluster",
+            Stage::Paragraphs => "paragraphs",
             Stage::Manifest => "manifest",
             Stage::Merge => "merge",
         }
@@ -264,6 +269,16 @@ impl Plan {
                 _ => 0,
             },
             Stage::Index => usize::from(self.index.is_some()) * (self.bands() + 1),
+            Stage::Paragraphs => self.paragraph_ranges(),
+        }
+    }
+
+    /// `--paragraphs`: hash ranges of the paragraphs stage, one per part, so a task holds about
+    /// a part's paragraphs (0 without it).
+    pub(crate) fn paragraph_ranges(&self) -> usize {
+        match self.config.paragraphs {
+            Some(_) => self.parts.len().max(1),
+            None => 0,
         }
     }
 

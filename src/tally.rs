@@ -14,16 +14,28 @@ pub(crate) struct Tally {
     pub dropped: u64,
     pub bytes: u64,
     pub bytes_dropped: u64,
+    /// `--paragraphs`: paragraphs and bytes removed from kept documents.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub paragraphs_removed: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub paragraph_bytes_removed: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }
 
 impl Tally {
-    pub(crate) fn add(&mut self, bytes: u64, dropped: bool) {
+    /// Counts a document of `bytes`, dropped or not, with (paragraphs, bytes) removed from it.
+    pub(crate) fn add(&mut self, bytes: u64, dropped: bool, removed: (u64, u64)) {
         self.documents += 1;
         self.bytes += bytes;
         if dropped {
             self.dropped += 1;
             self.bytes_dropped += bytes;
         }
+        self.paragraphs_removed += removed.0;
+        self.paragraph_bytes_removed += removed.1;
     }
 
     /// Share of the documents dropped.
@@ -38,6 +50,8 @@ impl std::ops::AddAssign for Tally {
         self.dropped += o.dropped;
         self.bytes += o.bytes;
         self.bytes_dropped += o.bytes_dropped;
+        self.paragraphs_removed += o.paragraphs_removed;
+        self.paragraph_bytes_removed += o.paragraph_bytes_removed;
     }
 }
 
@@ -89,9 +103,18 @@ pub(crate) fn length_bucket(bytes: u64) -> usize {
 }
 
 /// Counts a document of `bytes` under `key` (the key is copied only the first time).
-pub(crate) fn count(map: &mut BTreeMap<String, Tally>, key: &str, bytes: u64, dropped: bool) {
+pub(crate) fn count(
+    map: &mut BTreeMap<String, Tally>,
+    key: &str,
+    bytes: u64,
+    dropped: bool,
+    removed: (u64, u64),
+) {
     match map.get_mut(key) {
-        Some(t) => t.add(bytes, dropped),
-        None => map.entry(key.to_string()).or_default().add(bytes, dropped),
+        Some(t) => t.add(bytes, dropped, removed),
+        None => map
+            .entry(key.to_string())
+            .or_default()
+            .add(bytes, dropped, removed),
     }
 }

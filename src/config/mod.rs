@@ -253,9 +253,26 @@ pub struct Config {
     /// given, so the settings of runs without it read as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<ReferenceConfig>,
+    /// `--paragraphs`: paragraph dedup after document dedup. Absent when not given, so the
+    /// settings of runs without it read as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paragraphs: Option<ParagraphConfig>,
     #[serde(skip)]
     pub quiet: bool,
 }
+
+/// Paragraph dedup (`--paragraphs` and its options).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParagraphConfig {
+    /// Paragraphs shorter than this (bytes of text, without the whitespace around it) are
+    /// never removed.
+    pub min_bytes: usize,
+}
+
+/// `--paragraph-min-bytes`' default: on the development corpus, repeated paragraphs under 100
+/// bytes are mostly headings, dates and sign-off lines that frame the text around them, and
+/// they hold a fifth of the repeated bytes (docs/PERFORMANCE.md, "Paragraph dedup").
+pub const PARAGRAPH_MIN_BYTES: usize = 100;
 
 /// The benchmark reference (`--reference` and its options).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

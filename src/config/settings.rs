@@ -153,6 +153,14 @@ pub struct Settings {
     /// item's n-grams (those of 2 or more items, the benchmark's boilerplate, left out).
     #[arg(long, value_name = "SHARE")]
     pub reference_threshold: Option<f64>,
+    /// Paragraph dedup: in keep order, a paragraph of a kept document that an earlier kept
+    /// document (or the same one) already holds is listed in drop_spans for `apply` to remove.
+    #[arg(long)]
+    #[serde(default)]
+    pub paragraphs: bool,
+    /// Paragraph dedup: paragraphs shorter than this many bytes (headings, short lines) stay.
+    #[arg(long, value_name = "BYTES")]
+    pub paragraph_min_bytes: Option<usize>,
     /// No progress bars.
     #[arg(long)]
     #[serde(default)]
@@ -254,6 +262,8 @@ impl Settings {
             reference_text_column: self.reference_text_column.or(base.reference_text_column),
             reference_ngram: self.reference_ngram.or(base.reference_ngram),
             reference_threshold: self.reference_threshold.or(base.reference_threshold),
+            paragraphs: self.paragraphs || base.paragraphs,
+            paragraph_min_bytes: self.paragraph_min_bytes.or(base.paragraph_min_bytes),
             quiet: self.quiet || base.quiet,
         }
     }
@@ -261,6 +271,7 @@ impl Settings {
     /// Fills defaults and validates.
     pub fn resolve(self) -> Result<Config> {
         let reference = self.reference()?;
+        let paragraphs = self.paragraphs()?;
         let output = self.required()?;
         let threshold = self.threshold.unwrap_or(0.8);
         if !(threshold > 0.0 && threshold <= 1.0) {
@@ -330,8 +341,19 @@ impl Settings {
             partition_by: self.partition_by,
             across: self.across,
             reference,
+            paragraphs,
             quiet: self.quiet,
         })
+    }
+
+    fn paragraphs(&self) -> Result<Option<ParagraphConfig>> {
+        let min_bytes = self.paragraph_min_bytes.unwrap_or(PARAGRAPH_MIN_BYTES);
+        match (self.paragraphs, self.paragraph_min_bytes) {
+            (false, Some(_)) => bad("--paragraph-min-bytes sets which paragraphs --paragraphs may remove: give --paragraphs too".into()),
+            (true, _) if min_bytes == 0 => bad("--paragraph-min-bytes 0 would remove blank-free one-character lines; use at least 1 (100 is the default)".into()),
+            (true, _) => Ok(Some(ParagraphConfig { min_bytes })),
+            (false, None) => Ok(None),
+        }
     }
 
     /// The input globs are given and the output named; returns the output.
@@ -554,6 +576,7 @@ pub fn help_with_defaults(cmd: clap::Command) -> clap::Command {
         input: vec!["-".into()],
         output: Some("-".into()),
         reference: vec!["-".into()],
+        paragraphs: true,
         ..Settings::default()
     };
     let Ok(defaults) = empty.resolve() else {
@@ -568,9 +591,11 @@ pub fn help_with_defaults(cmd: clap::Command) -> clap::Command {
                 return None;
             }
             // The reference's options are under "reference" (`reference_ngram`: its "ngram").
-            let value = match id.strip_prefix("reference_") {
-                Some(key) => json.get("reference")?.get(key)?,
-                None => json.get(id)?,
+            // And the paragraphs' under "paragraphs" (`paragraph_min_bytes`: its "min_bytes").
+            let value = match (id.strip_prefix("reference_"), id.strip_prefix("paragraph_")) {
+                (Some(key), _) => json.get("reference")?.get(key)?,
+                (_, Some(key)) => json.get("paragraphs")?.get(key)?,
+                _ => json.get(id)?,
             };
             let value = match value {
                 serde_json::Value::String(s) => s.clone(),

@@ -13,7 +13,8 @@ use crate::io::output::OutputDir;
 use crate::io::work::{peak_rss_mib, write_marker, TaskReport};
 use crate::plan::{Plan, Stage};
 use crate::stages::{
-    candidates, cluster, frequencies, index, lookup, manifest, merge, sample, signatures, verify,
+    candidates, cluster, frequencies, index, lookup, manifest, merge, paragraphs, sample,
+    signatures, verify,
 };
 
 /// Runs task `task` of `stage` and writes its marker (last). `walls` (stage wall times of a
@@ -42,6 +43,7 @@ pub(crate) fn run_task(
         Stage::Candidates => to_json(candidates::run(work, plan, task)?),
         Stage::Verify => to_json(verify::run(work, plan, task)?),
         Stage::Cluster => to_json(cluster::run(work, plan)?),
+        Stage::Paragraphs => to_json(paragraphs::run(work, plan, task)?),
         Stage::Manifest => to_json(manifest::run(work, plan, task)?),
         Stage::Merge => merge::run(work, plan, walls)?,
     };

@@ -165,6 +165,21 @@ impl Blocked {
         })
     }
 
+    /// [`Blocked::load`] of a file a batch may lack (one written before the file existed, or
+    /// without the option that writes it): None when its meta is missing.
+    pub(crate) fn load_optional(dir: &OutputDir, name: &str) -> Result<Option<Blocked>> {
+        let meta = meta_name(name);
+        let Some(bytes) = dir.read(&meta)? else {
+            return Ok(None);
+        };
+        Blocked::parse(&bytes, name)
+            .map(Some)
+            .map_err(|msg| Error::IndexFile {
+                path: dir.location(&meta),
+                source: msg.into(),
+            })
+    }
+
     fn parse(b: &[u8], name: &str) -> std::result::Result<Blocked, String> {
         let short = || "truncated".to_string();
         let v1 = b.get(..8) == Some(&MAGIC_V1[..]);

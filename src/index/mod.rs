@@ -41,6 +41,7 @@ pub(crate) mod inspect;
 pub(crate) mod labels;
 pub(crate) mod live;
 pub(crate) mod origins;
+pub(crate) mod paragraphs;
 pub(crate) mod renew;
 
 use std::collections::BTreeMap;

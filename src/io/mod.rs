@@ -8,6 +8,7 @@ pub(crate) mod lock;
 pub(crate) mod object;
 pub(crate) mod output;
 pub(crate) mod pairs;
+pub(crate) mod paragraph_rows;
 pub(crate) mod store;
 pub(crate) mod varint;
 pub(crate) mod work;

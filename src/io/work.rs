@@ -74,6 +74,22 @@ pub(crate) fn band_rows_file(band: usize, range: usize, part: usize) -> String {
     format!("bands/b{band:03}-r{range:03}/p{part:05}.bin")
 }
 
+/// `--paragraphs`: the paragraphs part `part`'s signatures task found in hash range `range`.
+pub(crate) fn paragraph_rows_file(range: usize, part: usize) -> String {
+    format!("paragraphs/r{range:03}-p{part:05}.bin")
+}
+
+/// `--paragraphs`: the paragraphs of part `part` that paragraphs task `range` removed.
+pub(crate) fn paragraph_drops_file(range: usize, part: usize) -> String {
+    format!("paragraphs/drops-r{range:03}-p{part:05}.parquet")
+}
+
+/// `--paragraphs` with `--index`: the (hash, document) of each paragraph tonight's kept
+/// documents retain, of paragraphs task `range`, for tonight's batch.
+pub(crate) fn paragraph_retained_file(range: usize) -> String {
+    format!("paragraphs/retained-r{range:03}.bin")
+}
+
 /// The candidate pairs of candidates task `t`.
 pub(crate) fn pairs_file(t: usize) -> String {
     format!("candidates/t{t:05}.bin")

@@ -51,6 +51,8 @@ pub(crate) struct ManifestRows<'a> {
     /// `--reference` only: `contaminated_by` (the item's id) and `contamination` (its share
     /// found in the document).
     pub contamination: Option<[Column; 2]>,
+    /// `--paragraphs` only: each kept row's removed paragraphs.
+    pub drop_spans: Option<Column>,
 }
 
 /// Builds the manifest frame from its columns; `cluster_id` is a UInt64 column (null for
@@ -77,6 +79,7 @@ pub(crate) fn manifest_frame(
         columns.push(Column::new("duplicate_of_batch".into(), batch));
     }
     columns.extend(rows.contamination.into_iter().flatten());
+    columns.extend(rows.drop_spans);
     DataFrame::new(n, columns).map_err(|source| Error::Polars {
         stage: "manifest",
         source,
@@ -195,7 +198,12 @@ fn manifest_window<'a>(
 }
 
 /// Tallies a part's documents (`docs`: its `docs/pP.parquet`) for the report.
-fn breakdown(plan: &Plan, docs: &DataFrame, rows: &ManifestRows) -> Result<Breakdown> {
+fn breakdown(
+    plan: &Plan,
+    docs: &DataFrame,
+    rows: &ManifestRows,
+    removed: Option<&[(u64, u64)]>,
+) -> Result<Breakdown> {
     let text_len = u32s(docs, "text_len", "manifest")?;
     let script = u32s(docs, "script", "manifest")?;
     let group = match plan.config.report_group {
@@ -216,16 +224,19 @@ fn breakdown(plan: &Plan, docs: &DataFrame, rows: &ManifestRows) -> Result<Break
     for (i, ((file, _), &keep)) in rows.files.iter().zip(&rows.keep).enumerate() {
         let bytes = u64::from(text_len.get(i).copied().unwrap_or(0));
         let dropped = !keep;
-        count(&mut b.by_file, file, bytes, dropped);
+        // `--paragraphs`: the paragraphs and bytes removed from a kept document.
+        let cut = removed.and_then(|r| r.get(i)).copied().unwrap_or_default();
+        count(&mut b.by_file, file, bytes, dropped, cut);
         let s = script.get(i).copied().unwrap_or(0);
         let name = names.entry(s).or_insert_with(|| script::name(s));
-        count(&mut b.by_script, name, bytes, dropped);
+        count(&mut b.by_script, name, bytes, dropped, cut);
         if let Some(g) = group {
             count(
                 &mut b.by_group,
                 g.get(i).unwrap_or("(null)"),
                 bytes,
                 dropped,
+                cut,
             );
         }
         let hist = if dropped {
@@ -322,7 +333,15 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> 
         }
         rows.contamination = Some([by.clone(), share.clone()]);
     }
-    let tallies = breakdown(plan, &docs, &rows)?;
+    let spans = match plan.config.paragraphs {
+        Some(_) => Some(PartSpans::read(work, plan, p)?),
+        None => None,
+    };
+    if let Some(s) = &spans {
+        rows.drop_spans = Some(s.column(start, &rows.keep)?);
+    }
+    let removed = spans.map(|s| s.bytes_of(start, rows.keep.len()));
+    let tallies = breakdown(plan, &docs, &rows, removed.as_deref())?;
     let mut df = manifest_frame(rows, cluster_id, cluster_size)?;
     work.write_parquet(
         &part_file("manifest", p),
@@ -331,4 +350,112 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> 
         ParquetUse::Work,
     )?;
     Ok(tallies)
+}
+
+/// `--paragraphs`: the removed paragraphs of a part's documents, from the paragraphs tasks'
+/// drop files (document, offset, who retains the text) and the part's paragraph rows (lengths).
+#[derive(Debug, Default)]
+pub(crate) struct PartSpans {
+    /// (document, start, end, position in `by`), in (document, start) order.
+    spans: Vec<(u32, u32, u32, u32)>,
+    /// (retained_by, retained_batch) per span, as read.
+    by: Vec<(Option<String>, Option<String>)>,
+}
+
+impl PartSpans {
+    pub(crate) fn read(work: &OutputDir, plan: &Plan, p: usize) -> Result<PartSpans> {
+        let mut out = PartSpans::default();
+        for r in 0..plan.paragraph_ranges() {
+            let rows = crate::io::paragraph_rows::Rows::read(
+                work,
+                &crate::io::work::paragraph_rows_file(r, p),
+            )?;
+            let df = work.read_parquet(&crate::io::work::paragraph_drops_file(r, p))?;
+            let (doc, start) = (
+                u32s(&df, "doc", "manifest")?,
+                u32s(&df, "start", "manifest")?,
+            );
+            let by = series(&df, "retained_by", "manifest")?;
+            let batch = series(&df, "retained_batch", "manifest")?;
+            let (by, batch) = (
+                by.str().map_err(polars_err("manifest"))?,
+                batch.str().map_err(polars_err("manifest"))?,
+            );
+            // Both are in (document, start) order: walk them together for each span's end.
+            let mut i = 0;
+            for j in 0..doc.len() {
+                while i < rows.len() && (rows.doc[i], rows.start[i]) < (doc[j], start[j]) {
+                    i += 1;
+                }
+                if i == rows.len() || (rows.doc[i], rows.start[i]) != (doc[j], start[j]) {
+                    return Err(Error::WorkFile {
+                        path: work.location(&crate::io::work::paragraph_drops_file(r, p)),
+                        source: format!(
+                            "removes a paragraph at {} of document {} that part {p} does not list",
+                            start[j], doc[j]
+                        )
+                        .into(),
+                    });
+                }
+                let at = out.by.len() as u32;
+                out.spans
+                    .push((doc[j], start[j], start[j] + rows.len[i], at));
+                out.by.push((
+                    by.get(j).map(str::to_string),
+                    batch.get(j).map(str::to_string),
+                ));
+            }
+        }
+        out.spans.sort_unstable();
+        Ok(out)
+    }
+
+    /// Per document of the part (`first ..`, `keep` each), its removed paragraphs' bytes.
+    pub(crate) fn bytes_of(&self, first: u32, n: usize) -> Vec<(u64, u64)> {
+        let mut out = vec![(0u64, 0u64); n];
+        for &(d, s, e, _) in &self.spans {
+            if let Some(x) = out.get_mut((d - first) as usize) {
+                x.0 += 1;
+                x.1 += u64::from(e - s);
+            }
+        }
+        out
+    }
+
+    /// The `drop_spans` column: per kept row a list of {start, end, retained_by,
+    /// retained_batch} (empty when nothing is removed), null for the other rows.
+    pub(crate) fn column(&self, first: u32, keep: &[bool]) -> Result<Column> {
+        let pe = polars_err("manifest");
+        let n = self.spans.len();
+        let (mut start, mut end) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let (mut by, mut batch) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for &(_, s, e, at) in &self.spans {
+            start.push(u64::from(s));
+            end.push(u64::from(e));
+            let (b, x) = &self.by[at as usize];
+            by.push(b.as_deref());
+            batch.push(x.as_deref());
+        }
+        let fields = [
+            Series::new("start".into(), start),
+            Series::new("end".into(), end),
+            Series::new("retained_by".into(), by),
+            Series::new("retained_batch".into(), batch),
+        ];
+        let values = StructChunked::from_series("item".into(), n, fields.iter())
+            .map_err(&pe)?
+            .into_series()
+            .rechunk();
+        let mut offsets = Vec::with_capacity(keep.len() + 1);
+        offsets.push(0i64);
+        let mut at = 0;
+        for (i, _) in keep.iter().enumerate() {
+            let d = first + i as u32;
+            while at < n && self.spans[at].0 == d {
+                at += 1;
+            }
+            offsets.push(at as i64);
+        }
+        crate::io::output::list_column("drop_spans", &values, offsets, keep).map_err(pe)
+    }
 }

@@ -3,7 +3,7 @@
 //! and writes is in [`crate::plan`] and [`crate::io::work`].
 //!
 //! sample, frequencies (SimHash only) -> signatures -> candidates -> verify -> cluster ->
-//! manifest -> merge.
+//! paragraphs (`--paragraphs`) -> manifest -> merge.
 
 pub(crate) mod candidates;
 pub(crate) mod cluster;
@@ -12,6 +12,7 @@ pub(crate) mod index;
 pub(crate) mod lookup;
 pub(crate) mod manifest;
 pub(crate) mod merge;
+pub(crate) mod paragraphs;
 pub(crate) mod sample;
 pub(crate) mod signatures;
 pub(crate) mod verify;

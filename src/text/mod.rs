@@ -4,6 +4,7 @@ pub(crate) mod chars;
 pub(crate) mod diff;
 pub(crate) mod features;
 pub(crate) mod normalize;
+pub(crate) mod paragraphs;
 pub(crate) mod script;
 pub(crate) mod sets;
 pub mod shingle;

@@ -33,8 +33,8 @@ pub(crate) struct GiantStats {
     pub capped: u64,
 }
 
-/// Keep order of the documents: a permutation, smaller first.
-fn keep_order(plan: &Plan, keep: &KeepData) -> Vec<u32> {
+/// Keep order of the documents: each one's position (a permutation, smaller first).
+pub(super) fn keep_order(plan: &Plan, keep: &KeepData) -> Vec<u32> {
     let n = plan.documents as usize;
     match &plan.config.keep {
         Keep::First => (0..n as u32).collect(),

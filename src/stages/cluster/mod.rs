@@ -361,6 +361,11 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
         let b = index.matches[a as usize].batch as usize;
         *dropped_against.entry(names[b].to_string()).or_insert(0u64) += 1;
     }
+    // `--paragraphs`: each kept document's position in keep order, for the paragraphs stage.
+    let rank = match cfg.paragraphs {
+        Some(_) => keeper::keep_order(plan, &KeepData::read(work, plan)?),
+        None => Vec::new(),
+    };
     for p in 0..plan.parts.len() {
         let r = plan.part_range(p);
         let docs = r.start as usize..r.end as usize;
@@ -378,6 +383,11 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
             Column::new("cluster_size".into(), size[docs.clone()].to_vec()),
             Column::new("similarity".into(), similarity.clone()),
         ];
+        if !rank.is_empty() {
+            let keep_rank: Vec<Option<u32>> =
+                docs.clone().map(|d| kept(d).then_some(rank[d])).collect();
+            columns.push(Column::new("keep_rank".into(), keep_rank));
+        }
         if let Some(ip) = &plan.index {
             // The batch of each dropped document's keeper, and for an indexed keeper its id and
             // record (the record only where the similarity must still be computed).

@@ -46,6 +46,7 @@ use crate::config::{Config, Method};
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
+use crate::io::paragraph_rows;
 use crate::io::work::{self, part_file, write_frame};
 use crate::io::{band_rows, store};
 use crate::minhash::{Permutations, Signatures};
@@ -54,6 +55,7 @@ use crate::plan::{Plan, DOCS_PER_CHUNK};
 use crate::reference::{Hit, Reference, Table};
 use crate::simhash::{self, BlockIndex, DocFrequency, FeatureParams, Features};
 use crate::stages::{frequencies, sample};
+use crate::text::paragraphs::{self, Paragraph};
 use crate::text::script::classify;
 
 /// Counters of a signatures task.
@@ -71,6 +73,9 @@ pub(crate) struct SignatureStats {
     /// `--reference`: what each reference file holds (the same in every task).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reference: Vec<crate::reference::ItemCounts>,
+    /// `--paragraphs`: paragraphs of at least `--paragraph-min-bytes` in the part's texts.
+    #[serde(default)]
+    pub paragraphs: u64,
 }
 
 /// What a task computes per document, by method.
@@ -352,6 +357,8 @@ struct PartDocs {
     indexed: Vec<bool>,
     /// `--reference`: the item each document holds, if any.
     hits: Vec<Option<Hit>>,
+    /// `--paragraphs`: the part's paragraphs, by hash range.
+    paragraphs: Vec<paragraph_rows::Rows>,
 }
 
 /// A chunk as [`PartDocs::absorb`] takes it: its documents, their script classes, the kernel's
@@ -363,10 +370,12 @@ struct ChunkDocs<'a> {
     copy_of: &'a [Option<u32>],
     pkeys: Vec<u64>,
     akeys: Vec<u64>,
+    /// `--paragraphs`: each document's paragraphs.
+    paragraphs: Vec<Vec<Paragraph>>,
 }
 
 impl PartDocs {
-    fn new(count: u64, band_files: usize) -> PartDocs {
+    fn new(count: u64, band_files: usize, paragraph_ranges: usize) -> PartDocs {
         let n = count as usize;
         PartDocs {
             band_rows: vec![Default::default(); band_files],
@@ -383,6 +392,7 @@ impl PartDocs {
             across_keys: Vec::new(),
             indexed: Vec::with_capacity(n),
             hits: Vec::new(),
+            paragraphs: (0..paragraph_ranges).map(|_| Default::default()).collect(),
         }
     }
 
@@ -470,6 +480,18 @@ impl PartDocs {
                 .map(|i| xxhash_rust::xxh3::xxh3_64(i.as_bytes())),
         );
         self.id_len.extend(ids.map(|i| i.len() as u32));
+        let ranges = self.paragraphs.len();
+        for (d, paras) in c.paragraphs.iter().enumerate() {
+            for p in paras {
+                // Parquet stores a text's bytes with a 32-bit length: its offsets fit.
+                self.paragraphs[bucket_range(p.hash, ranges)].push(paragraph_rows::Row {
+                    hash: p.hash,
+                    doc: (base + d as u64) as u32,
+                    start: p.start as u32,
+                    len: (p.end - p.start) as u32,
+                });
+            }
+        }
     }
 
     /// Writes the part's band rows, exact-text hashes and `docs/pP.parquet`.
@@ -491,6 +513,10 @@ impl PartDocs {
                 work.write_bytes(&name, band_rows::encode(&bucket, &doc, &value))
             })?;
         work.write_bytes(&work::exact_file(p), self.exact)?;
+        stats.paragraphs = self.paragraphs.iter().map(|r| r.len() as u64).sum();
+        (self.paragraphs.par_iter().enumerate()).try_for_each(|(r, rows)| {
+            work.write_bytes(&work::paragraph_rows_file(r, p), rows.encode())
+        })?;
         // Keep data for the cluster task, the id hashes for the duplicate-id check, the id
         // lengths with which the manifest task reads the part's ids in one piece (checked on the
         // hashes, [`store::part_ids`]), and what it tallies for the report.
@@ -558,7 +584,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
         documents: count,
         ..Default::default()
     };
-    let mut docs = PartDocs::new(count, bands * plan.bucket_ranges);
+    let mut docs = PartDocs::new(count, bands * plan.bucket_ranges, plan.paragraph_ranges());
     let mut read = 0u64;
     let changed = |read: u64| Error::RowsChanged {
         part: p,
@@ -610,8 +636,13 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
                     return Err(changed(read));
                 }
                 let texts = without_copies(&corpus, &copy_of);
-                let (chunk, following) = rayon::join(
-                    || kernel.compute(&corpus, &texts, base, bands, cfg, table),
+                let ((chunk, paragraphs), following) = rayon::join(
+                    || {
+                        rayon::join(
+                            || kernel.compute(&corpus, &texts, base, bands, cfg, table),
+                            || chunk_paragraphs(&corpus, cfg),
+                        )
+                    },
                     || load(i + 1),
                 );
                 next = following;
@@ -623,6 +654,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
                     copy_of: &copy_of,
                     pkeys,
                     akeys,
+                    paragraphs,
                 };
                 docs.absorb(c, (base, at), &kernel, plan, table.is_some(), &mut stats);
                 drop(corpus);
@@ -649,6 +681,25 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
     })?;
     docs.write(work, plan, p, reference.as_deref(), &mut stats)?;
     Ok(stats)
+}
+
+/// `--paragraphs`: each document's paragraphs (none without it). Raw copies too: with
+/// `--across` a copy may be kept.
+fn chunk_paragraphs(corpus: &Corpus, cfg: &Config) -> Vec<Vec<Paragraph>> {
+    let Some(pc) = &cfg.paragraphs else {
+        return Vec::new();
+    };
+    (0..corpus.len() as u32)
+        .into_par_iter()
+        .with_min_len(64)
+        .map_init(paragraphs::Scratch::default, |scratch, d| {
+            let mut out = Vec::new();
+            if let Some(t) = corpus.text(d) {
+                paragraphs::paragraphs(t, pc.min_bytes, scratch, &mut out);
+            }
+            out
+        })
+        .collect()
 }
 
 /// The docs-file columns of `--reference`: the id of the item each document holds
