@@ -7,6 +7,12 @@
 //! the manifest's cluster size to the rows written, and `--upsample` repeats each kept row by
 //! its cluster size (the copies next to each other, in the row group of the original).
 //!
+//! With `--paragraphs` a kept row's text is written with its `drop_spans` cut out (checked
+//! first: ordered, inside the text, on character boundaries, or an error naming the row); a row
+//! left with no text stays a row, so the kept rows are the manifest's. `--dropped` then also
+//! gets the kept rows that lost paragraphs, whole, with `keep` and `drop_spans`: everything
+//! removed is in the audit.
+//!
 //! Invariants:
 //! - Nothing is written unless every input shard is the one the run read (size and Parquet
 //!   footer fingerprint recorded in the manifest): the manifest names rows by position.
@@ -243,6 +249,7 @@ pub(crate) fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
         .map(|k| k.unwrap_or(true))
         .collect();
     let names = output_names(&m.inputs)?;
+    let spans = DropSpans::read(&m)?;
     // Each manifest row's copies in the kept file (1, or by its cluster size with --upsample).
     let copies: Vec<u32> = match &opts.upsample {
         None => Vec::new(),
@@ -301,6 +308,10 @@ pub(crate) fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
     for (i, src) in m.inputs.iter().enumerate() {
         let rows = &by_input[i];
         let mask: Vec<bool> = rows.iter().map(|&r| keep[r as usize]).collect();
+        // The audit's rows: the dropped ones, and those kept that lost paragraphs.
+        let audited: Vec<bool> = (rows.iter().zip(&mask))
+            .map(|(&r, &k)| !k || spans.as_ref().is_some_and(|s| !s.of(r as usize).is_empty()))
+            .collect();
         let kept = mask.iter().filter(|&&k| k).count() as u64;
         let repeat: Vec<u32> = match copies.is_empty() {
             true => Vec::new(),
@@ -332,6 +343,9 @@ pub(crate) fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
                 rows,
                 repeat: &repeat,
                 size_column: size_column.as_ref(),
+                spans: spans.as_ref(),
+                audited: &audited,
+                text_column: &m.config.text_column,
             };
             let tag = shard.tag(&settings);
             let kept_done = existing_tag(&kept_dir, &names[i])? == Some(tag.clone());
@@ -444,6 +458,11 @@ struct Shard<'a> {
     repeat: &'a [u32],
     /// The manifest's cluster sizes under the `--cluster-size-column` name (all manifest rows).
     size_column: Option<&'a Column>,
+    /// `--paragraphs`: each manifest row's removed spans.
+    spans: Option<&'a DropSpans>,
+    /// Rows of the audit file (`--dropped`).
+    audited: &'a [bool],
+    text_column: &'a str,
 }
 
 impl Shard<'_> {
@@ -566,19 +585,20 @@ impl Shard<'_> {
                         .collect()
                         .map_err(perr)?;
                     let range = offset as usize..(offset + g) as usize;
-                    let keep = BooleanChunked::from_slice("keep".into(), &self.mask[range.clone()]);
-                    let mut kept_rows = self.kept_rows(&df, range.clone()).map_err(perr)?;
+                    let audited =
+                        BooleanChunked::from_slice("audited".into(), &self.audited[range.clone()]);
+                    let mut kept_rows = self.kept_rows(m, &df, range.clone())?;
                     if kept_rows.height() > 0 {
                         kept_rows.rechunk_mut();
                         bw.write_batch(&kept_rows).map_err(|e| out_err(kept, e))?;
                     }
                     if let (Some(t), Some(audit)) = (&tx, &audit) {
-                        let mut gone = df.filter(&!&keep).map_err(perr)?;
+                        let mut gone = df.filter(&audited).map_err(perr)?;
                         if gone.height() > 0 {
                             let idx: Vec<IdxSize> = self.rows[range]
                                 .iter()
-                                .zip(&self.mask[offset as usize..])
-                                .filter(|(_, &k)| !k)
+                                .zip(&self.audited[offset as usize..])
+                                .filter(|(_, &a)| a)
                                 .map(|(&r, _)| r as IdxSize)
                                 .collect();
                             let idx = IdxCa::from_vec("idx".into(), idx);
@@ -612,7 +632,16 @@ impl Shard<'_> {
 
     /// The rows of `df` (the shard's rows `range`) written to the kept file: the kept ones, each
     /// as often as `--upsample` says, with the `--cluster-size-column`.
-    fn kept_rows(&self, df: &DataFrame, range: std::ops::Range<usize>) -> PolarsResult<DataFrame> {
+    fn kept_rows(
+        &self,
+        m: &Manifest,
+        df: &DataFrame,
+        range: std::ops::Range<usize>,
+    ) -> Result<DataFrame> {
+        let perr = |e: PolarsError| Error::Parquet {
+            file: self.src.file.clone(),
+            source: e.into(),
+        };
         let mut at: Vec<IdxSize> = Vec::new();
         for (j, i) in range.clone().enumerate() {
             if self.mask[i] {
@@ -620,13 +649,32 @@ impl Shard<'_> {
                 at.extend(std::iter::repeat_n(j as IdxSize, n as usize));
             }
         }
-        let mut out = df.take(&IdxCa::from_vec("at".into(), at.clone()))?;
+        let mut out = df
+            .take(&IdxCa::from_vec("at".into(), at.clone()))
+            .map_err(perr)?;
         if let Some(c) = self.size_column {
             let rows: Vec<IdxSize> = at
                 .iter()
                 .map(|&j| self.rows[range.start + j as usize] as IdxSize)
                 .collect();
-            out.with_column(c.take(&IdxCa::from_vec("rows".into(), rows))?)?;
+            let c = c
+                .take(&IdxCa::from_vec("rows".into(), rows))
+                .map_err(perr)?;
+            out.with_column(c).map_err(perr)?;
+        }
+        if let Some(spans) = self.spans {
+            let texts = out.column(self.text_column).map_err(perr)?;
+            let texts = texts.str().map_err(perr)?;
+            let cut: Vec<Option<String>> = (texts.iter().zip(&at))
+                .map(|(t, &j)| {
+                    let row = self.rows[range.start + j as usize] as usize;
+                    t.map(|t| spans.cut(m, row, t)).transpose()
+                })
+                .collect::<Result<_>>()?;
+            let cut = Column::new(self.text_column.into(), cut)
+                .cast(texts.dtype())
+                .map_err(perr)?;
+            out.with_column(cut).map_err(perr)?;
         }
         Ok(out)
     }
@@ -648,6 +696,93 @@ impl Shard<'_> {
             out.push(c.clone());
         }
         out.extend(self.size_column.cloned());
+        if self.spans.is_some() {
+            for name in ["keep", "drop_spans"] {
+                if schema.contains(name) {
+                    return Err(Error::ColumnExists {
+                        file: self.src.file.clone(),
+                        column: name.to_string(),
+                        what: "the audited rows cannot get the manifest's column of that name beside it: rename that column in the input, or apply without --dropped",
+                    });
+                }
+                out.push(m.column(name)?.clone());
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `--paragraphs`: the manifest's `drop_spans`, [start, end) byte offsets per row.
+pub(crate) struct DropSpans {
+    /// Row i's spans are `spans[offsets[i]..offsets[i + 1]]`.
+    offsets: Vec<usize>,
+    spans: Vec<(u64, u64)>,
+}
+
+impl DropSpans {
+    /// The manifest's spans (None when it has no `drop_spans` column).
+    pub(crate) fn read(m: &Manifest) -> Result<Option<DropSpans>> {
+        let Ok(c) = m.frame.column("drop_spans") else {
+            return Ok(None);
+        };
+        let bad = |e: PolarsError| manifest_err(m, e);
+        let list = c.list().map_err(bad)?;
+        let mut out = DropSpans {
+            offsets: vec![0],
+            spans: Vec::new(),
+        };
+        for row in list.amortized_iter() {
+            if let Some(row) = row {
+                let st = row.as_ref().struct_().map_err(bad)?;
+                let field = |name: &str| -> Result<Vec<Option<u64>>> {
+                    let f = st.field_by_name(name).map_err(bad)?;
+                    let f = f.cast(&DataType::UInt64).map_err(bad)?;
+                    Ok(f.u64().map_err(bad)?.iter().collect())
+                };
+                let (s, e) = (field("start")?, field("end")?);
+                for (s, e) in s.into_iter().zip(e) {
+                    out.spans.push((s.unwrap_or(u64::MAX), e.unwrap_or(0)));
+                }
+            }
+            out.offsets.push(out.spans.len());
+        }
+        Ok(Some(out))
+    }
+
+    /// Manifest row `row`'s spans.
+    pub(crate) fn of(&self, row: usize) -> &[(u64, u64)] {
+        match (self.offsets.get(row), self.offsets.get(row + 1)) {
+            (Some(&a), Some(&b)) => &self.spans[a..b],
+            _ => &[],
+        }
+    }
+
+    /// `text` (manifest row `row`'s) without its spans; an error naming the row when a span is
+    /// not a range of the text on character boundaries, after the one before it.
+    pub(crate) fn cut(&self, m: &Manifest, row: usize, text: &str) -> Result<String> {
+        let spans = self.of(row);
+        if spans.is_empty() {
+            return Ok(text.to_string());
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0usize;
+        for &(s, e) in spans {
+            let (s, e) = (s as usize, e as usize);
+            if s < at
+                || e <= s
+                || e > text.len()
+                || !text.is_char_boundary(s)
+                || !text.is_char_boundary(e)
+            {
+                return Err(manifest_err(
+                    m,
+                    format!("manifest row {row}: drop span [{s}, {e}) is not a range of its {}-byte text on character boundaries after the span before it; the manifest does not belong to this input or was edited: run the job again", text.len()),
+                ));
+            }
+            out.push_str(&text[at..s]);
+            at = e;
+        }
+        out.push_str(&text[at..]);
         Ok(out)
     }
 }

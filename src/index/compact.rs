@@ -13,7 +13,7 @@
 //!   it was in ([`BAND_RECORD`]), keyed by that block, and `fences.bin` keeps each band's
 //!   fences as first written: a lookup finds a key's old block by those fences, then that
 //!   block's records here; the filter holds (old block, fragment) pairs.
-//! - `origins.bin`, `copies.bin`, `across.bin`, `renewed.bin`: copied (by document number,
+//! - `origins.bin`, `copies.bin`, `across.bin`, `renewed.bin`, `paragraphs.bin`: copied (by document number,
 //!   about a byte per document).
 //!
 //! Which documents: those the next night compares with, and those a rerun of the newest batch
@@ -30,7 +30,7 @@ use crate::error::{Error, Result};
 use crate::index::batch::{self, band_file, BatchReader, Written};
 use crate::index::filter::Bloom;
 use crate::index::live::{self, block_key, Compacted, BAND_RECORD, FENCES, LIVE};
-use crate::index::{copies, labels, origins, renew, BatchEntry};
+use crate::index::{copies, labels, origins, paragraphs, renew, BatchEntry};
 use crate::io::output::OutputDir;
 
 /// A batch is compacted when its files hold at least this many times the documents still
@@ -138,6 +138,15 @@ pub(crate) fn rewrite(
             w.bytes += bytes.len() as u64;
             out.write_bytes(name, bytes)?;
         }
+    }
+    // `--paragraphs`: the texts the batch retained stay until it expires (whichever of its
+    // documents holds them: nothing compares their texts again).
+    let para_meta = crate::index::blocks::meta_name(paragraphs::PARAGRAPHS);
+    if let Some(meta) = from.read(&para_meta)? {
+        let data = from.read(paragraphs::PARAGRAPHS)?.unwrap_or_default();
+        w.bytes += (meta.len() + data.len()) as u64;
+        out.write_bytes(paragraphs::PARAGRAPHS, data)?;
+        out.write_bytes(&para_meta, meta)?;
     }
     Ok(BatchEntry {
         bytes: w.bytes,

@@ -181,6 +181,12 @@ pub(crate) fn verify(location: &str, lock: impl Fn() -> Result<Lock>) -> Result<
             });
             check(name, r);
         }
+        // `--paragraphs`: a batch written with it.
+        match Blocked::load_optional(&dir, super::paragraphs::PARAGRAPHS) {
+            Ok(Some(b)) => check(super::paragraphs::PARAGRAPHS, b.verify(&dir)),
+            Ok(None) => {}
+            Err(e) => check(super::paragraphs::PARAGRAPHS, Err(e)),
+        }
         let sized = |name: &str, n: usize| match n as u64 == held {
             true => Ok(0),
             false => Err(Error::IndexFile {

@@ -20,7 +20,7 @@
 use crate::config::{ClusterRule, IndexKeys, Method};
 use crate::error::{Error, Result};
 use crate::index::batch::{self, Written};
-use crate::index::{copies, labels, origins, renew};
+use crate::index::{copies, labels, origins, paragraphs, renew};
 use crate::io::output::OutputDir;
 use crate::io::{band_rows, store, work};
 use crate::minhash::SigSource;
@@ -205,6 +205,20 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats>
         let bytes = labels::encode(&keys);
         w.bytes += bytes.len() as u64;
         dir.write_bytes(labels::ACROSS, bytes)?;
+    }
+    // `--paragraphs`: the texts tonight's kept documents retain. Ranges are hash ranges in
+    // order, so their files one after another are in hash order.
+    if plan.config.paragraphs.is_some() {
+        let mut held = Vec::new();
+        for r in 0..plan.paragraph_ranges() {
+            let retained = paragraphs::decode_retained(work, &work::paragraph_retained_file(r))?;
+            held.extend(
+                retained
+                    .into_iter()
+                    .filter_map(|(h, d)| Some((h, number(d)?))),
+            );
+        }
+        w += paragraphs::write(&dir, &held)?;
     }
     // The cluster task's copies ([`crate::index::copies`]) and, under keeper, its renewals
     // ([`crate::index::renew`]), as they are.

@@ -101,6 +101,9 @@ pub(crate) struct Summary {
     /// `--reference`: documents holding benchmark text, per reference file and item.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contamination: Option<crate::reference::ContaminationSummary>,
+    /// `--paragraphs`: paragraphs and bytes removed from kept documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paragraphs: Option<crate::stages::paragraphs::ParagraphSummary>,
     /// Seconds spent writing report.html.
     pub report_seconds: f64,
     pub config: serde_json::Value,
@@ -233,6 +236,13 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<se
     };
     let stages = stage_reports(&reports, walls);
     let total: f64 = stages.iter().map(|s| s.seconds).sum();
+    let paragraphs = cfg.paragraphs.as_ref().map(|pc| {
+        crate::stages::paragraphs::ParagraphSummary::gather(
+            pc.min_bytes,
+            of(Stage::Paragraphs).iter().map(TaskReport::stats),
+            &breakdown.by_file,
+        )
+    });
     let mut summary = Summary {
         tool: "corpus-dedup",
         version: env!("CARGO_PKG_VERSION"),
@@ -274,6 +284,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<se
                 cl.contaminated_duplicates,
             )
         }),
+        paragraphs,
         report_seconds: 0.0,
         config: cfg.to_json(),
     };

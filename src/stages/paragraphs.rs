@@ -62,6 +62,54 @@ pub(crate) struct Repeated {
     pub start: u32,
 }
 
+/// `--paragraphs` in the summary: the tasks' counters summed, and the bytes removed from the
+/// manifest tasks' tallies.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct ParagraphSummary {
+    pub min_bytes: usize,
+    /// Paragraphs of kept documents (at least `min_bytes`), and their distinct texts.
+    pub paragraphs: u64,
+    pub distinct: u64,
+    pub removed: u64,
+    pub removed_within_document: u64,
+    pub removed_against_index: u64,
+    pub bytes_removed: u64,
+    /// Text bytes of the kept documents, and the share of them removed.
+    pub kept_bytes: u64,
+    pub share_removed: f64,
+    pub most_repeated: Vec<Repeated>,
+}
+
+impl ParagraphSummary {
+    pub(crate) fn gather(
+        min_bytes: usize,
+        tasks: impl Iterator<Item = ParagraphStats>,
+        by_file: &std::collections::BTreeMap<String, crate::tally::Tally>,
+    ) -> ParagraphSummary {
+        let mut s = ParagraphSummary {
+            min_bytes,
+            ..Default::default()
+        };
+        for t in tasks {
+            s.paragraphs += t.paragraphs;
+            s.distinct += t.distinct;
+            s.removed += t.removed;
+            s.removed_within_document += t.removed_within_document;
+            s.removed_against_index += t.removed_against_index;
+            s.most_repeated.extend(t.most_repeated);
+        }
+        // Tasks are in range order: a stable sort keeps ties as the tasks listed them.
+        s.most_repeated.sort_by(|a, b| b.removed.cmp(&a.removed));
+        s.most_repeated.truncate(MOST_REPEATED);
+        for t in by_file.values() {
+            s.bytes_removed += t.paragraph_bytes_removed;
+            s.kept_bytes += t.bytes - t.bytes_dropped;
+        }
+        s.share_removed = s.bytes_removed as f64 / s.kept_bytes.max(1) as f64;
+        s
+    }
+}
+
 /// Paragraph texts listed in `most_repeated`.
 pub(crate) const MOST_REPEATED: usize = 10;
 
