@@ -10,6 +10,7 @@ mod dev_corpus;
 mod explain;
 mod index;
 mod keeper;
+mod paragraphs;
 mod ray;
 mod report;
 mod run;
