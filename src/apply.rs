@@ -713,7 +713,7 @@ impl Shard<'_> {
 }
 
 /// `--paragraphs`: the manifest's `drop_spans`, [start, end) byte offsets per row.
-pub(crate) struct DropSpans {
+pub struct DropSpans {
     /// Row i's spans are `spans[offsets[i]..offsets[i + 1]]`.
     offsets: Vec<usize>,
     spans: Vec<(u64, u64)>,
@@ -725,8 +725,15 @@ impl DropSpans {
         let Ok(c) = m.frame.column("drop_spans") else {
             return Ok(None);
         };
-        let bad = |e: PolarsError| manifest_err(m, e);
-        let list = c.list().map_err(bad)?;
+        let list = c.list().map_err(|e| manifest_err(m, e))?;
+        DropSpans::from_list(list)
+            .map(Some)
+            .map_err(|e| manifest_err(m, e))
+    }
+
+    /// The spans of a `drop_spans` column (a list of {start, end, ...} per row).
+    pub fn from_list(list: &ListChunked) -> PolarsResult<DropSpans> {
+        let bad = |e: PolarsError| e;
         let mut out = DropSpans {
             offsets: vec![0],
             spans: Vec::new(),
@@ -734,7 +741,7 @@ impl DropSpans {
         for row in list.amortized_iter() {
             if let Some(row) = row {
                 let st = row.as_ref().struct_().map_err(bad)?;
-                let field = |name: &str| -> Result<Vec<Option<u64>>> {
+                let field = |name: &str| -> PolarsResult<Vec<Option<u64>>> {
                     let f = st.field_by_name(name).map_err(bad)?;
                     let f = f.cast(&DataType::UInt64).map_err(bad)?;
                     Ok(f.u64().map_err(bad)?.iter().collect())
@@ -746,11 +753,11 @@ impl DropSpans {
             }
             out.offsets.push(out.spans.len());
         }
-        Ok(Some(out))
+        Ok(out)
     }
 
-    /// Manifest row `row`'s spans.
-    pub(crate) fn of(&self, row: usize) -> &[(u64, u64)] {
+    /// Row `row`'s spans.
+    pub fn of(&self, row: usize) -> &[(u64, u64)] {
         match (self.offsets.get(row), self.offsets.get(row + 1)) {
             (Some(&a), Some(&b)) => &self.spans[a..b],
             _ => &[],
@@ -760,30 +767,12 @@ impl DropSpans {
     /// `text` (manifest row `row`'s) without its spans; an error naming the row when a span is
     /// not a range of the text on character boundaries, after the one before it.
     pub(crate) fn cut(&self, m: &Manifest, row: usize, text: &str) -> Result<String> {
-        let spans = self.of(row);
-        if spans.is_empty() {
-            return Ok(text.to_string());
-        }
-        let mut out = String::with_capacity(text.len());
-        let mut at = 0usize;
-        for &(s, e) in spans {
-            let (s, e) = (s as usize, e as usize);
-            if s < at
-                || e <= s
-                || e > text.len()
-                || !text.is_char_boundary(s)
-                || !text.is_char_boundary(e)
-            {
-                return Err(manifest_err(
-                    m,
-                    format!("manifest row {row}: drop span [{s}, {e}) is not a range of its {}-byte text on character boundaries after the span before it; the manifest does not belong to this input or was edited: run the job again", text.len()),
-                ));
-            }
-            out.push_str(&text[at..s]);
-            at = e;
-        }
-        out.push_str(&text[at..]);
-        Ok(out)
+        crate::text::paragraphs::cut(text, self.of(row)).map_err(|why| {
+            manifest_err(
+                m,
+                format!("manifest row {row}: {why}; the manifest does not belong to this input or was edited: run the job again"),
+            )
+        })
     }
 }
 

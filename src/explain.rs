@@ -77,6 +77,97 @@ pub(crate) struct Explanation {
     pub members_not_shown: usize,
     /// `--reference`: the benchmark item the document holds, if any.
     pub contamination: Option<Contamination>,
+    /// `--paragraphs`: the paragraphs removed from the document, and where each is retained.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub removed_paragraphs: Vec<RemovedParagraph>,
+}
+
+/// A paragraph `apply` removes from a kept document (`--paragraphs`).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct RemovedParagraph {
+    pub start: u64,
+    pub end: u64,
+    /// Its text, up to [`PARAGRAPH_SHOWN`] characters.
+    pub text: String,
+    /// The document that retains the text (this one for a repeat inside it), and its batch
+    /// when it is an indexed one.
+    pub retained_by: Option<String>,
+    pub retained_batch: Option<String>,
+}
+
+/// Characters of a removed paragraph `explain` shows.
+const PARAGRAPH_SHOWN: usize = 300;
+
+/// Manifest row `at`'s removed paragraphs, with their text from `doc`.
+fn removed_paragraphs(m: &Manifest, at: usize, doc: Option<&str>) -> Result<Vec<RemovedParagraph>> {
+    let Ok(c) = m.frame.column("drop_spans") else {
+        return Ok(Vec::new());
+    };
+    let bad = |e: polars::prelude::PolarsError| Error::Manifest {
+        path: m.location.clone(),
+        source: e.into(),
+    };
+    let Some(row) = c.list().map_err(bad)?.get_as_series(at) else {
+        return Ok(Vec::new());
+    };
+    let st = row.struct_().map_err(bad)?;
+    let u = |n: &str| -> Result<Vec<u64>> {
+        let f = st.field_by_name(n).map_err(bad)?;
+        Ok(f.u64().map_err(bad)?.into_no_null_iter().collect())
+    };
+    let s = |n: &str| -> Result<Vec<Option<String>>> {
+        let f = st.field_by_name(n).map_err(bad)?;
+        Ok(f.str()
+            .map_err(bad)?
+            .iter()
+            .map(|x| x.map(str::to_string))
+            .collect())
+    };
+    let (start, end, by, batch) = (
+        u("start")?,
+        u("end")?,
+        s("retained_by")?,
+        s("retained_batch")?,
+    );
+    let doc = doc.unwrap_or("");
+    Ok((0..start.len())
+        .map(|i| RemovedParagraph {
+            start: start[i],
+            end: end[i],
+            text: doc
+                .get(start[i] as usize..end[i] as usize)
+                .unwrap_or("")
+                .trim()
+                .chars()
+                .take(PARAGRAPH_SHOWN)
+                .collect(),
+            retained_by: by[i].clone(),
+            retained_batch: batch[i].clone(),
+        })
+        .collect())
+}
+
+/// The lines of `explain` about removed paragraphs.
+fn paragraphs_text(s: &mut String, e: &Explanation) {
+    use std::fmt::Write;
+    let bytes: u64 = e.removed_paragraphs.iter().map(|p| p.end - p.start).sum();
+    let _ = writeln!(
+        s,
+        "{} paragraph(s), {bytes} bytes, are removed from it by apply (their text is retained elsewhere):",
+        e.removed_paragraphs.len()
+    );
+    for p in &e.removed_paragraphs {
+        let whose = match (&p.retained_by, &p.retained_batch) {
+            (Some(by), _) if *by == e.id => "earlier in this document".to_string(),
+            (Some(by), Some(b)) => format!("by {} (batch {})", visible(by), visible(b)),
+            (Some(by), None) => format!("by {}", visible(by)),
+            (None, Some(b)) => format!("by a document of batch {}", visible(b)),
+            (None, None) => "elsewhere".to_string(),
+        };
+        let _ = writeln!(s, "  [{}, {}) retained {whose}:", p.start, p.end);
+        let _ = writeln!(s, "    {}", visible(&p.text.replace('\n', " ")));
+    }
+    let _ = writeln!(s);
 }
 
 /// The benchmark item a document holds (`--reference`), and where.
@@ -224,6 +315,7 @@ pub(crate) fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> 
         members: members_out,
         members_not_shown: size - shown.len(),
         contamination: contamination(&m, &c, at, text.get(&at).cloned().flatten()),
+        removed_paragraphs: removed_paragraphs(&m, at, text.get(&at).and_then(|t| t.as_deref()))?,
     })
 }
 
@@ -383,6 +475,9 @@ pub(crate) fn to_text(e: &Explanation, color: bool) -> String {
     let _ = writeln!(s, "{} is {status}.", visible(&e.id));
     if let Some(c) = &e.contamination {
         contamination_text(&mut s, c, color);
+    }
+    if !e.removed_paragraphs.is_empty() {
+        paragraphs_text(&mut s, e);
     }
     if e.cluster_id.is_none() && e.keeper.in_this_run {
         let _ = writeln!(s, "It has no near-duplicate in this run.");

@@ -52,6 +52,7 @@ pub use results::{in_output, read_location};
 /// The job's kernels, for the Python package's column functions and the kernel benchmarks: the
 /// same code a run runs.
 pub mod kernels {
+    pub use crate::apply::DropSpans;
     pub use crate::corpus::Corpus;
     pub use crate::io::input::expand_inputs;
     pub use crate::lsh::band_keys;
@@ -62,6 +63,7 @@ pub mod kernels {
     pub use crate::stages::sample::params as simhash_params;
     pub use crate::stages::signatures::signatures_only;
     pub use crate::text::normalize::normalize_into;
+    pub use crate::text::paragraphs::cut as cut_spans;
     pub use crate::text::sets::{jaccard, KeyTable};
     pub use crate::text::shingle;
     pub use crate::text::tokenize::tokenize;

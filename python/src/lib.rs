@@ -218,6 +218,26 @@ fn kernel(settings_json: &str) -> anyhow::Result<Kernel> {
 /// ChunkedArray), an Arrow C array (`__arrow_c_array__`: pyarrow Array) or a list of str/None.
 fn texts(obj: &Bound<'_, PyAny>) -> anyhow::Result<StringChunked> {
     let name = PlSmallStr::from_static("text");
+    let series = match arrow_chunks(obj)? {
+        Some(chunks) => Series::try_from((name, chunks))?,
+        None => {
+            let values: Vec<Option<String>> = obj.extract().map_err(|_| {
+                anyhow::anyhow!(
+                    "texts must be a polars Series, a pyarrow Array or ChunkedArray, or a list of str (got {})",
+                    obj.get_type().name().map_or_else(|_| "?".to_string(), |n| n.to_string())
+                )
+            })?;
+            return Ok(StringChunked::from_iter_options(name, values.into_iter()));
+        }
+    };
+    match series.str() {
+        Ok(s) => Ok(s.clone()),
+        Err(_) => anyhow::bail!("texts must be strings, not {}", series.dtype()),
+    }
+}
+
+/// The chunks of an object offering an Arrow stream or array (None: it offers neither).
+fn arrow_chunks(obj: &Bound<'_, PyAny>) -> anyhow::Result<Option<Vec<Box<dyn Array>>>> {
     let chunks: Vec<Box<dyn Array>> = if obj.hasattr("__arrow_c_stream__")? {
         let capsule = obj.call_method0("__arrow_c_stream__")?;
         let capsule = capsule.cast_into::<PyCapsule>().map_err(PyErr::from)?;
@@ -264,19 +284,38 @@ fn texts(obj: &Bound<'_, PyAny>) -> anyhow::Result<StringChunked> {
             vec![ffi::import_array_from_c(array, field.dtype)?]
         }
     } else {
-        let values: Vec<Option<String>> = obj.extract().map_err(|_| {
-            anyhow::anyhow!(
-                "texts must be a polars Series, a pyarrow Array or ChunkedArray, or a list of str (got {})",
-                obj.get_type().name().map_or_else(|_| "?".to_string(), |n| n.to_string())
-            )
-        })?;
-        return Ok(StringChunked::from_iter_options(name, values.into_iter()));
+        return Ok(None);
     };
-    let series = Series::try_from((name, chunks))?;
-    match series.str() {
-        Ok(s) => Ok(s.clone()),
-        Err(_) => anyhow::bail!("texts must be strings, not {}", series.dtype()),
-    }
+    Ok(Some(chunks))
+}
+
+/// A text column with each row's `drop_spans` (the manifest's column, a list of {start, end,
+/// ...} per row) cut out: what `apply` writes for a kept row. Null texts stay null.
+#[pyfunction]
+fn drop_spans(
+    py: Python<'_>,
+    texts_obj: &Bound<'_, PyAny>,
+    spans_obj: &Bound<'_, PyAny>,
+) -> PyResult<ArrowColumn> {
+    let spans = (|| -> anyhow::Result<corpus_dedup::kernels::DropSpans> {
+        let chunks = arrow_chunks(spans_obj)?.ok_or_else(|| {
+            anyhow::anyhow!("spans must be a polars Series or a pyarrow array (the manifest's drop_spans column)")
+        })?;
+        let s = Series::try_from((PlSmallStr::from_static("drop_spans"), chunks))?;
+        Ok(corpus_dedup::kernels::DropSpans::from_list(s.list()?)?)
+    })()
+    .map_err(error)?;
+    column_kernel(py, texts_obj, move |texts| {
+        let cut: Vec<Option<String>> = (texts.iter().enumerate())
+            .map(|(i, t)| {
+                t.map(|t| corpus_dedup::kernels::cut_spans(t, spans.of(i)))
+                    .transpose()
+                    .map_err(|why| anyhow::anyhow!("row {i}: {why}"))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let ca = StringChunked::from_iter_options(PlSmallStr::from_static("text"), cut.into_iter());
+        Ok(ca.rechunk().downcast_as_array().clone().boxed())
+    })
 }
 
 /// A column handed to Python through `__arrow_c_array__` (polars, pyarrow and Ray read it).
@@ -407,6 +446,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(minhash, m)?,
         wrap_pyfunction!(simhash, m)?,
         wrap_pyfunction!(jaccard, m)?,
+        wrap_pyfunction!(drop_spans, m)?,
     ] {
         m.add_function(f)?;
     }

@@ -234,3 +234,23 @@ def test_the_ray_data_batch_form():
     assert out.column("minhash").to_pylist() == as_lists(cd.minhash(TEXTS))
     as_dict = cd.minhash_batch({"text": TEXTS})
     assert as_dict["minhash"] == out.column("minhash").to_pylist()
+
+
+def test_paragraphs_give_drop_spans_and_the_helper_cuts_them_as_apply_does(tmp_path):
+    licence = " ".join(f"licence{i}" for i in range(20))
+    texts = [f"Doc {i}\n\n{' '.join(f'own{i}w{j}' for j in range(15))}\n\n{licence}" for i in range(6)]
+    shard = tmp_path / "s.parquet"
+    pl.DataFrame({"id": [f"d{i}" for i in range(6)], "text": texts}).write_parquet(shard)
+    out = str(tmp_path / "out")
+    manifest = cd.run(str(shard), out, paragraphs=True)
+    spans = manifest["drop_spans"]
+    assert spans.list.len().to_list() == [0, 1, 1, 1, 1, 1]
+    assert spans[1][0]["retained_by"] == "d0"
+    assert cd.summary(out)["paragraphs"]["removed"] == 5
+    cut = cd.drop_spans(pl.Series(texts), spans)
+    cd.apply(out, str(tmp_path / "dedup"))
+    assert cut.to_list() == pl.read_parquet(tmp_path / "dedup" / "s.parquet")["text"].to_list()
+    assert cut[0] == texts[0] and licence not in cut[1]
+    with pytest.raises(cd.Error, match="row 0"):
+        bad = pl.Series([[{"start": 5, "end": 999}]])
+        cd.drop_spans(pl.Series(["short"]), bad)

@@ -50,6 +50,7 @@ impl Rows {
         self.doc.len()
     }
 
+    #[cfg(test)]
     pub(crate) fn get(&self, i: usize) -> Row {
         Row {
             hash: self.hash[i],

@@ -74,6 +74,7 @@ pub(crate) fn render(r: &Report) -> String {
     clusters(&mut h, r);
     pairs(&mut h, r);
     contamination(&mut h, r);
+    paragraphs(&mut h, r);
     index(&mut h, s);
     settings(&mut h, s);
     let _ = writeln!(
@@ -435,6 +436,58 @@ fn pairs(h: &mut String, r: &Report) {
 
 /// `--reference`: what the benchmark reference found, per file and item, and a few documents
 /// with the item's text marked where they hold it.
+/// `--paragraphs`: bytes removed per file and group, and the texts removed most.
+fn paragraphs(h: &mut String, r: &Report) {
+    let p = &r.summary["paragraphs"];
+    if p.is_null() {
+        return;
+    }
+    let th = crate::progress::thousands;
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+    let _ = write!(
+        h,
+        "<h2>Paragraphs</h2><p class=\"note\">{} of {} paragraphs of {}+ bytes in kept documents are removed by <code>apply</code> ({} within their own document, {} against indexed documents): {} of the kept documents' text, each retained by an earlier kept document.</p>",
+        th(n(&p["removed"])),
+        th(n(&p["paragraphs"])),
+        n(&p["min_bytes"]),
+        th(n(&p["removed_within_document"])),
+        th(n(&p["removed_against_index"])),
+        pct(n(&p["bytes_removed"]), n(&p["kept_bytes"])),
+    );
+    let by = |h: &mut String, what: &str, map: &std::collections::BTreeMap<String, Tally>| {
+        let _ = write!(h, "<table><tr><th>{what}</th><th class=\"n\">paragraphs removed</th><th class=\"n\">bytes removed</th><th class=\"n\">of kept bytes</th></tr>");
+        for (k, t) in map {
+            let kept = (t.bytes - t.bytes_dropped).max(1);
+            let _ = write!(
+                h,
+                "<tr><td class=\"id\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+                esc(short_name(k)),
+                th(t.paragraphs_removed),
+                th(t.paragraph_bytes_removed),
+                pct(t.paragraph_bytes_removed, kept)
+            );
+        }
+        h.push_str("</table>");
+    };
+    by(h, "file", &r.breakdown.by_file);
+    if !r.breakdown.by_group.is_empty() {
+        by(h, "group", &r.breakdown.by_group);
+    }
+    if r.repeated_paragraphs.is_empty() {
+        return;
+    }
+    h.push_str("<h3>Paragraphs removed most</h3>");
+    for (removed, text, by) in &r.repeated_paragraphs {
+        let _ = write!(
+            h,
+            "<details><summary>removed {} times · retained by <span class=\"id\">{}</span></summary><div class=\"body\"><pre>{}</pre></div></details>",
+            th(*removed),
+            esc(by),
+            esc(text.as_deref().unwrap_or("(text not read: outside the report's read budget)"))
+        );
+    }
+}
+
 fn contamination(h: &mut String, r: &Report) {
     let c = &r.summary["contamination"];
     if c.is_null() {

@@ -152,6 +152,9 @@ pub(crate) struct Report {
     pub pairs: Vec<Pair>,
     /// `--reference`: a few documents holding benchmark text, one per item hit most.
     pub contaminated: Vec<Contaminated>,
+    /// `--paragraphs`: the texts removed most often (times removed, the text where read, the
+    /// id of the document retaining it).
+    pub repeated_paragraphs: Vec<(u64, Option<String>, String)>,
     /// Documents per cluster size (sizes >= 2).
     pub cluster_sizes: BTreeMap<u64, u64>,
     /// Reads of the input for the texts shown (a row group's span or a single row), and the
@@ -399,6 +402,24 @@ pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report
     read.extend(members.iter().flatten());
     let flagged = pick_contaminated(&summary, c.contaminated_by, &mut budget, &at);
     read.extend(flagged.iter().map(|&(i, _)| i));
+    // `--paragraphs`: the retaining documents of the texts removed most, as the budget allows.
+    let repeated: Vec<(u64, Option<usize>, u64, String)> = (summary["paragraphs"]["most_repeated"]
+        .as_array()
+        .into_iter())
+    .flatten()
+    .map(|r| {
+        let doc = r["doc"].as_u64().map(|d| d as usize);
+        let doc = doc.filter(|&d| budget.free(at(d)) || budget.take(&[at(d)]));
+        let by = r["retained_by"].as_str().unwrap_or("").to_string();
+        (
+            r["removed"].as_u64().unwrap_or(0),
+            doc,
+            r["start"].as_u64().unwrap_or(0),
+            by,
+        )
+    })
+    .collect();
+    read.extend(repeated.iter().filter_map(|r| r.1));
     let texts = read_texts(&m, &budget.groups, &read.into_iter().collect::<Vec<_>>())?;
     let doc = |i: usize| Doc {
         id: ids.get(i).unwrap_or("").to_string(),
@@ -427,8 +448,17 @@ pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report
     let row_groups = budget.groups.total;
     let pairs = pairs_shown(&pair_rows, &doc, &|i| sims.get(i), &m.config);
     let contaminated = contaminated(&m, &c, &flagged, &doc);
+    let min_bytes = m.config.paragraphs.as_ref().map_or(1, |p| p.min_bytes);
+    let repeated_paragraphs = repeated
+        .into_iter()
+        .map(|(n, d, start, by)| {
+            let text = d.and_then(|d| texts.get(&d).cloned().flatten());
+            (n, text.and_then(|t| paragraph_at(&t, start, min_bytes)), by)
+        })
+        .collect();
     Ok(Report {
         contaminated,
+        repeated_paragraphs,
         method: m.config.method,
         threshold: lo,
         summary,
@@ -547,6 +577,15 @@ fn pick_contaminated(
         flagged.extend(pick.map(|i| (i, item)));
     }
     flagged
+}
+
+/// The text of the paragraph of `text` that starts at byte `start`.
+fn paragraph_at(text: &str, start: u64, min_bytes: usize) -> Option<String> {
+    let mut out = Vec::new();
+    let mut scratch = crate::text::paragraphs::Scratch::default();
+    crate::text::paragraphs::paragraphs(text, min_bytes, &mut scratch, &mut out);
+    let p = out.iter().find(|p| p.start as u64 == start)?;
+    Some(text[p.start..p.end].trim().to_string())
 }
 
 /// One-row reads at most.

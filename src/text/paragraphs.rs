@@ -100,8 +100,30 @@ fn hash(body: &str, buf: &mut Vec<u8>) -> u64 {
 }
 
 /// The hash of a paragraph's text as [`paragraphs`] computes it (for the report and `explain`).
+#[cfg(test)]
 pub(crate) fn text_hash(body: &str) -> u64 {
     hash(body, &mut Vec::new())
+}
+
+/// `text` without the byte ranges `spans` (ordered, disjoint); what is wrong with a span that
+/// is not a range of the text on character boundaries after the one before it.
+pub fn cut(text: &str, spans: &[(u64, u64)]) -> std::result::Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0usize;
+    for &(s, e) in spans {
+        let (s, e) = (s as usize, e as usize);
+        let fits = at <= s && s < e && e <= text.len();
+        if !fits || !text.is_char_boundary(s) || !text.is_char_boundary(e) {
+            return Err(format!(
+                "drop span [{s}, {e}) is not a range of its {}-byte text on character boundaries after the span before it",
+                text.len()
+            ));
+        }
+        out.push_str(&text[at..s]);
+        at = e;
+    }
+    out.push_str(&text[at..]);
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -142,6 +164,17 @@ mod tests {
         );
         assert!(spans(" \n\t\r\n ", 1).is_empty());
         assert!(spans("", 1).is_empty());
+    }
+
+    #[test]
+    fn cut_removes_spans_and_names_a_bad_one() {
+        assert_eq!(cut("ab\n\ncd\n\nef", &[(0, 4), (8, 10)]).unwrap(), "cd\n\n");
+        assert_eq!(cut("abc", &[]).unwrap(), "abc");
+        for bad in [[(2u64, 1u64)], [(0, 9)], [(1, 2)]] {
+            let err = cut("é\nxyz", &bad).unwrap_err();
+            assert!(err.contains("6-byte text"), "{err}");
+        }
+        assert!(cut("abcdef", &[(2, 4), (3, 5)]).is_err());
     }
 
     #[test]
