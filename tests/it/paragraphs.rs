@@ -83,6 +83,22 @@ fn repeated_paragraphs_are_removed_and_apply_keeps_one_copy_of_each() {
     let s = summary(&out);
     let p = &s["paragraphs"];
     assert_eq!(p["min_bytes"], 100);
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/summary.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    check_fields(p, &schema["paragraphs_fields"]);
+    for r in p["most_repeated"].as_array().unwrap() {
+        check_fields(r, &schema["paragraphs_repeated_fields"]);
+    }
+    // explain names each removed paragraph and the document retaining it.
+    let e = cd(["explain"])
+        .arg(&out)
+        .args(["--id", "d5", "--json"])
+        .ok();
+    let e: serde_json::Value = serde_json::from_slice(&e.stdout).unwrap();
+    assert_eq!(e["removed_paragraphs"][0]["retained_by"], "d0");
     // Every document is kept (no near-duplicates), and each boilerplate text is retained by
     // its first document: licence in d0, nav in d1, and d2's own paragraph once.
     assert!(rows.iter().all(|r| r.keep));
