@@ -99,7 +99,8 @@ impl ParagraphSummary {
             s.most_repeated.extend(t.most_repeated);
         }
         // Tasks are in range order: a stable sort keeps ties as the tasks listed them.
-        s.most_repeated.sort_by(|a, b| b.removed.cmp(&a.removed));
+        s.most_repeated
+            .sort_by_key(|r| std::cmp::Reverse(r.removed));
         s.most_repeated.truncate(MOST_REPEATED);
         for t in by_file.values() {
             s.bytes_removed += t.paragraph_bytes_removed;

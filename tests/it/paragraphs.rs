@@ -4,8 +4,6 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use polars::prelude::*;
-
 use crate::common::*;
 
 type Span = (u64, u64, Option<String>, Option<String>);

@@ -422,6 +422,31 @@ fn read_err(path: &str, e: std::io::Error) -> Error {
     }
 }
 
+/// A list column from its flattened `values` (one chunk), `offsets` (one more than the rows) and
+/// the rows' validity: polars builds list columns row by row, this in one piece.
+pub(crate) fn list_column(
+    name: &str,
+    values: &Series,
+    offsets: Vec<i64>,
+    valid: &[bool],
+) -> PolarsResult<Column> {
+    use polars_arrow::array::ListArray;
+    use polars_arrow::bitmap::Bitmap;
+    use polars_arrow::datatypes::ArrowDataType;
+    use polars_arrow::offset::OffsetsBuffer;
+    let values = values.rechunk().to_arrow(0, CompatLevel::newest());
+    let field = ArrowField::new("item".into(), values.dtype().clone(), true);
+    let offsets = OffsetsBuffer::try_from(offsets)?;
+    let validity = Bitmap::from_iter(valid.iter().copied());
+    let list = ListArray::<i64>::try_new(
+        ArrowDataType::LargeList(Box::new(field)),
+        offsets,
+        values,
+        Some(validity),
+    )?;
+    Ok(Series::try_from((PlSmallStr::from(name), Box::new(list) as ArrayRef))?.into_column())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,29 +490,4 @@ mod tests {
         assert!(out.read_ranges("f", &[r(0, 4 * SPAN_GAP)]).is_err());
         let _ = fs::remove_dir_all(dir);
     }
-}
-
-/// A list column from its flattened `values` (one chunk), `offsets` (one more than the rows) and
-/// the rows' validity: polars builds list columns row by row, this in one piece.
-pub(crate) fn list_column(
-    name: &str,
-    values: &Series,
-    offsets: Vec<i64>,
-    valid: &[bool],
-) -> PolarsResult<Column> {
-    use polars_arrow::array::ListArray;
-    use polars_arrow::bitmap::Bitmap;
-    use polars_arrow::datatypes::ArrowDataType;
-    use polars_arrow::offset::OffsetsBuffer;
-    let values = values.rechunk().to_arrow(0, CompatLevel::newest());
-    let field = ArrowField::new("item".into(), values.dtype().clone(), true);
-    let offsets = OffsetsBuffer::try_from(offsets)?;
-    let validity = Bitmap::from_iter(valid.iter().copied());
-    let list = ListArray::<i64>::try_new(
-        ArrowDataType::LargeList(Box::new(field)),
-        offsets,
-        values,
-        Some(validity),
-    )?;
-    Ok(Series::try_from((PlSmallStr::from(name), Box::new(list) as ArrayRef))?.into_column())
 }
