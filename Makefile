@@ -13,7 +13,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-ab bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-signals bench-decontam bench-export bench-index-soak soak s3-demo clean-out
+.PHONY: build dedup test samples bench bench-ab bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-signals bench-decontam bench-paragraphs bench-export bench-index-soak soak s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -101,6 +101,10 @@ bench-signals: build
 ## make bench-decontam [CORPUS=/tmp/dev-large] [ROUNDS=7] [THREADS=2] [CORES=0,1]
 bench-decontam: build
 	BIN=$(BIN) GEN=$(GEN) bash benches/decontam/run.sh
+
+## make bench-paragraphs [CORPUS=/tmp/dev-large] [ROUNDS=7] [THREADS=2] [CORES=0,1]
+bench-paragraphs: build
+	BIN=$(BIN) bash benches/paragraphs/run.sh
 
 ## `index export` of NIGHTS x NIGHT_DOCS indexed documents: make bench-export [NIGHTS=10 NIGHT_DOCS=1000000]
 bench-export: build

@@ -59,7 +59,7 @@ fn ray_driver_runs_the_sample_job_and_retries_a_killed_task() {
     let dir = temp_dir("ray");
     let samples = format!("{}/data-samples/*.parquet", env!("CARGO_MANIFEST_DIR"));
     let reference = dir.join("local");
-    run_ok(&samples, &reference, &[]);
+    run_ok(&samples, &reference, &["--paragraphs"]);
 
     let (port, dash) = (free_port(), free_port());
     // Unix socket paths must stay short: a temp dir directly under /tmp.
@@ -123,6 +123,7 @@ fn ray_driver_runs_the_sample_job_and_retries_a_killed_task() {
         out.to_str().unwrap(),
         "--tasks",
         "3",
+        "--paragraphs",
     ]);
     ok(&job, "ray job submit");
     let log = String::from_utf8_lossy(&job.stdout);

@@ -95,7 +95,13 @@ fn slurm_nights_with_an_index_give_the_local_manifests() {
         run_ok(
             &glob,
             &local,
-            &["--index", index.to_str().unwrap(), "--batch", &batch],
+            &[
+                "--index",
+                index.to_str().unwrap(),
+                "--batch",
+                &batch,
+                "--paragraphs",
+            ],
         );
         let out = dir.join(format!("out{n}"));
         let index = dir.join("slurm-index");
@@ -112,6 +118,7 @@ fn slurm_nights_with_an_index_give_the_local_manifests() {
             &batch,
             "--tasks",
             "2",
+            "--paragraphs",
         ])
         .output()
         .unwrap();
@@ -127,6 +134,7 @@ fn slurm_nights_with_an_index_give_the_local_manifests() {
             .collect();
         assert_eq!(stages.contains(&"lookup".to_string()), n == 2, "{stages:?}");
         assert!(stages.contains(&"index".to_string()), "{stages:?}");
+        assert!(stages.contains(&"paragraphs".to_string()), "{stages:?}");
         assert!(manifest_bytes(&out) == manifest_bytes(&local), "night {n}");
     }
     assert_eq!(
