@@ -60,7 +60,7 @@ def main():
         src = dict(zip(meta["id"].to_list(), meta[col].to_list()))
     seen, grams_seen, want, by_src = set(), set(), set(), {}
     kept = removed = near_more = near_more_bytes = 0
-    near_samples = []
+    near_samples, exact_samples = [], []
     for id_, keep in zip(m["id"].to_list(), m["keep"].to_list()):
         if not keep:
             continue
@@ -72,6 +72,7 @@ def main():
             near = sum(g in grams_seen for g in grams) / len(grams) >= 0.8
             if norm in seen:
                 want.add((id_, s, e))
+                exact_samples.append(norm[:150])
                 removed += e - s
                 k = src.get(id_, "all")
                 by_src[k] = by_src.get(k, 0) + e - s
@@ -88,9 +89,12 @@ def main():
           f"{'equal' if got == want else f'DIFFER ({len(got ^ want)} spans)'}")
     print("- removed bytes by source (share of kept text): " + ", ".join(
         f"{k} {v / max(kept, 1):.1%}" for k, v in sorted(by_src.items(), key=lambda x: -x[1])[:8]))
+    random.seed(49)
+    print("- a sample of the removed paragraphs:")
+    for s in random.sample(exact_samples, min(5, len(exact_samples))):
+        print(f"  - {s!r}")
     print(f"- near-identical (80% of word 5-grams seen) would remove {near_more:,} more paragraphs, "
           f"{near_more_bytes / 1e6:.2f} MB ({near_more_bytes / max(kept, 1):.1%}); a sample:")
-    random.seed(49)
     for s in random.sample(near_samples, min(5, len(near_samples))):
         print(f"  - {s!r}")
 

@@ -167,6 +167,17 @@ mod tests {
     }
 
     #[test]
+    fn a_ten_megabyte_paragraph_is_one_span() {
+        let big = "word ".repeat(2 << 20);
+        let t = format!("intro line\n\n{big}\n\n{big}");
+        let mut out = Vec::new();
+        paragraphs(&t, 100, &mut Scratch::default(), &mut out);
+        assert_eq!(out.len(), 2);
+        assert_eq!((out[0].start, out[1].end), (12, t.len()));
+        assert_eq!(out[0].hash, out[1].hash);
+    }
+
+    #[test]
     fn cut_removes_spans_and_names_a_bad_one() {
         assert_eq!(cut("ab\n\ncd\n\nef", &[(0, 4), (8, 10)]).unwrap(), "cd\n\n");
         assert_eq!(cut("abc", &[]).unwrap(), "abc");
