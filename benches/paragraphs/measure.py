@@ -5,11 +5,16 @@ near-identical rule would remove on top (BFF-style: a paragraph seen when >= 80%
 5-grams were seen), with a sample of those.
 
 usage: measure.py OUT 'SHARDS_GLOB' [docs_meta.parquet] [--min-bytes 100]
+(by source: docs_meta's base_src, or the shards' lang column)
 """
 import argparse
 import random
+import re
 
 import polars as pl
+
+
+WS = " \t\n\r\x0c"  # ASCII whitespace as Rust's u8::is_ascii_whitespace (src/text/paragraphs.rs)
 
 
 def paragraphs(t, min_bytes):
@@ -17,7 +22,7 @@ def paragraphs(t, min_bytes):
     lines, at = [], 0
     for line in t.split("\n"):
         n = len(line.encode())
-        lines.append((at, at + n, line.strip() == ""))
+        lines.append((at, at + n, line.strip(WS) == ""))
         at += n + 1
     text_lines = [i for i, x in enumerate(lines) if not x[2]]
     if not text_lines:
@@ -37,9 +42,9 @@ def paragraphs(t, min_bytes):
     b, out = t.encode(), []
     for i, (s, e) in enumerate(units):
         nxt = units[i + 1][0] if i + 1 < len(units) else len(b)
-        body = b[s:e].decode().strip()
+        body = b[s:e].decode().strip(WS)
         if len(body.encode()) >= min_bytes:
-            out.append((s, nxt, " ".join(body.split())))
+            out.append((s, nxt, " ".join(w for w in re.split("[" + WS + "]+", body) if w)))
     return out
 
 
@@ -54,6 +59,8 @@ def main():
     df = pl.read_parquet(a.shards)
     texts = dict(zip(df["id"].to_list(), df["text"].to_list()))
     src = {}
+    if "lang" in df.columns:
+        src = dict(zip(df["id"].to_list(), df["lang"].to_list()))
     if a.meta:
         meta = pl.read_parquet(a.meta)
         col = "base_src" if "base_src" in meta.columns else meta.columns[1]

@@ -11,7 +11,7 @@ PY=$(../shared/corpus/tools/setup.sh)
 "$(dirname "$PY")/pip" install -q polars
 work=$(mktemp -d "${TMPDIR:-/tmp}/corpus-dedup-paragraphs.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-for c in ../shared/corpus/dev-small ../shared/corpus/multi "$CORPUS"; do
+for c in ../shared/corpus/dev-small ../shared/corpus/multi/data "$CORPUS"; do
   [ -e "$c" ] || continue
   echo "## $c"
   rm -rf "$work/q"

@@ -12,6 +12,9 @@
 //! - Normalised text: whitespace runs as one space, trimmed. Case and punctuation are kept: two
 //!   code lines that differ in one operator, or two entries that differ in a version number, are
 //!   different paragraphs (dedup's normalisation would make them one and lose the difference).
+//! - Whitespace here is ASCII's as [`u8::is_ascii_whitespace`] has it (space, tab, line feed,
+//!   form feed, carriage return), so the text is scanned 32 bytes at a time: a line of other
+//!   spaces (U+3000, say) is a line of text.
 //! - The size of a paragraph is the bytes of its text without the whitespace around it.
 
 use xxhash_rust::xxh3::xxh3_64;
@@ -39,14 +42,8 @@ pub(crate) fn paragraphs(
     scratch: &mut Scratch,
     out: &mut Vec<Paragraph>,
 ) {
-    // Every line: (start, end without its line break, whitespace only).
     let lines = &mut scratch.lines;
-    lines.clear();
-    let mut at = 0;
-    for line in text.split('\n') {
-        lines.push((at, at + line.len(), line.trim().is_empty()));
-        at += line.len() + 1;
-    }
+    lines_of(text.as_bytes(), lines);
     let first = lines.iter().position(|l| !l.2);
     let last = lines.iter().rposition(|l| !l.2);
     let (Some(first), Some(last)) = (first, last) else {
@@ -56,7 +53,7 @@ pub(crate) fn paragraphs(
     // Units: runs of text lines (cut at blank lines) or single text lines.
     let mut unit: Option<(usize, usize)> = None; // (start, end of its last text line)
     let mut emit = |unit: (usize, usize), next: usize, out: &mut Vec<Paragraph>| {
-        let body = text[unit.0..unit.1].trim();
+        let body = trim(&text.as_bytes()[unit.0..unit.1]);
         if body.len() >= min_bytes.max(1) {
             out.push(Paragraph {
                 start: unit.0,
@@ -87,22 +84,196 @@ pub(crate) fn paragraphs(
     }
 }
 
-/// The hash of a paragraph's normalised text (whitespace runs as one space).
-fn hash(body: &str, buf: &mut Vec<u8>) -> u64 {
-    buf.clear();
-    for w in body.split_whitespace() {
-        if !buf.is_empty() {
-            buf.push(b' ');
-        }
-        buf.extend_from_slice(w.as_bytes());
+/// Every line of `b`: (start, end without its line break, whitespace only).
+fn lines_of(b: &[u8], lines: &mut Vec<(usize, usize, bool)>) {
+    lines.clear();
+    #[allow(unused_mut)]
+    let (mut at, mut text, mut i) = (0, false, 0);
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is available (checked above).
+        (at, text, i) = unsafe { avx2::lines(b, lines) };
     }
-    xxh3_64(buf)
+    // The rest byte by byte: `at` starts the current line, `text` says whether it has a
+    // non-whitespace byte before `i`.
+    for (j, &c) in b.iter().enumerate().skip(i) {
+        if c == b'\n' {
+            lines.push((at, j, !text));
+            (at, text) = (j + 1, false);
+        } else {
+            text |= !c.is_ascii_whitespace();
+        }
+    }
+    lines.push((at, b.len(), !text));
 }
 
-/// The hash of a paragraph's text as [`paragraphs`] computes it (for the report and `explain`).
+/// `b` without the ASCII whitespace around it.
+fn trim(b: &[u8]) -> &[u8] {
+    let start = b
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(b.len());
+    let end = b
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
+    &b[start..end]
+}
+
+/// The hash of a paragraph's normalised text (`body` trimmed; whitespace runs as one space).
+fn hash(body: &[u8], buf: &mut Vec<u8>) -> u64 {
+    let n = normalise(body, buf);
+    xxh3_64(&buf[..n])
+}
+
+/// Writes `body` with each whitespace run as one space into `buf`; returns the length. A
+/// window at a time (32 bytes with AVX2, else 8) up to the first byte that needs a change,
+/// which goes alone: a byte below 0x20 (tab, line break, ...), or a space before a space or such
+/// a byte, or ending the window (the next may be whitespace).
+fn normalise(body: &[u8], buf: &mut Vec<u8>) -> usize {
+    buf.clear();
+    buf.resize(body.len(), 0);
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is available (checked above).
+        return unsafe { avx2::normalise(body, buf) };
+    }
+    normalise_by::<8>(body, buf, swar_clean)
+}
+
+/// The loop of [`normalise`] with windows of `W` bytes: `step(window, next)` (`next`: the byte
+/// after it, if any) gives the window as written (whitespace bytes may become spaces) and the
+/// number of its leading bytes that are right as written.
+#[inline(always)]
+fn normalise_by<const W: usize>(
+    body: &[u8],
+    buf: &mut [u8],
+    step: impl Fn(&[u8; W], Option<u8>) -> ([u8; W], usize),
+) -> usize {
+    let (mut n, mut i, mut space) = (0, 0, false);
+    while i < body.len() {
+        if !space && i + W <= body.len() {
+            let mut w = [0u8; W];
+            w.copy_from_slice(&body[i..i + W]);
+            let (out, k) = step(&w, body.get(i + W).copied());
+            // All W are written (n + W <= i + W <= the length); those past k again later.
+            buf[n..n + W].copy_from_slice(&out);
+            (n, i) = (n + k, i + k);
+            if k == W {
+                continue;
+            }
+        }
+        let c = body[i];
+        i += 1;
+        if c.is_ascii_whitespace() {
+            space = true;
+            continue;
+        }
+        if space {
+            buf[n] = b' ';
+            n += 1;
+            space = false;
+        }
+        buf[n] = c;
+        n += 1;
+    }
+    n
+}
+
+/// [`normalise`]'s step over eight bytes, in a 64-bit word: the window as it is, up to the first
+/// byte below 0x20 or space before whitespace.
+fn swar_clean(w: &[u8; 8], _next: Option<u8>) -> ([u8; 8], usize) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let x = u64::from_le_bytes(*w);
+    // Bytes below 0x20: the lowest flag of (x - 0x20..) & !x is exact, and the flags above it
+    // do not move the lowest. Spaces: exact per byte.
+    let control = x.wrapping_sub(0x20 * ONES) & !x & (0x80 * ONES);
+    let y = x ^ (0x20 * ONES);
+    let sp = !(((y & LOW7).wrapping_add(LOW7)) | y | LOW7);
+    let bad = control | (sp & ((sp | control) >> 8)) | (sp & (0x80 << 56));
+    (*w, (bad.trailing_zeros() / 8) as usize)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    /// 0xff where a byte is ASCII whitespace as [`u8::is_ascii_whitespace`] says: a space, or
+    /// 9..=13 (x - 9 <= 4, unsigned) but 11 (vertical tab).
+    #[target_feature(enable = "avx2")]
+    fn whitespace(x: __m256i) -> __m256i {
+        let d = _mm256_sub_epi8(x, _mm256_set1_epi8(9));
+        let ctl = _mm256_cmpeq_epi8(_mm256_min_epu8(d, _mm256_set1_epi8(4)), d);
+        let vt = _mm256_cmpeq_epi8(x, _mm256_set1_epi8(11));
+        let sp = _mm256_cmpeq_epi8(x, _mm256_set1_epi8(b' ' as i8));
+        _mm256_or_si256(_mm256_andnot_si256(vt, ctl), sp)
+    }
+
+    /// [`super::lines_of`] over the whole 32-byte blocks of `b`: returns the start of the line
+    /// the blocks end in, whether it has a non-whitespace byte so far, and the bytes done.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn lines(
+        b: &[u8],
+        lines: &mut Vec<(usize, usize, bool)>,
+    ) -> (usize, bool, usize) {
+        let (mut at, mut text, mut i) = (0, false, 0);
+        while i + 32 <= b.len() {
+            // SAFETY: i + 32 <= b.len(): one unaligned 256-bit load inside `b`.
+            let x = unsafe { _mm256_loadu_si256(b.as_ptr().add(i).cast()) };
+            let nl = _mm256_movemask_epi8(_mm256_cmpeq_epi8(x, _mm256_set1_epi8(b'\n' as i8)));
+            let nonws = !(_mm256_movemask_epi8(whitespace(x)) as u32);
+            let mut nl = nl as u32;
+            let mut lo = 0u32; // the first bit of the current line in this block
+            while nl != 0 {
+                let p = nl.trailing_zeros();
+                let before = nonws & ((1u32 << p) - 1) & !((1u32 << lo).wrapping_sub(1));
+                lines.push((at, i + p as usize, !(text || before != 0)));
+                at = i + p as usize + 1;
+                text = false;
+                lo = p + 1;
+                nl &= nl - 1;
+            }
+            if lo < 32 {
+                text |= nonws >> lo != 0;
+            }
+            i += 32;
+        }
+        (at, text, i)
+    }
+
+    /// [`super::normalise`] with 32-byte windows.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn normalise(body: &[u8], buf: &mut [u8]) -> usize {
+        super::normalise_by::<32>(body, buf, |w, next| {
+            // SAFETY: a 32-byte array is one unaligned 256-bit load.
+            let x = unsafe { _mm256_loadu_si256(w.as_ptr().cast()) };
+            // Each whitespace byte becomes a space; one after another (or last, before one)
+            // needs the loop.
+            let space = _mm256_set1_epi8(b' ' as i8);
+            let ws = whitespace(x);
+            let mut out = [0u8; 32];
+            // SAFETY: as above, one unaligned 256-bit store into a 32-byte array.
+            unsafe {
+                _mm256_storeu_si256(out.as_mut_ptr().cast(), _mm256_blendv_epi8(x, space, ws))
+            };
+            let wsm = _mm256_movemask_epi8(ws) as u32;
+            let last = u32::from(next.is_some_and(|c| c.is_ascii_whitespace())) << 31;
+            let bad = (wsm & (wsm >> 1)) | (wsm & last);
+            (out, bad.trailing_zeros() as usize)
+        })
+    }
+}
+
 #[cfg(test)]
 pub(crate) fn text_hash(body: &str) -> u64 {
-    hash(body, &mut Vec::new())
+    hash(trim(body.as_bytes()), &mut Vec::new())
 }
 
 /// `text` without the byte ranges `spans` (ordered, disjoint); what is wrong with a span that
@@ -204,6 +375,33 @@ mod tests {
         assert_eq!(a[2].hash, text_hash("x = a + b"));
     }
 
+    /// The lines as `str::split` cuts them, blank when whitespace only.
+    fn lines_plain(t: &str) -> Vec<(usize, usize, bool)> {
+        let mut at = 0;
+        t.split('\n')
+            .map(|l| {
+                let r = (at, at + l.len(), l.bytes().all(|c| c.is_ascii_whitespace()));
+                at += l.len() + 1;
+                r
+            })
+            .collect()
+    }
+
+    /// The word-at-a-time normalisation is the byte-by-byte one.
+    fn normalise_bytewise(body: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for w in body
+            .split(u8::is_ascii_whitespace)
+            .filter(|w| !w.is_empty())
+        {
+            if !out.is_empty() {
+                out.push(b' ');
+            }
+            out.extend_from_slice(w);
+        }
+        out
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig {
             cases: 2000,
@@ -211,6 +409,24 @@ mod tests {
             failure_persistence: None,
             ..Default::default()
         })]
+        #[test]
+        fn lines_are_the_split_ones(s in "[a \t\r\n\u{b}\u{c}]{0,120}|[ab\n]{30,200}") {
+            let mut lines = Vec::new();
+            lines_of(s.as_bytes(), &mut lines);
+            proptest::prop_assert_eq!(lines, lines_plain(&s));
+        }
+
+        #[test]
+        fn normalise_is_whitespace_runs_as_one_space(s in "[ab\u{0}\u{1f}\u{7f}\u{80}é \t\r\n\u{b}\u{c}]{0,80}|[ab \n]{30,120}|[ab \t\r\n\u{0}]{30,120}") {
+            let body = trim(s.as_bytes());
+            let mut buf = Vec::new();
+            let n = normalise(body, &mut buf);
+            proptest::prop_assert_eq!(&buf[..n], &normalise_bytewise(body)[..]);
+            let mut by8 = vec![0; body.len()];
+            let n = normalise_by::<8>(body, &mut by8, swar_clean);
+            proptest::prop_assert_eq!(&by8[..n], &normalise_bytewise(body)[..]);
+        }
+
         /// Spans are ordered, disjoint, on character boundaries, start at a line's start, and
         /// each holds exactly one paragraph's text (plus whitespace after it).
         #[test]
@@ -222,7 +438,7 @@ mod tests {
                 proptest::prop_assert!(at <= p.start && p.start < p.end && p.end <= s.len());
                 proptest::prop_assert!(s.is_char_boundary(p.start) && s.is_char_boundary(p.end));
                 proptest::prop_assert!(p.start == 0 || s.as_bytes()[p.start - 1] == b'\n');
-                let body = s[p.start..p.end].trim();
+                let body = s[p.start..p.end].trim_matches(|c: char| c.is_ascii_whitespace());
                 proptest::prop_assert!(body.len() >= min);
                 proptest::prop_assert_eq!(p.hash, text_hash(body));
                 at = p.end;
