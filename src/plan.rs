@@ -273,11 +273,11 @@ impl Plan {
         }
     }
 
-    /// `--paragraphs`: hash ranges of the paragraphs stage, one per part, so a task holds about
-    /// a part's paragraphs (0 without it).
+    /// `--paragraphs`: hash ranges of the paragraphs stage, two per part, so a task holds about
+    /// half a part's paragraphs and a run of one part still has two tasks (0 without it).
     pub(crate) fn paragraph_ranges(&self) -> usize {
         match self.config.paragraphs {
-            Some(_) => self.parts.len().max(1),
+            Some(_) => 2 * self.parts.len().max(1),
             None => 0,
         }
     }

@@ -338,7 +338,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> 
         None => None,
     };
     if let Some(s) = &spans {
-        rows.drop_spans = Some(s.column(start, &rows.keep)?);
+        rows.drop_spans = Some(s.column(start, &rows.keep));
     }
     let removed = spans.map(|s| s.bytes_of(start, rows.keep.len()));
     let tallies = breakdown(plan, &docs, &rows, removed.as_deref())?;
@@ -422,40 +422,83 @@ impl PartSpans {
         out
     }
 
-    /// The `drop_spans` column: per kept row a list of {start, end, retained_by,
-    /// retained_batch} (empty when nothing is removed), null for the other rows.
-    pub(crate) fn column(&self, first: u32, keep: &[bool]) -> Result<Column> {
-        let pe = polars_err("manifest");
-        let n = self.spans.len();
-        let (mut start, mut end) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        let (mut by, mut batch) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        for &(_, s, e, at) in &self.spans {
-            start.push(u64::from(s));
-            end.push(u64::from(e));
-            let (b, x) = &self.by[at as usize];
-            by.push(b.as_deref());
-            batch.push(x.as_deref());
-        }
-        let fields = [
-            Series::new("start".into(), start),
-            Series::new("end".into(), end),
-            Series::new("retained_by".into(), by),
-            Series::new("retained_batch".into(), batch),
-        ];
-        let values = StructChunked::from_series("item".into(), n, fields.iter())
-            .map_err(&pe)?
-            .into_series()
-            .rechunk();
-        let mut offsets = Vec::with_capacity(keep.len() + 1);
-        offsets.push(0i64);
+    /// The part file's `drop_spans` column: per kept row its spans packed in a binary value
+    /// ([`unpack_spans`] turns the column into the output's list column: a nested column costs
+    /// more to write and read back than bytes), null for the other rows.
+    pub(crate) fn column(&self, first: u32, keep: &[bool]) -> Column {
         let mut at = 0;
-        for (i, _) in keep.iter().enumerate() {
-            let d = first + i as u32;
-            while at < n && self.spans[at].0 == d {
-                at += 1;
-            }
-            offsets.push(at as i64);
-        }
-        crate::io::output::list_column("drop_spans", &values, offsets, keep).map_err(pe)
+        let packed: Vec<Option<Vec<u8>>> = (keep.iter().enumerate())
+            .map(|(i, &k)| {
+                let d = first + i as u32;
+                let mut row = Vec::new();
+                while at < self.spans.len() && self.spans[at].0 == d {
+                    let (_, s, e, by) = self.spans[at];
+                    let (b, x) = &self.by[by as usize];
+                    row.extend_from_slice(&s.to_le_bytes());
+                    row.extend_from_slice(&e.to_le_bytes());
+                    for v in [b, x] {
+                        match v {
+                            Some(v) => {
+                                row.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                                row.extend_from_slice(v.as_bytes());
+                            }
+                            None => row.extend_from_slice(&u32::MAX.to_le_bytes()),
+                        }
+                    }
+                    at += 1;
+                }
+                k.then_some(row)
+            })
+            .collect();
+        Column::new("drop_spans".into(), packed)
     }
+}
+
+/// The output's `drop_spans` from a manifest part's packed column ([`PartSpans::column`]): per
+/// row a list of {start, end, retained_by, retained_batch}, null where the packed value is.
+pub(crate) fn unpack_spans(packed: &Column) -> Result<Column> {
+    let pe = polars_err("merge");
+    let bad = || Error::Internal("a manifest part's drop_spans value is cut short".into());
+    let packed = packed.binary().map_err(&pe)?;
+    let (mut start, mut end) = (Vec::new(), Vec::new());
+    let (mut by, mut batch): (Vec<Option<&str>>, Vec<Option<&str>>) = (Vec::new(), Vec::new());
+    let mut offsets = Vec::with_capacity(packed.len() + 1);
+    offsets.push(0i64);
+    let mut valid = Vec::with_capacity(packed.len());
+    for row in packed.iter() {
+        valid.push(row.is_some());
+        let mut b = row.unwrap_or(&[]);
+        // The next `n` bytes of the row.
+        fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+            let (head, rest) = b.split_at_checked(n)?;
+            *b = rest;
+            Some(head)
+        }
+        let word = |b: &mut &[u8]| take(b, 4).map(|w| crate::io::u32_at(w, 0)).ok_or_else(bad);
+        while !b.is_empty() {
+            start.push(u64::from(word(&mut b)?));
+            end.push(u64::from(word(&mut b)?));
+            for out in [&mut by, &mut batch] {
+                out.push(match word(&mut b)? {
+                    u32::MAX => None,
+                    n => {
+                        let v = take(&mut b, n as usize).ok_or_else(bad)?;
+                        Some(std::str::from_utf8(v).map_err(|_| bad())?)
+                    }
+                });
+            }
+        }
+        offsets.push(start.len() as i64);
+    }
+    let n = start.len();
+    let fields = [
+        Series::new("start".into(), start),
+        Series::new("end".into(), end),
+        Series::new("retained_by".into(), by),
+        Series::new("retained_batch".into(), batch),
+    ];
+    let values = StructChunked::from_series("item".into(), n, fields.iter())
+        .map_err(&pe)?
+        .into_series();
+    crate::io::output::list_column("drop_spans", &values, offsets, &valid).map_err(pe)
 }

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::index::batch::Written;
 use crate::index::{BatchEntry, IndexPlan};
 use crate::io::output::{parquet_writer, OutputDir, ParquetUse};
-use crate::io::work::{part_file, peak_rss_mib, TaskReport};
+use crate::io::work::{part_file, peak_rss_mib, polars_err, TaskReport};
 use crate::plan::require_stage;
 use crate::plan::{Plan, Stage};
 use crate::stages::candidates::CandidateStats;
@@ -526,7 +526,15 @@ fn write_manifest(
         path: "manifest.parquet".into(),
         source: e.into(),
     };
-    let part = |p: usize| work.read_parquet(&part_file("manifest", p));
+    // `--paragraphs`: a part's packed drop_spans become the output's list column.
+    let part = |p: usize| -> Result<DataFrame> {
+        let mut df = work.read_parquet(&part_file("manifest", p))?;
+        if let Ok(packed) = df.column("drop_spans") {
+            let list = crate::stages::manifest::unpack_spans(packed)?;
+            df.with_column(list).map_err(polars_err("merge"))?;
+        }
+        Ok(df)
+    };
     let mut pending = part(0)?;
     // The only file this task writes: its columns are encoded on polars' threads.
     let mut writer = parquet_writer(w, metadata, ParquetUse::Output)

@@ -30,7 +30,7 @@ pub(crate) struct Paragraph {
 /// Reused buffers of [`paragraphs`].
 #[derive(Default)]
 pub(crate) struct Scratch {
-    lines: Vec<(usize, usize, bool)>,
+    lines: Vec<u64>,
     norm: Vec<u8>,
 }
 
@@ -44,12 +44,13 @@ pub(crate) fn paragraphs(
 ) {
     let lines = &mut scratch.lines;
     lines_of(text.as_bytes(), lines);
-    let first = lines.iter().position(|l| !l.2);
-    let last = lines.iter().rposition(|l| !l.2);
+    let blank = |l: u64| l & 1 == 1;
+    let first = lines.iter().position(|&l| !blank(l));
+    let last = lines.iter().rposition(|&l| !blank(l));
     let (Some(first), Some(last)) = (first, last) else {
         return; // whitespace only
     };
-    let by_blank_lines = lines[first..last].iter().any(|l| l.2);
+    let by_blank_lines = lines[first..last].iter().any(|&l| blank(l));
     // Units: runs of text lines (cut at blank lines) or single text lines.
     let mut unit: Option<(usize, usize)> = None; // (start, end of its last text line)
     let mut emit = |unit: (usize, usize), next: usize, out: &mut Vec<Paragraph>| {
@@ -63,8 +64,15 @@ pub(crate) fn paragraphs(
         }
     };
     let mut after_blank = true;
-    for &(start, end, blank) in &lines[first..=last] {
-        if blank {
+    // A line starts after the one before it.
+    let mut start = match first {
+        0 => 0,
+        j => (lines[j - 1] >> 1) as usize + 1,
+    };
+    for &l in &lines[first..=last] {
+        let end = (l >> 1) as usize;
+        let line_start = std::mem::replace(&mut start, end + 1);
+        if blank(l) {
             after_blank = true;
             continue;
         }
@@ -72,9 +80,9 @@ pub(crate) fn paragraphs(
             Some(u) if by_blank_lines && !after_blank => u.1 = end,
             _ => {
                 if let Some(u) = unit {
-                    emit(u, start, out);
+                    emit(u, line_start, out);
                 }
-                unit = Some((start, end));
+                unit = Some((line_start, end));
             }
         }
         after_blank = false;
@@ -84,27 +92,34 @@ pub(crate) fn paragraphs(
     }
 }
 
-/// Every line of `b`: (start, end without its line break, whitespace only).
-fn lines_of(b: &[u8], lines: &mut Vec<(usize, usize, bool)>) {
+/// Every line of `b`: its end (without its line break) << 1 | 1 when it is whitespace only (a
+/// line starts after the one before). Eight bytes a line: texts have many short lines.
+fn lines_of(b: &[u8], lines: &mut Vec<u64>) {
     lines.clear();
     #[allow(unused_mut)]
-    let (mut at, mut text, mut i) = (0, false, 0);
+    let (mut text, mut i) = (false, 0);
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: AVX2 is available (checked above).
-        (at, text, i) = unsafe { avx2::lines(b, lines) };
+        (text, i) = unsafe { avx2::lines(b, lines) };
     }
-    // The rest byte by byte: `at` starts the current line, `text` says whether it has a
-    // non-whitespace byte before `i`.
+    // The rest byte by byte: `text` says whether the current line has a non-whitespace byte
+    // before `i`.
     for (j, &c) in b.iter().enumerate().skip(i) {
         if c == b'\n' {
-            lines.push((at, j, !text));
-            (at, text) = (j + 1, false);
+            lines.push(line(j, !text));
+            text = false;
         } else {
             text |= !c.is_ascii_whitespace();
         }
     }
-    lines.push((at, b.len(), !text));
+    lines.push(line(b.len(), !text));
+}
+
+/// A line of [`lines_of`].
+#[inline(always)]
+fn line(end: usize, blank: bool) -> u64 {
+    (end as u64) << 1 | u64::from(blank)
 }
 
 /// `b` without the ASCII whitespace around it.
@@ -142,42 +157,49 @@ fn normalise(body: &[u8], buf: &mut Vec<u8>) -> usize {
 }
 
 /// The loop of [`normalise`] with windows of `W` bytes: `step(window, next)` (`next`: the byte
-/// after it, if any) gives the window as written (whitespace bytes may become spaces) and the
-/// number of its leading bytes that are right as written.
+/// after it, if any) gives the window as written (a whitespace byte alone may become a space)
+/// and how many of its leading bytes are right as written; the byte after those is whitespace
+/// (its run becomes one space) or a byte below 0x20 that stays. `body` is trimmed, so a
+/// whitespace run always has a byte after it.
 #[inline(always)]
 fn normalise_by<const W: usize>(
     body: &[u8],
     buf: &mut [u8],
     step: impl Fn(&[u8; W], Option<u8>) -> ([u8; W], usize),
 ) -> usize {
-    let (mut n, mut i, mut space) = (0, 0, false);
+    let (mut n, mut i) = (0, 0);
+    while i + W <= body.len() {
+        let mut w = [0u8; W];
+        w.copy_from_slice(&body[i..i + W]);
+        let (out, k) = step(&w, body.get(i + W).copied());
+        // All W are written (n + W <= i + W <= the length); those past k again later.
+        buf[n..n + W].copy_from_slice(&out);
+        (n, i) = (n + k, i + k);
+        if k < W {
+            i += copy_one(body, i, buf, &mut n);
+        }
+    }
     while i < body.len() {
-        if !space && i + W <= body.len() {
-            let mut w = [0u8; W];
-            w.copy_from_slice(&body[i..i + W]);
-            let (out, k) = step(&w, body.get(i + W).copied());
-            // All W are written (n + W <= i + W <= the length); those past k again later.
-            buf[n..n + W].copy_from_slice(&out);
-            (n, i) = (n + k, i + k);
-            if k == W {
-                continue;
-            }
-        }
-        let c = body[i];
-        i += 1;
-        if c.is_ascii_whitespace() {
-            space = true;
-            continue;
-        }
-        if space {
-            buf[n] = b' ';
-            n += 1;
-            space = false;
-        }
-        buf[n] = c;
-        n += 1;
+        i += copy_one(body, i, buf, &mut n);
     }
     n
+}
+
+/// Writes byte `i` of `body` at `buf[*n]`, a whitespace run as one space; returns the bytes
+/// read.
+#[inline(always)]
+fn copy_one(body: &[u8], i: usize, buf: &mut [u8], n: &mut usize) -> usize {
+    let c = body[i];
+    let read = match c.is_ascii_whitespace() {
+        true => body[i..]
+            .iter()
+            .take_while(|c| c.is_ascii_whitespace())
+            .count(),
+        false => 1,
+    };
+    buf[*n] = if c.is_ascii_whitespace() { b' ' } else { c };
+    *n += 1;
+    read
 }
 
 /// [`normalise`]'s step over eight bytes, in a 64-bit word: the window as it is, up to the first
@@ -210,17 +232,14 @@ mod avx2 {
         _mm256_or_si256(_mm256_andnot_si256(vt, ctl), sp)
     }
 
-    /// [`super::lines_of`] over the whole 32-byte blocks of `b`: returns the start of the line
-    /// the blocks end in, whether it has a non-whitespace byte so far, and the bytes done.
+    /// [`super::lines_of`] over the whole 32-byte blocks of `b`: returns whether the line the
+    /// blocks end in has a non-whitespace byte so far, and the bytes done.
     ///
     /// # Safety
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn lines(
-        b: &[u8],
-        lines: &mut Vec<(usize, usize, bool)>,
-    ) -> (usize, bool, usize) {
-        let (mut at, mut text, mut i) = (0, false, 0);
+    pub(super) unsafe fn lines(b: &[u8], lines: &mut Vec<u64>) -> (bool, usize) {
+        let (mut text, mut i) = (false, 0);
         while i + 32 <= b.len() {
             // SAFETY: i + 32 <= b.len(): one unaligned 256-bit load inside `b`.
             let x = unsafe { _mm256_loadu_si256(b.as_ptr().add(i).cast()) };
@@ -231,8 +250,7 @@ mod avx2 {
             while nl != 0 {
                 let p = nl.trailing_zeros();
                 let before = nonws & ((1u32 << p) - 1) & !((1u32 << lo).wrapping_sub(1));
-                lines.push((at, i + p as usize, !(text || before != 0)));
-                at = i + p as usize + 1;
+                lines.push(super::line(i + p as usize, !(text || before != 0)));
                 text = false;
                 lo = p + 1;
                 nl &= nl - 1;
@@ -242,7 +260,7 @@ mod avx2 {
             }
             i += 32;
         }
-        (at, text, i)
+        (text, i)
     }
 
     /// [`super::normalise`] with 32-byte windows.
@@ -376,13 +394,12 @@ mod tests {
     }
 
     /// The lines as `str::split` cuts them, blank when whitespace only.
-    fn lines_plain(t: &str) -> Vec<(usize, usize, bool)> {
+    fn lines_plain(t: &str) -> Vec<u64> {
         let mut at = 0;
         t.split('\n')
             .map(|l| {
-                let r = (at, at + l.len(), l.bytes().all(|c| c.is_ascii_whitespace()));
                 at += l.len() + 1;
-                r
+                line(at - 1, l.bytes().all(|c| c.is_ascii_whitespace()))
             })
             .collect()
     }
