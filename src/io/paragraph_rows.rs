@@ -60,6 +60,47 @@ impl Rows {
         }
     }
 
+    /// Writes the file `name`, streamed (no copy of the rows is built: a part's rows are 20
+    /// bytes per paragraph already).
+    pub(crate) fn write(&self, work: &OutputDir, name: &str) -> Result<()> {
+        let io = |e: std::io::Error| Error::Output {
+            path: work.location(name),
+            source: e.into(),
+        };
+        let mut check = xxhash_rust::xxh3::Xxh3::new();
+        self.each_piece(|b| {
+            check.update(b);
+            Ok(())
+        })
+        .map_err(io)?;
+        work.write_with(name, |sink| {
+            sink.write_all(MAGIC).map_err(io)?;
+            sink.write_all(&(self.len() as u64).to_le_bytes())
+                .map_err(io)?;
+            sink.write_all(&check.digest().to_le_bytes()).map_err(io)?;
+            self.each_piece(|b| sink.write_all(b)).map_err(io)
+        })
+    }
+
+    /// The body, little-endian, in pieces of at most 64 KiB.
+    fn each_piece(&self, mut f: impl FnMut(&[u8]) -> std::io::Result<()>) -> std::io::Result<()> {
+        let mut buf = Vec::with_capacity(1 << 16);
+        for c in self.hash.chunks(1 << 13) {
+            buf.clear();
+            buf.extend(c.iter().flat_map(|h| h.to_le_bytes()));
+            f(&buf)?;
+        }
+        for col in [&self.doc, &self.start, &self.len] {
+            for c in col.chunks(1 << 14) {
+                buf.clear();
+                buf.extend(c.iter().flat_map(|x| x.to_le_bytes()));
+                f(&buf)?;
+            }
+        }
+        Ok(())
+    }
+
+    #[cfg(test)]
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(HEADER + 20 * self.len());
         out.extend_from_slice(MAGIC);
@@ -124,7 +165,8 @@ mod tests {
                 len: r.3,
             });
         }
-        work.write_bytes(&name, rows.encode()).unwrap();
+        rows.write(&work, &name).unwrap();
+        assert_eq!(work.read(&name).unwrap().unwrap(), rows.encode());
         let back = Rows::read(&work, &name).unwrap();
         assert_eq!(
             (0..2).map(|i| back.get(i)).collect::<Vec<_>>(),

@@ -514,9 +514,8 @@ impl PartDocs {
             })?;
         work.write_bytes(&work::exact_file(p), self.exact)?;
         stats.paragraphs = self.paragraphs.iter().map(|r| r.len() as u64).sum();
-        (self.paragraphs.par_iter().enumerate()).try_for_each(|(r, rows)| {
-            work.write_bytes(&work::paragraph_rows_file(r, p), rows.encode())
-        })?;
+        (self.paragraphs.par_iter().enumerate())
+            .try_for_each(|(r, rows)| rows.write(work, &work::paragraph_rows_file(r, p)))?;
         // Keep data for the cluster task, the id hashes for the duplicate-id check, the id
         // lengths with which the manifest task reads the part's ids in one piece (checked on the
         // hashes, [`store::part_ids`]), and what it tallies for the report.
