@@ -100,18 +100,19 @@ impl Rows {
         Ok(())
     }
 
+    /// The file's bytes, as [`Rows::write`] writes them.
     #[cfg(test)]
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(HEADER + 20 * self.len());
+        let mut body = Vec::new();
+        let _ = self.each_piece(|b| {
+            body.extend_from_slice(b);
+            Ok(())
+        });
+        let mut out = Vec::with_capacity(HEADER + body.len());
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&(self.len() as u64).to_le_bytes());
-        out.extend_from_slice(&0u64.to_le_bytes());
-        out.extend(self.hash.iter().flat_map(|h| h.to_le_bytes()));
-        for col in [&self.doc, &self.start, &self.len] {
-            out.extend(col.iter().flat_map(|x| x.to_le_bytes()));
-        }
-        let check = xxh3_64(&out[HEADER..]);
-        out[16..24].copy_from_slice(&check.to_le_bytes());
+        out.extend_from_slice(&xxh3_64(&body).to_le_bytes());
+        out.extend_from_slice(&body);
         out
     }
 
