@@ -436,6 +436,9 @@ fn pairs(h: &mut String, r: &Report) {
 
 /// `--reference`: what the benchmark reference found, per file and item, and a few documents
 /// with the item's text marked where they hold it.
+/// Files and groups in the paragraphs section's tables.
+const PARAGRAPH_ROWS: usize = 20;
+
 /// `--paragraphs`: bytes removed per file and group, and the texts removed most.
 fn paragraphs(h: &mut String, r: &Report) {
     let p = &r.summary["paragraphs"];
@@ -454,9 +457,15 @@ fn paragraphs(h: &mut String, r: &Report) {
         th(n(&p["removed_against_index"])),
         pct(n(&p["bytes_removed"]), n(&p["kept_bytes"])),
     );
+    // Most bytes removed first; a group with none is left out.
     let by = |h: &mut String, what: &str, map: &std::collections::BTreeMap<String, Tally>| {
         let _ = write!(h, "<table><tr><th>{what}</th><th class=\"n\">paragraphs removed</th><th class=\"n\">bytes removed</th><th class=\"n\">of kept bytes</th></tr>");
-        for (k, t) in map {
+        let mut rows: Vec<(&String, &Tally)> = map
+            .iter()
+            .filter(|(_, t)| t.paragraphs_removed > 0)
+            .collect();
+        rows.sort_by_key(|(_, t)| std::cmp::Reverse(t.paragraph_bytes_removed));
+        for (k, t) in rows.into_iter().take(PARAGRAPH_ROWS) {
             let kept = (t.bytes - t.bytes_dropped).max(1);
             let _ = write!(
                 h,
