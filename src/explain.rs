@@ -147,6 +147,18 @@ fn removed_paragraphs(m: &Manifest, at: usize, doc: Option<&str>) -> Result<Vec<
         .collect())
 }
 
+/// Where a removed paragraph of document `id` is retained, as `explain` says it.
+fn retained_where(p: &RemovedParagraph, id: &str) -> String {
+    match (&p.retained_by, &p.retained_batch) {
+        // An indexed document may have this id too (a re-crawl): it names its batch.
+        (Some(by), None) if by == id => "earlier in this document".to_string(),
+        (Some(by), Some(b)) => format!("by {} (batch {})", visible(by), visible(b)),
+        (Some(by), None) => format!("by {}", visible(by)),
+        (None, Some(b)) => format!("by a document of batch {}", visible(b)),
+        (None, None) => "elsewhere".to_string(),
+    }
+}
+
 /// The lines of `explain` about removed paragraphs.
 fn paragraphs_text(s: &mut String, e: &Explanation) {
     use std::fmt::Write;
@@ -157,13 +169,7 @@ fn paragraphs_text(s: &mut String, e: &Explanation) {
         e.removed_paragraphs.len()
     );
     for p in &e.removed_paragraphs {
-        let whose = match (&p.retained_by, &p.retained_batch) {
-            (Some(by), _) if *by == e.id => "earlier in this document".to_string(),
-            (Some(by), Some(b)) => format!("by {} (batch {})", visible(by), visible(b)),
-            (Some(by), None) => format!("by {}", visible(by)),
-            (None, Some(b)) => format!("by a document of batch {}", visible(b)),
-            (None, None) => "elsewhere".to_string(),
-        };
+        let whose = retained_where(p, &e.id);
         let _ = writeln!(s, "  [{}, {}) retained {whose}:", p.start, p.end);
         let _ = writeln!(s, "    {}", visible(&p.text.replace('\n', " ")));
     }
@@ -579,4 +585,29 @@ pub(crate) fn to_text(e: &Explanation, color: bool) -> String {
         let _ = writeln!(s, "{}", body.trim());
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_paragraph_retained_by_an_indexed_namesake_names_its_batch() {
+        let p = |by: &str, batch: Option<&str>| RemovedParagraph {
+            start: 0,
+            end: 1,
+            text: String::new(),
+            retained_by: Some(by.to_string()),
+            retained_batch: batch.map(str::to_string),
+        };
+        assert_eq!(
+            retained_where(&p("d1", None), "d1"),
+            "earlier in this document"
+        );
+        assert_eq!(retained_where(&p("d0", None), "d1"), "by d0");
+        assert_eq!(
+            retained_where(&p("d1", Some("night-1")), "d1"),
+            "by d1 (batch night-1)"
+        );
+    }
 }
