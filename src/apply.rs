@@ -733,18 +733,16 @@ impl DropSpans {
 
     /// The spans of a `drop_spans` column (a list of {start, end, ...} per row).
     pub fn from_list(list: &ListChunked) -> PolarsResult<DropSpans> {
-        let bad = |e: PolarsError| e;
         let mut out = DropSpans {
             offsets: vec![0],
             spans: Vec::new(),
         };
         for row in list.amortized_iter() {
             if let Some(row) = row {
-                let st = row.as_ref().struct_().map_err(bad)?;
+                let st = row.as_ref().struct_()?;
                 let field = |name: &str| -> PolarsResult<Vec<Option<u64>>> {
-                    let f = st.field_by_name(name).map_err(bad)?;
-                    let f = f.cast(&DataType::UInt64).map_err(bad)?;
-                    Ok(f.u64().map_err(bad)?.iter().collect())
+                    let f = st.field_by_name(name)?.cast(&DataType::UInt64)?;
+                    Ok(f.u64()?.iter().collect())
                 };
                 let (s, e) = (field("start")?, field("end")?);
                 for (s, e) in s.into_iter().zip(e) {

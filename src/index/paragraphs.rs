@@ -77,7 +77,6 @@ fn range_start(r: usize, ranges: usize) -> u64 {
 #[derive(Default)]
 pub(crate) struct Held {
     held: Vec<(u64, u32, u32)>,
-    names: Vec<String>,
     entries: Vec<crate::index::BatchEntry>,
     location: String,
     bands: usize,
@@ -113,7 +112,6 @@ impl Held {
         held.dedup_by_key(|x| x.0);
         Ok(Held {
             held,
-            names: ip.compare.iter().map(|e| e.name.clone()).collect(),
             entries: ip.compare.clone(),
             location: ip.location.clone(),
             bands: plan.bands(),
@@ -126,9 +124,9 @@ impl Held {
         Some((self.held[i].1, self.held[i].2))
     }
 
-    /// The compared batches' names, by position.
-    pub(crate) fn batch_names(&self) -> Vec<String> {
-        self.names.clone()
+    /// The name of the compared batch at position `b`.
+    pub(crate) fn batch_name(&self, b: u32) -> Option<&str> {
+        self.entries.get(b as usize).map(|e| e.name.as_str())
     }
 
     /// The ids of indexed documents (batch position, document). A compacted batch no longer

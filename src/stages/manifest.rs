@@ -370,7 +370,8 @@ impl PartSpans {
                 work,
                 &crate::io::work::paragraph_rows_file(r, p),
             )?;
-            let df = work.read_parquet(&crate::io::work::paragraph_drops_file(r, p))?;
+            let drops = crate::io::work::paragraph_drops_file(r, p);
+            let df = work.read_parquet(&drops)?;
             let (doc, start) = (
                 u32s(&df, "doc", "manifest")?,
                 u32s(&df, "start", "manifest")?,
@@ -389,7 +390,7 @@ impl PartSpans {
                 }
                 if i == rows.len() || (rows.doc[i], rows.start[i]) != (doc[j], start[j]) {
                     return Err(Error::WorkFile {
-                        path: work.location(&crate::io::work::paragraph_drops_file(r, p)),
+                        path: work.location(&drops),
                         source: format!(
                             "removes a paragraph at {} of document {} that part {p} does not list",
                             start[j], doc[j]

@@ -246,19 +246,19 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, r: usize) -> Result<ParagraphSt
 }
 
 /// The ids (and batches) of the documents that retain removed paragraphs.
-struct Names {
+struct Names<'a> {
     tonight: ahash::AHashMap<u32, String>,
     indexed: ahash::AHashMap<(u32, u32), String>,
-    batches: Vec<String>,
+    held: &'a crate::index::paragraphs::Held,
 }
 
-impl Names {
+impl<'a> Names<'a> {
     fn resolve(
         work: &OutputDir,
         plan: &Plan,
         decided: &Decided,
-        held: &crate::index::paragraphs::Held,
-    ) -> Result<Names> {
+        held: &'a crate::index::paragraphs::Held,
+    ) -> Result<Names<'a>> {
         let mut tonight: Vec<u32> = Vec::new();
         let mut indexed: Vec<(u32, u32)> = Vec::new();
         for &(_, _, h) in &decided.removed {
@@ -283,7 +283,7 @@ impl Names {
         Ok(Names {
             tonight,
             indexed: held.ids(&indexed)?,
-            batches: held.batch_names(),
+            held,
         })
     }
 
@@ -293,7 +293,7 @@ impl Names {
             Holder::Tonight { doc, .. } => (self.tonight.get(&doc).map(String::as_str), None),
             Holder::Indexed { batch, doc } => (
                 self.indexed.get(&(batch, doc)).map(String::as_str),
-                self.batches.get(batch as usize).map(String::as_str),
+                self.held.batch_name(batch),
             ),
         }
     }

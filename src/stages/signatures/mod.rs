@@ -73,9 +73,6 @@ pub(crate) struct SignatureStats {
     /// `--reference`: what each reference file holds (the same in every task).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reference: Vec<crate::reference::ItemCounts>,
-    /// `--paragraphs`: paragraphs of at least `--paragraph-min-bytes` in the part's texts.
-    #[serde(default)]
-    pub paragraphs: u64,
 }
 
 /// What a task computes per document, by method.
@@ -513,7 +510,6 @@ impl PartDocs {
                 work.write_bytes(&name, band_rows::encode(&bucket, &doc, &value))
             })?;
         work.write_bytes(&work::exact_file(p), self.exact)?;
-        stats.paragraphs = self.paragraphs.iter().map(|r| r.len() as u64).sum();
         (self.paragraphs.par_iter().enumerate())
             .try_for_each(|(r, rows)| rows.write(work, &work::paragraph_rows_file(r, p)))?;
         // Keep data for the cluster task, the id hashes for the duplicate-id check, the id
