@@ -24,6 +24,7 @@ use corpus_dedup::kernels::Clusters;
 use corpus_dedup::kernels::Corpus;
 use corpus_dedup::kernels::UnionFind;
 use corpus_dedup::kernels::{jaccard, KeyTable};
+use corpus_dedup::kernels::{paragraphs, ParagraphScratch};
 use corpus_dedup::kernels::{Permutations, Signatures};
 
 fn best<T>(mut f: impl FnMut() -> T) -> (f64, T) {
@@ -351,6 +352,24 @@ fn steps(texts: &[&str], row: &impl Fn(&str, f64, String)) {
         "normalise (NFKC on non-trivial runs, lowercase, punctuation)",
         t,
         String::new(),
+    );
+
+    let mut scratch = ParagraphScratch::default();
+    let mut paras = Vec::new();
+    let (t, count) = best(|| {
+        texts
+            .iter()
+            .map(|t| {
+                paras.clear();
+                paragraphs(t, 100, &mut scratch, &mut paras);
+                paras.len()
+            })
+            .sum::<usize>()
+    });
+    row(
+        "paragraphs (--paragraphs: lines, whitespace runs as one space, hash; 100 bytes or more)",
+        t,
+        format!("{:.1} M paragraphs/s", count as f64 / t / 1e6),
     );
 
     let normalized: Vec<String> = texts

@@ -64,6 +64,7 @@ pub mod kernels {
     pub use crate::stages::signatures::signatures_only;
     pub use crate::text::normalize::normalize_into;
     pub use crate::text::paragraphs::cut as cut_spans;
+    pub use crate::text::paragraphs::{paragraphs, Scratch as ParagraphScratch};
     pub use crate::text::sets::{jaccard, KeyTable};
     pub use crate::text::shingle;
     pub use crate::text::tokenize::tokenize;

@@ -19,6 +19,18 @@ pub(crate) struct Tally {
     pub paragraphs_removed: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub paragraph_bytes_removed: u64,
+    /// `--paragraphs`: kept documents left with no text but whitespace.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub documents_emptied: u64,
+}
+
+/// `--paragraphs`: what is removed from one kept document.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Cut {
+    pub paragraphs: u64,
+    pub bytes: u64,
+    /// Every paragraph removed, and no other text: whitespace is all that is left.
+    pub emptied: bool,
 }
 
 fn is_zero(x: &u64) -> bool {
@@ -26,16 +38,17 @@ fn is_zero(x: &u64) -> bool {
 }
 
 impl Tally {
-    /// Counts a document of `bytes`, dropped or not, with (paragraphs, bytes) removed from it.
-    pub(crate) fn add(&mut self, bytes: u64, dropped: bool, removed: (u64, u64)) {
+    /// Counts a document of `bytes`, dropped or not, with what `--paragraphs` removed from it.
+    pub(crate) fn add(&mut self, bytes: u64, dropped: bool, removed: Cut) {
         self.documents += 1;
         self.bytes += bytes;
         if dropped {
             self.dropped += 1;
             self.bytes_dropped += bytes;
         }
-        self.paragraphs_removed += removed.0;
-        self.paragraph_bytes_removed += removed.1;
+        self.paragraphs_removed += removed.paragraphs;
+        self.paragraph_bytes_removed += removed.bytes;
+        self.documents_emptied += u64::from(removed.emptied);
     }
 
     /// Share of the documents dropped.
@@ -52,6 +65,7 @@ impl std::ops::AddAssign for Tally {
         self.bytes_dropped += o.bytes_dropped;
         self.paragraphs_removed += o.paragraphs_removed;
         self.paragraph_bytes_removed += o.paragraph_bytes_removed;
+        self.documents_emptied += o.documents_emptied;
     }
 }
 
@@ -108,7 +122,7 @@ pub(crate) fn count(
     key: &str,
     bytes: u64,
     dropped: bool,
-    removed: (u64, u64),
+    removed: Cut,
 ) {
     match map.get_mut(key) {
         Some(t) => t.add(bytes, dropped, removed),

@@ -2,7 +2,8 @@
 # Paragraph dedup (make bench-paragraphs): what --paragraphs removes on the development corpora,
 # checked against an independent implementation (measure.py), then its cost on CORPUS (default
 # /tmp/dev-large): plain vs --paragraphs alternated (ab.sh, the same binary), peak RSS of each
-# with the bytes per distinct paragraph, and the index's paragraph file per held document.
+# (medians of alternated runs) with the bytes per distinct paragraph, and the index's paragraph
+# file per held document.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:?BIN=path of corpus-dedup}
@@ -23,16 +24,24 @@ echo
 echo "## Cost on $CORPUS: plain (old) vs --paragraphs (new)"
 OLD=$BIN NEW=$BIN CORPUS=$CORPUS ROUNDS=$ROUNDS THREADS=$THREADS CORES=$CORES \
   NEW_ARGS="--paragraphs" bash benches/ab.sh 2>/dev/null
-echo "## Peak RSS"
-for a in "" "--paragraphs"; do
-  rm -rf "$work/o"
-  # shellcheck disable=SC2086 # flags meant to split into words
-  /usr/bin/time -f "%M" -o "$work/rss$a" "$BIN" run --quiet --threads "$THREADS" \
-    --input "$CORPUS/shard-*.parquet" --output "$work/o" $a > /dev/null
-  echo "$(( $(cat "$work/rss$a") / 1024 )) MiB: run ${a:-(plain)}"
+echo "## Peak RSS, $ROUNDS alternated pairs, medians"
+for i in $(seq "$ROUNDS"); do
+  for a in "" "--paragraphs"; do
+    rm -rf "$work/o"
+    # shellcheck disable=SC2086 # flags meant to split into words
+    /usr/bin/time -f "%M" -a -o "$work/rss$a" "$BIN" run --quiet --threads "$THREADS" \
+      --input "$CORPUS/shard-*.parquet" --output "$work/o" $a > /dev/null
+  done
 done
 distinct=$("$PY" -c "import json; print(json.load(open('$work/o/summary.json'))['paragraphs']['distinct'])")
-echo "bytes of peak RSS per distinct paragraph: $(( ($(cat "$work/rss--paragraphs") - $(cat "$work/rss")) * 1024 / distinct )) ($distinct distinct)"
+"$PY" - "$work/rss" "$work/rss--paragraphs" "$distinct" <<'PY'
+import statistics, sys
+plain, paras = ([int(x) for x in open(f)] for f in sys.argv[1:3])
+distinct = int(sys.argv[3])
+mp, mq = statistics.median(plain), statistics.median(paras)
+print(f"plain {mp / 1024:.0f} MiB, --paragraphs {mq / 1024:.0f} MiB (KiB: {sorted(plain)} / {sorted(paras)})")
+print(f"bytes of peak RSS per distinct paragraph: {(mq - mp) * 1024 / distinct:.1f} ({distinct} distinct)")
+PY
 echo "## The index's paragraph texts per held document"
 "$BIN" run --quiet --input "$CORPUS/shard-*.parquet" --output "$work/n1" --index "$work/ix" \
   --batch n1 --paragraphs > /dev/null

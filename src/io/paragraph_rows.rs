@@ -1,24 +1,35 @@
-//! Paragraph row files (`--paragraphs`): the paragraphs one signatures task found in one hash
-//! range, read whole by that range's paragraphs task and by the part's manifest task.
+//! Paragraph row files (`--paragraphs`): the paragraphs one signatures task found, by hash
+//! range, read range by range by the paragraphs tasks and by the part's manifest task.
 //!
-//! Format of `paragraphs/rRRR-pPPPPP.bin`, little-endian:
+//! A part's rows are written as they are found, a block per chunk of documents, so the task holds
+//! one chunk's rows, never the part's. Two files per part, little-endian:
 //! ```text
-//! header  "CDPARAS1" | rows: u64 | xxh3-64 of the body: u64             (24 bytes)
-//! body    hash: [u64; rows] | doc: [u32; rows] | start: [u32; rows] | len: [u32; rows]
+//! paragraphs/pPPPPP.bin    per block, per range: hash: [u64; n] | doc: [u32; n] | start: [u32; n] | len: [u32; n]
+//! paragraphs/pPPPPP.meta   "CDPARAM1" | ranges: u64 | blocks: u64 |
+//!                          per range: (offset: u64, rows: u32, xxh3-64 of the slice: u64) per block
+//!                                     | xxh3-64 of the range's entries: u64
 //! ```
 //! `doc` is the global document number, `start` and `len` the paragraph's span in the text
-//! (Parquet stores a text's bytes with a 32-bit length, so 32-bit offsets hold any of them).
-//! Rows are in document order, and a document's in text order. The checksum is verified on every
-//! read; files are written whole under a temporary name (or as one object) and renamed.
+//! (Parquet stores a text's bytes with a 32-bit length, so 32-bit offsets hold any of them). A
+//! range's rows are in document order, and a document's in text order. A reader of one range
+//! reads the meta's header and that range's entries (a range's slices of every block, a few
+//! bytes each), then the slices; each is checked against its checksum. Both files are written
+//! whole under a temporary name (or as one object) and renamed, the meta after the data.
+
+use std::io::Write;
 
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
-use crate::io::u32s_le;
+use crate::io::{u32_at, u32s_le, u64_at, work};
 
-const MAGIC: &[u8; 8] = b"CDPARAS1";
+const MAGIC: &[u8; 8] = b"CDPARAM1";
 const HEADER: usize = 24;
+/// Bytes of one block's entry in the meta: offset, rows, checksum.
+const ENTRY: usize = 8 + 4 + 8;
+/// Bytes of one row in the data file.
+const ROW: usize = 8 + 4 + 4 + 4;
 
 /// One paragraph of a document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -29,7 +40,7 @@ pub(crate) struct Row {
     pub len: u32,
 }
 
-/// The rows of one file, column by column.
+/// Rows column by column: one range's of a block (as written), or of a part (as read).
 #[derive(Debug, Default)]
 pub(crate) struct Rows {
     pub hash: Vec<u64>,
@@ -50,6 +61,13 @@ impl Rows {
         self.doc.len()
     }
 
+    fn clear(&mut self) {
+        self.hash.clear();
+        self.doc.clear();
+        self.start.clear();
+        self.len.clear();
+    }
+
     #[cfg(test)]
     pub(crate) fn get(&self, i: usize) -> Row {
         Row {
@@ -60,128 +78,216 @@ impl Rows {
         }
     }
 
-    /// Writes the file `name`, streamed (no copy of the rows is built: a part's rows are 20
-    /// bytes per paragraph already).
-    pub(crate) fn write(&self, work: &OutputDir, name: &str) -> Result<()> {
-        let io = |e: std::io::Error| Error::Output {
-            path: work.location(name),
-            source: e.into(),
-        };
-        let mut check = xxhash_rust::xxh3::Xxh3::new();
-        self.each_piece(|b| {
-            check.update(b);
-            Ok(())
-        })
-        .map_err(io)?;
-        work.write_with(name, |sink| {
-            sink.write_all(MAGIC).map_err(io)?;
-            sink.write_all(&(self.len() as u64).to_le_bytes())
-                .map_err(io)?;
-            sink.write_all(&check.digest().to_le_bytes()).map_err(io)?;
-            self.each_piece(|b| sink.write_all(b)).map_err(io)
-        })
+    /// Appends the rows of a slice as [`Writer::block`] wrote it (`n` rows).
+    fn extend_from(&mut self, b: &[u8], n: usize) {
+        let (hash, rest) = b.split_at(8 * n);
+        let (doc, rest) = rest.split_at(4 * n);
+        let (start, len) = rest.split_at(4 * n);
+        (self.hash).extend(hash.chunks_exact(8).map(|c| u64_at(c, 0)));
+        self.doc.extend(u32s_le(doc));
+        self.start.extend(u32s_le(start));
+        self.len.extend(u32s_le(len));
+    }
+}
+
+/// One block's slice of a range: where it is, its rows, its checksum.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    offset: u64,
+    rows: u32,
+    check: u64,
+}
+
+/// Streams a part's data file into `sink`, a block at a time; [`Writer::finish`] gives its meta.
+pub(crate) struct Writer<'w> {
+    sink: &'w mut (dyn Write + Send),
+    offset: u64,
+    /// Per range, its entry of each block so far.
+    entries: Vec<Vec<Entry>>,
+    buf: Vec<u8>,
+}
+
+impl<'w> Writer<'w> {
+    pub(crate) fn new(sink: &'w mut (dyn Write + Send), ranges: usize) -> Writer<'w> {
+        Writer {
+            sink,
+            offset: 0,
+            entries: vec![Vec::new(); ranges],
+            buf: Vec::new(),
+        }
     }
 
-    /// The body, little-endian, in pieces of at most 64 KiB.
-    fn each_piece(&self, mut f: impl FnMut(&[u8]) -> std::io::Result<()>) -> std::io::Result<()> {
-        let mut buf = Vec::with_capacity(1 << 16);
-        for c in self.hash.chunks(1 << 13) {
+    /// Writes a block: each range's rows (`by_range[r]`, as many as the writer has ranges), and
+    /// empties them for the next.
+    pub(crate) fn block(&mut self, by_range: &mut [Rows]) -> std::io::Result<()> {
+        for (rows, entries) in by_range.iter_mut().zip(&mut self.entries) {
+            let buf = &mut self.buf;
             buf.clear();
-            buf.extend(c.iter().flat_map(|h| h.to_le_bytes()));
-            f(&buf)?;
-        }
-        for col in [&self.doc, &self.start, &self.len] {
-            for c in col.chunks(1 << 14) {
-                buf.clear();
-                buf.extend(c.iter().flat_map(|x| x.to_le_bytes()));
-                f(&buf)?;
+            buf.extend(rows.hash.iter().flat_map(|h| h.to_le_bytes()));
+            for col in [&rows.doc, &rows.start, &rows.len] {
+                buf.extend(col.iter().flat_map(|x| x.to_le_bytes()));
             }
+            self.sink.write_all(buf)?;
+            entries.push(Entry {
+                offset: self.offset,
+                rows: rows.len() as u32,
+                check: xxh3_64(buf),
+            });
+            self.offset += buf.len() as u64;
+            rows.clear();
         }
         Ok(())
     }
 
-    /// The file's bytes, as [`Rows::write`] writes them.
-    #[cfg(test)]
-    pub(crate) fn encode(&self) -> Vec<u8> {
-        let mut body = Vec::new();
-        let _ = self.each_piece(|b| {
-            body.extend_from_slice(b);
-            Ok(())
-        });
-        let mut out = Vec::with_capacity(HEADER + body.len());
+    /// The meta file's bytes.
+    pub(crate) fn finish(self) -> Vec<u8> {
+        let blocks = self.entries.first().map_or(0, Vec::len);
+        let mut out = Vec::with_capacity(HEADER + self.entries.len() * (blocks * ENTRY + 8));
         out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&(self.len() as u64).to_le_bytes());
-        out.extend_from_slice(&xxh3_64(&body).to_le_bytes());
-        out.extend_from_slice(&body);
+        out.extend_from_slice(&(self.entries.len() as u64).to_le_bytes());
+        out.extend_from_slice(&(blocks as u64).to_le_bytes());
+        for entries in &self.entries {
+            let at = out.len();
+            for e in entries {
+                out.extend_from_slice(&e.offset.to_le_bytes());
+                out.extend_from_slice(&e.rows.to_le_bytes());
+                out.extend_from_slice(&e.check.to_le_bytes());
+            }
+            let check = xxh3_64(&out[at..]);
+            out.extend_from_slice(&check.to_le_bytes());
+        }
         out
     }
+}
 
-    /// Reads the file `name`.
-    pub(crate) fn read(work: &OutputDir, name: &str) -> Result<Rows> {
-        let bad = |msg: &str| Error::WorkFile {
-            path: work.location(name),
-            source: msg.into(),
-        };
-        let bytes = work.read(name)?.ok_or_else(|| bad("missing"))?;
-        if bytes.len() < HEADER || &bytes[..8] != MAGIC {
-            return Err(bad("not a paragraph row file (bad header)"));
-        }
-        let word = |b: &[u8]| u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]));
-        let rows = word(&bytes[8..]);
-        if rows.checked_mul(20) != Some((bytes.len() - HEADER) as u64) {
-            return Err(bad("length does not match the row count (truncated?)"));
-        }
-        if xxh3_64(&bytes[HEADER..]) != word(&bytes[16..]) {
-            return Err(bad("checksum mismatch (damaged file)"));
-        }
-        let n = rows as usize;
-        let body = &bytes[HEADER..];
-        let (hash, rest) = body.split_at(8 * n);
-        let (doc, rest) = rest.split_at(4 * n);
-        let (start, len) = rest.split_at(4 * n);
-        Ok(Rows {
-            hash: hash.chunks_exact(8).map(word).collect(),
-            doc: u32s_le(doc),
-            start: u32s_le(start),
-            len: u32s_le(len),
-        })
+/// Reads the rows of range `r` (of `ranges`) that part `p`'s signatures task wrote.
+pub(crate) fn read_range(work: &OutputDir, p: usize, r: usize, ranges: usize) -> Result<Rows> {
+    let [data, meta] = work::paragraph_rows_files(p);
+    let bad = |name: &str, msg: String| Error::WorkFile {
+        path: work.location(name),
+        source: msg.into(),
+    };
+    let header = work.read_ranges(&meta, std::slice::from_ref(&(0..HEADER as u64)))?;
+    let header = header.get(0);
+    if &header[..8] != MAGIC {
+        return Err(bad(&meta, "not a paragraph meta file (bad header)".into()));
     }
+    let (written, blocks) = (u64_at(header, 8), u64_at(header, 16));
+    if written != ranges as u64 {
+        return Err(bad(
+            &meta,
+            format!("written for {written} hash ranges, this plan has {ranges}"),
+        ));
+    }
+    let per_range = blocks
+        .checked_mul(ENTRY as u64)
+        .and_then(|b| b.checked_add(8))
+        .ok_or_else(|| bad(&meta, "bad block count (damaged file)".into()))?;
+    let at = HEADER as u64 + r as u64 * per_range;
+    let got = work.read_ranges(&meta, std::slice::from_ref(&(at..at + per_range)))?;
+    let bytes = got.get(0);
+    let (entries, check) = bytes.split_at(bytes.len() - 8);
+    if xxh3_64(entries) != u64_at(check, 0) {
+        return Err(bad(&meta, "checksum mismatch (damaged file)".into()));
+    }
+    let entries: Vec<Entry> = (entries.chunks_exact(ENTRY))
+        .map(|e| Entry {
+            offset: u64_at(e, 0),
+            rows: u32_at(e, 8),
+            check: u64_at(e, 12),
+        })
+        .filter(|e| e.rows > 0)
+        .collect();
+    let slices: Vec<_> = (entries.iter())
+        .map(|e| e.offset..e.offset + ROW as u64 * u64::from(e.rows))
+        .collect();
+    let mut out = Rows::default();
+    if slices.is_empty() {
+        return Ok(out);
+    }
+    let got = work.read_ranges(&data, &slices)?;
+    for (i, e) in entries.iter().enumerate() {
+        let b = got.get(i);
+        if xxh3_64(b) != e.check {
+            return Err(bad(&data, "checksum mismatch (damaged file)".into()));
+        }
+        out.extend_from(b, e.rows as usize);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn row(hash: u64, doc: u32, start: u32, len: u32) -> Row {
+        Row {
+            hash,
+            doc,
+            start,
+            len,
+        }
+    }
+
+    /// Writes part 1 with two blocks over three ranges, one range empty in the first block and
+    /// one empty in both.
+    fn write(dir: &OutputDir) -> Vec<Vec<Row>> {
+        let blocks = [
+            vec![(0, row(u64::MAX, 4, 0, 7)), (0, row(3, 4, 9, 1))],
+            vec![(0, row(1, 9, 0, 5)), (2, row(7, 9, u32::MAX - 1, 1))],
+        ];
+        let mut want = vec![Vec::new(); 3];
+        let mut by_range: Vec<Rows> = (0..3).map(|_| Rows::default()).collect();
+        let mut data = Vec::new();
+        let mut w = Writer::new(&mut data, 3);
+        for b in blocks {
+            for (r, x) in b {
+                by_range[r].push(x);
+                want[r].push(x);
+            }
+            w.block(&mut by_range).unwrap();
+            assert!(by_range.iter().all(|r| r.len() == 0));
+        }
+        let meta = w.finish();
+        let [d, m] = work::paragraph_rows_files(1);
+        dir.write_bytes(&d, data).unwrap();
+        dir.write_bytes(&m, meta).unwrap();
+        want
+    }
+
+    fn read_all(work: &OutputDir) -> Result<Vec<Vec<Row>>> {
+        (0..3)
+            .map(|r| read_range(work, 1, r, 3).map(|x| (0..x.len()).map(|i| x.get(i)).collect()))
+            .collect()
+    }
+
     #[test]
-    fn rows_read_back_and_damage_is_caught() {
+    fn ranges_read_back_across_blocks_and_damage_is_caught() {
         let dir = std::env::temp_dir().join(format!("cd-paras-{}", std::process::id()));
         let work = OutputDir::Local(dir.clone());
-        let name = crate::io::work::paragraph_rows_file(2, 1);
-        let mut rows = Rows::default();
-        for r in [(u64::MAX, 4, 0, 7), (7, 0, u32::MAX - 1, 1)] {
-            rows.push(Row {
-                hash: r.0,
-                doc: r.1,
-                start: r.2,
-                len: r.3,
-            });
-        }
-        rows.write(&work, &name).unwrap();
-        assert_eq!(work.read(&name).unwrap().unwrap(), rows.encode());
-        let back = Rows::read(&work, &name).unwrap();
-        assert_eq!(
-            (0..2).map(|i| back.get(i)).collect::<Vec<_>>(),
-            (0..2).map(|i| rows.get(i)).collect::<Vec<_>>()
+        let want = write(&work);
+        assert_eq!(read_all(&work).unwrap(), want);
+        let err = read_range(&work, 1, 0, 4).unwrap_err().to_string();
+        assert!(err.contains("3 hash ranges"), "{err}");
+        // A flipped bit in a slice, in an entry, a truncated data file.
+        let [data, meta] = work::paragraph_rows_files(1);
+        let good = (
+            work.read(&data).unwrap().unwrap(),
+            work.read(&meta).unwrap().unwrap(),
         );
-        let mut bytes = rows.encode();
-        bytes[30] ^= 1;
-        work.write_bytes(&name, bytes).unwrap();
-        let err = Rows::read(&work, &name).unwrap_err().to_string();
-        assert!(err.contains("checksum"), "{err}");
-        work.write_bytes(&name, rows.encode()[..40].to_vec())
-            .unwrap();
-        let err = Rows::read(&work, &name).unwrap_err().to_string();
-        assert!(err.contains("truncated"), "{err}");
+        let mut bytes = good.0.clone();
+        bytes[3] ^= 1;
+        work.write_bytes(&data, bytes).unwrap();
+        let err = read_all(&work).unwrap_err().to_string();
+        assert!(err.contains("checksum") && err.contains(".bin"), "{err}");
+        work.write_bytes(&data, good.0[..30].to_vec()).unwrap();
+        assert!(read_all(&work).is_err());
+        work.write_bytes(&data, good.0).unwrap();
+        let mut bytes = good.1.clone();
+        bytes[HEADER + 1] ^= 1;
+        work.write_bytes(&meta, bytes).unwrap();
+        let err = read_all(&work).unwrap_err().to_string();
+        assert!(err.contains("checksum") && err.contains(".meta"), "{err}");
         std::fs::remove_dir_all(dir).ok();
     }
 }

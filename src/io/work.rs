@@ -74,9 +74,11 @@ pub(crate) fn band_rows_file(band: usize, range: usize, part: usize) -> String {
     format!("bands/b{band:03}-r{range:03}/p{part:05}.bin")
 }
 
-/// `--paragraphs`: the paragraphs part `part`'s signatures task found in hash range `range`.
-pub(crate) fn paragraph_rows_file(range: usize, part: usize) -> String {
-    format!("paragraphs/r{range:03}-p{part:05}.bin")
+/// `--paragraphs`: the paragraphs part `part`'s signatures task found, by hash range, and the
+/// meta file that says where each range's are ([`crate::io::paragraph_rows`]).
+pub(crate) fn paragraph_rows_files(part: usize) -> [String; 2] {
+    let name = format!("paragraphs/p{part:05}");
+    [format!("{name}.bin"), format!("{name}.meta")]
 }
 
 /// `--paragraphs`: the paragraphs of part `part` that paragraphs task `range` removed.

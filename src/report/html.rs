@@ -449,13 +449,14 @@ fn paragraphs(h: &mut String, r: &Report) {
     let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
     let _ = write!(
         h,
-        "<h2>Paragraphs</h2><p class=\"note\">{} of {} paragraphs of {}+ bytes in kept documents are removed by <code>apply</code> ({} within their own document, {} against indexed documents): {} of the kept documents' text, each retained by an earlier kept document.</p>",
+        "<h2>Paragraphs</h2><p class=\"note\">{} of {} paragraphs of {}+ bytes in kept documents are removed by <code>apply</code> ({} within their own document, {} against indexed documents): {} of the kept documents' text, each retained by an earlier kept document. {} kept documents are left with whitespace only.</p>",
         th(n(&p["removed"])),
         th(n(&p["paragraphs"])),
         n(&p["min_bytes"]),
         th(n(&p["removed_within_document"])),
         th(n(&p["removed_against_index"])),
         pct(n(&p["bytes_removed"]), n(&p["kept_bytes"])),
+        th(n(&p["documents_emptied"])),
     );
     // Most bytes removed first; a group with none is left out.
     let by = |h: &mut String, what: &str, map: &std::collections::BTreeMap<String, Tally>| {

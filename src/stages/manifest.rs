@@ -32,7 +32,7 @@ use crate::minhash::SigSource;
 use crate::plan::Plan;
 use crate::stages::cluster::NOT_TONIGHT;
 use crate::stages::verify;
-use crate::tally::{count, length_bucket, Breakdown, LENGTH_BUCKETS};
+use crate::tally::{count, length_bucket, Breakdown, Cut, LENGTH_BUCKETS};
 use crate::text::script;
 
 /// The manifest columns of a run of documents, in document order. Ids and file names are
@@ -202,7 +202,7 @@ fn breakdown(
     plan: &Plan,
     docs: &DataFrame,
     rows: &ManifestRows,
-    removed: Option<&[(u64, u64)]>,
+    removed: Option<&[Cut]>,
 ) -> Result<Breakdown> {
     let text_len = u32s(docs, "text_len", "manifest")?;
     let script = u32s(docs, "script", "manifest")?;
@@ -340,7 +340,10 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> 
     if let Some(s) = &spans {
         rows.drop_spans = Some(s.column(start, &rows.keep));
     }
-    let removed = spans.map(|s| s.bytes_of(start, rows.keep.len()));
+    let removed = match spans {
+        Some(s) => Some(s.cuts(start, &u32s(&docs, "paragraph_small", "manifest")?)),
+        None => None,
+    };
     let tallies = breakdown(plan, &docs, &rows, removed.as_deref())?;
     let mut df = manifest_frame(rows, cluster_id, cluster_size)?;
     work.write_parquet(
@@ -360,16 +363,24 @@ pub(crate) struct PartSpans {
     spans: Vec<(u32, u32, u32, u32)>,
     /// (retained_by, retained_batch) per span, as read.
     by: Vec<(Option<String>, Option<String>)>,
+    /// Per document of the part, its paragraphs (listed: of at least the minimum size).
+    listed: Vec<u32>,
 }
 
 impl PartSpans {
     pub(crate) fn read(work: &OutputDir, plan: &Plan, p: usize) -> Result<PartSpans> {
-        let mut out = PartSpans::default();
+        let (first, n) = plan.parts[p];
+        let mut out = PartSpans {
+            listed: vec![0; n as usize],
+            ..Default::default()
+        };
         for r in 0..plan.paragraph_ranges() {
-            let rows = crate::io::paragraph_rows::Rows::read(
-                work,
-                &crate::io::work::paragraph_rows_file(r, p),
-            )?;
+            let rows = crate::io::paragraph_rows::read_range(work, p, r, plan.paragraph_ranges())?;
+            for &d in &rows.doc {
+                if let Some(c) = out.listed.get_mut((u64::from(d) - first) as usize) {
+                    *c += 1;
+                }
+            }
             let drops = crate::io::work::paragraph_drops_file(r, p);
             let df = work.read_parquet(&drops)?;
             let (doc, start) = (
@@ -411,14 +422,18 @@ impl PartSpans {
         Ok(out)
     }
 
-    /// Per document of the part (`first ..`, `keep` each), its removed paragraphs' bytes.
-    pub(crate) fn bytes_of(&self, first: u32, n: usize) -> Vec<(u64, u64)> {
-        let mut out = vec![(0u64, 0u64); n];
+    /// Per document of the part (`first ..`), what is removed from it; `small` is each one's
+    /// text in paragraphs too small to list (the signatures task's `paragraph_small`).
+    pub(crate) fn cuts(&self, first: u32, small: &[u32]) -> Vec<Cut> {
+        let mut out = vec![Cut::default(); small.len()];
         for &(d, s, e, _) in &self.spans {
             if let Some(x) = out.get_mut((d - first) as usize) {
-                x.0 += 1;
-                x.1 += u64::from(e - s);
+                x.paragraphs += 1;
+                x.bytes += u64::from(e - s);
             }
+        }
+        for ((x, &listed), &small) in out.iter_mut().zip(&self.listed).zip(small) {
+            x.emptied = x.paragraphs > 0 && x.paragraphs == u64::from(listed) && small == 0;
         }
         out
     }

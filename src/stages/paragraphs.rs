@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::io::output::OutputDir;
-use crate::io::paragraph_rows::Rows;
+use crate::io::paragraph_rows;
 use crate::io::{store, work};
 use crate::plan::Plan;
 use crate::stages::cluster::NOT_TONIGHT;
@@ -74,6 +74,8 @@ pub(crate) struct ParagraphSummary {
     pub removed_within_document: u64,
     pub removed_against_index: u64,
     pub bytes_removed: u64,
+    /// Kept documents left with no text but whitespace (every paragraph removed).
+    pub documents_emptied: u64,
     /// Text bytes of the kept documents, and the share of them removed.
     pub kept_bytes: u64,
     pub share_removed: f64,
@@ -104,6 +106,7 @@ impl ParagraphSummary {
         s.most_repeated.truncate(MOST_REPEATED);
         for t in by_file.values() {
             s.bytes_removed += t.paragraph_bytes_removed;
+            s.documents_emptied += t.documents_emptied;
             s.kept_bytes += t.bytes - t.bytes_dropped;
         }
         s.share_removed = s.bytes_removed as f64 / s.kept_bytes.max(1) as f64;
@@ -205,7 +208,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, r: usize) -> Result<ParagraphSt
     }
     let mut paras: Vec<(u64, u64)> = Vec::new();
     for q in 0..plan.parts.len() {
-        let rows = Rows::read(work, &work::paragraph_rows_file(r, q))?;
+        let rows = paragraph_rows::read_range(work, q, r, plan.paragraph_ranges())?;
         for i in 0..rows.len() {
             let k = rank.get(rows.doc[i] as usize).copied().unwrap_or(u32::MAX);
             if k != u32::MAX {

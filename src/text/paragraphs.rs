@@ -21,7 +21,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 /// One paragraph of a text: its span (byte offsets) and its normalised text's hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Paragraph {
+pub struct Paragraph {
     pub start: usize,
     pub end: usize,
     pub hash: u64,
@@ -29,30 +29,32 @@ pub(crate) struct Paragraph {
 
 /// Reused buffers of [`paragraphs`].
 #[derive(Default)]
-pub(crate) struct Scratch {
+pub struct Scratch {
     lines: Vec<u64>,
     norm: Vec<u8>,
 }
 
 /// Appends to `out` the paragraphs of `text` whose text is at least `min_bytes` long (smaller
-/// ones, headings and one-word lines, are never removed and so never listed).
-pub(crate) fn paragraphs(
+/// ones, headings and one-word lines, are never removed and so never listed). Returns the bytes
+/// of text of the smaller ones (0: the listed ones hold all of the text but whitespace).
+pub fn paragraphs(
     text: &str,
     min_bytes: usize,
     scratch: &mut Scratch,
     out: &mut Vec<Paragraph>,
-) {
+) -> usize {
     let lines = &mut scratch.lines;
     lines_of(text.as_bytes(), lines);
     let blank = |l: u64| l & 1 == 1;
     let first = lines.iter().position(|&l| !blank(l));
     let last = lines.iter().rposition(|&l| !blank(l));
     let (Some(first), Some(last)) = (first, last) else {
-        return; // whitespace only
+        return 0; // whitespace only
     };
     let by_blank_lines = lines[first..last].iter().any(|&l| blank(l));
     // Units: runs of text lines (cut at blank lines) or single text lines.
     let mut unit: Option<(usize, usize)> = None; // (start, end of its last text line)
+    let mut small = 0;
     let mut emit = |unit: (usize, usize), next: usize, out: &mut Vec<Paragraph>| {
         let body = trim(&text.as_bytes()[unit.0..unit.1]);
         if body.len() >= min_bytes.max(1) {
@@ -61,6 +63,8 @@ pub(crate) fn paragraphs(
                 end: next,
                 hash: hash(body, &mut scratch.norm),
             });
+        } else {
+            small += body.len();
         }
     };
     let mut after_blank = true;
@@ -90,6 +94,7 @@ pub(crate) fn paragraphs(
     if let Some(u) = unit {
         emit(u, text.len(), out);
     }
+    small
 }
 
 /// Every line of `b`: its end (without its line break) << 1 | 1 when it is whitespace only (a
@@ -146,8 +151,11 @@ fn hash(body: &[u8], buf: &mut Vec<u8>) -> u64 {
 /// which goes alone: a byte below 0x20 (tab, line break, ...), or a space before a space or such
 /// a byte, or ending the window (the next may be whitespace).
 fn normalise(body: &[u8], buf: &mut Vec<u8>) -> usize {
-    buf.clear();
-    buf.resize(body.len(), 0);
+    // Room for a whole window past the text (the kernels store full windows); grown, never
+    // cleared, so no paragraph pays for zeroing it.
+    if buf.len() < body.len() + 32 {
+        buf.resize(body.len() + 32, 0);
+    }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: AVX2 is available (checked above).
@@ -263,29 +271,82 @@ mod avx2 {
         (text, i)
     }
 
-    /// [`super::normalise`] with 32-byte windows.
+    /// [`super::normalise`] 32 bytes at a time, the last window padded: each whitespace byte
+    /// becomes a space and every whitespace byte after another is dropped, the kept bytes
+    /// packed eight at a time by a byte shuffle. `buf` must hold 32 bytes more than `body`.
     ///
     /// # Safety
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn normalise(body: &[u8], buf: &mut [u8]) -> usize {
-        super::normalise_by::<32>(body, buf, |w, next| {
-            // SAFETY: a 32-byte array is one unaligned 256-bit load.
-            let x = unsafe { _mm256_loadu_si256(w.as_ptr().cast()) };
-            // Each whitespace byte becomes a space; one after another (or last, before one)
-            // needs the loop.
-            let space = _mm256_set1_epi8(b' ' as i8);
-            let ws = whitespace(x);
-            let mut out = [0u8; 32];
-            // SAFETY: as above, one unaligned 256-bit store into a 32-byte array.
-            unsafe {
-                _mm256_storeu_si256(out.as_mut_ptr().cast(), _mm256_blendv_epi8(x, space, ws))
+        assert!(buf.len() >= body.len() + 32);
+        let space = _mm256_set1_epi8(b' ' as i8);
+        let (mut n, mut i) = (0usize, 0usize);
+        let mut after_ws = 0u32; // 1 when the byte before the window is whitespace
+        while i < body.len() {
+            let len = (body.len() - i).min(32);
+            let x = if len == 32 {
+                // SAFETY: i + 32 <= body.len(): one unaligned 256-bit load inside `body`.
+                unsafe { _mm256_loadu_si256(body.as_ptr().add(i).cast()) }
+            } else {
+                let mut w = [0u8; 32];
+                w[..len].copy_from_slice(&body[i..]);
+                // SAFETY: a 32-byte array is one unaligned 256-bit load.
+                unsafe { _mm256_loadu_si256(w.as_ptr().cast()) }
             };
+            let ws = whitespace(x);
+            let out = _mm256_blendv_epi8(x, space, ws);
             let wsm = _mm256_movemask_epi8(ws) as u32;
-            let last = u32::from(next.is_some_and(|c| c.is_ascii_whitespace())) << 31;
-            let bad = (wsm & (wsm >> 1)) | (wsm & last);
-            (out, bad.trailing_zeros() as usize)
-        })
+            let valid = u32::MAX >> (32 - len);
+            let drop = wsm & (wsm << 1 | after_ws) & valid;
+            if drop == 0 {
+                // SAFETY: n <= i < body.len() and buf holds 32 bytes more than body.
+                unsafe { _mm256_storeu_si256(buf.as_mut_ptr().add(n).cast(), out) };
+                n += len;
+            } else {
+                let mut o = [0u8; 32];
+                // SAFETY: one unaligned 256-bit store into a 32-byte array.
+                unsafe { _mm256_storeu_si256(o.as_mut_ptr().cast(), out) };
+                let keep = !drop & valid;
+                for g in 0..4 {
+                    let m = (keep >> (8 * g)) as u8;
+                    let lane =
+                        u64::from_le_bytes(o[8 * g..8 * g + 8].try_into().unwrap_or_default());
+                    let packed = _mm_shuffle_epi8(
+                        _mm_cvtsi64_si128(lane as i64),
+                        _mm_cvtsi64_si128(PACK[m as usize] as i64),
+                    );
+                    // SAFETY: n <= i + 8 * g < body.len() and buf holds 32 bytes more: an
+                    // unaligned 64-bit store inside `buf`.
+                    unsafe { _mm_storel_epi64(buf.as_mut_ptr().add(n).cast(), packed) };
+                    n += m.count_ones() as usize;
+                }
+            }
+            after_ws = wsm >> 31;
+            i += len;
+        }
+        n
+    }
+
+    /// Per 8-bit mask of bytes to keep, the byte shuffle that packs them to the front.
+    static PACK: [u64; 256] = pack_table();
+
+    const fn pack_table() -> [u64; 256] {
+        let mut t = [0u64; 256];
+        let mut m = 0;
+        while m < 256 {
+            let (mut v, mut k, mut b) = (u64::MAX, 0, 0);
+            while b < 8 {
+                if m >> b & 1 == 1 {
+                    v = v & !(0xff << (8 * k)) | (b as u64) << (8 * k);
+                    k += 1;
+                }
+                b += 1;
+            }
+            t[m] = v;
+            m += 1;
+        }
+        t
     }
 }
 
@@ -353,6 +414,10 @@ mod tests {
         );
         assert!(spans(" \n\t\r\n ", 1).is_empty());
         assert!(spans("", 1).is_empty());
+        // What the small ones hold: "Title" and "End"; nothing in a text of listed ones only.
+        let small = |t: &str| paragraphs(t, 10, &mut Scratch::default(), &mut Vec::new());
+        assert_eq!(small("Title\n\nA longer paragraph.\n\n End \n"), 8);
+        assert_eq!(small("\n A longer paragraph.\n\n\t\n"), 0);
     }
 
     #[test]

@@ -47,10 +47,11 @@ fn para(seed: usize) -> String {
 
 /// Texts sharing boilerplate paragraphs (whole, with other spacing, inside other text), with
 /// short headings, a paragraph repeated inside one document, `\r\n`, a NUL, whitespace-only
-/// paragraphs and a text of single lines only.
+/// paragraphs, a text of single lines only, and last a text of boilerplate only.
 fn texts() -> Vec<String> {
     let licence = para(1000);
     let nav = para(1001);
+    let emptied = format!("\n{licence}\n\n{nav}\n\n \n");
     (0..40)
         .map(|i| {
             let own = para(i);
@@ -66,6 +67,7 @@ fn texts() -> Vec<String> {
                 _ => format!("{other}\n\n{own}"),
             }
         })
+        .chain([emptied])
         .collect()
 }
 
@@ -102,10 +104,12 @@ fn repeated_paragraphs_are_removed_and_apply_keeps_one_copy_of_each() {
     assert!(rows.iter().all(|r| r.keep));
     let removed: usize = spans.iter().flatten().map(Vec::len).sum();
     assert_eq!(p["removed"], removed as u64);
-    // licence: in 0,1,3 mod 5 (24 documents, 23 removed); nav: in 1,2 mod 5 (16, 15 removed);
-    // d2's own paragraph twice in each of 8 documents (8 removed within the document).
-    assert_eq!(removed, 23 + 15 + 8);
+    // licence: in 0,1,3 mod 5 and d40 (25 documents, 24 removed); nav: in 1,2 mod 5 and d40
+    // (17, 16 removed); d2's own paragraph twice in each of 8 documents (8 removed within the
+    // document). d40 is left with whitespace only, the only one so.
+    assert_eq!(removed, 24 + 16 + 8);
     assert_eq!(p["removed_within_document"], 8);
+    assert_eq!(p["documents_emptied"], 1);
     for (i, sp) in spans.iter().enumerate() {
         for (start, end, by, batch) in sp.as_ref().unwrap() {
             let cut = texts[i][*start as usize..*end as usize].trim();
@@ -138,6 +142,7 @@ fn repeated_paragraphs_are_removed_and_apply_keeps_one_copy_of_each() {
         - written.iter().map(|t| t.len() as u64).sum::<u64>();
     assert_eq!(p["bytes_removed"], cut);
     assert_eq!(written[0], texts[0]);
+    assert_eq!(written[40], "\n");
     assert!(written[5].starts_with("Title 5\n\n") && !written[5].contains(&para(1000)));
     // The audit holds the kept rows that lost paragraphs, whole, with their spans.
     let audit = read_df(&dir.join("audit").join("s.parquet"));

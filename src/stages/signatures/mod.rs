@@ -354,8 +354,10 @@ struct PartDocs {
     indexed: Vec<bool>,
     /// `--reference`: the item each document holds, if any.
     hits: Vec<Option<Hit>>,
-    /// `--paragraphs`: the part's paragraphs, by hash range.
+    /// `--paragraphs`: the current chunk's paragraphs, by hash range (written after each chunk),
+    /// and each document's bytes of text in paragraphs too small to list.
     paragraphs: Vec<paragraph_rows::Rows>,
+    paragraph_small: Vec<u32>,
 }
 
 /// A chunk as [`PartDocs::absorb`] takes it: its documents, their script classes, the kernel's
@@ -367,8 +369,8 @@ struct ChunkDocs<'a> {
     copy_of: &'a [Option<u32>],
     pkeys: Vec<u64>,
     akeys: Vec<u64>,
-    /// `--paragraphs`: each document's paragraphs.
-    paragraphs: Vec<Vec<Paragraph>>,
+    /// `--paragraphs`: each document's paragraphs, and its text in smaller ones.
+    paragraphs: Vec<(Vec<Paragraph>, u32)>,
 }
 
 impl PartDocs {
@@ -390,6 +392,7 @@ impl PartDocs {
             indexed: Vec::with_capacity(n),
             hits: Vec::new(),
             paragraphs: (0..paragraph_ranges).map(|_| Default::default()).collect(),
+            paragraph_small: Vec::new(),
         }
     }
 
@@ -478,7 +481,8 @@ impl PartDocs {
         );
         self.id_len.extend(ids.map(|i| i.len() as u32));
         let ranges = self.paragraphs.len();
-        for (d, paras) in c.paragraphs.iter().enumerate() {
+        for (d, (paras, small)) in c.paragraphs.iter().enumerate() {
+            self.paragraph_small.push(*small);
             for p in paras {
                 // Parquet stores a text's bytes with a 32-bit length: its offsets fit.
                 self.paragraphs[bucket_range(p.hash, ranges)].push(paragraph_rows::Row {
@@ -510,8 +514,6 @@ impl PartDocs {
                 work.write_bytes(&name, band_rows::encode(&bucket, &doc, &value))
             })?;
         work.write_bytes(&work::exact_file(p), self.exact)?;
-        (self.paragraphs.par_iter().enumerate())
-            .try_for_each(|(r, rows)| rows.write(work, &work::paragraph_rows_file(r, p)))?;
         // Keep data for the cluster task, the id hashes for the duplicate-id check, the id
         // lengths with which the manifest task reads the part's ids in one piece (checked on the
         // hashes, [`store::part_ids`]), and what it tallies for the report.
@@ -524,6 +526,9 @@ impl PartDocs {
         ];
         if cfg.report_group.is_some() {
             columns.push(Column::new("group".into(), self.group));
+        }
+        if cfg.paragraphs.is_some() {
+            columns.push(Column::new("paragraph_small".into(), self.paragraph_small));
         }
         if cfg.partition_by.is_some() {
             columns.push(Column::new("partition".into(), self.partition_keys));
@@ -594,93 +599,124 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
     // Raw copies (a text byte for byte an earlier one's in the part) are not computed again:
     // they take their original's results, and the store records them as copies.
     let mut first_seen: ahash::AHashMap<u128, u32> = ahash::AHashMap::new();
-    store::write_part(work, p, |files| {
-        let store = store::Writer::new(files, kernel.k(), first, count).map_err(store_err)?;
-        // Three chunks in flight: the next one is read while this one is computed, and the
-        // previous one is appended to the store by its own thread.
-        std::thread::scope(|scope| {
-            type Stored = (Signatures, ShingleKeys, Vec<String>, Vec<Option<u32>>);
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Stored>(0);
-            let writer = scope.spawn(move || {
-                let mut store = store;
-                for (sigs, keys, ids, copies) in rx {
-                    store.append(&sigs, |i| keys.get(i), |i| &ids[i], |i| copies[i])?;
-                }
-                store.finish()
-            });
-            let mut next = first_chunk.take().unwrap_or_else(|| load(0));
-            let mut i = 0;
-            while let Some(loaded) = next.take() {
-                let (corpus, hashes, scripts) = loaded?;
-                let n = corpus.len();
-                let (base, at) = (first + read, read as usize);
-                let pkeys = label_keys(&corpus, |s| s.partition.as_ref());
-                let akeys = label_keys(&corpus, |s| s.across.as_ref());
-                // A raw copy is one of a text and its labels: a copy with other labels meets
-                // other documents, so it gets band rows of its own.
-                let hashes: Vec<Option<u128>> = (hashes.into_iter().enumerate())
-                    .map(|(d, h)| {
-                        h.map(|h| {
-                            partition::copy_group(partition::exact_key(h, pkeys[d]), akeys[d])
+    with_paragraph_rows(work, plan, p, |mut paragraph_rows| {
+        store::write_part(work, p, |files| {
+            let store = store::Writer::new(files, kernel.k(), first, count).map_err(store_err)?;
+            // Three chunks in flight: the next one is read while this one is computed, and the
+            // previous one is appended to the store by its own thread.
+            std::thread::scope(|scope| {
+                type Stored = (Signatures, ShingleKeys, Vec<String>, Vec<Option<u32>>);
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Stored>(0);
+                let writer = scope.spawn(move || {
+                    let mut store = store;
+                    for (sigs, keys, ids, copies) in rx {
+                        store.append(&sigs, |i| keys.get(i), |i| &ids[i], |i| copies[i])?;
+                    }
+                    store.finish()
+                });
+                let mut next = first_chunk.take().unwrap_or_else(|| load(0));
+                let mut i = 0;
+                while let Some(loaded) = next.take() {
+                    let (corpus, hashes, scripts) = loaded?;
+                    let n = corpus.len();
+                    let (base, at) = (first + read, read as usize);
+                    let pkeys = label_keys(&corpus, |s| s.partition.as_ref());
+                    let akeys = label_keys(&corpus, |s| s.across.as_ref());
+                    // A raw copy is one of a text and its labels: a copy with other labels meets
+                    // other documents, so it gets band rows of its own.
+                    let hashes: Vec<Option<u128>> = (hashes.into_iter().enumerate())
+                        .map(|(d, h)| {
+                            h.map(|h| {
+                                partition::copy_group(partition::exact_key(h, pkeys[d]), akeys[d])
+                            })
                         })
-                    })
-                    .collect();
-                let copy_of = raw_copies(&hashes, at as u32, &mut first_seen);
-                read += n as u64;
-                if read > count {
+                        .collect();
+                    let copy_of = raw_copies(&hashes, at as u32, &mut first_seen);
+                    read += n as u64;
+                    if read > count {
+                        return Err(changed(read));
+                    }
+                    let texts = without_copies(&corpus, &copy_of);
+                    let ((chunk, paragraphs), following) = rayon::join(
+                        || {
+                            rayon::join(
+                                || kernel.compute(&corpus, &texts, base, bands, cfg, table),
+                                || chunk_paragraphs(&corpus, cfg),
+                            )
+                        },
+                        || load(i + 1),
+                    );
+                    next = following;
+                    i += 1;
+                    let c = ChunkDocs {
+                        corpus: &corpus,
+                        scripts,
+                        chunk: &chunk,
+                        copy_of: &copy_of,
+                        pkeys,
+                        akeys,
+                        paragraphs,
+                    };
+                    docs.absorb(c, (base, at), &kernel, plan, table.is_some(), &mut stats);
+                    if let Some(w) = paragraph_rows.as_deref_mut() {
+                        w.block(&mut docs.paragraphs).map_err(|e| Error::Output {
+                            path: work.location(&work::paragraph_rows_files(p)[0]),
+                            source: e.into(),
+                        })?;
+                    }
+                    drop(corpus);
+                    crate::progress::advance(n as u64);
+                    if tx
+                        .send((chunk.sigs, chunk.keys, chunk.ids, copy_of))
+                        .is_err()
+                    {
+                        break; // the writer stopped on an error, reported below
+                    }
+                }
+                // The writer's error (a full disk, say) comes first: a short read after it is its
+                // consequence, not a changed input.
+                drop(tx);
+                let written = writer
+                    .join()
+                    .map_err(|_| Error::Panicked(format!("part {p}: the store writer panicked")))?;
+                written.map_err(store_err)?;
+                if read != count {
                     return Err(changed(read));
                 }
-                let texts = without_copies(&corpus, &copy_of);
-                let ((chunk, paragraphs), following) = rayon::join(
-                    || {
-                        rayon::join(
-                            || kernel.compute(&corpus, &texts, base, bands, cfg, table),
-                            || chunk_paragraphs(&corpus, cfg),
-                        )
-                    },
-                    || load(i + 1),
-                );
-                next = following;
-                i += 1;
-                let c = ChunkDocs {
-                    corpus: &corpus,
-                    scripts,
-                    chunk: &chunk,
-                    copy_of: &copy_of,
-                    pkeys,
-                    akeys,
-                    paragraphs,
-                };
-                docs.absorb(c, (base, at), &kernel, plan, table.is_some(), &mut stats);
-                drop(corpus);
-                crate::progress::advance(n as u64);
-                if tx
-                    .send((chunk.sigs, chunk.keys, chunk.ids, copy_of))
-                    .is_err()
-                {
-                    break; // the writer stopped on an error, reported below
-                }
-            }
-            // The writer's error (a full disk, say) comes first: a short read after it is its
-            // consequence, not a changed input.
-            drop(tx);
-            let written = writer
-                .join()
-                .map_err(|_| Error::Panicked(format!("part {p}: the store writer panicked")))?;
-            written.map_err(store_err)?;
-            if read != count {
-                return Err(changed(read));
-            }
-            Ok(())
+                Ok(())
+            })
         })
     })?;
     docs.write(work, plan, p, reference.as_deref(), &mut stats)?;
     Ok(stats)
 }
 
+/// Runs `write` with a writer that streams part `p`'s paragraph rows (`--paragraphs`; `None`
+/// without it) into their data file, a block per chunk, then writes the meta file.
+fn with_paragraph_rows(
+    work: &OutputDir,
+    plan: &Plan,
+    p: usize,
+    write: impl FnOnce(Option<&mut paragraph_rows::Writer>) -> Result<()>,
+) -> Result<()> {
+    let ranges = plan.paragraph_ranges();
+    if ranges == 0 {
+        return write(None);
+    }
+    let [data, meta] = work::paragraph_rows_files(p);
+    let mut written = Vec::new();
+    work.write_with(&data, |sink| {
+        let mut rows = paragraph_rows::Writer::new(sink, ranges);
+        write(Some(&mut rows))?;
+        written = rows.finish();
+        Ok(())
+    })?;
+    work.write_bytes(&meta, written)
+}
+
 /// `--paragraphs`: each document's paragraphs (none without it). Raw copies too: with
 /// `--across` a copy may be kept.
-fn chunk_paragraphs(corpus: &Corpus, cfg: &Config) -> Vec<Vec<Paragraph>> {
+fn chunk_paragraphs(corpus: &Corpus, cfg: &Config) -> Vec<(Vec<Paragraph>, u32)> {
     let Some(pc) = &cfg.paragraphs else {
         return Vec::new();
     };
@@ -689,10 +725,12 @@ fn chunk_paragraphs(corpus: &Corpus, cfg: &Config) -> Vec<Vec<Paragraph>> {
         .with_min_len(64)
         .map_init(paragraphs::Scratch::default, |scratch, d| {
             let mut out = Vec::new();
-            if let Some(t) = corpus.text(d) {
-                paragraphs::paragraphs(t, pc.min_bytes, scratch, &mut out);
-            }
-            out
+            let small = match corpus.text(d) {
+                // Within a text's 32-bit length.
+                Some(t) => paragraphs::paragraphs(t, pc.min_bytes, scratch, &mut out) as u32,
+                None => 0,
+            };
+            (out, small)
         })
         .collect()
 }
