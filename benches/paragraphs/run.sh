@@ -39,8 +39,10 @@ import statistics, sys
 plain, paras = ([int(x) for x in open(f)] for f in sys.argv[1:3])
 distinct = int(sys.argv[3])
 mp, mq = statistics.median(plain), statistics.median(paras)
+pairs = statistics.median(q - p for p, q in zip(plain, paras))
 print(f"plain {mp / 1024:.0f} MiB, --paragraphs {mq / 1024:.0f} MiB (KiB: {sorted(plain)} / {sorted(paras)})")
-print(f"bytes of peak RSS per distinct paragraph: {(mq - mp) * 1024 / distinct:.1f} ({distinct} distinct)")
+print(f"bytes of peak RSS per distinct paragraph ({distinct} distinct): {(mq - mp) * 1024 / distinct:.1f} "
+      f"from the medians, {pairs * 1024 / distinct:.1f} from the median pair")
 PY
 echo "## The index's paragraph texts per held document"
 "$BIN" run --quiet --input "$CORPUS/shard-*.parquet" --output "$work/n1" --index "$work/ix" \

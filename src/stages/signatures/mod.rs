@@ -42,7 +42,7 @@ use polars::prelude::{BooleanChunked, Column, NewChunkedArray, PlSmallStr, Strin
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Config, Method};
+use crate::config::{Config, Method, ParagraphConfig};
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
@@ -264,21 +264,44 @@ fn raw_copies(
 }
 
 /// What is computed per document as a chunk is read, while its text is in cache: the 128-bit
-/// hash (xxh3) of its raw text for [`raw_copies`] (when `hash`; None for a null text), and its
-/// script class code for the report.
-fn read_pass(corpus: &Corpus, hash: bool) -> (Vec<Option<u128>>, Vec<u32>) {
-    (0..corpus.len() as u32)
+/// hash (xxh3) of its raw text for [`raw_copies`] (when `hash`; None for a null text), its
+/// script class code for the report, and with `--paragraphs` its paragraphs (raw copies too:
+/// with `--across` a copy may be kept) and its text in smaller ones.
+struct ReadPass {
+    hashes: Vec<Option<u128>>,
+    scripts: Vec<u32>,
+    paragraphs: Vec<(Vec<Paragraph>, u32)>,
+}
+
+fn read_pass(corpus: &Corpus, hash: bool, paragraphs: Option<&ParagraphConfig>) -> ReadPass {
+    let (hashes, (scripts, mut paras)): (_, (_, Vec<_>)) = (0..corpus.len() as u32)
         .into_par_iter()
-        .with_min_len(256)
-        .map(|d| {
+        .with_min_len(64)
+        .map_init(paragraphs::Scratch::default, |scratch, d| {
             let t = corpus.text(d);
             let script = t.map_or(0, classify);
             let h = t
                 .filter(|_| hash)
                 .map(|t| xxhash_rust::xxh3::xxh3_128(t.as_bytes()));
-            (h, script)
+            let mut out = Vec::new();
+            let small = match (t, paragraphs) {
+                // Within a text's 32-bit length.
+                (Some(t), Some(pc)) => {
+                    paragraphs::paragraphs(t, pc.min_bytes, scratch, &mut out) as u32
+                }
+                _ => 0,
+            };
+            (h, (script, (out, small)))
         })
-        .unzip()
+        .unzip();
+    if paragraphs.is_none() {
+        paras = Vec::new();
+    }
+    ReadPass {
+        hashes,
+        scripts,
+        paragraphs: paras,
+    }
 }
 
 /// The text columns of a chunk's shards with the texts of raw copies (`copy_of[d]` set) made
@@ -559,8 +582,8 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
     let load = |i: usize| {
         chunks.get(i).map(|c| {
             Corpus::load_slices(c, cfg, |_| {}).map(|corpus| {
-                let (hashes, scripts) = read_pass(&corpus, !simhash);
-                (corpus, hashes, scripts)
+                let pass = read_pass(&corpus, !simhash, cfg.paragraphs.as_ref());
+                (corpus, pass)
             })
         })
     };
@@ -617,7 +640,14 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
                 let mut next = first_chunk.take().unwrap_or_else(|| load(0));
                 let mut i = 0;
                 while let Some(loaded) = next.take() {
-                    let (corpus, hashes, scripts) = loaded?;
+                    let (
+                        corpus,
+                        ReadPass {
+                            hashes,
+                            scripts,
+                            paragraphs,
+                        },
+                    ) = loaded?;
                     let n = corpus.len();
                     let (base, at) = (first + read, read as usize);
                     let pkeys = label_keys(&corpus, |s| s.partition.as_ref());
@@ -637,13 +667,8 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
                         return Err(changed(read));
                     }
                     let texts = without_copies(&corpus, &copy_of);
-                    let ((chunk, paragraphs), following) = rayon::join(
-                        || {
-                            rayon::join(
-                                || kernel.compute(&corpus, &texts, base, bands, cfg, table),
-                                || chunk_paragraphs(&corpus, cfg),
-                            )
-                        },
+                    let (chunk, following) = rayon::join(
+                        || kernel.compute(&corpus, &texts, base, bands, cfg, table),
                         || load(i + 1),
                     );
                     next = following;
@@ -712,27 +737,6 @@ fn with_paragraph_rows(
         Ok(())
     })?;
     work.write_bytes(&meta, written)
-}
-
-/// `--paragraphs`: each document's paragraphs (none without it). Raw copies too: with
-/// `--across` a copy may be kept.
-fn chunk_paragraphs(corpus: &Corpus, cfg: &Config) -> Vec<(Vec<Paragraph>, u32)> {
-    let Some(pc) = &cfg.paragraphs else {
-        return Vec::new();
-    };
-    (0..corpus.len() as u32)
-        .into_par_iter()
-        .with_min_len(64)
-        .map_init(paragraphs::Scratch::default, |scratch, d| {
-            let mut out = Vec::new();
-            let small = match corpus.text(d) {
-                // Within a text's 32-bit length.
-                Some(t) => paragraphs::paragraphs(t, pc.min_bytes, scratch, &mut out) as u32,
-                None => 0,
-            };
-            (out, small)
-        })
-        .collect()
 }
 
 /// The docs-file columns of `--reference`: the id of the item each document holds
