@@ -384,7 +384,16 @@ fn earlier_keeper(
         ),
         e => e.to_string(),
     })?;
-    let text = crate::results::read_text_at(cfg, &input.file, row).map_err(|e| e.to_string())?;
+    let (text, id) =
+        crate::results::read_row_at(cfg, &input.file, row).map_err(|e| e.to_string())?;
+    // A shard rewritten with its rows moved can keep its footer (same sizes and statistics):
+    // the row's id says whether it is still the kept document.
+    if let Some(id) = id.filter(|id| *id != keeper.id) {
+        return Err(format!(
+            "batch '{batch}' read it from row {row} of '{}', which now holds '{id}': the shard has changed since; restore it to see the text",
+            input.file
+        ));
+    }
     Ok((input.file, row, text.unwrap_or_default()))
 }
 

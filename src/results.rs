@@ -312,16 +312,21 @@ impl RowGroups {
     }
 }
 
-/// The text at `row` of the shard `file` (an `s3://` shard is fetched whole), read with the
-/// run's column settings.
-pub(crate) fn read_text_at(cfg: &Config, file: &str, row: u64) -> Result<Option<String>> {
+/// The text and the id (None without an id column) at `row` of the shard `file` (an `s3://`
+/// shard is fetched whole), read with the run's column settings.
+pub(crate) fn read_row_at(
+    cfg: &Config,
+    file: &str,
+    row: u64,
+) -> Result<(Option<String>, Option<String>)> {
     let (bytes, slice, at) = if object::is_url(file) {
         (object::get_all(&[file.to_string()])?.pop(), None, row)
     } else {
         (None, Some(row..row + 1), 0)
     };
     let shard = input::read_shard(file, bytes, slice, cfg)?;
-    Ok(shard.text.get(at as usize).map(str::to_string))
+    let id = (shard.id.as_ref()).and_then(|ids| ids.get(at as usize).map(str::to_string));
+    Ok((shard.text.get(at as usize).map(str::to_string), id))
 }
 
 /// A read of texts: a file, its rows to read, and the manifest rows in them.

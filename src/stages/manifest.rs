@@ -359,10 +359,11 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> 
 /// drop files (document, offset, who retains the text) and the part's paragraph rows (lengths).
 #[derive(Debug, Default)]
 pub(crate) struct PartSpans {
-    /// (document, start, end, position in `by`), in (document, start) order.
-    spans: Vec<(u32, u32, u32, u32)>,
-    /// (retained_by, retained_batch) per span, as read.
-    by: Vec<(Option<String>, Option<String>)>,
+    /// (document, start, end, its retained_by and retained_batch in `by`: offset, length), in
+    /// (document, start) order.
+    spans: Vec<(u32, u32, u32, u32, u32)>,
+    /// Each span's retained_by and retained_batch, packed as the part file holds them.
+    by: Vec<u8>,
     /// Per document of the part, its paragraphs (listed: of at least the minimum size).
     listed: Vec<u32>,
 }
@@ -409,13 +410,19 @@ impl PartSpans {
                         .into(),
                     });
                 }
-                let at = out.by.len() as u32;
-                out.spans
-                    .push((doc[j], start[j], start[j] + rows.len[i], at));
-                out.by.push((
-                    by.get(j).map(str::to_string),
-                    batch.get(j).map(str::to_string),
-                ));
+                let at = out.by.len();
+                for v in [by.get(j), batch.get(j)] {
+                    match v {
+                        Some(v) => {
+                            out.by.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                            out.by.extend_from_slice(v.as_bytes());
+                        }
+                        None => out.by.extend_from_slice(&u32::MAX.to_le_bytes()),
+                    }
+                }
+                let (s, len) = (start[j], rows.len[i]);
+                let packed = (at as u32, (out.by.len() - at) as u32);
+                out.spans.push((doc[j], s, s + len, packed.0, packed.1));
             }
         }
         out.spans.sort_unstable();
@@ -426,7 +433,7 @@ impl PartSpans {
     /// text in paragraphs too small to list (the signatures task's `paragraph_small`).
     pub(crate) fn cuts(&self, first: u32, small: &[u32]) -> Vec<Cut> {
         let mut out = vec![Cut::default(); small.len()];
-        for &(d, s, e, _) in &self.spans {
+        for &(d, s, e, _, _) in &self.spans {
             if let Some(x) = out.get_mut((d - first) as usize) {
                 x.paragraphs += 1;
                 x.bytes += u64::from(e - s);
@@ -442,31 +449,28 @@ impl PartSpans {
     /// ([`unpack_spans`] turns the column into the output's list column: a nested column costs
     /// more to write and read back than bytes), null for the other rows.
     pub(crate) fn column(&self, first: u32, keep: &[bool]) -> Column {
+        // Every row's bytes in one buffer, then the column from slices of it.
+        let (mut bytes, mut ends) = (Vec::new(), Vec::with_capacity(keep.len()));
         let mut at = 0;
-        let packed: Vec<Option<Vec<u8>>> = (keep.iter().enumerate())
-            .map(|(i, &k)| {
-                let d = first + i as u32;
-                let mut row = Vec::new();
-                while at < self.spans.len() && self.spans[at].0 == d {
-                    let (_, s, e, by) = self.spans[at];
-                    let (b, x) = &self.by[by as usize];
-                    row.extend_from_slice(&s.to_le_bytes());
-                    row.extend_from_slice(&e.to_le_bytes());
-                    for v in [b, x] {
-                        match v {
-                            Some(v) => {
-                                row.extend_from_slice(&(v.len() as u32).to_le_bytes());
-                                row.extend_from_slice(v.as_bytes());
-                            }
-                            None => row.extend_from_slice(&u32::MAX.to_le_bytes()),
-                        }
-                    }
-                    at += 1;
-                }
+        for i in 0..keep.len() {
+            let d = first + i as u32;
+            while at < self.spans.len() && self.spans[at].0 == d {
+                let (_, s, e, by, len) = self.spans[at];
+                bytes.extend_from_slice(&s.to_le_bytes());
+                bytes.extend_from_slice(&e.to_le_bytes());
+                bytes.extend_from_slice(&self.by[by as usize..(by + len) as usize]);
+                at += 1;
+            }
+            ends.push(bytes.len());
+        }
+        let mut lo = 0;
+        let packed: BinaryChunked = (keep.iter().zip(ends))
+            .map(|(&k, hi)| {
+                let row = &bytes[std::mem::replace(&mut lo, hi)..hi];
                 k.then_some(row)
             })
             .collect();
-        Column::new("drop_spans".into(), packed)
+        packed.with_name("drop_spans".into()).into_column()
     }
 }
 

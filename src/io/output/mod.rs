@@ -359,7 +359,8 @@ impl RangeBytes {
 /// What a Parquet file is for, which decides how it is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParquetUse {
-    /// A file users read (the manifest): polars' default compression (zstd) and statistics.
+    /// A file users read (the manifest): zstd at level 1 (smaller and faster to write than
+    /// polars' default level on manifests: ids and nested spans) and statistics.
     Output,
     /// A work file, read once by a later stage and then deleted: neither compressed nor given
     /// column statistics (band rows are random hashes, and manifest parts are compressed when
@@ -382,7 +383,9 @@ pub(crate) fn parquet_writer<W: Write>(
         .set_parallel(false)
         .with_key_value_metadata(Some(KeyValueMetadata::from_static(metadata)));
     match usage {
-        ParquetUse::Output => writer,
+        ParquetUse::Output => writer.with_compression(ParquetCompression::Zstd(
+            polars_parquet::write::ZstdLevel::try_new(1).ok(),
+        )),
         ParquetUse::Work => writer
             .with_compression(ParquetCompression::Uncompressed)
             .with_statistics(StatisticsOptions::empty()),
