@@ -9,8 +9,8 @@
 //! paragraph form of the keeper guarantee, since what is removed always stays in a kept text.
 //!
 //! That is a minimum per hash, so the work splits by hash: the signatures tasks wrote each
-//! paragraph (hash, document, span) into its range's file; a task reads its range from every
-//! part, sorts the kept documents' paragraphs by (hash, keep position, offset), and writes the
+//! paragraph (hash, document, span) by hash range into their part's row file; a task reads its
+//! range from every part, sorts the kept documents' paragraphs by (hash, keep position, offset), and writes the
 //! removed ones per part (`paragraphs/drops-rR-pP.parquet`: document, offset, the id of the
 //! document that retains the text and, for an indexed one, its batch), which the manifest task
 //! of that part turns into `drop_spans`. With `--index` it also writes the (hash, document) of

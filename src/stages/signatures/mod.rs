@@ -7,6 +7,8 @@
 //! into the file of that band and bucket range ([`crate::io::band_rows`]), its exact-text hash
 //! (`exact/pP.bin`: 16 bytes per document, [`crate::text::shingle::exact_hash`]), plus the keep data
 //! (text length, `--keep` column) and id hashes the cluster task reads (`docs/pP.parquet`).
+//! With `--paragraphs`, each paragraph's (hash, document, span) by hash range
+//! ([`crate::io::paragraph_rows`]), streamed a chunk at a time.
 //!
 //! Invariants:
 //! - Rows are read and computed one chunk ([`crate::plan::DOCS_PER_CHUNK`]) at a time, with the
@@ -24,7 +26,7 @@
 //!   exact-text hash, which its copy then repeats; a SimHash document can have weighted features
 //!   without a shingle, so SimHash computes every text.
 //! - Everything is a function of the documents and the settings: how a part is chunked never
-//!   changes a file.
+//!   changes what a file holds (only where the paragraph row file's blocks begin).
 //!
 //! The MinHash column kernel is [`signature_column`]: rayon splits the column into batches of
 //! [`column::KEY_BATCH`] documents, each thread reuses its normalisation and shingle buffers and writes K
