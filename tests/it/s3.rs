@@ -167,6 +167,7 @@ fn s3_input_and_output_give_the_local_manifest() {
             "s3://crawl/2026-11-22/*.parquet",
             "--output",
             "s3://crawl/runs/r1",
+            "--paragraphs",
         ],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -176,11 +177,26 @@ fn s3_input_and_output_give_the_local_manifest() {
     run_ok(
         &format!("{}/data-samples/*.parquet", env!("CARGO_MANIFEST_DIR")),
         &local,
-        &[],
+        &["--paragraphs"],
     );
     let (r, l) = (manifest(&remote), manifest(&local));
     assert_eq!(r.len(), l.len());
     assert_eq!(comparable(&r), comparable(&l));
+    // The paragraph rows streamed to S3 and read back by range give the local spans.
+    let spans = |dir: &std::path::Path| {
+        read_df(&dir.join("manifest.parquet"))
+            .column("drop_spans")
+            .unwrap()
+            .clone()
+    };
+    let (rs, ls) = (spans(&remote), spans(&local));
+    assert!(rs
+        .as_materialized_series()
+        .equals_missing(ls.as_materialized_series()));
+    assert_eq!(
+        summary(&remote)["paragraphs"],
+        summary(&local)["paragraphs"]
+    );
     assert!(
         r[0].file.starts_with("s3://crawl/2026-11-22/"),
         "{}",
