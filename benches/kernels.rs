@@ -27,6 +27,11 @@ use corpus_dedup::kernels::{jaccard, KeyTable};
 use corpus_dedup::kernels::{paragraphs, ParagraphScratch};
 use corpus_dedup::kernels::{Permutations, Signatures};
 
+/// The sum of `f` over the texts (what a step made, for its rate).
+fn total(texts: &[&str], mut f: impl FnMut(&str) -> usize) -> usize {
+    texts.iter().map(|t| f(t)).sum()
+}
+
 fn best<T>(mut f: impl FnMut() -> T) -> (f64, T) {
     let mut best = f64::MAX;
     let mut out = None;
@@ -86,13 +91,10 @@ fn main() -> anyhow::Result<()> {
     let mut scratch = Scratch::default();
     let mut hashes = Vec::new();
     let (t_shingle, count) = best(|| {
-        texts
-            .iter()
-            .map(|t| {
-                shingle_hashes(t, Tokenizer::Chars, 5, &mut scratch, &mut hashes);
-                hashes.len()
-            })
-            .sum::<usize>()
+        total(&texts, |t| {
+            shingle_hashes(t, Tokenizer::Chars, 5, &mut scratch, &mut hashes);
+            hashes.len()
+        })
     });
     row(
         "shingle hashes of a text (normalise + tokenise chars + hash + 5-grams)",
@@ -357,14 +359,11 @@ fn steps(texts: &[&str], row: &impl Fn(&str, f64, String)) {
     let mut scratch = ParagraphScratch::default();
     let mut paras = Vec::new();
     let (t, count) = best(|| {
-        texts
-            .iter()
-            .map(|t| {
-                paras.clear();
-                paragraphs(t, 100, &mut scratch, &mut paras);
-                paras.len()
-            })
-            .sum::<usize>()
+        total(texts, |t| {
+            paras.clear();
+            paragraphs(t, 100, &mut scratch, &mut paras);
+            paras.len()
+        })
     });
     row(
         "paragraphs (--paragraphs: lines, whitespace runs as one space, hash; 100 bytes or more)",
