@@ -169,7 +169,7 @@ pub(crate) fn read_range(work: &OutputDir, p: usize, r: usize, ranges: usize) ->
     };
     let header = work.read_ranges(&meta, std::slice::from_ref(&(0..HEADER as u64)))?;
     let header = header.get(0);
-    if &header[..8] != MAGIC {
+    if header.len() != HEADER || &header[..8] != MAGIC {
         return Err(bad(&meta, "not a paragraph meta file (bad header)".into()));
     }
     let (written, blocks) = (u64_at(header, 8), u64_at(header, 16));
@@ -186,8 +186,10 @@ pub(crate) fn read_range(work: &OutputDir, p: usize, r: usize, ranges: usize) ->
     let at = HEADER as u64 + r as u64 * per_range;
     let got = work.read_ranges(&meta, std::slice::from_ref(&(at..at + per_range)))?;
     let bytes = got.get(0);
-    let (entries, check) = bytes.split_at(bytes.len() - 8);
-    if xxh3_64(entries) != u64_at(check, 0) {
+    let Some((entries, check)) = bytes.len().checked_sub(8).map(|n| bytes.split_at(n)) else {
+        return Err(bad(&meta, "truncated".into()));
+    };
+    if bytes.len() as u64 != per_range || xxh3_64(entries) != u64_at(check, 0) {
         return Err(bad(&meta, "checksum mismatch (damaged file)".into()));
     }
     let entries: Vec<Entry> = (entries.chunks_exact(ENTRY))
@@ -208,7 +210,7 @@ pub(crate) fn read_range(work: &OutputDir, p: usize, r: usize, ranges: usize) ->
     let got = work.read_ranges(&data, &slices)?;
     for (i, e) in entries.iter().enumerate() {
         let b = got.get(i);
-        if xxh3_64(b) != e.check {
+        if b.len() != ROW * e.rows as usize || xxh3_64(b) != e.check {
             return Err(bad(&data, "checksum mismatch (damaged file)".into()));
         }
         out.extend_from(b, e.rows as usize);
