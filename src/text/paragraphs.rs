@@ -146,10 +146,11 @@ fn hash(body: &[u8], buf: &mut Vec<u8>) -> u64 {
     xxh3_64(&buf[..n])
 }
 
-/// Writes `body` with each whitespace run as one space into `buf`; returns the length. A
-/// window at a time (32 bytes with AVX2, else 8) up to the first byte that needs a change,
-/// which goes alone: a byte below 0x20 (tab, line break, ...), or a space before a space or such
-/// a byte, or ending the window (the next may be whitespace).
+/// Writes `body` with each whitespace run as one space into `buf`; returns the length. With
+/// AVX2 32 bytes at a time, runs packed by a byte shuffle ([`avx2::normalise`]); otherwise a
+/// window of 8 bytes at a time up to the first byte that needs a change, which goes alone: a
+/// byte below 0x20 (tab, line break, ...), or a space before a space or such a byte, or ending
+/// the window (the next may be whitespace).
 fn normalise(body: &[u8], buf: &mut Vec<u8>) -> usize {
     // Room for a whole window past the text (the kernels store full windows); grown, never
     // cleared, so no paragraph pays for zeroing it.
@@ -300,7 +301,8 @@ mod avx2 {
             let valid = u32::MAX >> (32 - len);
             let drop = wsm & (wsm << 1 | after_ws) & valid;
             if drop == 0 {
-                // SAFETY: n <= i < body.len() and buf holds 32 bytes more than body.
+                // SAFETY: n <= i < body.len() and buf holds 32 bytes more than body: an
+                // unaligned 256-bit store inside `buf`.
                 unsafe { _mm256_storeu_si256(buf.as_mut_ptr().add(n).cast(), out) };
                 n += len;
             } else {
@@ -316,8 +318,8 @@ mod avx2 {
                         _mm_cvtsi64_si128(lane as i64),
                         _mm_cvtsi64_si128(PACK[m as usize] as i64),
                     );
-                    // SAFETY: n <= i + 8 * g < body.len() and buf holds 32 bytes more: an
-                    // unaligned 64-bit store inside `buf`.
+                    // SAFETY: n <= body.len() (it counts bytes kept of those read) and buf
+                    // holds 32 bytes more: an unaligned 64-bit store inside `buf`.
                     unsafe { _mm_storel_epi64(buf.as_mut_ptr().add(n).cast(), packed) };
                     n += m.count_ones() as usize;
                 }
