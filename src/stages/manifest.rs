@@ -378,7 +378,8 @@ impl PartSpans {
         for r in 0..plan.paragraph_ranges() {
             let rows = crate::io::paragraph_rows::read_range(work, p, r, plan.paragraph_ranges())?;
             for &d in &rows.doc {
-                if let Some(c) = out.listed.get_mut((u64::from(d) - first) as usize) {
+                let at = u64::from(d).checked_sub(first);
+                if let Some(c) = at.and_then(|i| out.listed.get_mut(i as usize)) {
                     *c += 1;
                 }
             }
