@@ -58,29 +58,36 @@ impl Bloom {
         }
     }
 
-    /// Adds `keys`, which are ascending: a key's block grows with it, so the blocks are cut in
-    /// ranges and each range takes its run of keys, in parallel.
-    pub(crate) fn insert_sorted(&mut self, keys: &[u64]) {
+    /// Adds keys in parallel: the blocks are cut in ranges, and a range takes
+    /// `keys_in(lo, hi)`, every key k with `lo <= k < hi` (`hi` None: no upper bound), the keys
+    /// that fall in its blocks (a key's block grows with it). The caller need not hold its keys
+    /// in one list.
+    pub(crate) fn insert_ranges<I>(&mut self, keys_in: impl Fn(u64, Option<u64>) -> I + Sync)
+    where
+        I: Iterator<Item = u64>,
+    {
         use rayon::prelude::*;
-        debug_assert!(keys.is_sorted());
         const RANGE: usize = 1 << 14;
-        let mut runs = Vec::new();
-        let (mut blocks, mut keys, mut first) = (self.blocks.as_mut_slice(), keys, 0);
-        let n = blocks.len();
-        while !blocks.is_empty() {
-            let (these, rest) = blocks.split_at_mut(RANGE.min(blocks.len()));
-            let end = first + these.len();
-            let (mine, later) = keys.split_at(keys.partition_point(|&k| block_of(n, k) < end));
-            runs.push((first, these, mine));
-            (blocks, keys, first) = (rest, later, end);
-        }
-        runs.into_par_iter().for_each(|(first, blocks, keys)| {
-            for &k in keys {
-                for (w, m) in blocks[block_of(n, k) - first].iter_mut().zip(Self::mask(k)) {
-                    *w |= m;
+        let n = self.blocks.len();
+        // The least key of block `s` or a later one: its high 32 bits the least h with
+        // h * n >= s * 2^32.
+        let first_key = |s: usize| {
+            let high = ((s as u128) << 32).div_ceil(n as u128);
+            u64::try_from(high << 32).ok()
+        };
+        self.blocks
+            .par_chunks_mut(RANGE)
+            .enumerate()
+            .for_each(|(r, blocks)| {
+                let first = r * RANGE;
+                let lo = first_key(first).unwrap_or(u64::MAX);
+                let hi = first_key(first + blocks.len()).filter(|_| first + blocks.len() < n);
+                for k in keys_in(lo, hi) {
+                    for (w, m) in blocks[block_of(n, k) - first].iter_mut().zip(Self::mask(k)) {
+                        *w |= m;
+                    }
                 }
-            }
-        });
+            });
     }
 
     /// False when `key` was certainly never inserted.
@@ -189,14 +196,19 @@ mod tests {
     }
 
     #[test]
-    fn sorted_keys_inserted_in_parallel_make_the_same_filter() {
-        // Enough keys for several ranges of blocks.
-        let mut keys: Vec<u64> = (0..500_000u64).map(mix64).collect();
-        keys.sort_unstable();
-        let (mut one, mut all) = (Bloom::with_keys(keys.len()), Bloom::with_keys(keys.len()));
-        assert!(one.blocks.len() > 1 << 14);
-        keys.iter().for_each(|&k| one.insert(k));
-        all.insert_sorted(&keys);
-        assert!(one == all);
+    fn keys_inserted_by_ranges_in_parallel_make_the_same_filter() {
+        // Enough keys for several ranges of blocks, and a few for one.
+        for count in [500_000u64, 10] {
+            let mut keys: Vec<u64> = (0..count).map(mix64).chain([0, u64::MAX]).collect();
+            keys.sort_unstable();
+            let (mut one, mut all) = (Bloom::with_keys(keys.len()), Bloom::with_keys(keys.len()));
+            keys.iter().for_each(|&k| one.insert(k));
+            all.insert_ranges(|lo, hi| {
+                let end = hi.map_or(keys.len(), |hi| keys.partition_point(|&k| k < hi));
+                keys[keys.partition_point(|&k| k < lo)..end].iter().copied()
+            });
+            assert!(one == all);
+        }
+        assert!(Bloom::with_keys(500_000).blocks.len() > 1 << 14);
     }
 }

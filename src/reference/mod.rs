@@ -13,7 +13,7 @@
 
 mod table;
 
-pub(crate) use table::{Hit, Item, Table, Usable, BOILERPLATE_ITEMS};
+pub(crate) use table::{ChunkBuilder, Hit, ItemChunk, Table, Usable, BOILERPLATE_ITEMS, CHUNK};
 
 use std::sync::{Arc, Mutex};
 
@@ -299,32 +299,38 @@ impl Reference {
         cfg: &ReferenceConfig,
         tokenizer: Tokenizer,
     ) -> Result<Reference> {
-        // Each item's n-gram set is made as its text is tokenised: no token list is held.
+        // Items are tokenised in runs of CHUNK, each run's n-grams made as its texts are
+        // tokenised and grouped in one buffer: no token list or per-item list is held.
         let n = cfg.ngram;
-        let read: Vec<(Vec<String>, Vec<Item>)> = files
+        let read: Vec<(Vec<String>, Vec<ItemChunk>)> = files
             .par_iter()
             .map(|f| {
                 let (ids, texts) = read_items(f, cfg)?;
-                let items = (0..texts.len())
+                let chunks = (0..texts.len().div_ceil(CHUNK))
                     .into_par_iter()
-                    .with_min_len(64)
-                    .map_init(Scratch::default, |scratch, i| {
-                        let tokens = texts.get(i).map(|t| token_hashes_of(t, tokenizer, scratch));
-                        Item::of(tokens, n)
-                    })
+                    .map_init(
+                        || (Scratch::default(), ChunkBuilder::default()),
+                        |(scratch, chunk), c| {
+                            for i in c * CHUNK..((c + 1) * CHUNK).min(texts.len()) {
+                                let text = texts.get(i);
+                                chunk.push(text.map(|t| token_hashes_of(t, tokenizer, scratch)), n);
+                            }
+                            chunk.finish()
+                        },
+                    )
                     .collect();
-                Ok((ids, items))
+                Ok((ids, chunks))
             })
             .collect::<Result<_>>()?;
         let mut ids = Vec::new();
         let mut file_of = Vec::new();
-        let mut items = Vec::new();
-        for (i, (fi, ft)) in read.into_iter().enumerate() {
+        let mut chunks = Vec::new();
+        for (i, (fi, fc)) in read.into_iter().enumerate() {
             file_of.extend(std::iter::repeat_n(i as u32, fi.len()));
             ids.extend(fi);
-            items.extend(ft);
+            chunks.extend(fc);
         }
-        let table = Table::from_items(items, n, cfg.threshold);
+        let table = Table::from_chunks(chunks, n, cfg.threshold);
         let mut counts: Vec<ItemCounts> = files
             .iter()
             .map(|f| ItemCounts {

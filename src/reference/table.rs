@@ -68,30 +68,120 @@ pub(crate) struct Hit {
     pub share: f32,
 }
 
-/// What the table needs of one item: [`Item::of`] its token hashes.
-pub(crate) struct Item {
-    usable: Usable,
-    /// Hash of its token sequence (items of one sequence are one item).
-    key: u128,
-    /// Its n-gram hashes, in text order (repeats are removed when the table is built).
+/// Items as the table's build takes them: a run of up to [`CHUNK`] consecutive items of the
+/// reference, tokenised together ([`ChunkBuilder`]). Their n-grams are held in one buffer,
+/// already grouped by the top 8 bits of their hash (the grouping's first pass, done while the
+/// run's n-grams are in cache, so the build holds no per-item lists and no second copy).
+pub(crate) struct ItemChunk {
+    usable: Vec<Usable>,
+    /// Hash of each item's token sequence (items of one sequence are one item).
+    keys: Vec<u128>,
+    /// An n-gram's 48 kept bits (above the low 16, [`KEPT`]) << 12, or'ed with its item's place
+    /// in the run; `ways[w]..ways[w + 1]` hold the n-grams of way w (the top 8 bits).
     grams: Vec<u64>,
+    ways: Vec<u32>,
 }
 
-impl Item {
-    /// An item from its token hashes (None: a null text), matched with n-grams of `n` tokens.
-    pub(crate) fn of(tokens: Option<&[u64]>, n: usize) -> Item {
-        let (usable, key, grams) = match tokens {
-            None => (Usable::Empty, 0, Vec::new()),
-            Some([]) => (Usable::Empty, 0, Vec::new()),
-            Some(t) if t.len() < n => (Usable::TooShort, 0, Vec::new()),
+impl ItemChunk {
+    /// Leaves out the n-grams of items no longer usable (repeats of an earlier item's text).
+    fn drop_unusable(&mut self) {
+        let mut kept = 0;
+        for w in 0..WAYS {
+            let (from, to) = (self.ways[w] as usize, self.ways[w + 1] as usize);
+            self.ways[w] = kept as u32;
+            for i in from..to {
+                let x = self.grams[i];
+                if self.usable[(x & (CHUNK as u64 - 1)) as usize] == Usable::Yes {
+                    self.grams[kept] = x;
+                    kept += 1;
+                }
+            }
+        }
+        self.ways[WAYS] = kept as u32;
+        self.grams.truncate(kept);
+    }
+}
+
+/// Items per [`ItemChunk`]: an item's place in its run takes the 12 bits beside an n-gram's 48.
+pub(crate) const CHUNK: usize = 4096;
+const _: () = assert!(CHUNK <= 1 << 12);
+
+/// Ways of the grouping's passes: the top 8 bits of an n-gram's hash, then the next 8.
+const WAYS: usize = 256;
+
+/// The way of a packed n-gram of [`ItemChunk::grams`] (its hash's top 8 bits).
+fn way_of(x: u64) -> usize {
+    (x >> 52) as usize & (WAYS - 1)
+}
+
+/// Makes an [`ItemChunk`] from its items in order; reused from run to run.
+#[derive(Default)]
+pub(crate) struct ChunkBuilder {
+    usable: Vec<Usable>,
+    keys: Vec<u128>,
+    /// Packed n-grams in item order, and each way's count.
+    grams: Vec<u64>,
+    counts: Vec<u32>,
+    scratch: Vec<u64>,
+}
+
+impl ChunkBuilder {
+    /// Adds an item from its token hashes (None: a null text), matched with n-grams of `n`
+    /// tokens.
+    pub(crate) fn push(&mut self, tokens: Option<&[u64]>, n: usize) {
+        match tokens {
+            None | Some([]) => self.push_grams(Usable::Empty, 0, &[]),
+            Some(t) if t.len() < n => self.push_grams(Usable::TooShort, 0, &[]),
             Some(t) => {
-                let mut grams = Vec::with_capacity(t.len() + 1 - n);
+                let mut grams = std::mem::take(&mut self.scratch);
+                grams.clear();
                 ngrams(t, n, &mut grams);
                 // The exact-text hash of dedup: one token sequence, one key.
-                (Usable::Yes, exact_hash(t, 1, &mut Vec::new()), grams)
+                self.push_grams(Usable::Yes, exact_hash(t, 1, &mut Vec::new()), &grams);
+                self.scratch = grams;
             }
-        };
-        Item { usable, key, grams }
+        }
+    }
+
+    /// Adds an item from its n-gram hashes in text order (repeats are removed when the table
+    /// is built).
+    fn push_grams(&mut self, usable: Usable, key: u128, grams: &[u64]) {
+        assert!(self.usable.len() < CHUNK, "a chunk holds {CHUNK} items");
+        let place = self.usable.len() as u64;
+        self.usable.push(usable);
+        self.keys.push(key);
+        self.counts.resize(WAYS, 0);
+        for &h in grams {
+            let x = ((h >> 16) << 12) | place;
+            self.counts[way_of(x)] += 1;
+            self.grams.push(x);
+        }
+    }
+
+    /// The chunk of the items pushed since the last call (their n-grams grouped by way).
+    pub(crate) fn finish(&mut self) -> ItemChunk {
+        self.counts.resize(WAYS, 0);
+        let mut ways = Vec::with_capacity(WAYS + 1);
+        let mut at = 0u32;
+        for c in &mut self.counts {
+            ways.push(at);
+            (at, *c) = (at + *c, at);
+        }
+        ways.push(at);
+        let mut grams = vec![0u64; self.grams.len()];
+        for &x in &self.grams {
+            let next = &mut self.counts[way_of(x)];
+            grams[*next as usize] = x;
+            *next += 1;
+        }
+        self.grams.clear();
+        self.counts.clear();
+        ItemChunk {
+            usable: std::mem::take(&mut self.usable),
+            keys: std::mem::take(&mut self.keys),
+            grams,
+            ways,
+        }
     }
 }
 
@@ -118,96 +208,60 @@ fn entry(k: u32, item: u32) -> u64 {
     (u64::from(k) << 32) | u64::from(item)
 }
 
-/// Every entry of the usable items, grouped by bucket (unsorted within one): `dir` as in
-/// [`Table`]. A radix partition in two passes of 256 ways (the top 8 bits of the bucket, then
-/// the low 8), so each pass writes 256 streams that stay in cache, where one pass of 65,536 ways
-/// misses on nearly every write. The order within a bucket is left to its sort, so the result is
-/// the same for any thread count.
+/// Every entry of the chunks' items, grouped by bucket (unsorted within one): `dir` as in
+/// [`Table`]. The chunks hold their n-grams grouped by the top 8 bits of the hash (the first
+/// pass of a radix partition); here each way is parted by the next 8 bits, in parallel, into
+/// its own range. Two passes of 256 ways keep the streams written in cache, where one pass of
+/// 65,536 ways misses on nearly every write. The order within a bucket is left to its sort,
+/// so the result is the same for any thread count.
 struct Pairs {
     dir: Vec<u32>,
     pairs: Vec<u64>,
 }
 
-/// Ways of each pass of [`scatter`].
-const WAYS: usize = 256;
-
-fn scatter(items: &[Item], usable: &[Usable]) -> Pairs {
-    const CHUNK: usize = 4096;
-    // An item's place in its chunk takes the 12 bits pass 1 leaves beside the hash's 48.
-    const _: () = assert!(CHUNK.is_power_of_two() && CHUNK <= 1 << 12);
-    let grams = |i: usize| match usable[i] {
-        Usable::Yes => items[i].grams.as_slice(),
-        _ => &[],
-    };
-    // Pass 1: by the top 8 bits, each chunk of items into positions of its own; an element is
-    // the n-gram's 48 kept bits and its item's place in its chunk (12 bits: pass 2 knows each
-    // chunk's positions).
-    let chunks: Vec<std::ops::Range<usize>> = (0..items.len().div_ceil(CHUNK))
-        .map(|c| c * CHUNK..((c + 1) * CHUNK).min(items.len()))
-        .collect();
-    let way = |h: u64| (h >> 56) as usize;
-    let counts: Vec<[u32; WAYS]> = chunks
-        .par_iter()
-        .map(|r| {
-            let mut c = [0u32; WAYS];
-            for h in r.clone().flat_map(grams) {
-                c[way(*h)] += 1;
-            }
-            c
-        })
-        .collect();
-    let mut starts = vec![[0u32; WAYS]; chunks.len()];
-    let mut parts = vec![0usize; WAYS + 1];
-    let mut at = 0u32;
-    for w in 0..WAYS {
-        parts[w] = at as usize;
-        for (c, counts) in counts.iter().enumerate() {
-            starts[c][w] = at;
-            at += counts[w];
-        }
+fn group(chunks: &[ItemChunk]) -> Pairs {
+    let mut firsts = Vec::with_capacity(chunks.len());
+    let mut items = 0u32;
+    for c in chunks {
+        firsts.push(items);
+        items += c.usable.len() as u32;
     }
-    parts[WAYS] = at as usize;
-    let mut mid = vec![0u64; at as usize];
-    let out = SharedSlice(mid.as_mut_ptr());
-    chunks
-        .par_iter()
-        .zip(starts.clone())
-        .for_each(|(r, mut next)| {
-            let out = &out;
-            for i in r.clone() {
-                for &h in grams(i) {
-                    let w = way(h);
-                    // SAFETY: chunk c writes only positions starts[c][w] .. starts[c][w] +
-                    // counts[c][w] of each way w, which no other chunk is given, and all of them lie
-                    // within `mid` (the counts sum to its length); `mid` outlives the loop.
-                    unsafe {
-                        out.0
-                            .add(next[w] as usize)
-                            .write(((h >> 16) << 12) | (i - r.start) as u64)
-                    };
-                    next[w] += 1;
-                }
-            }
-        });
-    // Pass 2: each part of pass 1 by the low 8 bits of the bucket, into the same positions of
-    // `pairs`, as entries.
-    let mut pairs = vec![0u64; mid.len()];
-    let mut rest = pairs.as_mut_slice();
+    let size = |w: usize| -> usize {
+        (chunks.iter())
+            .map(|c| (c.ways[w + 1] - c.ways[w]) as usize)
+            .sum()
+    };
+    let sizes: Vec<usize> = (0..WAYS).map(size).collect();
+    let mut pairs = vec![0u64; sizes.iter().sum()];
     let mut outs = Vec::with_capacity(WAYS);
-    for w in 0..WAYS {
-        let (this, next) = rest.split_at_mut(parts[w + 1] - parts[w]);
+    let mut rest = pairs.as_mut_slice();
+    for &len in &sizes {
+        let (this, next) = rest.split_at_mut(len);
         outs.push(this);
         rest = next;
     }
+    let mut start = 0;
+    let starts: Vec<u32> = (sizes.iter())
+        .map(|&len| {
+            start += len;
+            (start - len) as u32
+        })
+        .collect();
+    let low = |x: u64| (x >> 44) as usize & (WAYS - 1);
     let dirs: Vec<[u32; WAYS]> = outs
         .into_par_iter()
         .enumerate()
         .map(|(w, out)| {
-            let part = &mid[parts[w]..parts[w + 1]];
-            let low = |x: u64| (x >> 44) as usize & (WAYS - 1);
+            let parts = || {
+                chunks.iter().zip(&firsts).map(move |(c, &first)| {
+                    (&c.grams[c.ways[w] as usize..c.ways[w + 1] as usize], first)
+                })
+            };
             let mut next = [0u32; WAYS];
-            for &x in part {
-                next[low(x)] += 1;
+            for (part, _) in parts() {
+                for &x in part {
+                    next[low(x)] += 1;
+                }
             }
             let mut first = [0u32; WAYS];
             let mut at = 0u32;
@@ -215,17 +269,15 @@ fn scatter(items: &[Item], usable: &[Usable]) -> Pairs {
                 (*f, at) = (at, at + *n);
                 *n = *f;
             }
-            // The part holds each chunk's elements in chunk order, from its start.
-            for (c, (s, n)) in starts.iter().zip(&counts).enumerate() {
-                let from = (s[w] as usize) - parts[w];
-                for &x in &part[from..from + n[w] as usize] {
+            for (part, first) in parts() {
+                for &x in part {
                     let l = low(x);
-                    let item = (c * CHUNK) as u32 + (x & (CHUNK as u64 - 1)) as u32;
+                    let item = first + (x & (CHUNK as u64 - 1)) as u32;
                     out[next[l] as usize] = entry((x >> 12) as u32, item);
                     next[l] += 1;
                 }
             }
-            first.map(|f| f + parts[w] as u32)
+            first.map(|f| f + starts[w])
         })
         .collect();
     let mut dir: Vec<u32> = dirs.into_iter().flatten().collect();
@@ -259,35 +311,40 @@ fn keep_items_grams(run: &mut [u64]) -> usize {
     kept
 }
 
-/// A pointer the scatter's chunks write disjoint positions through.
-struct SharedSlice(*mut u64);
-// SAFETY: used only by `scatter`, whose chunks write disjoint positions.
-unsafe impl Sync for SharedSlice {}
-
 impl Table {
     /// Builds the table of `items` (token-hash sequences, None for a null text), matched with
     /// n-grams of `n` tokens at `threshold`.
     #[cfg(test)]
     pub(crate) fn build(items: &[Option<Vec<u64>>], n: usize, threshold: f64) -> Table {
-        let items = items
-            .par_iter()
-            .map(|t| Item::of(t.as_deref(), n))
+        let chunks = items
+            .chunks(CHUNK)
+            .map(|run| {
+                let mut b = ChunkBuilder::default();
+                run.iter().for_each(|t| b.push(t.as_deref(), n));
+                b.finish()
+            })
             .collect();
-        Table::from_items(items, n, threshold)
+        Table::from_chunks(chunks, n, threshold)
     }
 
-    /// Builds the table of `items` in reference order.
-    pub(crate) fn from_items(items: Vec<Item>, n: usize, threshold: f64) -> Table {
-        let mut usable: Vec<Usable> = items.iter().map(|i| i.usable).collect();
+    /// Builds the table of the items of `chunks`, in reference order.
+    pub(crate) fn from_chunks(mut chunks: Vec<ItemChunk>, n: usize, threshold: f64) -> Table {
         let mut first_of: ahash::AHashSet<u128> = ahash::AHashSet::new();
-        for (u, item) in usable.iter_mut().zip(&items) {
-            if *u == Usable::Yes && !first_of.insert(item.key) {
-                *u = Usable::RepeatedText;
+        for c in &mut chunks {
+            let mut repeated = false;
+            for (u, key) in c.usable.iter_mut().zip(&c.keys) {
+                if *u == Usable::Yes && !first_of.insert(*key) {
+                    *u = Usable::RepeatedText;
+                    repeated = true;
+                }
+            }
+            if repeated {
+                c.drop_unusable();
             }
         }
-        let Pairs { dir, mut pairs } = scatter(&items, &usable);
-        // 100k small vectors: freed on the pool, not on the thread that waits for the table.
-        rayon::spawn(move || drop(items));
+        let Pairs { dir, mut pairs } = group(&chunks);
+        let mut usable: Vec<Usable> = chunks.iter().flat_map(|c| c.usable.clone()).collect();
+        drop(chunks);
         // Per bucket, in parallel: sorted, an item's repeats counted once, and the n-grams of
         // BOILERPLATE_ITEMS or more items (the benchmark's boilerplate) left out, in place at the
         // bucket's start; then the buckets closed up.
@@ -319,17 +376,25 @@ impl Table {
         for &e in &entries {
             sizes[e as u32 as usize] += 1;
         }
-        // The filter's keys, ascending (by bucket, then key) as `insert_sorted` needs.
-        let hashes: Vec<u64> = (0..BUCKETS)
-            .into_par_iter()
-            .with_min_len(1024)
-            .flat_map_iter(|b| {
-                let e = &entries[dir[b] as usize..dir[b + 1] as usize];
-                e.iter().map(move |&e| hash_of(b, (e >> 32) as u32))
-            })
-            .collect();
         let mut filter = Bloom::with_keys(entries.len());
-        filter.insert_sorted(&hashes);
+        // The filter's keys are the entries' hashes: ascending, by bucket then key.
+        let (entries_at, dir_at) = (entries.as_slice(), dir.as_slice());
+        let index = |h: u64| {
+            let (b, k) = split(h);
+            let bucket = &entries[dir[b] as usize..dir[b + 1] as usize];
+            dir[b] as usize + bucket.partition_point(|&e| ((e >> 32) as u32) < k)
+        };
+        filter.insert_ranges(|lo, hi| {
+            let (from, to) = (index(lo), hi.map_or(entries_at.len(), index));
+            (split(lo).0..BUCKETS)
+                .take_while(move |&b| (dir_at[b] as usize) < to)
+                .flat_map(move |b| {
+                    let range = (dir_at[b] as usize).max(from)..(dir_at[b + 1] as usize).min(to);
+                    entries_at[range]
+                        .iter()
+                        .map(move |&e| hash_of(b, (e >> 32) as u32))
+                })
+        });
         for (u, &s) in usable.iter_mut().zip(&sizes) {
             if *u == Usable::Yes && s == 0 {
                 *u = Usable::BoilerplateOnly;
@@ -600,7 +665,57 @@ mod tests {
         assert!(Table::decode(&[]).is_none());
     }
 
+    /// The table of items given as n-gram hashes (each its own text), cut in chunks of
+    /// `per_chunk` items.
+    fn table_of(items: impl Iterator<Item = Vec<u64>>, per_chunk: usize) -> Table {
+        let items: Vec<Vec<u64>> = items.collect();
+        let chunks = (items.chunks(per_chunk).enumerate())
+            .map(|(c, run)| {
+                let mut b = ChunkBuilder::default();
+                for (i, grams) in run.iter().enumerate() {
+                    b.push_grams(Usable::Yes, (c * per_chunk + i) as u128, grams);
+                }
+                b.finish()
+            })
+            .collect();
+        Table::from_chunks(chunks, 8, 0.3)
+    }
+
     proptest! {
+        /// The grouped build holds exactly the entries a plain sort of every (n-gram, item) gives:
+        /// each n-gram of fewer than BOILERPLATE_ITEMS items once per item, by bucket, key and
+        /// item; for any cut of the items in chunks. The filter passes every entry.
+        #[test]
+        fn the_build_is_a_plain_sort_of_the_items_grams(
+            items in proptest::collection::vec(
+                proptest::collection::vec((0u64..300, any::<u64>()), 0..40), 1..40),
+            per_chunk in 1usize..8,
+        ) {
+            // Hashes from a few hundred values (so n-grams repeat within and across items),
+            // spread over every way.
+            let hash = |&(v, _): &(u64, u64)| crate::lsh::mix64(v) & KEPT;
+            let items: Vec<Vec<u64>> = items.iter().map(|i| i.iter().map(hash).collect()).collect();
+            let t = table_of(items.iter().cloned(), per_chunk);
+            let mut of: std::collections::BTreeMap<u64, std::collections::BTreeSet<u32>> = Default::default();
+            for (i, grams) in items.iter().enumerate() {
+                for &h in grams {
+                    of.entry(h).or_default().insert(i as u32);
+                }
+            }
+            let mut want = Vec::new();
+            for (h, its) in of.iter().filter(|(_, its)| its.len() < BOILERPLATE_ITEMS) {
+                want.extend(its.iter().map(|&i| (split(*h), i)));
+            }
+            let got: Vec<((usize, u32), u32)> = (0..BUCKETS)
+                .flat_map(|b| (t.dir[b]..t.dir[b + 1]).map(move |i| (b, i as usize)))
+                .map(|(b, i)| ((b, (t.entries[i] >> 32) as u32), t.entries[i] as u32))
+                .collect();
+            prop_assert_eq!(got, want);
+            for (h, _) in of.iter().filter(|(_, its)| its.len() < BOILERPLATE_ITEMS) {
+                prop_assert!(t.filter.contains(*h));
+            }
+        }
+
         /// A document made of an item's own text always finds that item with its full share, and
         /// shares never exceed 1.
         #[test]
@@ -627,12 +742,7 @@ mod tests {
         ) {
             // Keys small (0..2000) or anywhere, so guesses land both far and near.
             let hash = |&(b, k, wide): &(u64, u32, u32)| hash_of(b as usize, if k % 2 == 0 { k } else { wide });
-            let items: Vec<Item> = grams.chunks(7).enumerate().map(|(i, c)| Item {
-                usable: Usable::Yes,
-                key: i as u128,
-                grams: c.iter().map(hash).collect(),
-            }).collect();
-            let t = Table::from_items(items, 8, 0.3);
+            let t = table_of(grams.chunks(7).map(|c| c.iter().map(hash).collect()), 3);
             for h in grams.iter().chain(&probes).map(hash) {
                 let (b, k) = split(h);
                 let want: Vec<usize> = (t.dir[b] as usize..t.dir[b + 1] as usize)
