@@ -411,14 +411,30 @@ impl Table {
         }
     }
 
-    /// The entries of n-gram `h` (a range of `entries`). A bucket's keys are uniform over u32,
-    /// so key k sits near k / 2^32 of the way through it: the lookup starts there and walks,
-    /// mostly within the cache line it starts in (a binary search costs a miss per step).
+    /// Where the entries of n-gram `h` are looked for first: a bucket's keys are uniform over
+    /// u32, so key k sits near k / 2^32 of the way through it (a binary search costs a miss per
+    /// step). An n-gram of an empty bucket gives the bucket's end, possibly `entries.len()`:
+    /// clamped, a place to read.
+    fn guess(&self, h: u64) -> usize {
+        let (b, k) = split(h);
+        let (lo, hi) = (self.dir[b] as usize, self.dir[b + 1] as usize);
+        let at = lo + ((u64::from(k) * (hi - lo) as u64) >> 32) as usize;
+        at.min(self.entries.len().saturating_sub(1))
+    }
+
+    /// The entries of n-gram `h` (a range of `entries`).
+    #[cfg(test)]
     fn entries_of(&self, h: u64) -> std::ops::Range<usize> {
+        self.entries_from(h, self.guess(h))
+    }
+
+    /// The entries of n-gram `h`, walking from `at` ([`Table::guess`]), mostly within the
+    /// cache line it starts in.
+    fn entries_from(&self, h: u64, at: usize) -> std::ops::Range<usize> {
         let (b, k) = split(h);
         let (lo, hi) = (self.dir[b] as usize, self.dir[b + 1] as usize);
         let key = |i: usize| (self.entries[i] >> 32) as u32;
-        let mut at = lo + ((u64::from(k) * (hi - lo) as u64) >> 32) as usize;
+        let mut at = at.clamp(lo, hi);
         while at > lo && key(at - 1) >= k {
             at -= 1;
         }
@@ -454,10 +470,16 @@ impl Table {
         for h in buf.iter_mut() {
             *h &= KEPT;
         }
+        let passing = self.filter.may_contain(buf, |h| h);
+        // Each passing n-gram's entries are a cache miss in a large table: the places of all
+        // of them are read before any is searched, so the misses overlap instead of queueing.
+        let guesses: Vec<usize> = passing.iter().map(|&h| self.guess(h)).collect();
+        let touched = guesses.iter().fold(0, |x, &g| x ^ self.entries[g]);
+        std::hint::black_box(touched);
         let mut found: Vec<(u32, u64)> = Vec::new();
-        for h in self.filter.may_contain(buf, |h| h) {
+        for (&h, &g) in passing.iter().zip(&guesses) {
             found.extend(
-                self.entries[self.entries_of(h)]
+                self.entries[self.entries_from(h, g)]
                     .iter()
                     .map(|&e| (e as u32, h)),
             );
