@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::config::Method;
 use crate::error::{Error, Result};
 use crate::explain::Similarity;
+use crate::reference::ItemRow;
 use crate::results::{in_output, read_location, read_texts, Manifest, RowGroups};
 use crate::tally::{Breakdown, Tally};
 use crate::text::diff::{word_diff, Piece};
@@ -163,23 +164,30 @@ pub(crate) struct Report {
     pub row_groups: usize,
 }
 
-/// The contaminated documents shown (manifest rows `flagged`, with their item's position in the
-/// reference), each with where its item sits in it; the items' texts read from the reference the
-/// run recorded (none when it cannot be read).
+/// The reference items of the contaminated documents shown (manifest rows `flagged`, with their
+/// item's position in the reference), read from the reference the run recorded: the items'
+/// rows alone, each file read once (none when it cannot be read).
+fn flagged_items(m: &Manifest, flagged: &[(usize, u64)]) -> Vec<Option<ItemRow>> {
+    let Some(cfg) = m.config.reference.as_ref().filter(|_| !flagged.is_empty()) else {
+        return vec![None; flagged.len()];
+    };
+    let positions: Vec<u64> = flagged.iter().map(|f| f.1).collect();
+    crate::reference::items_at(&m.reference, cfg, &positions)
+        .unwrap_or_else(|_| vec![None; flagged.len()])
+}
+
+/// The contaminated documents shown (manifest rows `flagged`, their items `read` by
+/// [`flagged_items`]), each with where its item sits in it: a text only if it is the item the
+/// manifest names.
 fn contaminated(
-    m: &Manifest,
     c: &crate::results::Columns,
     flagged: &[(usize, u64)],
+    read: Vec<Option<ItemRow>>,
     doc: &dyn Fn(usize) -> Doc,
 ) -> Vec<Contaminated> {
-    let (Some(by), Some(cfg)) = (c.contaminated_by, m.config.reference.as_ref()) else {
+    let Some(by) = c.contaminated_by else {
         return Vec::new();
     };
-    // The items' rows alone, each file read once; a text only if it is the item the manifest
-    // names.
-    let positions: Vec<u64> = flagged.iter().map(|f| f.1).collect();
-    let read = crate::reference::items_at(&m.reference, cfg, &positions)
-        .unwrap_or_else(|_| vec![None; flagged.len()]);
     flagged
         .iter()
         .zip(read)
@@ -420,7 +428,13 @@ pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report
     })
     .collect();
     read.extend(repeated.iter().filter_map(|r| r.1));
-    let texts = read_texts(&m, &budget.groups, &read.into_iter().collect::<Vec<_>>())?;
+    // The input's texts and the reference's items are read side by side.
+    let rows: Vec<usize> = read.into_iter().collect();
+    let (texts, items) = rayon::join(
+        || read_texts(&m, &budget.groups, &rows),
+        || flagged_items(&m, &flagged),
+    );
+    let texts = texts?;
     let doc = |i: usize| Doc {
         id: ids.get(i).unwrap_or("").to_string(),
         file: files_col.get(i).unwrap_or("").to_string(),
@@ -447,7 +461,7 @@ pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report
     let texts_read = budget.reads();
     let row_groups = budget.groups.total;
     let pairs = pairs_shown(&pair_rows, &doc, &|i| sims.get(i), &m.config);
-    let contaminated = contaminated(&m, &c, &flagged, &doc);
+    let contaminated = contaminated(&c, &flagged, items, &doc);
     let min_bytes = m.config.paragraphs.as_ref().map_or(1, |p| p.min_bytes);
     let repeated_paragraphs = repeated
         .into_iter()
