@@ -13,7 +13,9 @@
 
 mod table;
 
-pub(crate) use table::{ChunkBuilder, Hit, ItemChunk, Table, Usable, BOILERPLATE_ITEMS, CHUNK};
+pub(crate) use table::{
+    ChunkBuilder, Hit, ItemChunk, Probes, Table, Usable, BOILERPLATE_ITEMS, CHUNK,
+};
 
 use std::sync::{Arc, Mutex};
 

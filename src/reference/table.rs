@@ -185,6 +185,15 @@ impl ChunkBuilder {
     }
 }
 
+/// Buffers [`Table::find`] reuses from document to document.
+#[derive(Default)]
+pub(crate) struct Probes {
+    grams: Vec<u64>,
+    passing: Vec<u64>,
+    guesses: Vec<usize>,
+    found: Vec<(u32, u64)>,
+}
+
 /// Buckets of the table: the top 16 bits of an n-gram's hash.
 const BUCKETS: usize = 1 << 16;
 
@@ -449,9 +458,9 @@ impl Table {
     }
 
     /// The item of which a document with these token hashes holds the largest share of
-    /// n-grams, if that share reaches the threshold. `buf` is scratch space, reused.
-    pub(crate) fn find(&self, tokens: &[u64], buf: &mut Vec<u64>) -> Option<Hit> {
-        let shares = self.shares(tokens, buf);
+    /// n-grams, if that share reaches the threshold. `scratch` is reused from call to call.
+    pub(crate) fn find(&self, tokens: &[u64], scratch: &mut Probes) -> Option<Hit> {
+        let shares = self.shares(tokens, scratch);
         let best = shares.into_iter().max_by(|a, b| {
             a.share
                 .total_cmp(&b.share)
@@ -461,28 +470,30 @@ impl Table {
     }
 
     /// Every item the document shares a kept n-gram with, and the share, in item order.
-    pub(crate) fn shares(&self, tokens: &[u64], buf: &mut Vec<u64>) -> Vec<Hit> {
+    pub(crate) fn shares(&self, tokens: &[u64], scratch: &mut Probes) -> Vec<Hit> {
         if tokens.len() < self.n || self.entries.is_empty() {
             return Vec::new();
         }
-        buf.clear();
-        ngrams(tokens, self.n, buf);
-        for h in buf.iter_mut() {
-            *h &= KEPT;
-        }
-        let passing = self.filter.may_contain(buf, |h| h);
+        let Probes {
+            grams,
+            passing,
+            guesses,
+            found,
+        } = scratch;
+        grams.clear();
+        ngrams(tokens, self.n, grams);
+        // The kept bits only: the filter and the table see nothing else of a hash.
+        self.filter.may_contain_into(grams, |h| h & KEPT, passing);
         // Each passing n-gram's entries are a cache miss in a large table: the places of all
         // of them are read before any is searched, so the misses overlap instead of queueing.
-        let guesses: Vec<usize> = passing.iter().map(|&h| self.guess(h)).collect();
+        guesses.clear();
+        guesses.extend(passing.iter().map(|&h| self.guess(h)));
         let touched = guesses.iter().fold(0, |x, &g| x ^ self.entries[g]);
         std::hint::black_box(touched);
-        let mut found: Vec<(u32, u64)> = Vec::new();
-        for (&h, &g) in passing.iter().zip(&guesses) {
-            found.extend(
-                self.entries[self.entries_from(h, g)]
-                    .iter()
-                    .map(|&e| (e as u32, h)),
-            );
+        found.clear();
+        for (&h, &g) in passing.iter().zip(guesses.iter()) {
+            let entries = &self.entries[self.entries_from(h, g)];
+            found.extend(entries.iter().map(|&e| (e as u32, h & KEPT)));
         }
         if found.is_empty() {
             return Vec::new();
@@ -602,12 +613,12 @@ mod tests {
     impl Table {
         /// [`Table::find`] of a document's tokens.
         fn find_in(&self, tokens: &[u64]) -> Option<Hit> {
-            self.find(tokens, &mut Vec::new())
+            self.find(tokens, &mut Probes::default())
         }
 
         /// [`Table::shares`] likewise.
         fn shares_in(&self, tokens: &[u64]) -> Vec<Hit> {
-            self.shares(tokens, &mut Vec::new())
+            self.shares(tokens, &mut Probes::default())
         }
     }
 

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 
 use crate::config::Tokenizer;
 use crate::minhash::{Permutations, Signatures};
-use crate::reference::{Hit, Table};
+use crate::reference::{Hit, Probes, Table};
 pub(super) use crate::text::shingle::exact_hash;
 use crate::text::shingle::{shingle_hashes, shingle_key, Scratch};
 
@@ -47,13 +47,19 @@ pub(crate) fn exact_column(
         .into_par_iter()
         .with_min_len(KEY_BATCH)
         .map_init(
-            || (Scratch::default(), Vec::new(), Vec::new()),
-            |(scratch, hashes, buf), i| match texts.get(i) {
+            || {
+                (
+                    Scratch::default(),
+                    Vec::new(),
+                    Vec::new(),
+                    Probes::default(),
+                )
+            },
+            |(scratch, hashes, buf, probes), i| match texts.get(i) {
                 Some(t) => {
                     shingle_hashes(t, tokenizer, ngram, scratch, hashes);
                     let exact = exact_hash(scratch.token_hashes(), hashes.len(), buf);
-                    // The shingle hashes are done with: their buffer takes the n-grams.
-                    let hit = reference.and_then(|r| r.find(scratch.token_hashes(), hashes));
+                    let hit = reference.and_then(|r| r.find(scratch.token_hashes(), probes));
                     (exact, hit)
                 }
                 None => (0, None),
@@ -178,8 +184,15 @@ fn column(
         .zip(shingles.par_chunks_mut(KEY_BATCH))
         .enumerate()
         .map_init(
-            || (Scratch::default(), Vec::new(), Vec::new(), Vec::new()),
-            |(scratch, hashes, buf, grams), (b, (sigs, counts))| {
+            || {
+                (
+                    Scratch::default(),
+                    Vec::new(),
+                    Vec::new(),
+                    Probes::default(),
+                )
+            },
+            |(scratch, hashes, buf, probes), (b, (sigs, counts))| {
                 // About one key per 4 bytes of text or fewer (words average more, a CJK char is
                 // 3 bytes): reserving that saves the growth copies of the batch's keys.
                 let first = b * KEY_BATCH;
@@ -200,7 +213,7 @@ fn column(
                     if let Some(text) = texts.get(first + j) {
                         shingle_hashes(text, tokenizer, ngram, scratch, hashes);
                         if let Some(hit) =
-                            reference.and_then(|r| r.find(scratch.token_hashes(), grams))
+                            reference.and_then(|r| r.find(scratch.token_hashes(), probes))
                         {
                             batch.hits.push((j as u32, hit));
                         }
