@@ -369,41 +369,65 @@ impl Table {
             .with_min_len(256)
             .map(keep_items_grams)
             .collect();
-        let mut entries = pairs;
+        // The kept entries closed up into a new list, a way (256 buckets) per task.
         let mut new_dir = Vec::with_capacity(BUCKETS + 1);
-        let mut at = 0;
-        for (b, &k) in kept.iter().enumerate() {
-            new_dir.push(at as u32);
-            entries.copy_within(dir[b] as usize..dir[b] as usize + k, at);
-            at += k;
+        let mut at = 0u32;
+        for &k in &kept {
+            new_dir.push(at);
+            at += k as u32;
         }
-        new_dir.push(at as u32);
-        entries.truncate(at);
-        entries.shrink_to_fit();
+        new_dir.push(at);
+        let mut entries = vec![0u64; at as usize];
+        let mut outs = Vec::with_capacity(WAYS);
+        let mut rest = entries.as_mut_slice();
+        for w in 0..WAYS {
+            let len = new_dir[(w + 1) * WAYS] - new_dir[w * WAYS];
+            let (this, next) = rest.split_at_mut(len as usize);
+            outs.push(this);
+            rest = next;
+        }
+        outs.into_par_iter().enumerate().for_each(|(w, out)| {
+            let buckets = w * WAYS..(w + 1) * WAYS;
+            let first = new_dir[buckets.start] as usize;
+            for b in buckets {
+                let (from, to) = (dir[b] as usize, new_dir[b] as usize - first);
+                out[to..to + kept[b]].copy_from_slice(&pairs[from..from + kept[b]]);
+            }
+        });
+        drop(pairs);
         let dir = new_dir;
-        let mut sizes = vec![0u32; usable.len()];
-        for &e in &entries {
-            sizes[e as u32 as usize] += 1;
-        }
         let mut filter = Bloom::with_keys(entries.len());
         // The filter's keys are the entries' hashes: ascending, by bucket then key.
         let (entries_at, dir_at) = (entries.as_slice(), dir.as_slice());
         let index = |h: u64| {
             let (b, k) = split(h);
-            let bucket = &entries[dir[b] as usize..dir[b + 1] as usize];
-            dir[b] as usize + bucket.partition_point(|&e| ((e >> 32) as u32) < k)
+            let bucket = &entries_at[dir_at[b] as usize..dir_at[b + 1] as usize];
+            dir_at[b] as usize + bucket.partition_point(|&e| ((e >> 32) as u32) < k)
         };
-        filter.insert_ranges(|lo, hi| {
-            let (from, to) = (index(lo), hi.map_or(entries_at.len(), index));
-            (split(lo).0..BUCKETS)
-                .take_while(move |&b| (dir_at[b] as usize) < to)
-                .flat_map(move |b| {
-                    let range = (dir_at[b] as usize).max(from)..(dir_at[b + 1] as usize).min(to);
-                    entries_at[range]
-                        .iter()
-                        .map(move |&e| hash_of(b, (e >> 32) as u32))
+        // Each item's count of entries is taken beside the filter's parallel fill.
+        let (sizes, ()) = rayon::join(
+            || {
+                let mut sizes = vec![0u32; usable.len()];
+                for &e in entries_at {
+                    sizes[e as u32 as usize] += 1;
+                }
+                sizes
+            },
+            || {
+                filter.insert_ranges(|lo, hi| {
+                    let (from, to) = (index(lo), hi.map_or(entries_at.len(), index));
+                    (split(lo).0..BUCKETS)
+                        .take_while(move |&b| (dir_at[b] as usize) < to)
+                        .flat_map(move |b| {
+                            let range =
+                                (dir_at[b] as usize).max(from)..(dir_at[b + 1] as usize).min(to);
+                            entries_at[range]
+                                .iter()
+                                .map(move |&e| hash_of(b, (e >> 32) as u32))
+                        })
                 })
-        });
+            },
+        );
         for (u, &s) in usable.iter_mut().zip(&sizes) {
             if *u == Usable::Yes && s == 0 {
                 *u = Usable::BoilerplateOnly;
