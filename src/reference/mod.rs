@@ -400,37 +400,42 @@ pub(crate) fn items_of(
 }
 
 /// Items `items` (positions in the reference: files in order, rows in order), in the order
-/// asked (None past the end); each file read once, over the rows from its first item asked to
-/// its last (an object is fetched whole).
+/// asked (None past the end); each file opened once (an object is fetched whole), and read in
+/// slices around the rows asked.
 pub(crate) fn items_at(
     files: &[ReferenceFile],
     cfg: &ReferenceConfig,
     items: &[u64],
 ) -> Result<Vec<Option<ItemRow>>> {
+    // Rows this close are read in one slice; farther ones each in their own (the reader
+    // decodes only the pages a slice holds, so a few items of a large file cost a few pages).
+    const NEAR: u64 = 1024;
     let mut out = vec![None; items.len()];
     let mut first = 0u64;
     for f in files {
-        let rows: Vec<(usize, u64)> = (items.iter().enumerate())
+        let mut rows: Vec<(u64, usize)> = (items.iter().enumerate())
             .filter(|(_, &i)| (first..first + f.rows).contains(&i))
-            .map(|(k, &i)| (k, i - first))
+            .map(|(k, &i)| (i - first, k))
             .collect();
         first += f.rows;
-        let (Some(lo), Some(hi)) = (
-            rows.iter().map(|r| r.1).min(),
-            rows.iter().map(|r| r.1).max(),
-        ) else {
+        if rows.is_empty() {
             continue;
-        };
-        let (ids, texts) = read_rows(f, cfg, Some((lo, hi + 1 - lo)))?;
-        for (k, row) in rows {
-            let at = (row - lo) as usize;
-            if let (Some(id), Some(text)) = (ids.get(at), texts.get(at)) {
-                out[k] = Some(ItemRow {
-                    id: id.clone(),
-                    file: f.file.clone(),
-                    row,
-                    text: text.to_string(),
-                });
+        }
+        rows.sort_unstable();
+        let file = open(f, cfg)?;
+        for run in rows.chunk_by(|a, b| b.0 - a.0 <= NEAR) {
+            let (lo, hi) = (run[0].0, run[run.len() - 1].0);
+            let (ids, texts) = file.rows(Some((lo, hi + 1 - lo)))?;
+            for &(row, k) in run {
+                let at = (row - lo) as usize;
+                if let (Some(id), Some(text)) = (ids.get(at), texts.get(at)) {
+                    out[k] = Some(ItemRow {
+                        id: id.clone(),
+                        file: f.file.clone(),
+                        row,
+                        text: text.to_string(),
+                    });
+                }
             }
         }
     }
@@ -448,6 +453,20 @@ fn read_rows(
     cfg: &ReferenceConfig,
     span: Option<(u64, u64)>,
 ) -> Result<(Vec<String>, StringChunked)> {
+    open(f, cfg)?.rows(span)
+}
+
+/// A reference file opened for reading ([`open`]); its rows are read by [`Opened::rows`].
+struct Opened<'a> {
+    f: &'a ReferenceFile,
+    cfg: &'a ReferenceConfig,
+    lf: LazyFrame,
+    has_id: bool,
+}
+
+/// Opens a reference file after checking it is the one the plan listed and its columns (an
+/// object is fetched whole, once).
+fn open<'a>(f: &'a ReferenceFile, cfg: &'a ReferenceConfig) -> Result<Opened<'a>> {
     Footer::read_unchanged(&f.file, f.bytes, &f.fingerprint, |what| Error::Reference {
         file: f.file.clone(),
         msg: format!("changed since the run was planned ({what}); run again, which plans anew"),
@@ -463,33 +482,43 @@ fn read_rows(
     let mut lf = input::scan(&f.file, bytes).map_err(|e| reference_err(&f.file, e))?;
     let schema = lf.collect_schema().map_err(|e| polars_err(&f.file, e))?;
     let has_id = check_columns(&f.file, &schema, cfg)?;
-    let mut select = vec![col(cfg.text_column.as_str())];
-    if has_id {
-        select.push(col(cfg.id_column.as_str()).cast(DataType::String));
-    }
-    if let Some((first, count)) = span {
-        lf = lf.slice(first as i64, count as u32);
-    }
-    let df = lf
-        .select(select)
-        .collect()
-        .map_err(|e| polars_err(&f.file, e))?;
-    let first = span.map_or(0, |s| s.0);
-    let column = |name: &str| {
-        input::string_column(&df, name, &f.file).map_err(|e| reference_err(&f.file, e))
-    };
-    let texts = column(&cfg.text_column)?;
-    let ids = if has_id {
-        let c = column(&cfg.id_column)?;
-        (c.iter().zip(first..))
-            .map(|(id, r)| id.map_or_else(|| format!("{}:{r}", f.file), str::to_string))
+    Ok(Opened { f, cfg, lf, has_id })
+}
+
+impl Opened<'_> {
+    /// The ids and texts of every row, or of the rows `(first, count)` (the reader decodes
+    /// only the pages that hold them).
+    fn rows(&self, span: Option<(u64, u64)>) -> Result<(Vec<String>, StringChunked)> {
+        let (f, cfg) = (self.f, self.cfg);
+        let mut select = vec![col(cfg.text_column.as_str())];
+        if self.has_id {
+            select.push(col(cfg.id_column.as_str()).cast(DataType::String));
+        }
+        let mut lf = self.lf.clone();
+        if let Some((first, count)) = span {
+            lf = lf.slice(first as i64, count as u32);
+        }
+        let df = lf
+            .select(select)
             .collect()
-    } else {
-        (first..first + texts.len() as u64)
-            .map(|r| format!("{}:{r}", f.file))
-            .collect()
-    };
-    Ok((ids, texts))
+            .map_err(|e| polars_err(&f.file, e))?;
+        let first = span.map_or(0, |s| s.0);
+        let column = |name: &str| {
+            input::string_column(&df, name, &f.file).map_err(|e| reference_err(&f.file, e))
+        };
+        let texts = column(&cfg.text_column)?;
+        let ids = if self.has_id {
+            let c = column(&cfg.id_column)?;
+            (c.iter().zip(first..))
+                .map(|(id, r)| id.map_or_else(|| format!("{}:{r}", f.file), str::to_string))
+                .collect()
+        } else {
+            (first..first + texts.len() as u64)
+                .map(|r| format!("{}:{r}", f.file))
+                .collect()
+        };
+        Ok((ids, texts))
+    }
 }
 
 /// Checks a reference file's columns; returns whether it has the id column.
