@@ -98,7 +98,7 @@ bench-signals: build
 	BIN=$(BIN) bash benches/signals/run.sh
 
 ## Decontamination: the planted set, and 100k reference items against CORPUS (cold and nightly):
-## make bench-decontam [CORPUS=/tmp/dev-large] [ROUNDS=7] [THREADS=2] [CORES=0,1]
+## make bench-decontam [CORPUS=/tmp/dev-large] [ROUNDS=12] [THREADS=2] [CORES=0,1]
 bench-decontam: build
 	BIN=$(BIN) GEN=$(GEN) bash benches/decontam/run.sh
 

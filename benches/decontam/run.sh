@@ -6,8 +6,11 @@
 # cache), and peak RSS of each.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# Outputs on tmpfs where there is one: the intermediate files' writes into the page cache
+# otherwise dominate the scatter between runs (docs/PERFORMANCE.md).
+[ -d /dev/shm ] && export TMPDIR=${TMPDIR:-/dev/shm}
 BIN=${BIN:?BIN=path of corpus-dedup} GEN=${GEN:?GEN=path of gen-corpus}
-CORPUS=${CORPUS:-/tmp/dev-large} ROUNDS=${ROUNDS:-7} THREADS=${THREADS:-2} CORES=${CORES:-0,1}
+CORPUS=${CORPUS:-/tmp/dev-large} ROUNDS=${ROUNDS:-12} THREADS=${THREADS:-2} CORES=${CORES:-0,1}
 PY=$(../shared/corpus/tools/setup.sh)
 "$(dirname "$PY")/pip" install -q polars
 work=$(mktemp -d "${TMPDIR:-/tmp}/corpus-dedup-decontam.XXXXXX")
