@@ -600,9 +600,16 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
         }
         None => Ok(None),
     };
-    let (reference, first_chunk) = rayon::join(load_reference, || load(0));
+    // The second chunk too, when there is a table to build: reading it fills a thread the
+    // build leaves idle, and the first chunk's computing then has both.
+    let (reference, (first_chunk, second_chunk)) = rayon::join(load_reference, || {
+        let first = load(0);
+        let second = cfg.reference.as_ref().map(|_| load(1));
+        (first, second)
+    });
     let reference = reference?;
     let mut first_chunk = Some(first_chunk);
+    let mut second_chunk = second_chunk;
     let table = reference.as_deref().map(|r| &r.table);
     let bands = plan.bands();
     let mut stats = SignatureStats {
@@ -669,10 +676,11 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
                         return Err(changed(read));
                     }
                     let texts = without_copies(&corpus, &copy_of);
-                    let (chunk, following) = rayon::join(
-                        || kernel.compute(&corpus, &texts, base, bands, cfg, table),
-                        || load(i + 1),
-                    );
+                    let compute = || kernel.compute(&corpus, &texts, base, bands, cfg, table);
+                    let (chunk, following) = match second_chunk.take() {
+                        Some(second) => (compute(), second),
+                        None => rayon::join(compute, || load(i + 1)),
+                    };
                     next = following;
                     i += 1;
                     let c = ChunkDocs {
