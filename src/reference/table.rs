@@ -352,7 +352,9 @@ impl Table {
             }
         }
         let Pairs { dir, mut pairs } = group(&chunks);
-        let mut usable: Vec<Usable> = chunks.iter().flat_map(|c| c.usable.clone()).collect();
+        let mut usable: Vec<Usable> = (chunks.iter())
+            .flat_map(|c| c.usable.iter().copied())
+            .collect();
         drop(chunks);
         // Per bucket, in parallel: sorted, an item's repeats counted once, and the n-grams of
         // BOILERPLATE_ITEMS or more items (the benchmark's boilerplate) left out, in place at the

@@ -165,10 +165,10 @@ pub(crate) struct Report {
 }
 
 /// The reference items of the contaminated documents shown (manifest rows `flagged`, with their
-/// item's position in the reference), read from the reference the run recorded: the items'
-/// rows alone, each file read once (none when it cannot be read).
+/// item's position in the reference), read from the reference the run recorded
+/// ([`crate::reference::items_at`]: around the items' rows alone; none when it cannot be read).
 fn flagged_items(m: &Manifest, flagged: &[(usize, u64)]) -> Vec<Option<ItemRow>> {
-    let Some(cfg) = m.config.reference.as_ref().filter(|_| !flagged.is_empty()) else {
+    let Some(cfg) = m.config.reference.as_ref() else {
         return vec![None; flagged.len()];
     };
     let positions: Vec<u64> = flagged.iter().map(|f| f.1).collect();

@@ -602,14 +602,13 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
     };
     // The second chunk too, when there is a table to build: reading it fills a thread the
     // build leaves idle, and the first chunk's computing then has both.
-    let (reference, (first_chunk, second_chunk)) = rayon::join(load_reference, || {
+    let (reference, (first_chunk, mut second_chunk)) = rayon::join(load_reference, || {
         let first = load(0);
         let second = cfg.reference.as_ref().map(|_| load(1));
         (first, second)
     });
     let reference = reference?;
     let mut first_chunk = Some(first_chunk);
-    let mut second_chunk = second_chunk;
     let table = reference.as_deref().map(|r| &r.table);
     let bands = plan.bands();
     let mut stats = SignatureStats {
