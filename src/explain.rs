@@ -159,13 +159,13 @@ fn retained_where(p: &RemovedParagraph, id: &str) -> String {
     }
 }
 
-/// The lines of `explain` about removed paragraphs.
+/// The lines of `explain` about removed spans (`--paragraphs`, `--substrings`).
 fn paragraphs_text(s: &mut String, e: &Explanation) {
     use std::fmt::Write;
     let bytes: u64 = e.removed_paragraphs.iter().map(|p| p.end - p.start).sum();
     let _ = writeln!(
         s,
-        "{} paragraph(s), {bytes} bytes, are removed from it by apply (their text is retained elsewhere):",
+        "{} span(s), {bytes} bytes, are removed from it by apply (repeated paragraphs or runs whose text is retained elsewhere):",
         e.removed_paragraphs.len()
     );
     for p in &e.removed_paragraphs {

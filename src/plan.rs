@@ -76,6 +76,12 @@ pub(crate) enum Stage {
     /// `--paragraphs`: the paragraphs of one hash range -> those an earlier kept document (or
     /// the same one, or with `--index` an indexed one) already holds.
     Paragraphs,
+    /// `--substrings`: the windows of one hash range -> those whose bytes an earlier kept
+    /// document (or the same one, earlier) retains, and the retained copies they need.
+    Substrings,
+    /// `--substrings`: a part's first copies that its own removals would cut (they retain
+    /// nothing).
+    Sources,
     /// Clusters of a part -> manifest rows.
     Manifest,
     /// `--index`: tonight's batch files for the retained index (one task per band, one for the
@@ -86,7 +92,7 @@ pub(crate) enum Stage {
 }
 
 /// All stages in run order (a plan runs those with tasks: [`Plan::stages`]).
-pub(crate) const STAGES: [Stage; 11] = [
+pub(crate) const STAGES: [Stage; 13] = [
     Stage::Sample,
     Stage::Frequencies,
     Stage::Signatures,
@@ -95,6 +101,8 @@ pub(crate) const STAGES: [Stage; 11] = [
     Stage::Verify,
     Stage::Cluster,
     Stage::Paragraphs,
+    Stage::Substrings,
+    Stage::Sources,
     Stage::Manifest,
     Stage::Index,
     Stage::Merge,
@@ -145,6 +153,8 @@ impl Stage {
             Stage::Verify => "verify",
             Stage::Cluster => "cluster",
             Stage::Paragraphs => "paragraphs",
+            Stage::Substrings => "substrings",
+            Stage::Sources => "sources",
             Stage::Manifest => "manifest",
             Stage::Merge => "merge",
         }
@@ -270,6 +280,8 @@ impl Plan {
             },
             Stage::Index => usize::from(self.index.is_some()) * (self.bands() + 1),
             Stage::Paragraphs => self.paragraph_ranges(),
+            Stage::Substrings => self.substring_ranges(),
+            Stage::Sources => usize::from(self.config.substrings.is_some()) * self.parts.len(),
         }
     }
 
@@ -278,6 +290,16 @@ impl Plan {
     pub(crate) fn paragraph_ranges(&self) -> usize {
         match self.config.paragraphs {
             Some(_) => 2 * self.parts.len().max(1),
+            None => 0,
+        }
+    }
+
+    /// `--substrings`: hash ranges of the substrings stage, eight per part (a part's text has
+    /// a window per dozen bytes: a task holds an eighth of a part's, 24 bytes each), 0 without
+    /// it.
+    pub(crate) fn substring_ranges(&self) -> usize {
+        match self.config.substrings {
+            Some(_) => 8 * self.parts.len().max(1),
             None => 0,
         }
     }
@@ -332,6 +354,12 @@ impl Plan {
     }
 
     /// Global index range of part `p`.
+    /// The part holding document `doc` (global number).
+    pub(crate) fn part_of(&self, doc: u32) -> usize {
+        let d = u64::from(doc);
+        self.parts.partition_point(|&(first, n)| first + n <= d)
+    }
+
     pub(crate) fn part_range(&self, p: usize) -> Range<u64> {
         let (first, n) = self.parts[p];
         first..first + n

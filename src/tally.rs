@@ -19,16 +19,23 @@ pub(crate) struct Tally {
     pub paragraphs_removed: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub paragraph_bytes_removed: u64,
+    /// `--substrings`: bytes removed from kept documents by the substring rule (not counting
+    /// those a removed paragraph takes).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub substring_bytes_removed: u64,
     /// `--paragraphs`: kept documents left with no text but whitespace.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub documents_emptied: u64,
 }
 
-/// `--paragraphs`: what is removed from one kept document.
+/// `--paragraphs`, `--substrings`: what is removed from one kept document.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct Cut {
+    /// Paragraphs removed, and the bytes they take.
     pub paragraphs: u64,
     pub bytes: u64,
+    /// Bytes the substring rule removes besides.
+    pub substring_bytes: u64,
     /// Every paragraph removed, and no other text: whitespace is all that is left.
     pub emptied: bool,
 }
@@ -48,6 +55,7 @@ impl Tally {
         }
         self.paragraphs_removed += removed.paragraphs;
         self.paragraph_bytes_removed += removed.bytes;
+        self.substring_bytes_removed += removed.substring_bytes;
         self.documents_emptied += u64::from(removed.emptied);
     }
 
@@ -65,6 +73,7 @@ impl std::ops::AddAssign for Tally {
         self.bytes_dropped += o.bytes_dropped;
         self.paragraphs_removed += o.paragraphs_removed;
         self.paragraph_bytes_removed += o.paragraph_bytes_removed;
+        self.substring_bytes_removed += o.substring_bytes_removed;
         self.documents_emptied += o.documents_emptied;
     }
 }

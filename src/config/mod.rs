@@ -257,6 +257,10 @@ pub struct Config {
     /// settings of runs without it read as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paragraphs: Option<ParagraphConfig>,
+    /// `--substrings`: exact substring dedup after document dedup. Absent when not given, so
+    /// the settings of runs without it read as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub substrings: Option<SubstringConfig>,
     #[serde(skip)]
     pub quiet: bool,
 }
@@ -273,6 +277,22 @@ pub struct ParagraphConfig {
 /// bytes are mostly headings, dates and sign-off lines that frame the text around them, and
 /// they hold a fifth of the repeated bytes (docs/PERFORMANCE.md, "Paragraph dedup").
 pub const PARAGRAPH_MIN_BYTES: usize = 100;
+
+/// Exact substring dedup (`--substrings` and its options).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubstringConfig {
+    /// A byte is removed only inside a run of at least this many bytes that retained text
+    /// already holds earlier.
+    pub min_bytes: usize,
+}
+
+/// `--substring-min-bytes`' default: Lee et al.'s 50 tokens are 200-250 bytes of English, and
+/// on the development corpus shorter runs are mostly phrases and list lines that frame the text
+/// around them (docs/PERFORMANCE.md, "Substring dedup").
+pub const SUBSTRING_MIN_BYTES: usize = 200;
+/// The range `--substring-min-bytes` takes: below 32 bytes a run is a phrase, not a copy; above
+/// 1 MiB a document dedup question.
+pub const SUBSTRING_MIN_BYTES_RANGE: std::ops::RangeInclusive<usize> = 32..=1 << 20;
 
 /// The benchmark reference (`--reference` and its options).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

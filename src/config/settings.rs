@@ -161,6 +161,15 @@ pub struct Settings {
     /// Paragraph dedup: paragraphs shorter than this many bytes (headings, short lines) stay.
     #[arg(long, value_name = "BYTES")]
     pub paragraph_min_bytes: Option<usize>,
+    /// Exact substring dedup: in keep order, a byte of a kept document inside a run of at
+    /// least --substring-min-bytes bytes that an earlier kept document's retained text (or this
+    /// one's, earlier) holds is listed in drop_spans for `apply` to remove.
+    #[arg(long)]
+    #[serde(default)]
+    pub substrings: bool,
+    /// Exact substring dedup: the shortest repeated run removed, in bytes (32 to 1048576).
+    #[arg(long, value_name = "BYTES")]
+    pub substring_min_bytes: Option<usize>,
     /// No progress bars.
     #[arg(long)]
     #[serde(default)]
@@ -264,6 +273,8 @@ impl Settings {
             reference_threshold: self.reference_threshold.or(base.reference_threshold),
             paragraphs: self.paragraphs || base.paragraphs,
             paragraph_min_bytes: self.paragraph_min_bytes.or(base.paragraph_min_bytes),
+            substrings: self.substrings || base.substrings,
+            substring_min_bytes: self.substring_min_bytes.or(base.substring_min_bytes),
             quiet: self.quiet || base.quiet,
         }
     }
@@ -272,6 +283,7 @@ impl Settings {
     pub fn resolve(self) -> Result<Config> {
         let reference = self.reference()?;
         let paragraphs = self.paragraphs()?;
+        let substrings = self.substrings()?;
         let output = self.required()?;
         let threshold = self.threshold.unwrap_or(0.8);
         if !(threshold > 0.0 && threshold <= 1.0) {
@@ -342,6 +354,7 @@ impl Settings {
             across: self.across,
             reference,
             paragraphs,
+            substrings,
             quiet: self.quiet,
         })
     }
@@ -352,6 +365,22 @@ impl Settings {
             (false, Some(_)) => bad("--paragraph-min-bytes sets which paragraphs --paragraphs may remove: give --paragraphs too".into()),
             (true, _) if min_bytes == 0 => bad("--paragraph-min-bytes 0 would remove blank-free one-character lines; use at least 1 (100 is the default)".into()),
             (true, _) => Ok(Some(ParagraphConfig { min_bytes })),
+            (false, None) => Ok(None),
+        }
+    }
+
+    fn substrings(&self) -> Result<Option<SubstringConfig>> {
+        let min_bytes = self.substring_min_bytes.unwrap_or(SUBSTRING_MIN_BYTES);
+        let range = SUBSTRING_MIN_BYTES_RANGE;
+        match (self.substrings, self.substring_min_bytes) {
+            (false, Some(_)) => bad("--substring-min-bytes sets which runs --substrings may remove: give --substrings too".into()),
+            (true, _) if !range.contains(&min_bytes) => bad(format!(
+                "--substring-min-bytes {min_bytes} is outside {}..={} (bytes; {SUBSTRING_MIN_BYTES} is the default)",
+                range.start(),
+                range.end()
+            )),
+            (true, _) if self.index.is_some() => bad("--substrings with --index is not supported yet: earlier nights' retained text is not kept in the index for it. Run --substrings without --index (each night's kept text is then deduplicated within the night), or --paragraphs, which works with --index".into()),
+            (true, _) => Ok(Some(SubstringConfig { min_bytes })),
             (false, None) => Ok(None),
         }
     }
@@ -577,6 +606,7 @@ pub fn help_with_defaults(cmd: clap::Command) -> clap::Command {
         output: Some("-".into()),
         reference: vec!["-".into()],
         paragraphs: true,
+        substrings: true,
         ..Settings::default()
     };
     let Ok(defaults) = empty.resolve() else {
@@ -592,9 +622,15 @@ pub fn help_with_defaults(cmd: clap::Command) -> clap::Command {
             }
             // The reference's options are under "reference" (`reference_ngram`: its "ngram").
             // And the paragraphs' under "paragraphs" (`paragraph_min_bytes`: its "min_bytes").
-            let value = match (id.strip_prefix("reference_"), id.strip_prefix("paragraph_")) {
-                (Some(key), _) => json.get("reference")?.get(key)?,
-                (_, Some(key)) => json.get("paragraphs")?.get(key)?,
+            // And the substrings' under "substrings".
+            let value = match (
+                id.strip_prefix("reference_"),
+                id.strip_prefix("paragraph_"),
+                id.strip_prefix("substring_"),
+            ) {
+                (Some(key), _, _) => json.get("reference")?.get(key)?,
+                (_, Some(key), _) => json.get("paragraphs")?.get(key)?,
+                (_, _, Some(key)) => json.get("substrings")?.get(key)?,
                 _ => json.get(id)?,
             };
             let value = match value {

@@ -14,7 +14,7 @@ use crate::io::work::{peak_rss_mib, write_marker, TaskReport};
 use crate::plan::{Plan, Stage};
 use crate::stages::{
     candidates, cluster, frequencies, index, lookup, manifest, merge, paragraphs, sample,
-    signatures, verify,
+    signatures, sources, substrings, verify,
 };
 
 /// Runs task `task` of `stage` and writes its marker (last). `walls` (stage wall times of a
@@ -44,6 +44,8 @@ pub(crate) fn run_task(
         Stage::Verify => to_json(verify::run(work, plan, task)?),
         Stage::Cluster => to_json(cluster::run(work, plan)?),
         Stage::Paragraphs => to_json(paragraphs::run(work, plan, task)?),
+        Stage::Substrings => to_json(substrings::run(work, plan, task)?),
+        Stage::Sources => to_json(sources::run(work, plan, task)?),
         Stage::Manifest => to_json(manifest::run(work, plan, task)?),
         Stage::Merge => merge::run(work, plan, walls)?,
     };

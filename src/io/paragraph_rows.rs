@@ -1,5 +1,6 @@
-//! Paragraph row files (`--paragraphs`): the paragraphs one signatures task found, by hash
-//! range, read range by range by the paragraphs tasks and by the part's manifest task.
+//! Hash row files: the paragraphs (`--paragraphs`) or substring windows (`--substrings`) one
+//! signatures task found, by hash range, read range by range by the paragraphs or substrings
+//! tasks and by the part's manifest task.
 //!
 //! A part's rows are written as they are found, a block per chunk of documents, so the task holds
 //! one chunk's rows, never the part's. Two files per part, little-endian:
@@ -22,7 +23,9 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
-use crate::io::{u32_at, u32s_le, u64_at, work};
+#[cfg(test)]
+use crate::io::work;
+use crate::io::{u32_at, u32s_le, u64_at};
 
 const MAGIC: &[u8; 8] = b"CDPARAM1";
 const HEADER: usize = 24;
@@ -160,37 +163,43 @@ impl<'w> Writer<'w> {
     }
 }
 
-/// Reads the rows of range `r` (of `ranges`) that part `p`'s signatures task wrote.
-pub(crate) fn read_range(work: &OutputDir, p: usize, r: usize, ranges: usize) -> Result<Rows> {
-    let [data, meta] = work::paragraph_rows_files(p);
+/// Reads the rows of range `r` (of `ranges`) that a signatures task wrote to `files` (data,
+/// meta: [`crate::io::work::paragraph_rows_files`] or [`crate::io::work::substring_rows_files`]).
+pub(crate) fn read_range(
+    work: &OutputDir,
+    files: &[String; 2],
+    r: usize,
+    ranges: usize,
+) -> Result<Rows> {
+    let [data, meta] = files;
     let bad = |name: &str, msg: String| Error::WorkFile {
         path: work.location(name),
         source: msg.into(),
     };
-    let header = work.read_ranges(&meta, std::slice::from_ref(&(0..HEADER as u64)))?;
+    let header = work.read_ranges(meta, std::slice::from_ref(&(0..HEADER as u64)))?;
     let header = header.get(0);
     if header.len() != HEADER || &header[..8] != MAGIC {
-        return Err(bad(&meta, "not a paragraph meta file (bad header)".into()));
+        return Err(bad(meta, "not a row meta file (bad header)".into()));
     }
     let (written, blocks) = (u64_at(header, 8), u64_at(header, 16));
     if written != ranges as u64 {
         return Err(bad(
-            &meta,
+            meta,
             format!("written for {written} hash ranges, this plan has {ranges}"),
         ));
     }
     let per_range = blocks
         .checked_mul(ENTRY as u64)
         .and_then(|b| b.checked_add(8))
-        .ok_or_else(|| bad(&meta, "bad block count (damaged file)".into()))?;
+        .ok_or_else(|| bad(meta, "bad block count (damaged file)".into()))?;
     let at = HEADER as u64 + r as u64 * per_range;
-    let got = work.read_ranges(&meta, std::slice::from_ref(&(at..at + per_range)))?;
+    let got = work.read_ranges(meta, std::slice::from_ref(&(at..at + per_range)))?;
     let bytes = got.get(0);
     let Some((entries, check)) = bytes.len().checked_sub(8).map(|n| bytes.split_at(n)) else {
-        return Err(bad(&meta, "truncated".into()));
+        return Err(bad(meta, "truncated".into()));
     };
     if bytes.len() as u64 != per_range || xxh3_64(entries) != u64_at(check, 0) {
-        return Err(bad(&meta, "checksum mismatch (damaged file)".into()));
+        return Err(bad(meta, "checksum mismatch (damaged file)".into()));
     }
     let entries: Vec<Entry> = (entries.chunks_exact(ENTRY))
         .map(|e| Entry {
@@ -207,11 +216,11 @@ pub(crate) fn read_range(work: &OutputDir, p: usize, r: usize, ranges: usize) ->
     if slices.is_empty() {
         return Ok(out);
     }
-    let got = work.read_ranges(&data, &slices)?;
+    let got = work.read_ranges(data, &slices)?;
     for (i, e) in entries.iter().enumerate() {
         let b = got.get(i);
         if b.len() != ROW * e.rows as usize || xxh3_64(b) != e.check {
-            return Err(bad(&data, "checksum mismatch (damaged file)".into()));
+            return Err(bad(data, "checksum mismatch (damaged file)".into()));
         }
         out.extend_from(b, e.rows as usize);
     }
@@ -259,7 +268,10 @@ mod tests {
 
     fn read_all(work: &OutputDir) -> Result<Vec<Vec<Row>>> {
         (0..3)
-            .map(|r| read_range(work, 1, r, 3).map(|x| (0..x.len()).map(|i| x.get(i)).collect()))
+            .map(|r| {
+                read_range(work, &work::paragraph_rows_files(1), r, 3)
+                    .map(|x| (0..x.len()).map(|i| x.get(i)).collect())
+            })
             .collect()
     }
 
@@ -269,7 +281,9 @@ mod tests {
         let work = OutputDir::Local(dir.clone());
         let want = write(&work);
         assert_eq!(read_all(&work).unwrap(), want);
-        let err = read_range(&work, 1, 0, 4).unwrap_err().to_string();
+        let err = read_range(&work, &work::paragraph_rows_files(1), 0, 4)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("3 hash ranges"), "{err}");
         // A flipped bit in a slice, in an entry, a truncated data file.
         let [data, meta] = work::paragraph_rows_files(1);

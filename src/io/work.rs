@@ -86,6 +86,30 @@ pub(crate) fn paragraph_drops_file(range: usize, part: usize) -> String {
     format!("paragraphs/drops-r{range:03}-p{part:05}.parquet")
 }
 
+/// `--substrings`: the windows part `part`'s signatures task found, by hash range, and their
+/// meta file (the format of [`crate::io::paragraph_rows`]).
+pub(crate) fn substring_rows_files(part: usize) -> [String; 2] {
+    let name = format!("substrings/p{part:05}");
+    [format!("{name}.bin"), format!("{name}.meta")]
+}
+
+/// `--substrings`: the windows of part `part` that substrings task `range` removes or keeps as
+/// the retained copy of a removed one.
+pub(crate) fn substring_drops_file(range: usize, part: usize) -> String {
+    format!("substrings/drops-r{range:03}-p{part:05}.parquet")
+}
+
+/// `--substrings`: the first copies of part `part`'s windows that its own removals cut.
+pub(crate) fn substring_cut_file(part: usize) -> String {
+    format!("substrings/cut-p{part:05}.parquet")
+}
+
+/// `--paragraphs` with `--substrings`: the paragraphs of part `part` that retain a paragraph
+/// paragraphs task `range` removed (kept whole by the substring rule).
+pub(crate) fn paragraph_holders_file(range: usize, part: usize) -> String {
+    format!("paragraphs/holders-r{range:03}-p{part:05}.parquet")
+}
+
 /// `--paragraphs` with `--index`: the (hash, document) of each paragraph tonight's kept
 /// documents retain, of paragraphs task `range`, for tonight's batch.
 pub(crate) fn paragraph_retained_file(range: usize) -> String {

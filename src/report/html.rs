@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::charts::charts;
-use super::numbers::{bytes, num, pct, short_count};
+use super::numbers::{bytes, num, pct, short_count, short_name};
 use super::svg::esc;
 use super::{Doc, Report, Row, SNIPPET};
 use crate::config::Method;
@@ -74,7 +74,8 @@ pub(crate) fn render(r: &Report) -> String {
     clusters(&mut h, r);
     pairs(&mut h, r);
     contamination(&mut h, r);
-    paragraphs(&mut h, r);
+    super::spans::paragraphs(&mut h, r);
+    super::spans::substrings(&mut h, r);
     index(&mut h, s);
     settings(&mut h, s);
     let _ = writeln!(
@@ -174,6 +175,7 @@ fn headline(h: &mut String, r: &Report) {
         &t(num(s, "clusters")),
         &format!("of 2 or more documents; the largest has {}", t(largest)),
     );
+    span_cards(h, r, &total);
     card(
         h,
         "Time",
@@ -189,6 +191,46 @@ fn headline(h: &mut String, r: &Report) {
         ),
     );
     h.push_str("</div>");
+}
+
+/// Cards for what `--reference`, `--paragraphs` and `--substrings` took, when the run used them.
+fn span_cards(h: &mut String, r: &Report, total: &Tally) {
+    use crate::progress::thousands as t;
+    let s = &r.summary;
+    let kept = total.bytes - total.bytes_dropped;
+    if !s["contamination"].is_null() {
+        let docs = num(&s["contamination"], "documents");
+        card(
+            h,
+            "Contaminated",
+            &t(docs),
+            "documents holding a benchmark item: never kept",
+        );
+    }
+    if !s["paragraphs"].is_null() {
+        card(
+            h,
+            "Repeated paragraphs",
+            &bytes(total.paragraph_bytes_removed),
+            &format!(
+                "{} of the kept text, in {} paragraphs, cut by apply",
+                pct(total.paragraph_bytes_removed, kept),
+                t(total.paragraphs_removed)
+            ),
+        );
+    }
+    if !s["substrings"].is_null() {
+        card(
+            h,
+            "Repeated runs",
+            &bytes(total.substring_bytes_removed),
+            &format!(
+                "{} of the kept text, runs of {}+ bytes, cut by apply",
+                pct(total.substring_bytes_removed, kept),
+                num(&s["substrings"], "min_bytes")
+            ),
+        );
+    }
 }
 
 fn alerts(h: &mut String, r: &Report) {
@@ -230,11 +272,6 @@ fn alerts(h: &mut String, r: &Report) {
         names.join(", "),
         if flagged.len() > 8 { ", ..." } else { "" }
     );
-}
-
-/// The file name of a path or URL.
-fn short_name(s: &str) -> &str {
-    s.rsplit('/').next().unwrap_or(s)
 }
 
 fn table(h: &mut String, what: &str, rows: &[Row], full_names: bool) {
@@ -436,68 +473,6 @@ fn pairs(h: &mut String, r: &Report) {
 
 /// `--reference`: what the benchmark reference found, per file and item, and a few documents
 /// with the item's text marked where they hold it.
-/// Files and groups in the paragraphs section's tables.
-const PARAGRAPH_ROWS: usize = 20;
-
-/// `--paragraphs`: bytes removed per file and group, and the texts removed most.
-fn paragraphs(h: &mut String, r: &Report) {
-    let p = &r.summary["paragraphs"];
-    if p.is_null() {
-        return;
-    }
-    let th = crate::progress::thousands;
-    let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
-    let _ = write!(
-        h,
-        "<h2>Paragraphs</h2><p class=\"note\">{} of {} paragraphs of {}+ bytes in kept documents are removed by <code>apply</code> ({} within their own document, {} against indexed documents): {} of the kept documents' text, each retained by an earlier kept document. {} kept documents are left with whitespace only.</p>",
-        th(n(&p["removed"])),
-        th(n(&p["paragraphs"])),
-        n(&p["min_bytes"]),
-        th(n(&p["removed_within_document"])),
-        th(n(&p["removed_against_index"])),
-        pct(n(&p["bytes_removed"]), n(&p["kept_bytes"])),
-        th(n(&p["documents_emptied"])),
-    );
-    // Most bytes removed first; a group with none is left out.
-    let by = |h: &mut String, what: &str, map: &std::collections::BTreeMap<String, Tally>| {
-        let _ = write!(h, "<table><tr><th>{what}</th><th class=\"n\">paragraphs removed</th><th class=\"n\">bytes removed</th><th class=\"n\">of kept bytes</th></tr>");
-        let mut rows: Vec<(&String, &Tally)> = map
-            .iter()
-            .filter(|(_, t)| t.paragraphs_removed > 0)
-            .collect();
-        rows.sort_by_key(|(_, t)| std::cmp::Reverse(t.paragraph_bytes_removed));
-        for (k, t) in rows.into_iter().take(PARAGRAPH_ROWS) {
-            let kept = (t.bytes - t.bytes_dropped).max(1);
-            let _ = write!(
-                h,
-                "<tr><td class=\"id\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
-                esc(short_name(k)),
-                th(t.paragraphs_removed),
-                th(t.paragraph_bytes_removed),
-                pct(t.paragraph_bytes_removed, kept)
-            );
-        }
-        h.push_str("</table>");
-    };
-    by(h, "file", &r.breakdown.by_file);
-    if !r.breakdown.by_group.is_empty() {
-        by(h, "group", &r.breakdown.by_group);
-    }
-    if r.repeated_paragraphs.is_empty() {
-        return;
-    }
-    h.push_str("<h3>Paragraphs removed most</h3>");
-    for (removed, text, by) in &r.repeated_paragraphs {
-        let _ = write!(
-            h,
-            "<details><summary>removed {} times · retained by <span class=\"id\">{}</span></summary><div class=\"body\"><pre>{}</pre></div></details>",
-            th(*removed),
-            esc(by),
-            esc(text.as_deref().unwrap_or("(text not read: outside the report's read budget)"))
-        );
-    }
-}
-
 fn contamination(h: &mut String, r: &Report) {
     let c = &r.summary["contamination"];
     if c.is_null() {

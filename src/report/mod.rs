@@ -9,6 +9,7 @@
 mod charts;
 pub(crate) mod html;
 pub(crate) mod numbers;
+mod spans;
 mod svg;
 
 use std::collections::{BTreeMap, HashMap};
@@ -156,6 +157,8 @@ pub(crate) struct Report {
     /// `--paragraphs`: the texts removed most often (times removed, the text where read, the
     /// id of the document retaining it).
     pub repeated_paragraphs: Vec<(u64, Option<String>, String)>,
+    /// `--substrings`: the longest spans removed, with their texts as the budget allows.
+    pub longest_spans: Vec<spans::RemovedSpan>,
     /// Documents per cluster size (sizes >= 2).
     pub cluster_sizes: BTreeMap<u64, u64>,
     /// Reads of the input for the texts shown (a row group's span or a single row), and the
@@ -428,6 +431,16 @@ pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report
     })
     .collect();
     read.extend(repeated.iter().filter_map(|r| r.1));
+    // `--substrings`: the documents of the longest spans removed, as the budget allows.
+    let mut longest_spans = match m.config.substrings {
+        Some(_) => spans::longest(&m)?,
+        None => Vec::new(),
+    };
+    for s in &longest_spans {
+        if budget.free(at(s.row)) || budget.take(&[at(s.row)]) {
+            read.insert(s.row);
+        }
+    }
     // The input's texts and the reference's items are read side by side.
     let rows: Vec<usize> = read.into_iter().collect();
     let (texts, items) = rayon::join(
@@ -470,9 +483,14 @@ pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report
             (n, text.and_then(|t| paragraph_at(&t, start, min_bytes)), by)
         })
         .collect();
+    for s in &mut longest_spans {
+        let text = texts.get(&s.row).cloned().flatten();
+        s.text = text.and_then(|t| t.get(s.start as usize..s.end as usize).map(str::to_string));
+    }
     Ok(Report {
         contaminated,
         repeated_paragraphs,
+        longest_spans,
         method: m.config.method,
         threshold: lo,
         summary,

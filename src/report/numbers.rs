@@ -1,4 +1,4 @@
-//! Numbers as the report shows them: short counts, bytes, shares.
+//! Numbers as the report shows them: short counts, bytes, shares; and file names.
 
 /// `n` as a short count: 950, 12.3K, 4.5M.
 pub(crate) fn short_count(n: u64) -> String {
@@ -26,4 +26,9 @@ pub(crate) fn pct(part: u64, whole: u64) -> String {
 
 pub(crate) fn num(v: &serde_json::Value, k: &str) -> u64 {
     v[k].as_u64().unwrap_or(0)
+}
+
+/// The file name of a path or URL.
+pub(crate) fn short_name(s: &str) -> &str {
+    s.rsplit('/').next().unwrap_or(s)
 }

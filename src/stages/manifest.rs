@@ -31,6 +31,7 @@ use crate::io::work::{part_file, polars_err, series, u32s};
 use crate::minhash::SigSource;
 use crate::plan::Plan;
 use crate::stages::cluster::NOT_TONIGHT;
+use crate::stages::drop_spans::PartSpans;
 use crate::stages::verify;
 use crate::tally::{count, length_bucket, Breakdown, Cut, LENGTH_BUCKETS};
 use crate::text::script;
@@ -51,7 +52,7 @@ pub(crate) struct ManifestRows<'a> {
     /// `--reference` only: `contaminated_by` (the item's id) and `contamination` (its share
     /// found in the document).
     pub contamination: Option<[Column; 2]>,
-    /// `--paragraphs` only: each kept row's removed paragraphs.
+    /// `--paragraphs` or `--substrings` only: each kept row's removed spans.
     pub drop_spans: Option<Column>,
 }
 
@@ -224,7 +225,7 @@ fn breakdown(
     for (i, ((file, _), &keep)) in rows.files.iter().zip(&rows.keep).enumerate() {
         let bytes = u64::from(text_len.get(i).copied().unwrap_or(0));
         let dropped = !keep;
-        // `--paragraphs`: the paragraphs and bytes removed from a kept document.
+        // `--paragraphs`, `--substrings`: what is removed from a kept document.
         let cut = removed.and_then(|r| r.get(i)).copied().unwrap_or_default();
         count(&mut b.by_file, file, bytes, dropped, cut);
         let s = script.get(i).copied().unwrap_or(0);
@@ -333,15 +334,23 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> 
         }
         rows.contamination = Some([by.clone(), share.clone()]);
     }
-    let spans = match plan.config.paragraphs {
-        Some(_) => Some(PartSpans::read(work, plan, p)?),
-        None => None,
+    let spans = match plan.config.paragraphs.is_some() || plan.config.substrings.is_some() {
+        true => Some(PartSpans::read(work, plan, p, |q| {
+            crate::stages::sources::read(work, q)
+        })?),
+        false => None,
     };
     if let Some(s) = &spans {
         rows.drop_spans = Some(s.column(start, &rows.keep));
     }
     let removed = match spans {
-        Some(s) => Some(s.cuts(start, &u32s(&docs, "paragraph_small", "manifest")?)),
+        Some(s) => {
+            let small = match plan.config.paragraphs {
+                Some(_) => u32s(&docs, "paragraph_small", "manifest")?,
+                None => Vec::new(),
+            };
+            Some(s.cuts(start, &small))
+        }
         None => None,
     };
     let tallies = breakdown(plan, &docs, &rows, removed.as_deref())?;
@@ -353,173 +362,4 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> 
         ParquetUse::Work,
     )?;
     Ok(tallies)
-}
-
-/// `--paragraphs`: the removed paragraphs of a part's documents, from the paragraphs tasks'
-/// drop files (document, offset, who retains the text) and the part's paragraph rows (lengths).
-#[derive(Debug, Default)]
-pub(crate) struct PartSpans {
-    /// (document, start, end, its retained_by and retained_batch in `by`: offset, length), in
-    /// (document, start) order.
-    spans: Vec<(u32, u32, u32, u32, u32)>,
-    /// Each span's retained_by and retained_batch, packed as the part file holds them.
-    by: Vec<u8>,
-    /// Per document of the part, its paragraphs (listed: of at least the minimum size).
-    listed: Vec<u32>,
-}
-
-impl PartSpans {
-    pub(crate) fn read(work: &OutputDir, plan: &Plan, p: usize) -> Result<PartSpans> {
-        let (first, n) = plan.parts[p];
-        let mut out = PartSpans {
-            listed: vec![0; n as usize],
-            ..Default::default()
-        };
-        for r in 0..plan.paragraph_ranges() {
-            let rows = crate::io::paragraph_rows::read_range(work, p, r, plan.paragraph_ranges())?;
-            for &d in &rows.doc {
-                let at = u64::from(d).checked_sub(first);
-                if let Some(c) = at.and_then(|i| out.listed.get_mut(i as usize)) {
-                    *c += 1;
-                }
-            }
-            let drops = crate::io::work::paragraph_drops_file(r, p);
-            let df = work.read_parquet(&drops)?;
-            let (doc, start) = (
-                u32s(&df, "doc", "manifest")?,
-                u32s(&df, "start", "manifest")?,
-            );
-            let by = series(&df, "retained_by", "manifest")?;
-            let batch = series(&df, "retained_batch", "manifest")?;
-            let (by, batch) = (
-                by.str().map_err(polars_err("manifest"))?,
-                batch.str().map_err(polars_err("manifest"))?,
-            );
-            // Both are in (document, start) order: walk them together for each span's end.
-            let mut i = 0;
-            for j in 0..doc.len() {
-                while i < rows.len() && (rows.doc[i], rows.start[i]) < (doc[j], start[j]) {
-                    i += 1;
-                }
-                if i == rows.len() || (rows.doc[i], rows.start[i]) != (doc[j], start[j]) {
-                    return Err(Error::WorkFile {
-                        path: work.location(&drops),
-                        source: format!(
-                            "removes a paragraph at {} of document {} that part {p} does not list",
-                            start[j], doc[j]
-                        )
-                        .into(),
-                    });
-                }
-                let at = out.by.len();
-                for v in [by.get(j), batch.get(j)] {
-                    match v {
-                        Some(v) => {
-                            out.by.extend_from_slice(&(v.len() as u32).to_le_bytes());
-                            out.by.extend_from_slice(v.as_bytes());
-                        }
-                        None => out.by.extend_from_slice(&u32::MAX.to_le_bytes()),
-                    }
-                }
-                let (s, len) = (start[j], rows.len[i]);
-                let packed = (at as u32, (out.by.len() - at) as u32);
-                out.spans.push((doc[j], s, s + len, packed.0, packed.1));
-            }
-        }
-        out.spans.sort_unstable();
-        Ok(out)
-    }
-
-    /// Per document of the part (`first ..`), what is removed from it; `small` is each one's
-    /// text in paragraphs too small to list (the signatures task's `paragraph_small`).
-    pub(crate) fn cuts(&self, first: u32, small: &[u32]) -> Vec<Cut> {
-        let mut out = vec![Cut::default(); small.len()];
-        for &(d, s, e, _, _) in &self.spans {
-            if let Some(x) = out.get_mut((d - first) as usize) {
-                x.paragraphs += 1;
-                x.bytes += u64::from(e - s);
-            }
-        }
-        for ((x, &listed), &small) in out.iter_mut().zip(&self.listed).zip(small) {
-            x.emptied = x.paragraphs > 0 && x.paragraphs == u64::from(listed) && small == 0;
-        }
-        out
-    }
-
-    /// The part file's `drop_spans` column: per kept row its spans packed in a binary value
-    /// ([`unpack_spans`] turns the column into the output's list column: a nested column costs
-    /// more to write and read back than bytes), null for the other rows.
-    pub(crate) fn column(&self, first: u32, keep: &[bool]) -> Column {
-        // Every row's bytes in one buffer, then the column from slices of it.
-        let (mut bytes, mut ends) = (Vec::new(), Vec::with_capacity(keep.len()));
-        let mut at = 0;
-        for i in 0..keep.len() {
-            let d = first + i as u32;
-            while at < self.spans.len() && self.spans[at].0 == d {
-                let (_, s, e, by, len) = self.spans[at];
-                bytes.extend_from_slice(&s.to_le_bytes());
-                bytes.extend_from_slice(&e.to_le_bytes());
-                bytes.extend_from_slice(&self.by[by as usize..(by + len) as usize]);
-                at += 1;
-            }
-            ends.push(bytes.len());
-        }
-        let mut lo = 0;
-        let packed: BinaryChunked = (keep.iter().zip(ends))
-            .map(|(&k, hi)| {
-                let row = &bytes[std::mem::replace(&mut lo, hi)..hi];
-                k.then_some(row)
-            })
-            .collect();
-        packed.with_name("drop_spans".into()).into_column()
-    }
-}
-
-/// The output's `drop_spans` from a manifest part's packed column ([`PartSpans::column`]): per
-/// row a list of {start, end, retained_by, retained_batch}, null where the packed value is.
-pub(crate) fn unpack_spans(packed: &Column) -> Result<Column> {
-    let pe = polars_err("merge");
-    let bad = || Error::Internal("a manifest part's drop_spans value is cut short".into());
-    let packed = packed.binary().map_err(&pe)?;
-    let (mut start, mut end) = (Vec::new(), Vec::new());
-    let (mut by, mut batch): (Vec<Option<&str>>, Vec<Option<&str>>) = (Vec::new(), Vec::new());
-    let mut offsets = Vec::with_capacity(packed.len() + 1);
-    offsets.push(0i64);
-    let mut valid = Vec::with_capacity(packed.len());
-    for row in packed.iter() {
-        valid.push(row.is_some());
-        let mut b = row.unwrap_or(&[]);
-        // The next `n` bytes of the row.
-        fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-            let (head, rest) = b.split_at_checked(n)?;
-            *b = rest;
-            Some(head)
-        }
-        let word = |b: &mut &[u8]| take(b, 4).map(|w| crate::io::u32_at(w, 0)).ok_or_else(bad);
-        while !b.is_empty() {
-            start.push(u64::from(word(&mut b)?));
-            end.push(u64::from(word(&mut b)?));
-            for out in [&mut by, &mut batch] {
-                out.push(match word(&mut b)? {
-                    u32::MAX => None,
-                    n => {
-                        let v = take(&mut b, n as usize).ok_or_else(bad)?;
-                        Some(std::str::from_utf8(v).map_err(|_| bad())?)
-                    }
-                });
-            }
-        }
-        offsets.push(start.len() as i64);
-    }
-    let n = start.len();
-    let fields = [
-        Series::new("start".into(), start),
-        Series::new("end".into(), end),
-        Series::new("retained_by".into(), by),
-        Series::new("retained_batch".into(), batch),
-    ];
-    let values = StructChunked::from_series("item".into(), n, fields.iter())
-        .map_err(&pe)?
-        .into_series();
-    crate::io::output::list_column("drop_spans", &values, offsets, &valid).map_err(pe)
 }

@@ -104,6 +104,9 @@ pub(crate) struct Summary {
     /// `--paragraphs`: paragraphs and bytes removed from kept documents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paragraphs: Option<crate::stages::paragraphs::ParagraphSummary>,
+    /// `--substrings`: windows and bytes removed from kept documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub substrings: Option<crate::stages::substrings::SubstringSummary>,
     /// Seconds spent writing report.html.
     pub report_seconds: f64,
     pub config: serde_json::Value,
@@ -243,6 +246,16 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<se
             &breakdown.by_file,
         )
     });
+    let substrings = cfg.substrings.as_ref().map(|sc| {
+        crate::stages::substrings::SubstringSummary::gather(
+            sc.min_bytes,
+            of(Stage::Substrings).iter().map(TaskReport::stats),
+            (of(Stage::Sources).iter())
+                .map(|t| t.stats::<crate::stages::sources::SourceStats>().cut)
+                .sum(),
+            &breakdown.by_file,
+        )
+    });
     let mut summary = Summary {
         tool: "corpus-dedup",
         version: env!("CARGO_PKG_VERSION"),
@@ -285,6 +298,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<se
             )
         }),
         paragraphs,
+        substrings,
         report_seconds: 0.0,
         config: cfg.to_json(),
     };
@@ -530,7 +544,7 @@ fn write_manifest(
     let part = |p: usize| -> Result<DataFrame> {
         let mut df = work.read_parquet(&part_file("manifest", p))?;
         if let Ok(packed) = df.column("drop_spans") {
-            let list = crate::stages::manifest::unpack_spans(packed)?;
+            let list = crate::stages::drop_spans::unpack_spans(packed)?;
             df.with_column(list).map_err(polars_err("merge"))?;
         }
         Ok(df)

@@ -3,10 +3,11 @@
 //! and writes is in [`crate::plan`] and [`crate::io::work`].
 //!
 //! sample, frequencies (SimHash only) -> signatures -> candidates -> verify -> cluster ->
-//! paragraphs (`--paragraphs`) -> manifest -> merge.
+//! paragraphs (`--paragraphs`) -> substrings, sources (`--substrings`) -> manifest -> merge.
 
 pub(crate) mod candidates;
 pub(crate) mod cluster;
+pub(crate) mod drop_spans;
 pub(crate) mod frequencies;
 pub(crate) mod index;
 pub(crate) mod lookup;
@@ -15,6 +16,8 @@ pub(crate) mod merge;
 pub(crate) mod paragraphs;
 pub(crate) mod sample;
 pub(crate) mod signatures;
+pub(crate) mod sources;
+pub(crate) mod substrings;
 pub(crate) mod verify;
 
 use crate::error::Result;
@@ -64,4 +67,28 @@ pub(crate) fn all_contaminated(work: &OutputDir, plan: &Plan) -> Result<Vec<bool
         out.extend(contaminated(work, plan, p)?);
     }
     Ok(out)
+}
+
+/// Each kept document's keep position (`u32::MAX` for the others), from the cluster task
+/// (`--paragraphs`, `--substrings`).
+pub(crate) fn keep_positions(work: &OutputDir, plan: &Plan) -> Result<Vec<u32>> {
+    let mut rank = Vec::with_capacity(plan.documents as usize);
+    for p in 0..plan.parts.len() {
+        let df = work.read_parquet_columns(&work::part_file("cluster", p), Some(&["keep_rank"]))?;
+        let s = work::series(&df, "keep_rank", "cluster")?;
+        let s = s.u32().map_err(work::polars_err("cluster"))?;
+        rank.extend(s.iter().map(|r| r.unwrap_or(u32::MAX)));
+    }
+    Ok(rank)
+}
+
+/// The documents at each keep position, from [`keep_positions`].
+pub(crate) fn documents_by_position(rank: &[u32]) -> Vec<u32> {
+    let mut doc_at = vec![cluster::NOT_TONIGHT; rank.len()];
+    for (d, &k) in rank.iter().enumerate() {
+        if let Some(slot) = doc_at.get_mut(k as usize) {
+            *slot = d as u32;
+        }
+    }
+    doc_at
 }

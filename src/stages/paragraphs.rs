@@ -28,7 +28,6 @@ use crate::io::output::OutputDir;
 use crate::io::paragraph_rows;
 use crate::io::{store, work};
 use crate::plan::Plan;
-use crate::stages::cluster::NOT_TONIGHT;
 
 /// Counters of a paragraphs task.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -185,30 +184,18 @@ pub(crate) fn decide(
     out
 }
 
-/// Each kept document's keep position (`u32::MAX` for the others), from the cluster task.
-fn keep_positions(work: &OutputDir, plan: &Plan) -> Result<Vec<u32>> {
-    let mut rank = Vec::with_capacity(plan.documents as usize);
-    for p in 0..plan.parts.len() {
-        let df = work.read_parquet_columns(&work::part_file("cluster", p), Some(&["keep_rank"]))?;
-        let s = work::series(&df, "keep_rank", "paragraphs")?;
-        let s = s.u32().map_err(work::polars_err("paragraphs"))?;
-        rank.extend(s.iter().map(|r| r.unwrap_or(u32::MAX)));
-    }
-    Ok(rank)
-}
-
 /// The paragraphs task of hash range `r`.
 pub(crate) fn run(work: &OutputDir, plan: &Plan, r: usize) -> Result<ParagraphStats> {
-    let rank = keep_positions(work, plan)?;
-    let mut doc_at = vec![NOT_TONIGHT; rank.len()];
-    for (d, &k) in rank.iter().enumerate() {
-        if let Some(slot) = doc_at.get_mut(k as usize) {
-            *slot = d as u32;
-        }
-    }
+    let rank = super::keep_positions(work, plan)?;
+    let doc_at = super::documents_by_position(&rank);
     let mut paras: Vec<(u64, u64)> = Vec::new();
     for q in 0..plan.parts.len() {
-        let rows = paragraph_rows::read_range(work, q, r, plan.paragraph_ranges())?;
+        let rows = paragraph_rows::read_range(
+            work,
+            &work::paragraph_rows_files(q),
+            r,
+            plan.paragraph_ranges(),
+        )?;
         for i in 0..rows.len() {
             let k = rank.get(rows.doc[i] as usize).copied().unwrap_or(u32::MAX);
             if k != u32::MAX {
@@ -222,6 +209,9 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, r: usize) -> Result<ParagraphSt
     drop(doc_at);
     let names = Names::resolve(work, plan, &decided, &held)?;
     write_drops(work, plan, r, &decided, &names)?;
+    if plan.config.substrings.is_some() {
+        write_holders(work, plan, r, &decided)?;
+    }
     if plan.index.is_some() {
         work.write_bytes(
             &work::paragraph_retained_file(r),
@@ -332,6 +322,33 @@ fn write_drops(
             "paragraphs",
             columns,
         )?;
+    }
+    Ok(())
+}
+
+/// `--substrings` too: writes, per part, the paragraphs tonight that retain a removed one
+/// (document, offset), which the substring rule keeps whole.
+fn write_holders(work: &OutputDir, plan: &Plan, r: usize, decided: &Decided) -> Result<()> {
+    let mut held: Vec<(u32, u32)> = (decided.removed.iter())
+        .filter_map(|x| match x.2 {
+            Holder::Tonight { doc, start } => Some((doc, start)),
+            Holder::Indexed { .. } => None,
+        })
+        .collect();
+    held.sort_unstable();
+    held.dedup();
+    let mut at = 0;
+    for q in 0..plan.parts.len() {
+        let end = plan.part_range(q).end as u32;
+        let n = held[at..].partition_point(|x| x.0 < end);
+        let (doc, start): (Vec<u32>, Vec<u32>) = held[at..at + n].iter().copied().unzip();
+        at += n;
+        let columns = vec![
+            Column::new("doc".into(), doc),
+            Column::new("start".into(), start),
+        ];
+        let name = work::paragraph_holders_file(r, q);
+        work::write_frame(work, &name, "paragraphs", columns)?;
     }
     Ok(())
 }

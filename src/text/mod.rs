@@ -8,6 +8,7 @@ pub(crate) mod paragraphs;
 pub(crate) mod script;
 pub(crate) mod sets;
 pub mod shingle;
+pub(crate) mod substrings;
 pub(crate) mod tokenize;
 
 #[cfg(test)]

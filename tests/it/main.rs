@@ -18,5 +18,6 @@ mod s3;
 mod scripts;
 mod signals;
 mod slurm;
+mod substrings;
 mod tasks;
 mod terminal;

@@ -330,17 +330,18 @@ fn help_shows_the_defaults_a_run_uses() {
     let dir = temp_dir("help-defaults");
     let (glob, _) = three_shards(&dir);
     let out = dir.join("out");
-    run_ok(&glob, &out, &["--paragraphs"]);
+    run_ok(&glob, &out, &["--paragraphs", "--substrings"]);
     let c = &summary(&out)["config"];
     for (f, shown) in &defaults {
         // The reference's options are used only with --reference (tests/it/decontam.rs).
         if f.starts_with("reference_") {
             continue;
         }
-        // The paragraphs' options are under "paragraphs".
-        let value = match f.strip_prefix("paragraph_") {
-            Some(key) => &c["paragraphs"][key],
-            None => &c[f.as_str()],
+        // The paragraphs' options are under "paragraphs", the substrings' under "substrings".
+        let value = match (f.strip_prefix("paragraph_"), f.strip_prefix("substring_")) {
+            (Some(key), _) => &c["paragraphs"][key],
+            (_, Some(key)) => &c["substrings"][key],
+            _ => &c[f.as_str()],
         };
         let used = match value {
             serde_json::Value::String(s) => s.clone(),

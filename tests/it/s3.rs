@@ -168,6 +168,7 @@ fn s3_input_and_output_give_the_local_manifest() {
             "--output",
             "s3://crawl/runs/r1",
             "--paragraphs",
+            "--substrings",
         ],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -177,12 +178,12 @@ fn s3_input_and_output_give_the_local_manifest() {
     run_ok(
         &format!("{}/data-samples/*.parquet", env!("CARGO_MANIFEST_DIR")),
         &local,
-        &["--paragraphs"],
+        &["--paragraphs", "--substrings"],
     );
     let (r, l) = (manifest(&remote), manifest(&local));
     assert_eq!(r.len(), l.len());
     assert_eq!(comparable(&r), comparable(&l));
-    // The paragraph rows streamed to S3 and read back by range give the local spans.
+    // The paragraph and window rows streamed to S3 and read back by range give the local spans.
     let spans = |dir: &std::path::Path| {
         read_df(&dir.join("manifest.parquet"))
             .column("drop_spans")
@@ -193,10 +194,10 @@ fn s3_input_and_output_give_the_local_manifest() {
     assert!(rs
         .as_materialized_series()
         .equals_missing(ls.as_materialized_series()));
-    assert_eq!(
-        summary(&remote)["paragraphs"],
-        summary(&local)["paragraphs"]
-    );
+    for rule in ["paragraphs", "substrings"] {
+        assert_eq!(summary(&remote)[rule], summary(&local)[rule]);
+    }
+    assert!(summary(&local)["substrings"]["windows"].as_u64().unwrap() > 0);
     assert!(
         r[0].file.starts_with("s3://crawl/2026-11-22/"),
         "{}",

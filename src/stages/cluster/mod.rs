@@ -361,10 +361,11 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
         let b = index.matches[a as usize].batch as usize;
         *dropped_against.entry(names[b].to_string()).or_insert(0u64) += 1;
     }
-    // `--paragraphs`: each kept document's position in keep order, for the paragraphs stage.
-    let rank = match cfg.paragraphs {
-        Some(_) => keeper::keep_order(plan, &KeepData::read(work, plan)?),
-        None => Vec::new(),
+    // `--paragraphs`, `--substrings`: each kept document's position in keep order, for their
+    // stages.
+    let rank = match cfg.paragraphs.is_some() || cfg.substrings.is_some() {
+        true => keeper::keep_order(plan, &KeepData::read(work, plan)?),
+        false => Vec::new(),
     };
     for p in 0..plan.parts.len() {
         let r = plan.part_range(p);

@@ -44,7 +44,7 @@ use polars::prelude::{BooleanChunked, Column, NewChunkedArray, PlSmallStr, Strin
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Config, Method, ParagraphConfig};
+use crate::config::{Config, Method};
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
@@ -59,6 +59,7 @@ use crate::simhash::{self, BlockIndex, DocFrequency, FeatureParams, Features};
 use crate::stages::{frequencies, sample};
 use crate::text::paragraphs::{self, Paragraph};
 use crate::text::script::classify;
+use crate::text::substrings::{self, Window};
 
 /// Counters of a signatures task.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -267,19 +268,34 @@ fn raw_copies(
 
 /// What is computed per document as a chunk is read, while its text is in cache: the 128-bit
 /// hash (xxh3) of its raw text for [`raw_copies`] (when `hash`; None for a null text), its
-/// script class code for the report, and with `--paragraphs` its paragraphs (raw copies too:
-/// with `--across` a copy may be kept) and its text in smaller ones.
+/// script class code for the report, with `--paragraphs` its paragraphs (raw copies too:
+/// with `--across` a copy may be kept) and its text in smaller ones, and with `--substrings` its
+/// windows.
 struct ReadPass {
     hashes: Vec<Option<u128>>,
     scripts: Vec<u32>,
     paragraphs: Vec<(Vec<Paragraph>, u32)>,
+    windows: Vec<Vec<WindowRow>>,
 }
 
-fn read_pass(corpus: &Corpus, hash: bool, paragraphs: Option<&ParagraphConfig>) -> ReadPass {
-    let (hashes, (scripts, mut paras)): (_, (_, Vec<_>)) = (0..corpus.len() as u32)
+/// A window as a chunk holds it until it is written: hash, start, length.
+type WindowRow = (u64, u32, u32);
+
+/// Reused buffers of a [`read_pass`] thread.
+#[derive(Default)]
+struct PassScratch {
+    paragraphs: paragraphs::Scratch,
+    windows: substrings::Scratch,
+    found: Vec<Window>,
+}
+
+fn read_pass(corpus: &Corpus, hash: bool, cfg: &Config) -> ReadPass {
+    let (paragraphs, windows) = (cfg.paragraphs.as_ref(), cfg.substrings.as_ref());
+    type PerDoc = (Option<u128>, (u32, ((Vec<Paragraph>, u32), Vec<WindowRow>)));
+    let per_doc = (0..corpus.len() as u32)
         .into_par_iter()
         .with_min_len(64)
-        .map_init(paragraphs::Scratch::default, |scratch, d| {
+        .map_init(PassScratch::default, |scratch, d| -> PerDoc {
             let t = corpus.text(d);
             let script = t.map_or(0, classify);
             let h = t
@@ -289,20 +305,35 @@ fn read_pass(corpus: &Corpus, hash: bool, paragraphs: Option<&ParagraphConfig>) 
             let small = match (t, paragraphs) {
                 // Within a text's 32-bit length.
                 (Some(t), Some(pc)) => {
-                    paragraphs::paragraphs(t, pc.min_bytes, scratch, &mut out) as u32
+                    paragraphs::paragraphs(t, pc.min_bytes, &mut scratch.paragraphs, &mut out)
+                        as u32
                 }
                 _ => 0,
             };
-            (h, (script, (out, small)))
-        })
-        .unzip();
+            let mut w = Vec::new();
+            if let (Some(t), Some(sc)) = (t, windows) {
+                let found = &mut scratch.found;
+                found.clear();
+                substrings::windows(t.as_bytes(), sc.min_bytes, &mut scratch.windows, found);
+                // Within a text's 32-bit length; held compactly, at their exact count.
+                w = (found.iter())
+                    .map(|x| (x.hash, x.start as u32, (x.end - x.start) as u32))
+                    .collect();
+            }
+            (h, (script, ((out, small), w)))
+        });
+    let (hashes, (scripts, (mut paras, mut windows))): (_, (_, (Vec<_>, Vec<_>))) = per_doc.unzip();
     if paragraphs.is_none() {
         paras = Vec::new();
+    }
+    if cfg.substrings.is_none() {
+        windows = Vec::new();
     }
     ReadPass {
         hashes,
         scripts,
         paragraphs: paras,
+        windows,
     }
 }
 
@@ -383,6 +414,8 @@ struct PartDocs {
     /// and each document's bytes of text in paragraphs too small to list.
     paragraphs: Vec<paragraph_rows::Rows>,
     paragraph_small: Vec<u32>,
+    /// `--substrings`: the current chunk's windows, by hash range (written after each chunk).
+    substrings: Vec<paragraph_rows::Rows>,
 }
 
 /// A chunk as [`PartDocs::absorb`] takes it: its documents, their script classes, the kernel's
@@ -396,10 +429,12 @@ struct ChunkDocs<'a> {
     akeys: Vec<u64>,
     /// `--paragraphs`: each document's paragraphs, and its text in smaller ones.
     paragraphs: Vec<(Vec<Paragraph>, u32)>,
+    /// `--substrings`: each document's windows.
+    windows: Vec<Vec<WindowRow>>,
 }
 
 impl PartDocs {
-    fn new(count: u64, band_files: usize, paragraph_ranges: usize) -> PartDocs {
+    fn new(count: u64, band_files: usize, plan: &Plan) -> PartDocs {
         let n = count as usize;
         PartDocs {
             band_rows: vec![Default::default(); band_files],
@@ -416,8 +451,13 @@ impl PartDocs {
             across_keys: Vec::new(),
             indexed: Vec::with_capacity(n),
             hits: Vec::new(),
-            paragraphs: (0..paragraph_ranges).map(|_| Default::default()).collect(),
+            paragraphs: (0..plan.paragraph_ranges())
+                .map(|_| Default::default())
+                .collect(),
             paragraph_small: Vec::new(),
+            substrings: (0..plan.substring_ranges())
+                .map(|_| Default::default())
+                .collect(),
         }
     }
 
@@ -518,6 +558,17 @@ impl PartDocs {
                 });
             }
         }
+        let ranges = self.substrings.len();
+        for (d, windows) in c.windows.iter().enumerate() {
+            for &(hash, start, len) in windows {
+                self.substrings[bucket_range(hash, ranges)].push(paragraph_rows::Row {
+                    hash,
+                    doc: (base + d as u64) as u32,
+                    start,
+                    len,
+                });
+            }
+        }
     }
 
     /// Writes the part's band rows, exact-text hashes and `docs/pP.parquet`.
@@ -584,7 +635,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
     let load = |i: usize| {
         chunks.get(i).map(|c| {
             Corpus::load_slices(c, cfg, |_| {}).map(|corpus| {
-                let pass = read_pass(&corpus, !simhash, cfg.paragraphs.as_ref());
+                let pass = read_pass(&corpus, !simhash, cfg);
                 (corpus, pass)
             })
         })
@@ -615,7 +666,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
         documents: count,
         ..Default::default()
     };
-    let mut docs = PartDocs::new(count, bands * plan.bucket_ranges, plan.paragraph_ranges());
+    let mut docs = PartDocs::new(count, bands * plan.bucket_ranges, plan);
     let mut read = 0u64;
     let changed = |read: u64| Error::RowsChanged {
         part: p,
@@ -630,122 +681,178 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
     // Raw copies (a text byte for byte an earlier one's in the part) are not computed again:
     // they take their original's results, and the store records them as copies.
     let mut first_seen: ahash::AHashMap<u128, u32> = ahash::AHashMap::new();
-    with_paragraph_rows(work, plan, p, |mut paragraph_rows| {
-        store::write_part(work, p, |files| {
-            let store = store::Writer::new(files, kernel.k(), first, count).map_err(store_err)?;
-            // Three chunks in flight: the next one is read while this one is computed, and the
-            // previous one is appended to the store by its own thread.
-            std::thread::scope(|scope| {
-                type Stored = (Signatures, ShingleKeys, Vec<String>, Vec<Option<u32>>);
-                let (tx, rx) = std::sync::mpsc::sync_channel::<Stored>(0);
-                let writer = scope.spawn(move || {
-                    let mut store = store;
-                    for (sigs, keys, ids, copies) in rx {
-                        store.append(&sigs, |i| keys.get(i), |i| &ids[i], |i| copies[i])?;
-                    }
-                    store.finish()
-                });
-                let mut next = first_chunk.take().unwrap_or_else(|| load(0));
-                let mut i = 0;
-                while let Some(loaded) = next.take() {
-                    let (
-                        corpus,
-                        ReadPass {
-                            hashes,
-                            scripts,
-                            paragraphs,
-                        },
-                    ) = loaded?;
-                    let n = corpus.len();
-                    let (base, at) = (first + read, read as usize);
-                    let pkeys = label_keys(&corpus, |s| s.partition.as_ref());
-                    let akeys = label_keys(&corpus, |s| s.across.as_ref());
-                    // A raw copy is one of a text and its labels: a copy with other labels meets
-                    // other documents, so it gets band rows of its own.
-                    let hashes: Vec<Option<u128>> = (hashes.into_iter().enumerate())
-                        .map(|(d, h)| {
-                            h.map(|h| {
-                                partition::copy_group(partition::exact_key(h, pkeys[d]), akeys[d])
-                            })
+    let paragraph_files = work::paragraph_rows_files(p);
+    let substring_files = work::substring_rows_files(p);
+    let (paragraph_ranges, substring_ranges) = (plan.paragraph_ranges(), plan.substring_ranges());
+    with_rows(
+        work,
+        &paragraph_files,
+        paragraph_ranges,
+        |mut paragraph_rows| {
+            with_rows(
+                work,
+                &substring_files,
+                substring_ranges,
+                |mut substring_rows| {
+                    store::write_part(work, p, |files| {
+                        let store = store::Writer::new(files, kernel.k(), first, count)
+                            .map_err(store_err)?;
+                        // Three chunks in flight: the next one is read while this one is computed, and the
+                        // previous one is appended to the store by its own thread.
+                        std::thread::scope(|scope| {
+                            type Stored = (Signatures, ShingleKeys, Vec<String>, Vec<Option<u32>>);
+                            let (tx, rx) = std::sync::mpsc::sync_channel::<Stored>(0);
+                            let writer = scope.spawn(move || {
+                                let mut store = store;
+                                for (sigs, keys, ids, copies) in rx {
+                                    store.append(
+                                        &sigs,
+                                        |i| keys.get(i),
+                                        |i| &ids[i],
+                                        |i| copies[i],
+                                    )?;
+                                }
+                                store.finish()
+                            });
+                            let mut next = first_chunk.take().unwrap_or_else(|| load(0));
+                            let mut i = 0;
+                            while let Some(loaded) = next.take() {
+                                let (
+                                    corpus,
+                                    ReadPass {
+                                        hashes,
+                                        scripts,
+                                        paragraphs,
+                                        windows,
+                                    },
+                                ) = loaded?;
+                                let n = corpus.len();
+                                let (base, at) = (first + read, read as usize);
+                                let pkeys = label_keys(&corpus, |s| s.partition.as_ref());
+                                let akeys = label_keys(&corpus, |s| s.across.as_ref());
+                                // A raw copy is one of a text and its labels: a copy with other labels meets
+                                // other documents, so it gets band rows of its own.
+                                let hashes: Vec<Option<u128>> = (hashes.into_iter().enumerate())
+                                    .map(|(d, h)| {
+                                        h.map(|h| {
+                                            partition::copy_group(
+                                                partition::exact_key(h, pkeys[d]),
+                                                akeys[d],
+                                            )
+                                        })
+                                    })
+                                    .collect();
+                                let copy_of = raw_copies(&hashes, at as u32, &mut first_seen);
+                                read += n as u64;
+                                if read > count {
+                                    return Err(changed(read));
+                                }
+                                let texts = without_copies(&corpus, &copy_of);
+                                let compute =
+                                    || kernel.compute(&corpus, &texts, base, bands, cfg, table);
+                                let (chunk, following) = match second_chunk.take() {
+                                    Some(second) => (compute(), second),
+                                    None => rayon::join(compute, || load(i + 1)),
+                                };
+                                next = following;
+                                i += 1;
+                                let c = ChunkDocs {
+                                    corpus: &corpus,
+                                    scripts,
+                                    chunk: &chunk,
+                                    copy_of: &copy_of,
+                                    pkeys,
+                                    akeys,
+                                    paragraphs,
+                                    windows,
+                                };
+                                docs.absorb(
+                                    c,
+                                    (base, at),
+                                    &kernel,
+                                    plan,
+                                    table.is_some(),
+                                    &mut stats,
+                                );
+                                flush_rows(
+                                    work,
+                                    paragraph_rows.as_deref_mut(),
+                                    &mut docs.paragraphs,
+                                    &paragraph_files,
+                                )?;
+                                flush_rows(
+                                    work,
+                                    substring_rows.as_deref_mut(),
+                                    &mut docs.substrings,
+                                    &substring_files,
+                                )?;
+                                drop(corpus);
+                                crate::progress::advance(n as u64);
+                                if tx
+                                    .send((chunk.sigs, chunk.keys, chunk.ids, copy_of))
+                                    .is_err()
+                                {
+                                    break; // the writer stopped on an error, reported below
+                                }
+                            }
+                            // The writer's error (a full disk, say) comes first: a short read after it is its
+                            // consequence, not a changed input.
+                            drop(tx);
+                            let written = writer.join().map_err(|_| {
+                                Error::Panicked(format!("part {p}: the store writer panicked"))
+                            })?;
+                            written.map_err(store_err)?;
+                            if read != count {
+                                return Err(changed(read));
+                            }
+                            Ok(())
                         })
-                        .collect();
-                    let copy_of = raw_copies(&hashes, at as u32, &mut first_seen);
-                    read += n as u64;
-                    if read > count {
-                        return Err(changed(read));
-                    }
-                    let texts = without_copies(&corpus, &copy_of);
-                    let compute = || kernel.compute(&corpus, &texts, base, bands, cfg, table);
-                    let (chunk, following) = match second_chunk.take() {
-                        Some(second) => (compute(), second),
-                        None => rayon::join(compute, || load(i + 1)),
-                    };
-                    next = following;
-                    i += 1;
-                    let c = ChunkDocs {
-                        corpus: &corpus,
-                        scripts,
-                        chunk: &chunk,
-                        copy_of: &copy_of,
-                        pkeys,
-                        akeys,
-                        paragraphs,
-                    };
-                    docs.absorb(c, (base, at), &kernel, plan, table.is_some(), &mut stats);
-                    if let Some(w) = paragraph_rows.as_deref_mut() {
-                        w.block(&mut docs.paragraphs).map_err(|e| Error::Output {
-                            path: work.location(&work::paragraph_rows_files(p)[0]),
-                            source: e.into(),
-                        })?;
-                    }
-                    drop(corpus);
-                    crate::progress::advance(n as u64);
-                    if tx
-                        .send((chunk.sigs, chunk.keys, chunk.ids, copy_of))
-                        .is_err()
-                    {
-                        break; // the writer stopped on an error, reported below
-                    }
-                }
-                // The writer's error (a full disk, say) comes first: a short read after it is its
-                // consequence, not a changed input.
-                drop(tx);
-                let written = writer
-                    .join()
-                    .map_err(|_| Error::Panicked(format!("part {p}: the store writer panicked")))?;
-                written.map_err(store_err)?;
-                if read != count {
-                    return Err(changed(read));
-                }
-                Ok(())
-            })
-        })
-    })?;
+                    })
+                },
+            )
+        },
+    )?;
     docs.write(work, plan, p, reference.as_deref(), &mut stats)?;
     Ok(stats)
 }
 
-/// Runs `write` with a writer that streams part `p`'s paragraph rows (`--paragraphs`; `None`
-/// without it) into their data file, a block per chunk, then writes the meta file.
-fn with_paragraph_rows(
+/// Writes a chunk's rows as a block of `files`' data file (nothing without a writer).
+fn flush_rows(
     work: &OutputDir,
-    plan: &Plan,
-    p: usize,
+    writer: Option<&mut paragraph_rows::Writer>,
+    rows: &mut [paragraph_rows::Rows],
+    files: &[String; 2],
+) -> Result<()> {
+    match writer {
+        Some(w) => w.block(rows).map_err(|e| Error::Output {
+            path: work.location(&files[0]),
+            source: e.into(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Runs `write` with a writer that streams a part's hash rows (paragraphs or substring windows)
+/// into `files`' data file, a block per chunk, then writes the meta file; `None` when the plan
+/// has no ranges for them.
+fn with_rows(
+    work: &OutputDir,
+    files: &[String; 2],
+    ranges: usize,
     write: impl FnOnce(Option<&mut paragraph_rows::Writer>) -> Result<()>,
 ) -> Result<()> {
-    let ranges = plan.paragraph_ranges();
     if ranges == 0 {
         return write(None);
     }
-    let [data, meta] = work::paragraph_rows_files(p);
+    let [data, meta] = files;
     let mut written = Vec::new();
-    work.write_with(&data, |sink| {
+    work.write_with(data, |sink| {
         let mut rows = paragraph_rows::Writer::new(sink, ranges);
         write(Some(&mut rows))?;
         written = rows.finish();
         Ok(())
     })?;
-    work.write_bytes(&meta, written)
+    work.write_bytes(meta, written)
 }
 
 /// The docs-file columns of `--reference`: the id of the item each document holds

@@ -1,0 +1,306 @@
+//! Windows of a text for `--substrings`: runs of at least `min_bytes` bytes that end where the
+//! text's content says, each with a hash of its exact bytes.
+//!
+//! - The text is cut into small chunks by a gear hash of its last 16 bytes (content-defined
+//!   chunking): a chunk ends before byte `i` when the hash of the bytes up to `i` has [`MASK`]'s
+//!   bits clear and byte `i` starts a character. So two copies of a run are cut the same way
+//!   from 16 bytes in, wherever the run sits. Chunks hold at least [`MIN_CHUNK`] bytes and at most
+//!   about [`MAX_CHUNK`] (a run of one repeated byte, whose hash never changes, is cut anyway).
+//! - A window ends at each chunk edge `p` (and at the text's end) and starts `min_bytes` before
+//!   it, or at the chunk's start when that is further (so windows cover the text from the first
+//!   on), moved back to a character start. Windows ending at edges, rather than starting at them,
+//!   reach both ends of a repeated run: the first window of a run starts within a chunk of the
+//!   run's start (its edge lies `min_bytes` in, where the copies are cut alike), and the last
+//!   ends within a chunk of the run's end.
+//! - Its hash: two polynomial hashes of the bytes modulo 2^61 - 1 (prefix sums, so a window costs
+//!   O(1) whatever its length), folded with the length into 64 bits. The substrings stage
+//!   compares windows by (hash, length).
+//! - Every window starts and ends on a character boundary, so spans made of windows do too.
+//! - Work is linear in the text: one pass, a window per chunk, memory for `min_bytes` (or a
+//!   chunk's) prefix sums.
+
+/// The gear hash's bits whose being clear ends a chunk: 4 bits (a chunk per 16 bytes on
+/// average, after [`MIN_CHUNK`]), taken from bits 12-15, which depend on the last 16 bytes
+/// only: enough context that markup and tables, whose short contexts repeat, still get edges.
+pub(crate) const MASK: u64 = 0x7000;
+/// From [`LONG_CHUNK`] bytes on, two of those bits suffice (a chunk per 4 bytes more): a chunk
+/// the hash leaves long still ends where the content says, so copies stay cut alike.
+const EASY_MASK: u64 = 0x1000;
+const LONG_CHUNK: usize = 24;
+/// Fewest bytes of a chunk (but the text's last).
+pub(crate) const MIN_CHUNK: usize = 4;
+/// A chunk this long ends at the next character start, whatever the hash.
+pub(crate) const MAX_CHUNK: usize = 96;
+
+/// The gear table: a fixed pseudo-random word per byte value (splitmix64), the same in every run.
+const GEAR: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut s: u64 = 0x5eed_50b5;
+    let mut i = 0;
+    while i < 256 {
+        s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        t[i] = z ^ (z >> 31);
+        i += 1;
+    }
+    t
+};
+
+/// The modulus of the window hashes (a Mersenne prime) and the two polynomials' bases.
+const P: u64 = (1 << 61) - 1;
+const BASES: [u64; 2] = [0x1d2c_3b4a_5968_7f1b % P, 0x0a3f_9e27_c41d_6b55 % P];
+
+/// `a * b` modulo [`P`].
+#[inline]
+fn mul_mod(a: u64, b: u64) -> u64 {
+    let x = u128::from(a) * u128::from(b);
+    let r = (x as u64 & P) + (x >> 61) as u64;
+    if r >= P {
+        r - P
+    } else {
+        r
+    }
+}
+
+/// One window: its span in the text and the hash of its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Window {
+    pub start: usize,
+    pub end: usize,
+    pub hash: u64,
+}
+
+/// Reused buffers of [`windows`]: the last prefix sums of both polynomials, in a ring.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    ring: Vec<[u64; 2]>,
+}
+
+/// Appends to `out` the windows of `text` of at least `min_bytes` bytes (none for a shorter
+/// text), in order of their end.
+pub(crate) fn windows(text: &[u8], min_bytes: usize, scratch: &mut Scratch, out: &mut Vec<Window>) {
+    let n = text.len();
+    let min = min_bytes.max(1);
+    if n < min {
+        return;
+    }
+    // A window is at most 3 bytes longer than `min` or than a chunk: the prefix sums of that
+    // many last positions are kept.
+    let size = (min.max(MAX_CHUNK) + 8).next_power_of_two();
+    let ring = &mut scratch.ring;
+    ring.clear();
+    ring.resize(size, [0, 0]);
+    let mask = size - 1;
+    // BASES^len for each length a window may have, from `min` on.
+    let longest = min.max(MAX_CHUNK) + 8 - min;
+    let powers: Vec<[u64; 2]> = (0..longest)
+        .scan(
+            BASES.map(|b| (0..min).fold(1, |acc, _| mul_mod(acc, b))),
+            |pw, _| {
+                let this = *pw;
+                *pw = [mul_mod(pw[0], BASES[0]), mul_mod(pw[1], BASES[1])];
+                Some(this)
+            },
+        )
+        .collect();
+    let char_start = |b: u8| (b & 0xc0) != 0x80;
+    let emit = |prev: usize, p: usize, ring: &[[u64; 2]], out: &mut Vec<Window>| {
+        // Back to the previous edge when that is further (windows then cover the text from
+        // their first on), else to a character start (the text's first byte is one).
+        let mut s = (p - min).min(prev);
+        while s > 0 && !char_start(text[s]) {
+            s -= 1;
+        }
+        let (a, b) = (ring[s & mask], ring[p & mask]);
+        let pw = powers[p - s - min];
+        let h: [u64; 2] = std::array::from_fn(|k| {
+            let x = b[k] + P - mul_mod(a[k], pw[k]);
+            if x >= P {
+                x - P
+            } else {
+                x
+            }
+        });
+        let folded =
+            (h[0] ^ h[1].rotate_left(29) ^ ((p - s) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+                .wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        out.push(Window {
+            start: s,
+            end: p,
+            hash: folded ^ (folded >> 31),
+        });
+    };
+    let mut gear: u64 = 0;
+    let mut sums = [0u64; 2];
+    let mut last = 0;
+    for i in 0..n {
+        if i > 0 {
+            let len = i - last;
+            let m = if len >= LONG_CHUNK { EASY_MASK } else { MASK };
+            if char_start(text[i]) && len >= MIN_CHUNK && (gear & m == 0 || len >= MAX_CHUNK) {
+                if i >= min {
+                    emit(last, i, ring, out);
+                }
+                last = i;
+            }
+        }
+        let b = text[i];
+        gear = (gear << 1).wrapping_add(GEAR[b as usize]);
+        for k in 0..2 {
+            let x = mul_mod(sums[k], BASES[k]) + u64::from(b) + 1;
+            sums[k] = if x >= P { x - P } else { x };
+        }
+        ring[(i + 1) & mask] = sums;
+    }
+    emit(last, n, ring, out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(text: &str, min: usize) -> Vec<Window> {
+        let mut out = Vec::new();
+        windows(text.as_bytes(), min, &mut Scratch::default(), &mut out);
+        out
+    }
+
+    /// Some words, varied enough for the chunker to find edges.
+    fn prose(seed: u64, words: usize) -> String {
+        let vocab = [
+            "the",
+            "index",
+            "keeps",
+            "every",
+            "night",
+            "windows",
+            "of",
+            "text",
+            "repeated",
+            "bytes",
+            "parquet",
+            "shard",
+            "crawl",
+            "page",
+            "near",
+            "copy",
+            "α",
+            "字",
+            "ไทย",
+        ];
+        let mut s = seed;
+        (0..words)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                vocab[(s >> 33) as usize % vocab.len()]
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn windows_hold_min_bytes_and_fall_on_character_boundaries() {
+        let t = prose(1, 400);
+        let w = all(&t, 64);
+        assert!(!w.is_empty());
+        for x in &w {
+            assert!((64..=67 + MAX_CHUNK).contains(&(x.end - x.start)));
+            assert!(t.is_char_boundary(x.start) && t.is_char_boundary(x.end));
+        }
+        assert!(w
+            .windows(2)
+            .all(|p| p[0].start < p[1].start && p[0].end <= p[1].end));
+        assert!(all("short", 64).is_empty());
+    }
+
+    #[test]
+    fn equal_bytes_hash_equal_and_other_bytes_do_not() {
+        let t = prose(2, 300);
+        let w = all(&t, 48);
+        for x in &w {
+            for y in &w {
+                let same = t[x.start..x.end] == t[y.start..y.end];
+                assert_eq!(same, x.hash == y.hash && x.end - x.start == y.end - y.start);
+            }
+        }
+    }
+
+    #[test]
+    fn a_run_repeated_inside_other_text_gives_the_same_windows_away_from_its_edges() {
+        let run = prose(3, 120);
+        let a = format!("{} {run} {}", prose(4, 30), prose(5, 30));
+        let b = format!("{} {run} tail", prose(6, 7));
+        let (wa, wb) = (all(&a, 100), all(&b, 100));
+        let inner = |t: &str, w: &[Window]| -> Vec<(u64, String)> {
+            let at = t.find(&run).unwrap();
+            (w.iter())
+                .filter(|x| x.start >= at + 16 && x.end <= at + run.len())
+                .map(|x| (x.hash, t[x.start..x.end].to_string()))
+                .collect()
+        };
+        let (ia, ib) = (inner(&a, &wa), inner(&b, &wb));
+        assert!(ia.len() > 10, "{}", ia.len());
+        assert_eq!(ia, ib);
+    }
+
+    #[test]
+    fn degenerate_texts_are_cut_in_linear_time() {
+        for t in [
+            "a".repeat(1 << 20),
+            "abc".repeat(300_000),
+            "\0".repeat(100_000),
+            " \n".repeat(100_000),
+            "字".repeat(200_000),
+        ] {
+            let w = all(&t, 200);
+            // A window per chunk, chunks of at most MAX_CHUNK (+ a character).
+            assert!(w.len() <= t.len() / MIN_CHUNK && w.len() >= t.len() / (MAX_CHUNK + 4) - 64);
+            assert!(w
+                .iter()
+                .all(|x| t.is_char_boundary(x.start) && t.is_char_boundary(x.end)));
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 500,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(57),
+            failure_persistence: None,
+            ..Default::default()
+        })]
+        /// Any text: windows tile from each chunk start, hold at least the minimum, start and end
+        /// on character boundaries, and the windows' hash is a function of their bytes.
+        #[test]
+        fn windows_of_any_text(s in "\\PC{0,300}|[ab\u{0}\u{e01}字]{0,400}", min in 32usize..80) {
+            let w = all(&s, min);
+            if s.len() < min {
+                proptest::prop_assert!(w.is_empty());
+            }
+            for x in &w {
+                proptest::prop_assert!(x.end - x.start >= min && x.end - x.start <= min.max(MAX_CHUNK) + 3);
+                proptest::prop_assert!(x.end <= s.len());
+                proptest::prop_assert!(s.is_char_boundary(x.start) && s.is_char_boundary(x.end));
+            }
+            // Windows leave no gap between them.
+            proptest::prop_assert!(w.windows(2).all(|p| p[1].start <= p[0].end));
+            if s.len() >= min {
+                // The last window ends at the text's end.
+                proptest::prop_assert_eq!(w.last().map(|x| x.end), Some(s.len()));
+            }
+            // A window's (hash, length) stands for its bytes: equal keys, equal bytes.
+            let doubled = format!("{s}{s}");
+            let w2 = all(&doubled, min);
+            for x in &w2 {
+                for y in &w {
+                    if x.hash == y.hash && x.end - x.start == y.end - y.start {
+                        proptest::prop_assert_eq!(&doubled[x.start..x.end], &s[y.start..y.end]);
+                    }
+                }
+            }
+        }
+    }
+}
