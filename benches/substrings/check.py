@@ -14,7 +14,8 @@ same over the original texts. It prints:
   text of an earlier kept document, or of the same document at an earlier offset, holds (must
   be 0);
 - coverage: of the bytes that lie in an L-byte window the retained text of an *earlier* document
-  holds, the share removed (target >= 0.97);
+  holds, the share removed (target >= 0.97); and the same of windows it holds with no cut inside
+  (a window that exists only where apply joined two retained pieces is none of the input's);
 - of the bytes "every copy after the first, on original text" would remove (an L-byte window
   held earlier by the original kept texts), the share removed.
 Nothing here imports corpus-dedup's code.
@@ -55,7 +56,7 @@ def main():
     # One byte string: retained texts, then originals. Per byte: its document's keep rank,
     # whether it is in a retained text, its offset in the original text, and how many bytes
     # of its document follow it (a window must fit in its document).
-    parts, rank, is_r, off, left = [], [], [], [], []
+    parts, rank, is_r, off, left, piece = [], [], [], [], [], []
     for which, docs in ((1, kept), (0, orig)):
         for k, b in enumerate(docs):
             parts.append(b)
@@ -64,15 +65,26 @@ def main():
             is_r.append(np.full(ln, which, dtype=np.int8))
             left.append(np.arange(ln, 0, -1, dtype=np.int32))
             if which:
-                # The original offset of each retained byte.
+                # The original offset of each retained byte, and the bytes of its piece (the
+                # text between two cuts) from it on.
                 keepmask = np.ones(len(orig[k]), dtype=bool)
                 for a, e in spans[k]:
                     keepmask[a:e] = False
-                off.append(np.nonzero(keepmask)[0].astype(np.int32))
+                o = np.nonzero(keepmask)[0].astype(np.int32)
+                off.append(o)
+                p = np.zeros(ln, dtype=np.int32)
+                if ln:
+                    brk = np.ones(ln, dtype=bool)
+                    brk[:-1] = o[1:] != o[:-1] + 1
+                    ends = np.nonzero(brk)[0]
+                    idx = np.searchsorted(ends, np.arange(ln))
+                    p = (ends[idx] - np.arange(ln) + 1).astype(np.int32)
+                piece.append(p)
             else:
                 off.append(np.arange(ln, dtype=np.int32))
+                piece.append(np.arange(ln, 0, -1, dtype=np.int32))
     data = np.frombuffer(bytearray(b"".join(parts)), dtype=np.uint8)
-    rank, is_r, off, left = (np.concatenate(x) for x in (rank, is_r, off, left))
+    rank, is_r, off, left, piece = (np.concatenate(x) for x in (rank, is_r, off, left, piece))
     sa = divsufsort(data)
     lcp = kasai(data, sa)  # lcp[i]: common prefix of sa[i] and sa[i + 1]
     valid = left[sa] >= L
@@ -83,16 +95,19 @@ def main():
     g_count = group[-1] + 1
     big = np.iinfo(np.int64).max
 
-    def earliest(kind):
-        # Per group: the smallest (rank, offset) among valid suffixes of `kind`, as one key.
+    def earliest(kind, whole=False):
+        # Per group: the smallest (rank, offset) among valid suffixes of `kind`, as one key
+        # (`whole`: only windows of retained text that no cut runs through).
         sel = valid & (is_r[sa] == kind)
+        if whole:
+            sel &= piece[sa] >= L
         key = np.full(len(sa), big, dtype=np.int64)
         key[sel] = rank[sa][sel].astype(np.int64) << 32 | off[sa][sel].astype(np.int64)
         best = np.full(g_count, big, dtype=np.int64)
         np.minimum.at(best, group, key)
         return best
 
-    best_r, best_o = earliest(1), earliest(0)
+    best_r, best_o, best_w = earliest(1), earliest(0), earliest(1, True)
     # For each original position (in original order), its group's earliest holders.
     o_sel = (is_r[sa] == 0) & valid
     pos = sa[o_sel]
@@ -101,11 +116,12 @@ def main():
     g = group[o_sel][order]
     k = rank[pos].astype(np.int64)
     j = off[pos].astype(np.int64)
-    hr, ho = best_r[g], best_o[g]
+    hr, ho, hw = best_r[g], best_o[g], best_w[g]
     rk, ro = hr >> 32, hr & 0xFFFFFFFF
     # A window held by an earlier document's retained text; or by its own retained text at an
     # earlier offset; or by an earlier original (or its own, earlier).
     earlier_doc = rk < k
+    earlier_whole = (hw >> 32) < k
     earlier_any = earlier_doc | ((rk == k) & (ro < j))
     ok, okr = (ho >> 32), (ho & 0xFFFFFFFF)
     orig_earlier = (ok < k) | ((ok == k) & (okr < j))
@@ -124,6 +140,7 @@ def main():
         return np.cumsum(d[:-1]) > 0
 
     cov_doc, cov_any, cov_orig = covered(earlier_doc), covered(earlier_any), covered(orig_earlier)
+    cov_whole = covered(earlier_whole)
     removed = np.zeros(total, dtype=bool)
     for i, s in enumerate(spans):
         for a, e in s:
@@ -136,6 +153,8 @@ def main():
         "violations": int((removed & ~cov_any).sum()),
         "held_by_earlier_document_bytes": int(cov_doc.sum()),
         "coverage": float((removed & cov_doc).sum() / max(1, cov_doc.sum())),
+        "held_uncut_bytes": int(cov_whole.sum()),
+        "coverage_of_uncut": float((removed & cov_whole).sum() / max(1, cov_whole.sum())),
         "after_first_original_bytes": int(cov_orig.sum()),
         "share_of_after_first_original_removed": float((removed & cov_orig).sum() / max(1, cov_orig.sum())),
     }
