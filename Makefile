@@ -13,7 +13,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-ab bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-signals bench-decontam bench-paragraphs bench-export bench-index-soak soak s3-demo clean-out
+.PHONY: build dedup test samples bench bench-ab bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-signals bench-decontam bench-paragraphs bench-substrings bench-export bench-index-soak soak s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -105,6 +105,12 @@ bench-decontam: build
 ## make bench-paragraphs [CORPUS=/tmp/dev-large] [ROUNDS=7] [THREADS=2] [CORES=0,1]
 bench-paragraphs: build
 	BIN=$(BIN) bash benches/paragraphs/run.sh
+
+## Substring dedup: exactness against an independent suffix array, the suffix-array tool of Lee et
+## al. on the same kept text (DTD=path of its dedup_dataset binary; skipped without), and the
+## cost of --substrings on CORPUS: make bench-substrings [DTD=...] [CORPUS=/tmp/dev-large] [ROUNDS=7]
+bench-substrings: build
+	BIN=$(BIN) DTD='$(DTD)' CORPUS='$(or $(CORPUS),/tmp/dev-large)' ROUNDS=$(or $(ROUNDS),7) bash benches/substrings/run.sh
 
 ## `index export` of NIGHTS x NIGHT_DOCS indexed documents: make bench-export [NIGHTS=10 NIGHT_DOCS=1000000]
 bench-export: build

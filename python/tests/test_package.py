@@ -254,3 +254,19 @@ def test_paragraphs_give_drop_spans_and_the_helper_cuts_them_as_apply_does(tmp_p
     with pytest.raises(cd.Error, match="row 0"):
         bad = pl.Series([[{"start": 5, "end": 999}]])
         cd.drop_spans(pl.Series(["short"]), bad)
+
+
+def test_substrings_cut_repeated_runs_and_keep_the_first_copy(tmp_path):
+    disclaimer = " ".join(f"disclaimer{i}" for i in range(30))
+    texts = [f"{' '.join(f'own{i}w{j}' for j in range(25))} {disclaimer} end {i}" for i in range(5)]
+    shard = tmp_path / "s.parquet"
+    pl.DataFrame({"id": [f"d{i}" for i in range(5)], "text": texts}).write_parquet(shard)
+    out = str(tmp_path / "out")
+    manifest = cd.run(str(shard), out, substrings=True, substring_min_bytes=64)
+    spans = manifest["drop_spans"]
+    assert spans[0].to_list() == []
+    assert all(s["retained_by"] == "d0" for row in spans[1:] for s in row)
+    s = cd.summary(out)["substrings"]
+    assert s["min_bytes"] == 64 and s["bytes_removed"] > 4 * (len(disclaimer) - 64)
+    cut = cd.drop_spans(pl.Series(texts), spans)
+    assert cut[0] == texts[0] and all(disclaimer[40:-40] not in t for t in cut[1:])

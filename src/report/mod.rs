@@ -431,15 +431,26 @@ pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report
     })
     .collect();
     read.extend(repeated.iter().filter_map(|r| r.1));
-    // `--substrings`: the documents of the longest spans removed, as the budget allows.
+    // `--substrings`: the longest spans removed whose documents the budget lets it read (the
+    // longest overall when it reads none of them).
     let mut longest_spans = match m.config.substrings {
         Some(_) => spans::longest(&m)?,
         None => Vec::new(),
     };
-    for s in &longest_spans {
-        if budget.free(at(s.row)) || budget.take(&[at(s.row)]) {
-            read.insert(s.row);
+    let mut readable = Vec::new();
+    for (i, s) in longest_spans.iter().enumerate() {
+        if readable.len() == spans::SHOWN_SPANS {
+            break;
         }
+        if budget.free(at(s.row)) || budget.take(&[at(s.row)]) {
+            readable.push(i);
+        }
+    }
+    if readable.is_empty() {
+        longest_spans.truncate(spans::SHOWN_SPANS);
+    } else {
+        longest_spans = readable.iter().map(|&i| longest_spans[i].clone()).collect();
+        read.extend(longest_spans.iter().map(|s| s.row));
     }
     // The input's texts and the reference's items are read side by side.
     let rows: Vec<usize> = read.into_iter().collect();

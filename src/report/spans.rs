@@ -118,7 +118,7 @@ pub(super) fn substrings(h: &mut String, r: &Report) {
     if r.longest_spans.is_empty() {
         return;
     }
-    h.push_str("<h3>Longest spans removed</h3>");
+    h.push_str("<h3>Longest spans removed</h3><p class=\"note\">Among the longest, those in the input the report reads.</p>");
     for s in &r.longest_spans {
         let text = match &s.text {
             Some(t) => {
@@ -153,11 +153,12 @@ pub(crate) struct RemovedSpan {
     pub text: Option<String>,
 }
 
-/// Longest spans the report shows.
-const LONGEST: usize = 5;
+/// Longest spans the report considers, and shows.
+const LONGEST: usize = 64;
+pub(super) const SHOWN_SPANS: usize = 5;
 
-/// The [`LONGEST`] longest spans of the manifest's `drop_spans` (ties to the earlier row),
-/// without their texts.
+/// The [`LONGEST`] longest spans of the manifest's `drop_spans`, longest first (ties to the
+/// earlier row), without their texts.
 pub(super) fn longest(m: &crate::results::Manifest) -> crate::error::Result<Vec<RemovedSpan>> {
     let Ok(c) = m.frame.column("drop_spans") else {
         return Ok(Vec::new());

@@ -207,6 +207,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, r: usize) -> Result<SubstringSt
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::substrings::tests::prose;
     use crate::text::substrings::{windows, Scratch};
 
     /// Runs the rule over `texts` (all kept, in keep order) with `ranges` hash ranges and merges
@@ -330,37 +331,6 @@ mod tests {
 
     fn find(hay: &[u8], needle: &[u8]) -> bool {
         hay.windows(needle.len()).any(|w| w == needle)
-    }
-
-    fn prose(seed: u64, words: usize) -> String {
-        let vocab = [
-            "alpha",
-            "beta",
-            "gamma",
-            "delta",
-            "epsilon",
-            "zeta",
-            "eta",
-            "theta",
-            "iota",
-            "kappa",
-            "lambda",
-            "mu",
-            "字符",
-            "ภาษา",
-            "\u{0}",
-            "x",
-        ];
-        let mut s = seed;
-        (0..words)
-            .map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                vocab[(s >> 33) as usize % vocab.len()]
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
     }
 
     #[test]

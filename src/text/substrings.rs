@@ -185,7 +185,7 @@ pub(crate) fn windows(text: &[u8], min_bytes: usize, scratch: &mut Scratch, out:
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn all(text: &str, min: usize) -> Vec<Window> {
@@ -194,8 +194,8 @@ mod tests {
         out
     }
 
-    /// Some words, varied enough for the chunker to find edges.
-    fn prose(seed: u64, words: usize) -> String {
+    /// Some words from `seed`, varied enough for the chunker to find edges (mixed scripts, NUL).
+    pub(crate) fn prose(seed: u64, words: usize) -> String {
         let vocab = [
             "the",
             "index",
@@ -216,6 +216,7 @@ mod tests {
             "α",
             "字",
             "ไทย",
+            "\u{0}",
         ];
         let mut s = seed;
         (0..words)

@@ -1,41 +1,9 @@
 //! `--paragraphs`: paragraphs of kept documents that an earlier kept document already retains,
 //! as `drop_spans`; `apply` cuts them; the same on the task path and through the index.
 
+use crate::common::*;
 use std::collections::BTreeSet;
 use std::path::Path;
-
-use crate::common::*;
-
-type Span = (u64, u64, Option<String>, Option<String>);
-
-/// The manifest's `drop_spans` per row (None: null).
-fn drop_spans(out: &Path) -> Vec<Option<Vec<Span>>> {
-    let df = read_df(&out.join("manifest.parquet"));
-    let list = df.column("drop_spans").unwrap().list().unwrap().clone();
-    list.amortized_iter()
-        .map(|row| {
-            row.map(|row| {
-                let st = row.as_ref().struct_().unwrap().clone();
-                let u = |n: &str| -> Vec<u64> {
-                    let f = st.field_by_name(n).unwrap();
-                    f.u64().unwrap().into_no_null_iter().collect()
-                };
-                let s = |n: &str| -> Vec<Option<String>> {
-                    let f = st.field_by_name(n).unwrap();
-                    f.str()
-                        .unwrap()
-                        .iter()
-                        .map(|x| x.map(str::to_string))
-                        .collect()
-                };
-                let (a, b, c, d) = (u("start"), u("end"), s("retained_by"), s("retained_batch"));
-                (0..a.len())
-                    .map(|i| (a[i], b[i], c[i].clone(), d[i].clone()))
-                    .collect()
-            })
-        })
-        .collect()
-}
 
 /// A paragraph of 100+ bytes made from `seed`.
 fn para(seed: usize) -> String {

@@ -6,34 +6,6 @@ use std::path::Path;
 
 use crate::common::*;
 
-type Span = (u64, u64, Option<String>);
-
-/// The manifest's `drop_spans` per row (None: null).
-fn drop_spans(out: &Path) -> Vec<Option<Vec<Span>>> {
-    let df = read_df(&out.join("manifest.parquet"));
-    let list = df.column("drop_spans").unwrap().list().unwrap().clone();
-    list.amortized_iter()
-        .map(|row| {
-            row.map(|row| {
-                let st = row.as_ref().struct_().unwrap().clone();
-                let u = |n: &str| -> Vec<u64> {
-                    let f = st.field_by_name(n).unwrap();
-                    f.u64().unwrap().into_no_null_iter().collect()
-                };
-                let by = st.field_by_name("retained_by").unwrap();
-                let by: Vec<Option<String>> = by
-                    .str()
-                    .unwrap()
-                    .iter()
-                    .map(|x| x.map(str::to_string))
-                    .collect();
-                let (a, b) = (u("start"), u("end"));
-                (0..a.len()).map(|i| (a[i], b[i], by[i].clone())).collect()
-            })
-        })
-        .collect()
-}
-
 /// Words made from `seed`: `n` of them, about 8 bytes each.
 fn words(seed: usize, n: usize) -> String {
     (0..n)
@@ -76,12 +48,12 @@ fn texts() -> Vec<String> {
 /// The guarantee checked by brute force on the output of `apply`: every removed byte of a text
 /// lies in a `min`-byte window of its original text whose bytes the applied text of the
 /// retaining document holds (this document's for a repeat inside it).
-fn check_guarantee(texts: &[String], applied: &[&str], spans: &[Option<Vec<Span>>], min: usize) {
+fn check_guarantee(texts: &[String], applied: &[String], spans: &[Option<Vec<Span>>], min: usize) {
     let row = |id: &str| -> usize { id[1..].parse().unwrap() };
     for (i, sp) in spans.iter().enumerate() {
         let t = texts[i].as_bytes();
         let mut prev = 0;
-        for (s, e, by) in sp.iter().flatten() {
+        for (s, e, by, _) in sp.iter().flatten() {
             let (s, e) = (*s as usize, *e as usize);
             assert!(prev <= s && s < e && e <= t.len(), "d{i}: {sp:?}");
             assert!(texts[i].is_char_boundary(s) && texts[i].is_char_boundary(e));
@@ -100,6 +72,27 @@ fn check_guarantee(texts: &[String], applied: &[&str], spans: &[Option<Vec<Span>
             }
         }
     }
+}
+
+/// The texts `apply` writes for a run's output `out` (one shard `s.parquet`).
+fn applied(out: &Path, dir: &Path) -> Vec<String> {
+    let to = dir.join("applied");
+    cd(["apply", "--quiet", "--manifest"])
+        .arg(out.join("manifest.parquet"))
+        .arg("--output")
+        .arg(&to)
+        .ok();
+    let df = read_df(&to.join("s.parquet"));
+    str_column(&df, "text")
+        .into_iter()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Bytes of `texts` less those of `written`.
+fn cut_bytes(texts: &[String], written: &[String]) -> u64 {
+    let len = |t: &[String]| t.iter().map(|x| x.len() as u64).sum::<u64>();
+    len(texts) - len(written)
 }
 
 #[test]
@@ -129,19 +122,10 @@ fn repeated_runs_are_removed_and_apply_keeps_a_copy_of_each() {
     // The first copies stay whole: d0 (disclaimer) and d1 (code) lose nothing.
     assert_eq!(spans[0], Some(vec![]));
     assert_eq!(spans[1], Some(vec![]));
-    let applied = dir.join("applied");
-    cd(["apply", "--quiet", "--manifest"])
-        .arg(out.join("manifest.parquet"))
-        .arg("--output")
-        .arg(&applied)
-        .ok();
-    let df = read_df(&applied.join("s.parquet"));
-    let written = str_column(&df, "text");
+    let written = applied(&out, &dir);
     assert_eq!(written.len(), texts.len());
     check_guarantee(&texts, &written, &spans, 64);
-    let cut: u64 = texts.iter().map(|t| t.len() as u64).sum::<u64>()
-        - written.iter().map(|t| t.len() as u64).sum::<u64>();
-    assert_eq!(p["bytes_removed"], cut);
+    assert_eq!(p["bytes_removed"], cut_bytes(&texts, &written));
     // d3 holds d1's code sample twice: both copies go but for a few bytes at their edges (the
     // windows end where the content cuts it).
     let code = &texts[1][texts[1].find("fn main()").unwrap()..];
@@ -150,7 +134,7 @@ fn repeated_runs_are_removed_and_apply_keeps_a_copy_of_each() {
     assert!(!written[3].contains(&code[40..code.len() - 40]));
     // The text made of earlier runs only loses nearly all; the self-repeating ones keep a copy.
     assert!(written[31].len() < 160, "{:?}", written[31]);
-    for t in [written[30], written[32]] {
+    for t in [&written[30], &written[32]] {
         assert!(t.len() >= 64 && t.len() < 256, "{}", t.len());
     }
     // explain names the spans and who retains them; the report has its section and card.
@@ -177,16 +161,7 @@ fn with_paragraphs_both_rules_apply_and_a_byte_counts_once() {
     run_ok(&glob, &out, &args);
     let s = summary(&out);
     let (p, w) = (&s["paragraphs"], &s["substrings"]);
-    let applied = dir.join("applied");
-    cd(["apply", "--quiet", "--manifest"])
-        .arg(out.join("manifest.parquet"))
-        .arg("--output")
-        .arg(&applied)
-        .ok();
-    let written = read_df(&applied.join("s.parquet"));
-    let written = str_column(&written, "text");
-    let cut: u64 = texts.iter().map(|t| t.len() as u64).sum::<u64>()
-        - written.iter().map(|t| t.len() as u64).sum::<u64>();
+    let cut = cut_bytes(&texts, &applied(&out, &dir));
     let (pb, wb) = (
         p["bytes_removed"].as_u64().unwrap(),
         w["bytes_removed"].as_u64().unwrap(),
@@ -197,7 +172,7 @@ fn with_paragraphs_both_rules_apply_and_a_byte_counts_once() {
     let spans = drop_spans(&out);
     for (i, sp) in spans.iter().enumerate() {
         let mut prev = 0;
-        for (s, e, _) in sp.iter().flatten() {
+        for (s, e, _, _) in sp.iter().flatten() {
             assert!(prev <= *s && s < e, "d{i}: {sp:?}");
             prev = *e;
         }

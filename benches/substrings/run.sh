@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Substring dedup (make bench-substrings): exactness against an independent suffix array
+# (check.py), the suffix-array tool of Lee et al. side by side on the same kept text, and the
+# cost of --substrings on CORPUS (default /tmp/dev-large).
+#
+#   BIN=path/to/corpus-dedup [DTD=path/to/dedup_dataset] [CORPUS=dir] [ROUNDS=7] bash benches/substrings/run.sh
+#
+# DTD: google-research/deduplicate-text-datasets built with `cargo build --release` (not part of
+# this project; fetch and build it beside it). Without it that part is skipped.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BIN=${BIN:?BIN=path of corpus-dedup}
+CORPUS=${CORPUS:-/tmp/dev-large} ROUNDS=${ROUNDS:-7} THREADS=${THREADS:-2} CORES=${CORES:-0,1}
+L=${L:-200}
+PY=$(../shared/corpus/tools/setup.sh)
+"$(dirname "$PY")/pip" install -q pydivsufsort polars
+work=$(mktemp -d "${TMPDIR:-/tmp}/corpus-dedup-substrings.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+small=../shared/corpus/dev-small
+
+echo "## Exactness on $small (L=$L): an independent suffix array over retained and original texts"
+"$BIN" run --quiet --input "$small/shard-*.parquet" --output "$work/s" --substrings \
+  --substring-min-bytes "$L" > /dev/null
+"$PY" benches/substrings/check.py "$work/s" "$small/shard-*.parquet" "$L"
+echo "## With --paragraphs too (what --paragraphs alone removes is checked by its own rule)"
+"$BIN" run --quiet --input "$small/shard-*.parquet" --output "$work/sp" --substrings \
+  --substring-min-bytes "$L" --paragraphs > /dev/null
+"$BIN" run --quiet --input "$small/shard-*.parquet" --output "$work/p" --paragraphs > /dev/null
+"$PY" benches/substrings/check.py "$work/sp" "$small/shard-*.parquet" "$L" "$work/p"
+if [ -e ../shared/corpus/multi/data ]; then
+  echo "## ../shared/corpus/multi (L=$L)"
+  "$BIN" run --quiet --input '../shared/corpus/multi/data/*.parquet' --output "$work/m" --substrings \
+    --substring-min-bytes "$L" > /dev/null
+  "$PY" benches/substrings/check.py "$work/m" '../shared/corpus/multi/data/*.parquet' "$L"
+fi
+
+# The kept text of a plain run, as one Parquet shard (ours) and as the suffix-array tool's
+# input (each document after b"\xff\xff" and its 4-byte index, as its loaders write it).
+"$BIN" run --quiet --input "$small/shard-*.parquet" --output "$work/plain" > /dev/null
+"$PY" - "$work" "$small" <<'PY'
+import glob, struct, sys
+import polars as pl
+work, small = sys.argv[1:3]
+texts = pl.concat([pl.read_parquet(f, columns=["id", "text"]) for f in sorted(glob.glob(f"{small}/shard-*.parquet"))])
+keep = pl.read_parquet(f"{work}/plain/manifest.parquet", columns=["keep"])["keep"]
+kept = texts.filter(keep)
+kept.write_parquet(f"{work}/kept.parquet")
+with open(f"{work}/kept.bin", "wb") as f:
+    for i, t in enumerate(kept["text"]):
+        f.write(b"\xff\xff" + struct.pack("<I", i) + t.encode())
+print(f"kept text: {kept.height} documents, {sum(len(t.encode()) for t in kept['text']) / 1e6:.1f} MB")
+PY
+
+echo "## One core, the same kept text, L=$L: corpus-dedup --substrings (whole run) vs the suffix-array tool"
+t() { /usr/bin/time -f "%e %U %S %M" -o "$work/time" "$@" > /dev/null 2>&1; cat "$work/time"; }
+ours() {
+  rm -rf "$work/k"
+  t taskset -c 0 "$BIN" run --quiet --threads 1 --input "$work/kept.parquet" --output "$work/k" \
+    --substrings --substring-min-bytes "$L"
+}
+for i in 1 2 3; do echo "corpus-dedup: wall user sys KiB: $(ours)"; done
+"$PY" -c "import json; s=json.load(open('$work/k/summary.json'))['substrings']; print('corpus-dedup removes', s['bytes_removed'], 'bytes')"
+if [ -n "${DTD:-}" ]; then
+  for i in 1 2 3; do
+    rm -rf "$work/cache" "$work"/kept.bin.table.bin*; mkdir -p "$work/cache"
+    a=$(t taskset -c 0 "$DTD" make --data-file "$work/kept.bin")
+    b=$(t taskset -c 0 "$DTD" self-similar --data-file "$work/kept.bin" --length-threshold "$L" \
+      --cache-dir "$work/cache" --num-threads 1)
+    /usr/bin/time -f "%e %U %S %M" -o "$work/time" taskset -c 0 "$DTD" collect \
+      --data-file "$work/kept.bin" --cache-dir "$work/cache" --length-threshold "$L" \
+      > "$work/ranges" 2> /dev/null
+    c=$(cat "$work/time")
+    echo "suffix-array tool: make / self-similar / collect (wall user sys KiB): $a / $b / $c"
+  done
+  "$PY" - "$work/ranges" <<'PY'
+import sys
+n = 0
+for line in open(sys.argv[1]):
+    p = line.split()
+    if len(p) == 2 and p[0].isdigit():
+        n += int(p[1]) - int(p[0])
+print("suffix-array tool removes", n, "bytes (every copy, separators included)")
+PY
+fi
+
+echo "## Cost on $CORPUS: plain (old) vs --substrings (new), the same binary, alternated"
+OLD=$BIN NEW=$BIN CORPUS=$CORPUS ROUNDS=$ROUNDS THREADS=$THREADS CORES=$CORES \
+  NEW_ARGS="--substrings" bash benches/ab.sh 2>/dev/null
+echo "## Peak RSS, $ROUNDS alternated pairs, medians"
+for i in $(seq "$ROUNDS"); do
+  for a in "" "--substrings"; do
+    rm -rf "$work/o"
+    # shellcheck disable=SC2086 # flags meant to split into words
+    /usr/bin/time -f "%M" -a -o "$work/rss$a" "$BIN" run --quiet --threads "$THREADS" \
+      --input "$CORPUS/shard-*.parquet" --output "$work/o" $a > /dev/null
+  done
+done
+"$PY" - "$work/rss" "$work/rss--substrings" <<'PY'
+import statistics, sys
+plain, subs = ([int(x) for x in open(f)] for f in sys.argv[1:3])
+print(f"plain {statistics.median(plain) / 1024:.0f} MiB, --substrings {statistics.median(subs) / 1024:.0f} MiB")
+PY
