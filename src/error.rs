@@ -52,6 +52,14 @@ pub enum Error {
         source: ReadError,
     },
 
+    /// A shard's string column holds bytes that are not UTF-8 (Parquet requires UTF-8 there).
+    #[error("file '{file}' has a string column holding bytes that are not UTF-8 ({source}); re-encode that shard's text as UTF-8 (decoding with replacement characters, say) or leave the file out of the input")]
+    InvalidUtf8 {
+        file: String,
+        #[source]
+        source: ReadError,
+    },
+
     /// A required column is missing from a shard.
     #[error("file '{file}' has no column '{column}' (its columns are: {available}); pass the right name with --{flag}")]
     MissingColumn {
@@ -261,6 +269,7 @@ impl Error {
             Error::NoInput(_)
             | Error::BadGlob { .. }
             | Error::Parquet { .. }
+            | Error::InvalidUtf8 { .. }
             | Error::MissingColumn { .. }
             | Error::ColumnType { .. }
             | Error::DuplicateId { .. }

@@ -213,8 +213,16 @@ fn ranked_priority(rank: &StringChunked, values: &[String]) -> Float64Chunked {
 }
 
 fn parquet_err(file: &str, e: PolarsError) -> Error {
+    let file = file.to_string();
+    // Text that is not UTF-8 is a fault of the data, not of the file: say so.
+    if e.to_string().contains("invalid UTF-8") {
+        return Error::InvalidUtf8 {
+            file,
+            source: e.into(),
+        };
+    }
     Error::Parquet {
-        file: file.to_string(),
+        file,
         source: e.into(),
     }
 }

@@ -213,3 +213,33 @@ fn bad_flags() {
         "{err}"
     );
 }
+
+#[test]
+fn text_that_is_not_utf8_names_the_file() {
+    let dir = temp_dir("bad-utf8");
+    let long = "x".repeat(300);
+    let bytes: Vec<Vec<u8>> = vec![
+        long.clone().into_bytes(),
+        [b"\xff\xfe not utf-8 ".as_slice(), long.as_bytes()].concat(),
+    ];
+    let bin = BinaryChunked::from_iter_values("text".into(), bytes.iter().map(Vec::as_slice));
+    // Parquet requires UTF-8 in a string column; some writers do not check.
+    let text = unsafe { bin.to_string_unchecked() };
+    let path = dir.join("bad.parquet");
+    let df = DataFrame::new(
+        2,
+        vec![
+            Column::new("id".into(), ["a", "b"]),
+            text.into_series().into_column(),
+        ],
+    )
+    .unwrap();
+    write_df(&path, df);
+    for extra in [&[][..], &["--substrings"][..]] {
+        let err = run_on(path.to_str().unwrap(), &dir.join("out"), extra);
+        assert!(
+            err.contains("bad.parquet") && err.contains("not UTF-8") && err.contains("re-encode"),
+            "{err}"
+        );
+    }
+}
