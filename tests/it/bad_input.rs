@@ -223,7 +223,9 @@ fn text_that_is_not_utf8_names_the_file() {
         [b"\xff\xfe not utf-8 ".as_slice(), long.as_bytes()].concat(),
     ];
     let bin = BinaryChunked::from_iter_values("text".into(), bytes.iter().map(Vec::as_slice));
-    // Parquet requires UTF-8 in a string column; some writers do not check.
+    // Parquet requires UTF-8 in a string column; some writers do not check, and this test
+    // writes such a shard on purpose.
+    // SAFETY: the column is only written to a file here, never read as strings by this process.
     let text = unsafe { bin.to_string_unchecked() };
     let path = dir.join("bad.parquet");
     let df = DataFrame::new(
