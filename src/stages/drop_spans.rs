@@ -23,7 +23,7 @@ use crate::tally::Cut;
 
 /// A first copy's `retained_by` in a substrings drops file: it retains others, it is not
 /// removed.
-pub(crate) const PROTECTED: u32 = u32::MAX;
+pub(crate) const FIRST_COPY: u32 = u32::MAX;
 
 /// Who retains a removed span's text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,31 +31,25 @@ pub(crate) enum Holder {
     /// A removed paragraph: its retained_by and retained_batch packed in [`PartSpans`]'s `by`
     /// (offset, length).
     Paragraph(u32, u32),
-    /// A removed run: tonight's kept document (global number) whose protected window holds it.
+    /// A removed run: tonight's kept document (global number) whose first copy holds it.
     Window(u32),
 }
 
 /// The removed spans of one document, from its removed paragraphs `(start, end, holder)` (in
-/// order, disjoint), its windows `(start, end, retained by)` (in start order; [`PROTECTED`]
-/// for a window kept whole), and `held` (more spans kept whole). Returns the spans in order,
-/// disjoint, each with the holder of every byte in it (a paragraph's first; else the window
-/// starting first among those that hold the byte).
+/// order, disjoint), its removable windows `(start, end, retained by)` (in start order), and
+/// `held` (spans kept whole, in order). Returns the spans in order, disjoint, each with the
+/// holder of every byte in it (a paragraph's first; else the window starting first among those
+/// that hold the byte).
 pub(crate) fn merge_spans(
     paragraphs: &[(u32, u32, Holder)],
     windows: &[(u32, u32, u32)],
     held: &[(u32, u32)],
 ) -> Vec<(u32, u32, Holder)> {
-    let mut keep: Vec<(u32, u32)> = (windows.iter())
-        .filter(|w| w.2 == PROTECTED)
-        .map(|w| (w.0, w.1))
-        .chain(held.iter().copied())
-        .collect();
-    keep.sort_unstable();
-    let keep = union(&keep);
+    let keep = union(held);
     // Windows' bytes, each to the first window that holds it.
     let mut runs = Vec::new();
     let mut covered = 0;
-    for &(s, e, by) in windows.iter().filter(|w| w.2 != PROTECTED) {
+    for &(s, e, by) in windows {
         let s = s.max(covered);
         if s < e {
             runs.push((s, e, Holder::Window(by)));
@@ -180,7 +174,7 @@ pub(crate) struct PartInputs {
     pub by: Vec<u8>,
     /// Paragraphs that retain a removed one (document, start, end), in order.
     pub held: Vec<(u32, u32, u32)>,
-    /// Windows (document, start, end, retained by or [`PROTECTED`], the retaining copy's start),
+    /// Windows (document, start, end, retained by or [`FIRST_COPY`], the retaining copy's start),
     /// in order.
     pub windows: Vec<(u32, u32, u32, u32, u32)>,
     /// Per document of the part: its listed paragraphs, those removed, and their bytes.
@@ -289,10 +283,10 @@ impl PartInputs {
                 removed.push((self.paragraphs[i].1, self.paragraphs[i].2));
                 i += 1;
             }
-            removed.extend(ws.iter().filter(|w| w.3 != PROTECTED).map(|w| (w.1, w.2)));
+            removed.extend(ws.iter().filter(|w| w.3 != FIRST_COPY).map(|w| (w.1, w.2)));
             removed.sort_unstable();
             let removed = union(&removed);
-            for w in ws.iter().filter(|w| w.3 == PROTECTED) {
+            for w in ws.iter().filter(|w| w.3 == FIRST_COPY) {
                 // The first removed span ending after the window's start.
                 let k = removed.partition_point(|r| r.1 <= w.1);
                 if removed.get(k).is_some_and(|r| r.0 < w.2) {
@@ -323,7 +317,7 @@ impl PartSpans {
         };
         // The cut retaining copies of the parts this part's windows rely on.
         let mut parts: Vec<usize> = (inputs.windows.iter())
-            .filter(|w| w.3 != PROTECTED)
+            .filter(|w| w.3 != FIRST_COPY)
             .map(|w| plan.part_of(w.3))
             .collect();
         parts.sort_unstable();
@@ -333,7 +327,7 @@ impl PartSpans {
             unusable.extend(cut(q)?);
         }
         let windows: Vec<(u32, u32, u32, u32)> = (inputs.windows.iter())
-            .filter(|w| w.3 != PROTECTED && !unusable.contains(&(w.3, w.4)))
+            .filter(|w| w.3 != FIRST_COPY && !unusable.contains(&(w.3, w.4)))
             .map(|w| (w.0, w.1, w.2, w.3))
             .collect();
         let (paragraphs, held) = (inputs.paragraphs, inputs.held);

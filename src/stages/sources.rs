@@ -30,7 +30,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SourceStats
     let cut = inputs.cut_sources();
     let stats = SourceStats {
         sources: (inputs.windows.iter())
-            .filter(|w| w.3 == crate::stages::drop_spans::PROTECTED)
+            .filter(|w| w.3 == crate::stages::drop_spans::FIRST_COPY)
             .count() as u64,
         cut: cut.len() as u64,
     };

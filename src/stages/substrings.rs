@@ -18,7 +18,7 @@
 //! their part's row file; a task reads its range from every part, sorts the kept documents'
 //! windows, and writes per part the removed windows and the first copies they rely on
 //! (`substrings/drops-rR-pP.parquet`: document, offset, length, the document that retains it or
-//! [`PROTECTED`] for a first copy, and the first copy's offset), which the part's sources and
+//! [`FIRST_COPY`] for a first copy, and the first copy's offset), which the part's sources and
 //! manifest tasks read.
 //!
 //! Memory: 8 bytes per document (keep positions) and 24 per window of a kept document in the
@@ -34,7 +34,7 @@ use crate::io::paragraph_rows;
 use crate::io::work;
 use crate::plan::Plan;
 
-use crate::stages::drop_spans::PROTECTED;
+use crate::stages::drop_spans::FIRST_COPY;
 
 /// Counters of a substrings task.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -109,7 +109,7 @@ pub(crate) struct Copy {
 }
 
 /// The decisions of one hash range, each `(document, start, length, retained by, the retaining
-/// copy's start)` (retained by [`PROTECTED`] for a first copy that retains others), in
+/// copy's start)` (retained by [`FIRST_COPY`] for a first copy that retains others), in
 /// (document, start) order.
 #[derive(Debug, Default)]
 pub(crate) struct Decided {
@@ -143,7 +143,7 @@ pub(crate) fn decide(mut copies: Vec<Copy>, doc_at: impl Fn(u32) -> u32) -> Deci
         }
         if any {
             out.windows
-                .push((holder, first.start, first.len, PROTECTED, first.start));
+                .push((holder, first.start, first.len, FIRST_COPY, first.start));
             out.stats.first_copies += 1;
         }
     }
@@ -250,7 +250,7 @@ mod tests {
         (0..texts.len() as u32)
             .map(|d| {
                 let mine: Vec<_> = (all.iter())
-                    .filter(|x| x.0 == d && x.3 != PROTECTED && !cut.contains(&(x.3, x.4)))
+                    .filter(|x| x.0 == d && x.3 != FIRST_COPY && !cut.contains(&(x.3, x.4)))
                     .map(|x| (x.1, x.1 + x.2, x.3))
                     .collect();
                 let merged = crate::stages::drop_spans::merge_spans(&[], &mine, &[]);
