@@ -59,7 +59,7 @@ use crate::simhash::{self, BlockIndex, DocFrequency, FeatureParams, Features};
 use crate::stages::{frequencies, sample};
 use crate::text::paragraphs::{self, Paragraph};
 use crate::text::script::classify;
-use crate::text::substrings::{self, Window};
+use crate::text::substrings;
 
 /// Counters of a signatures task.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -281,21 +281,12 @@ struct ReadPass {
 /// A window as a chunk holds it until it is written: hash, start, length.
 type WindowRow = (u64, u32, u32);
 
-/// Reused buffers of a [`read_pass`] thread.
-#[derive(Default)]
-struct PassScratch {
-    paragraphs: paragraphs::Scratch,
-    windows: substrings::Scratch,
-    found: Vec<Window>,
-}
-
 fn read_pass(corpus: &Corpus, hash: bool, cfg: &Config) -> ReadPass {
-    let (paragraphs, windows) = (cfg.paragraphs.as_ref(), cfg.substrings.as_ref());
-    type PerDoc = (Option<u128>, (u32, ((Vec<Paragraph>, u32), Vec<WindowRow>)));
-    let per_doc = (0..corpus.len() as u32)
+    let paragraphs = cfg.paragraphs.as_ref();
+    let (hashes, (scripts, mut paras)): (_, (_, Vec<_>)) = (0..corpus.len() as u32)
         .into_par_iter()
         .with_min_len(64)
-        .map_init(PassScratch::default, |scratch, d| -> PerDoc {
+        .map_init(paragraphs::Scratch::default, |scratch, d| {
             let t = corpus.text(d);
             let script = t.map_or(0, classify);
             let h = t
@@ -305,36 +296,48 @@ fn read_pass(corpus: &Corpus, hash: bool, cfg: &Config) -> ReadPass {
             let small = match (t, paragraphs) {
                 // Within a text's 32-bit length.
                 (Some(t), Some(pc)) => {
-                    paragraphs::paragraphs(t, pc.min_bytes, &mut scratch.paragraphs, &mut out)
-                        as u32
+                    paragraphs::paragraphs(t, pc.min_bytes, scratch, &mut out) as u32
                 }
                 _ => 0,
             };
-            let mut w = Vec::new();
-            if let (Some(t), Some(sc)) = (t, windows) {
-                let found = &mut scratch.found;
-                found.clear();
-                substrings::windows(t.as_bytes(), sc.min_bytes, &mut scratch.windows, found);
-                // Within a text's 32-bit length; held compactly, at their exact count.
-                w = (found.iter())
-                    .map(|x| (x.hash, x.start as u32, (x.end - x.start) as u32))
-                    .collect();
-            }
-            (h, (script, ((out, small), w)))
-        });
-    let (hashes, (scripts, (mut paras, mut windows))): (_, (_, (Vec<_>, Vec<_>))) = per_doc.unzip();
+            (h, (script, (out, small)))
+        })
+        .unzip();
     if paragraphs.is_none() {
         paras = Vec::new();
     }
-    if cfg.substrings.is_none() {
-        windows = Vec::new();
-    }
+    let windows = match &cfg.substrings {
+        Some(sc) => substring_windows(corpus, sc.min_bytes),
+        None => Vec::new(),
+    };
     ReadPass {
         hashes,
         scripts,
         paragraphs: paras,
         windows,
     }
+}
+
+/// `--substrings`: each document's windows ([`substrings::windows`]), held compactly at their
+/// exact count (offsets within a text's 32-bit length).
+fn substring_windows(corpus: &Corpus, min_bytes: usize) -> Vec<Vec<WindowRow>> {
+    (0..corpus.len() as u32)
+        .into_par_iter()
+        .with_min_len(64)
+        .map_init(
+            || (substrings::Scratch::default(), Vec::new()),
+            |(scratch, found), d| {
+                let Some(t) = corpus.text(d) else {
+                    return Vec::new();
+                };
+                found.clear();
+                substrings::windows(t.as_bytes(), min_bytes, scratch, found);
+                (found.iter())
+                    .map(|x| (x.hash, x.start as u32, (x.end - x.start) as u32))
+                    .collect()
+            },
+        )
+        .collect()
 }
 
 /// The text columns of a chunk's shards with the texts of raw copies (`copy_of[d]` set) made
