@@ -354,6 +354,21 @@ impl Plan {
     }
 
     /// Global index range of part `p`.
+    /// `rows` (in document order, `doc` giving a row's global document number) cut into each
+    /// part's slice, one per part in order.
+    pub(crate) fn by_part<'a, T>(&self, rows: &'a [T], doc: impl Fn(&T) -> u32) -> Vec<&'a [T]> {
+        let mut rest = rows;
+        (0..self.parts.len())
+            .map(|q| {
+                let end = self.part_range(q).end;
+                let n = rest.partition_point(|x| u64::from(doc(x)) < end);
+                let (part, tail) = rest.split_at(n);
+                rest = tail;
+                part
+            })
+            .collect()
+    }
+
     /// The part holding document `doc` (global number).
     pub(crate) fn part_of(&self, doc: u32) -> usize {
         let d = u64::from(doc);

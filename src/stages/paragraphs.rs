@@ -301,12 +301,11 @@ fn write_drops(
     decided: &Decided,
     names: &Names,
 ) -> Result<()> {
-    let mut at = 0;
-    for q in 0..plan.parts.len() {
-        let end = plan.part_range(q).end as u32;
-        let n = decided.removed[at..].partition_point(|x| x.0 < end);
-        let part = &decided.removed[at..at + n];
-        at += n;
+    for (q, part) in plan
+        .by_part(&decided.removed, |x| x.0)
+        .into_iter()
+        .enumerate()
+    {
         let (doc, start): (Vec<u32>, Vec<u32>) = part.iter().map(|x| (x.0, x.1)).unzip();
         let (by, batch): (Vec<Option<&str>>, Vec<Option<&str>>) =
             part.iter().map(|x| names.of(x.2)).unzip();
@@ -337,12 +336,8 @@ fn write_holders(work: &OutputDir, plan: &Plan, r: usize, decided: &Decided) -> 
         .collect();
     held.sort_unstable();
     held.dedup();
-    let mut at = 0;
-    for q in 0..plan.parts.len() {
-        let end = plan.part_range(q).end as u32;
-        let n = held[at..].partition_point(|x| x.0 < end);
-        let (doc, start): (Vec<u32>, Vec<u32>) = held[at..at + n].iter().copied().unzip();
-        at += n;
+    for (q, part) in plan.by_part(&held, |x| x.0).into_iter().enumerate() {
+        let (doc, start): (Vec<u32>, Vec<u32>) = part.iter().copied().unzip();
         let columns = vec![
             Column::new("doc".into(), doc),
             Column::new("start".into(), start),

@@ -174,12 +174,11 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, r: usize) -> Result<SubstringSt
     drop(rank);
     let decided = decide(copies, |k| doc_at[k as usize]);
     drop(doc_at);
-    let mut at = 0;
-    for q in 0..plan.parts.len() {
-        let end = plan.part_range(q).end as u32;
-        let n = decided.windows[at..].partition_point(|x| x.0 < end);
-        let part = &decided.windows[at..at + n];
-        at += n;
+    for (q, part) in plan
+        .by_part(&decided.windows, |x| x.0)
+        .into_iter()
+        .enumerate()
+    {
         let mut cols: [Vec<u32>; 5] = Default::default();
         for &(doc, start, len, by, from) in part {
             for (c, v) in cols.iter_mut().zip([doc, start, len, by, from]) {
