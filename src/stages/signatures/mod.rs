@@ -275,13 +275,10 @@ struct ReadPass {
     hashes: Vec<Option<u128>>,
     scripts: Vec<u32>,
     paragraphs: Vec<(Vec<Paragraph>, u32)>,
-    windows: Vec<Vec<WindowRow>>,
+    windows: Vec<Vec<paragraph_rows::Rows>>,
 }
 
-/// A window as a chunk holds it until it is written: hash, start, length.
-type WindowRow = (u64, u32, u32);
-
-fn read_pass(corpus: &Corpus, hash: bool, cfg: &Config) -> ReadPass {
+fn read_pass(corpus: &Corpus, hash: bool, cfg: &Config, substring_ranges: usize) -> ReadPass {
     let paragraphs = cfg.paragraphs.as_ref();
     let (hashes, (scripts, mut paras)): (_, (_, Vec<_>)) = (0..corpus.len() as u32)
         .into_par_iter()
@@ -307,7 +304,7 @@ fn read_pass(corpus: &Corpus, hash: bool, cfg: &Config) -> ReadPass {
         paras = Vec::new();
     }
     let windows = match &cfg.substrings {
-        Some(sc) => substring_windows(corpus, sc.min_bytes),
+        Some(sc) => substring_windows(corpus, sc.min_bytes, substring_ranges),
         None => Vec::new(),
     };
     ReadPass {
@@ -318,25 +315,39 @@ fn read_pass(corpus: &Corpus, hash: bool, cfg: &Config) -> ReadPass {
     }
 }
 
-/// `--substrings`: each document's windows ([`substrings::windows`]), held compactly at their
-/// exact count (offsets within a text's 32-bit length).
-fn substring_windows(corpus: &Corpus, min_bytes: usize) -> Vec<Vec<WindowRow>> {
+/// `--substrings`: the chunk's windows ([`substrings::windows`]) as blocks of rows by hash
+/// range, made in parallel: each block holds the windows of consecutive documents, in document
+/// order, each row's document its position in the chunk (absorb adds the chunk's base). Offsets
+/// fit: Parquet stores a text's bytes with a 32-bit length.
+fn substring_windows(
+    corpus: &Corpus,
+    min_bytes: usize,
+    ranges: usize,
+) -> Vec<Vec<paragraph_rows::Rows>> {
+    let by_range =
+        || -> Vec<paragraph_rows::Rows> { (0..ranges).map(|_| Default::default()).collect() };
     (0..corpus.len() as u32)
         .into_par_iter()
         .with_min_len(64)
-        .map_init(
-            || (substrings::Scratch::default(), Vec::new()),
-            |(scratch, found), d| {
-                let Some(t) = corpus.text(d) else {
-                    return Vec::new();
-                };
-                found.clear();
-                substrings::windows(t.as_bytes(), min_bytes, scratch, found);
-                (found.iter())
-                    .map(|x| (x.hash, x.start as u32, (x.end - x.start) as u32))
-                    .collect()
+        .fold(
+            || (substrings::Scratch::default(), Vec::new(), by_range()),
+            |(mut scratch, mut found, mut rows), d| {
+                if let Some(t) = corpus.text(d) {
+                    found.clear();
+                    substrings::windows(t.as_bytes(), min_bytes, &mut scratch, &mut found);
+                    for x in &found {
+                        rows[bucket_range(x.hash, ranges)].push(paragraph_rows::Row {
+                            hash: x.hash,
+                            doc: d,
+                            start: x.start as u32,
+                            len: (x.end - x.start) as u32,
+                        });
+                    }
+                }
+                (scratch, found, rows)
             },
         )
+        .map(|(_, _, rows)| rows)
         .collect()
 }
 
@@ -417,8 +428,9 @@ struct PartDocs {
     /// and each document's bytes of text in paragraphs too small to list.
     paragraphs: Vec<paragraph_rows::Rows>,
     paragraph_small: Vec<u32>,
-    /// `--substrings`: the current chunk's windows, by hash range (written after each chunk).
-    substrings: Vec<paragraph_rows::Rows>,
+    /// `--substrings`: the current chunk's windows, blocks of rows by hash range (written after
+    /// each chunk).
+    substrings: Vec<Vec<paragraph_rows::Rows>>,
 }
 
 /// A chunk as [`PartDocs::absorb`] takes it: its documents, their script classes, the kernel's
@@ -432,8 +444,8 @@ struct ChunkDocs<'a> {
     akeys: Vec<u64>,
     /// `--paragraphs`: each document's paragraphs, and its text in smaller ones.
     paragraphs: Vec<(Vec<Paragraph>, u32)>,
-    /// `--substrings`: each document's windows.
-    windows: Vec<Vec<WindowRow>>,
+    /// `--substrings`: the windows, blocks of rows by hash range ([`substring_windows`]).
+    windows: Vec<Vec<paragraph_rows::Rows>>,
 }
 
 impl PartDocs {
@@ -458,9 +470,7 @@ impl PartDocs {
                 .map(|_| Default::default())
                 .collect(),
             paragraph_small: Vec::new(),
-            substrings: (0..plan.substring_ranges())
-                .map(|_| Default::default())
-                .collect(),
+            substrings: Vec::new(),
         }
     }
 
@@ -561,16 +571,9 @@ impl PartDocs {
                 });
             }
         }
-        let ranges = self.substrings.len();
-        for (d, windows) in c.windows.iter().enumerate() {
-            for &(hash, start, len) in windows {
-                self.substrings[bucket_range(hash, ranges)].push(paragraph_rows::Row {
-                    hash,
-                    doc: (base + d as u64) as u32,
-                    start,
-                    len,
-                });
-            }
+        self.substrings = c.windows;
+        for rows in self.substrings.iter_mut().flatten() {
+            rows.doc.iter_mut().for_each(|d| *d += base as u32);
         }
     }
 
@@ -638,7 +641,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
     let load = |i: usize| {
         chunks.get(i).map(|c| {
             Corpus::load_slices(c, cfg, |_| {}).map(|corpus| {
-                let pass = read_pass(&corpus, !simhash, cfg);
+                let pass = read_pass(&corpus, !simhash, cfg, plan.substring_ranges());
                 (corpus, pass)
             })
         })
@@ -687,134 +690,135 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
     let paragraph_files = work::paragraph_rows_files(p);
     let substring_files = work::substring_rows_files(p);
     let (paragraph_ranges, substring_ranges) = (plan.paragraph_ranges(), plan.substring_ranges());
-    with_rows(
-        work,
-        &paragraph_files,
-        paragraph_ranges,
-        |mut paragraph_rows| {
-            with_rows(
-                work,
-                &substring_files,
-                substring_ranges,
-                |mut substring_rows| {
-                    store::write_part(work, p, |files| {
-                        let store = store::Writer::new(files, kernel.k(), first, count)
-                            .map_err(store_err)?;
-                        // Three chunks in flight: the next one is read while this one is computed, and the
-                        // previous one is appended to the store by its own thread.
-                        std::thread::scope(|scope| {
-                            type Stored = (Signatures, ShingleKeys, Vec<String>, Vec<Option<u32>>);
-                            let (tx, rx) = std::sync::mpsc::sync_channel::<Stored>(0);
-                            let writer = scope.spawn(move || {
-                                let mut store = store;
-                                for (sigs, keys, ids, copies) in rx {
-                                    store.append(
-                                        &sigs,
-                                        |i| keys.get(i),
-                                        |i| &ids[i],
-                                        |i| copies[i],
-                                    )?;
-                                }
-                                store.finish()
-                            });
-                            let mut next = first_chunk.take().unwrap_or_else(|| load(0));
-                            let mut i = 0;
-                            while let Some(loaded) = next.take() {
-                                let (
-                                    corpus,
-                                    ReadPass {
-                                        hashes,
-                                        scripts,
-                                        paragraphs,
-                                        windows,
-                                    },
-                                ) = loaded?;
-                                let n = corpus.len();
-                                let (base, at) = (first + read, read as usize);
-                                let pkeys = label_keys(&corpus, |s| s.partition.as_ref());
-                                let akeys = label_keys(&corpus, |s| s.across.as_ref());
-                                // A raw copy is one of a text and its labels: a copy with other labels meets
-                                // other documents, so it gets band rows of its own.
-                                let hashes: Vec<Option<u128>> = (hashes.into_iter().enumerate())
-                                    .map(|(d, h)| {
-                                        h.map(|h| {
-                                            partition::copy_group(
-                                                partition::exact_key(h, pkeys[d]),
-                                                akeys[d],
-                                            )
-                                        })
-                                    })
-                                    .collect();
-                                let copy_of = raw_copies(&hashes, at as u32, &mut first_seen);
-                                read += n as u64;
-                                if read > count {
-                                    return Err(changed(read));
-                                }
-                                let texts = without_copies(&corpus, &copy_of);
-                                let compute =
-                                    || kernel.compute(&corpus, &texts, base, bands, cfg, table);
-                                let (chunk, following) = match second_chunk.take() {
-                                    Some(second) => (compute(), second),
-                                    None => rayon::join(compute, || load(i + 1)),
-                                };
-                                next = following;
-                                i += 1;
-                                let c = ChunkDocs {
-                                    corpus: &corpus,
-                                    scripts,
-                                    chunk: &chunk,
-                                    copy_of: &copy_of,
-                                    pkeys,
-                                    akeys,
-                                    paragraphs,
-                                    windows,
-                                };
-                                docs.absorb(
-                                    c,
-                                    (base, at),
-                                    &kernel,
-                                    plan,
-                                    table.is_some(),
-                                    &mut stats,
-                                );
-                                flush_rows(
-                                    work,
-                                    paragraph_rows.as_deref_mut(),
-                                    &mut docs.paragraphs,
-                                    &paragraph_files,
-                                )?;
+    with_rows(work, &paragraph_files, paragraph_ranges, |paragraph_rows| {
+        with_rows(work, &substring_files, substring_ranges, |substring_rows| {
+            store::write_part(work, p, |files| {
+                let store =
+                    store::Writer::new(files, kernel.k(), first, count).map_err(store_err)?;
+                // Three chunks in flight: the next one is read while this one is computed, and the
+                // previous one is appended to the store by its own thread.
+                std::thread::scope(|scope| {
+                    type Stored = (Signatures, ShingleKeys, Vec<String>, Vec<Option<u32>>);
+                    let (tx, rx) = std::sync::mpsc::sync_channel::<Stored>(0);
+                    let writer = scope.spawn(move || {
+                        let mut store = store;
+                        for (sigs, keys, ids, copies) in rx {
+                            store.append(&sigs, |i| keys.get(i), |i| &ids[i], |i| copies[i])?;
+                        }
+                        store.finish()
+                    });
+                    // The hash rows too, so the main thread does not wait on the disk.
+                    type Rows = (Vec<paragraph_rows::Rows>, Vec<Vec<paragraph_rows::Rows>>);
+                    let (rows_tx, rows_rx) = std::sync::mpsc::sync_channel::<Rows>(1);
+                    let (paragraph_files, substring_files) = (&paragraph_files, &substring_files);
+                    let rows_writer = scope.spawn(move || {
+                        let (mut paragraph_rows, mut substring_rows) =
+                            (paragraph_rows, substring_rows);
+                        for (mut paragraphs, windows) in rows_rx {
+                            flush_rows(
+                                work,
+                                paragraph_rows.as_deref_mut(),
+                                &mut paragraphs,
+                                paragraph_files,
+                            )?;
+                            for mut block in windows {
                                 flush_rows(
                                     work,
                                     substring_rows.as_deref_mut(),
-                                    &mut docs.substrings,
-                                    &substring_files,
+                                    &mut block,
+                                    substring_files,
                                 )?;
-                                drop(corpus);
-                                crate::progress::advance(n as u64);
-                                if tx
-                                    .send((chunk.sigs, chunk.keys, chunk.ids, copy_of))
-                                    .is_err()
-                                {
-                                    break; // the writer stopped on an error, reported below
-                                }
                             }
-                            // The writer's error (a full disk, say) comes first: a short read after it is its
-                            // consequence, not a changed input.
-                            drop(tx);
-                            let written = writer.join().map_err(|_| {
-                                Error::Panicked(format!("part {p}: the store writer panicked"))
-                            })?;
-                            written.map_err(store_err)?;
-                            if read != count {
-                                return Err(changed(read));
-                            }
-                            Ok(())
-                        })
-                    })
-                },
-            )
-        },
-    )?;
+                        }
+                        Ok::<_, Error>(())
+                    });
+                    let mut next = first_chunk.take().unwrap_or_else(|| load(0));
+                    let mut i = 0;
+                    while let Some(loaded) = next.take() {
+                        let (
+                            corpus,
+                            ReadPass {
+                                hashes,
+                                scripts,
+                                paragraphs,
+                                windows,
+                            },
+                        ) = loaded?;
+                        let n = corpus.len();
+                        let (base, at) = (first + read, read as usize);
+                        let pkeys = label_keys(&corpus, |s| s.partition.as_ref());
+                        let akeys = label_keys(&corpus, |s| s.across.as_ref());
+                        // A raw copy is one of a text and its labels: a copy with other labels meets
+                        // other documents, so it gets band rows of its own.
+                        let hashes: Vec<Option<u128>> = (hashes.into_iter().enumerate())
+                            .map(|(d, h)| {
+                                h.map(|h| {
+                                    partition::copy_group(
+                                        partition::exact_key(h, pkeys[d]),
+                                        akeys[d],
+                                    )
+                                })
+                            })
+                            .collect();
+                        let copy_of = raw_copies(&hashes, at as u32, &mut first_seen);
+                        read += n as u64;
+                        if read > count {
+                            return Err(changed(read));
+                        }
+                        let texts = without_copies(&corpus, &copy_of);
+                        let compute = || kernel.compute(&corpus, &texts, base, bands, cfg, table);
+                        let (chunk, following) = match second_chunk.take() {
+                            Some(second) => (compute(), second),
+                            None => rayon::join(compute, || load(i + 1)),
+                        };
+                        next = following;
+                        i += 1;
+                        let c = ChunkDocs {
+                            corpus: &corpus,
+                            scripts,
+                            chunk: &chunk,
+                            copy_of: &copy_of,
+                            pkeys,
+                            akeys,
+                            paragraphs,
+                            windows,
+                        };
+                        docs.absorb(c, (base, at), &kernel, plan, table.is_some(), &mut stats);
+                        let fresh = (0..docs.paragraphs.len()).map(|_| Default::default());
+                        let rows = (
+                            std::mem::replace(&mut docs.paragraphs, fresh.collect()),
+                            std::mem::take(&mut docs.substrings),
+                        );
+                        if rows_tx.send(rows).is_err() {
+                            break; // the rows writer stopped on an error, reported below
+                        }
+                        drop(corpus);
+                        crate::progress::advance(n as u64);
+                        if tx
+                            .send((chunk.sigs, chunk.keys, chunk.ids, copy_of))
+                            .is_err()
+                        {
+                            break; // the writer stopped on an error, reported below
+                        }
+                    }
+                    // The writer's error (a full disk, say) comes first: a short read after it is its
+                    // consequence, not a changed input.
+                    drop((tx, rows_tx));
+                    let written = writer.join().map_err(|_| {
+                        Error::Panicked(format!("part {p}: the store writer panicked"))
+                    })?;
+                    written.map_err(store_err)?;
+                    rows_writer.join().map_err(|_| {
+                        Error::Panicked(format!("part {p}: the hash rows writer panicked"))
+                    })??;
+                    if read != count {
+                        return Err(changed(read));
+                    }
+                    Ok(())
+                })
+            })
+        })
+    })?;
     docs.write(work, plan, p, reference.as_deref(), &mut stats)?;
     Ok(stats)
 }
