@@ -22,7 +22,7 @@ use std::io::Write;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Error, Result};
-use crate::io::output::OutputDir;
+use crate::io::output::{OutputDir, RangeBytes};
 #[cfg(test)]
 use crate::io::work;
 use crate::io::{u32_at, u32s_le, u64_at};
@@ -69,27 +69,6 @@ impl Rows {
         self.doc.clear();
         self.start.clear();
         self.len.clear();
-    }
-
-    #[cfg(test)]
-    pub(crate) fn get(&self, i: usize) -> Row {
-        Row {
-            hash: self.hash[i],
-            doc: self.doc[i],
-            start: self.start[i],
-            len: self.len[i],
-        }
-    }
-
-    /// Appends the rows of a slice as [`Writer::block`] wrote it (`n` rows).
-    fn extend_from(&mut self, b: &[u8], n: usize) {
-        let (hash, rest) = b.split_at(8 * n);
-        let (doc, rest) = rest.split_at(4 * n);
-        let (start, len) = rest.split_at(4 * n);
-        (self.hash).extend(hash.chunks_exact(8).map(|c| u64_at(c, 0)));
-        self.doc.extend(u32s_le(doc));
-        self.start.extend(u32s_le(start));
-        self.len.extend(u32s_le(len));
     }
 }
 
@@ -163,14 +142,60 @@ impl<'w> Writer<'w> {
     }
 }
 
+/// The rows of one range as read: each block's bytes (its columns one after another, as
+/// [`Writer::block`] wrote them), checked.
+#[derive(Debug, Default)]
+pub(crate) struct RangeRows {
+    blocks: RangeBytes,
+}
+
+impl RangeRows {
+    pub(crate) fn len(&self) -> usize {
+        (0..self.blocks.len())
+            .map(|i| self.blocks.get(i).len() / ROW)
+            .sum()
+    }
+
+    /// Calls `each` with every row, in file order.
+    pub(crate) fn for_each(&self, mut each: impl FnMut(Row)) {
+        for i in 0..self.blocks.len() {
+            let b = self.blocks.get(i);
+            let n = b.len() / ROW;
+            let (hash, rest) = b.split_at(8 * n);
+            let (doc, rest) = rest.split_at(4 * n);
+            let (start, len) = rest.split_at(4 * n);
+            for (((h, d), s), l) in (hash.chunks_exact(8))
+                .zip(u32s_le(doc))
+                .zip(u32s_le(start))
+                .zip(u32s_le(len))
+            {
+                each(Row {
+                    hash: u64_at(h, 0),
+                    doc: d,
+                    start: s,
+                    len: l,
+                });
+            }
+        }
+    }
+
+    /// The rows as columns.
+    pub(crate) fn to_rows(&self) -> Rows {
+        let mut out = Rows::default();
+        self.for_each(|r| out.push(r));
+        out
+    }
+}
+
 /// Reads the rows of range `r` (of `ranges`) that a signatures task wrote to `files` (data,
-/// meta: [`crate::io::work::paragraph_rows_files`] or [`crate::io::work::substring_rows_files`]).
+/// meta: [`crate::io::work::paragraph_rows_files`] or [`crate::io::work::substring_rows_files`]):
+/// every slice checked, held as read (a task decodes them as it goes, into what it keeps).
 pub(crate) fn read_range(
     work: &OutputDir,
     files: &[String; 2],
     r: usize,
     ranges: usize,
-) -> Result<Rows> {
+) -> Result<RangeRows> {
     let [data, meta] = files;
     let bad = |name: &str, msg: String| Error::WorkFile {
         path: work.location(name),
@@ -212,19 +237,17 @@ pub(crate) fn read_range(
     let slices: Vec<_> = (entries.iter())
         .map(|e| e.offset..e.offset + ROW as u64 * u64::from(e.rows))
         .collect();
-    let mut out = Rows::default();
     if slices.is_empty() {
-        return Ok(out);
+        return Ok(RangeRows::default());
     }
-    let got = work.read_ranges(data, &slices)?;
+    let blocks = work.read_ranges(data, &slices)?;
     for (i, e) in entries.iter().enumerate() {
-        let b = got.get(i);
+        let b = blocks.get(i);
         if b.len() != ROW * e.rows as usize || xxh3_64(b) != e.check {
             return Err(bad(data, "checksum mismatch (damaged file)".into()));
         }
-        out.extend_from(b, e.rows as usize);
     }
-    Ok(out)
+    Ok(RangeRows { blocks })
 }
 
 #[cfg(test)]
@@ -269,8 +292,10 @@ mod tests {
     fn read_all(work: &OutputDir) -> Result<Vec<Vec<Row>>> {
         (0..3)
             .map(|r| {
+                let mut rows = Vec::new();
                 read_range(work, &work::paragraph_rows_files(1), r, 3)
-                    .map(|x| (0..x.len()).map(|i| x.get(i)).collect())
+                    .map(|x| x.for_each(|row| rows.push(row)))
+                    .map(|()| rows)
             })
             .collect()
     }

@@ -196,12 +196,13 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, r: usize) -> Result<ParagraphSt
             r,
             plan.paragraph_ranges(),
         )?;
-        for i in 0..rows.len() {
-            let k = rank.get(rows.doc[i] as usize).copied().unwrap_or(u32::MAX);
+        paras.reserve_exact(rows.len());
+        rows.for_each(|row| {
+            let k = rank.get(row.doc as usize).copied().unwrap_or(u32::MAX);
             if k != u32::MAX {
-                paras.push((rows.hash[i], u64::from(k) << 32 | u64::from(rows.start[i])));
+                paras.push((row.hash, u64::from(k) << 32 | u64::from(row.start)));
             }
-        }
+        });
     }
     drop(rank);
     let held = crate::index::paragraphs::Held::read(plan, r)?;

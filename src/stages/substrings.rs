@@ -159,17 +159,19 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, r: usize) -> Result<SubstringSt
     for q in 0..plan.parts.len() {
         let files = work::substring_rows_files(q);
         let rows = paragraph_rows::read_range(work, &files, r, plan.substring_ranges())?;
-        for i in 0..rows.len() {
-            let k = rank.get(rows.doc[i] as usize).copied().unwrap_or(u32::MAX);
+        // Exactly: doubling would leave up to half the task's largest buffer unused.
+        copies.reserve_exact(rows.len());
+        rows.for_each(|row| {
+            let k = rank.get(row.doc as usize).copied().unwrap_or(u32::MAX);
             if k != u32::MAX {
                 copies.push(Copy {
-                    hash: rows.hash[i],
-                    len: rows.len[i],
+                    hash: row.hash,
+                    len: row.len,
                     rank: k,
-                    start: rows.start[i],
+                    start: row.start,
                 });
             }
-        }
+        });
     }
     drop(rank);
     let decided = decide(copies, |k| doc_at[k as usize]);
