@@ -1,11 +1,18 @@
 #!/usr/bin/env python3
-"""Fails when two or more source modules import each other, directly or through others.
+"""Fails when modules in different folders import each other, directly or through others.
 
-A module is one file under src/. An import is any `crate::a::b` path outside `#[cfg(test)]`
-modules (unit tests may reach anywhere), in a `use` or fully qualified in a function body, and any
-`super::` or `self::` path, read as the `crate::` path it stands for; it points at the longest
-prefix that is a module file.
-Prints each cycle (a strongly connected component of more than one module).
+A module is one file under src/. An import is, outside `#[cfg(test)]` modules (unit tests may reach
+anywhere):
+- any `crate::` path, in a `use` (grouped imports too, nested to any depth:
+  `use crate::{index::{copies, paragraphs}, plan::Plan}`) or fully qualified in a body;
+- any `super::` or `self::` path, read as the `crate::` path it stands for;
+- a bare path into a child module the file declares (`mod compact;` then `compact::run(..)`).
+Each points at the longest prefix that is a module file.
+
+A cycle (a strongly connected component of more than one module) is allowed only inside one
+module's subtree: a folder's `mod.rs` and the modules under it may call each other (a parent
+runs its children, which share its helpers). Any other cycle crosses folders and is printed, and
+the script fails.
 """
 import pathlib
 import re
@@ -45,20 +52,67 @@ def absolute(text, module):
     return re.sub(r"(?<![\w:])(?:self::|(?:super::)+)", repl, text)
 
 
+def use_tree(text, i):
+    """The paths of the use tree at text[i:] (after `crate::`): each a list of segments."""
+    out, path = [], []
+    while i < len(text):
+        m = re.match(r"\s*([A-Za-z_]\w*)\s*", text[i:])
+        if m:
+            path.append(m.group(1))
+            i += m.end()
+            if text.startswith("::", i):
+                i += 2
+                continue
+            alias = re.match(r"as\s+\w+\s*", text[i:])
+            i += alias.end() if alias else 0
+            out.append(path)
+            return out, i
+        if text.startswith("{", i):
+            i += 1
+            while True:
+                sub, i = use_tree(text, i)
+                out.extend(path + s for s in sub)
+                i += len(text[i:]) - len(text[i:].lstrip())
+                if text.startswith(",", i):
+                    i += 1
+                    i += len(text[i:]) - len(text[i:].lstrip())
+                    if text.startswith("}", i):
+                        return out, i + 1
+                    continue
+                if text.startswith("}", i):
+                    return out, i + 1
+                return out, i
+        if text.startswith("*", i) or not path:
+            out.append(path)
+            return out, i + 1
+        out.append(path)
+        return out, i
+    return out, i
+
+
 def imports(path):
+    module = module_of(path)
     text = path.read_text()
-    text = re.split(r"#\[cfg\(test\)\]\s*mod tests", text)[0]
+    text = re.split(r"#\[cfg\(test\)\]\s*(?:pub\(crate\) )?mod tests", text)[0]
     text = re.sub(r"//.*", "", text)
-    text = absolute(text, module_of(path))
+    children = re.findall(r"^\s*(?:pub(?:\([\w:]+\))? )?mod (\w+);", text, re.M)
+    for c in children:
+        if module_of_child(module, c) in files:
+            text = re.sub(rf"(?<![\w:]){c}::", f"crate::{module_of_child(module, c)}::", text)
+    text = absolute(text, module)
     found = set()
-    for m in re.finditer(r"crate::([A-Za-z_][\w:]*)(::\{([^}]*)\})?", text):
-        base = [p for p in m.group(1).split("::") if p]
-        groups = [g.strip().split("::")[0] for g in (m.group(3) or "").split(",") if g.strip()]
-        for g in groups or [None]:
-            t = target(base + ([g] if g and g != "self" else []))
+    for m in re.finditer(r"crate::", text):
+        paths, _ = use_tree(text, m.end())
+        for p in paths:
+            p = [s for s in p if s != "self"]
+            t = target(p)
             if t:
                 found.add(t)
     return found
+
+
+def module_of_child(module, child):
+    return f"{module}::{child}" if module else child
 
 
 graph = {m: imports(p) - {m} for m, p in files.items()}
@@ -90,13 +144,23 @@ def visit(v):
             sccs.append(sorted(comp))
 
 
+def within_one_subtree(comp):
+    """Whether one module of the cycle holds all the others under it."""
+    return any(all(m == r or m.startswith(r + "::") for m in comp) for r in comp)
+
+
 sys.setrecursionlimit(10000)
 for v in sorted(graph):
     if v not in index:
         visit(v)
-for c in sccs:
-    print("import cycle: " + " <-> ".join(c))
+bad = [c for c in sccs if not within_one_subtree(c)]
+for c in bad:
+    print("import cycle across folders: " + " <-> ".join(c))
     for m in c:
         print(f"  {m} imports " + ", ".join(sorted(graph[m] & set(c))))
-print(f"check-imports: {len(files)} modules, {len(sccs)} cycles")
-sys.exit(1 if sccs else 0)
+edges = sum(len(v) for v in graph.values())
+print(
+    f"check-imports: {len(files)} modules, {edges} imports, {len(sccs) - len(bad)} cycles inside "
+    f"one module's subtree, {len(bad)} across folders"
+)
+sys.exit(1 if bad else 0)

@@ -331,10 +331,14 @@ fn plan(job: Job, work: String) -> anyhow::Result<()> {
         dir.prepare()?;
         // A run in progress on the index makes a distributed plan fail at start too (the merge
         // task takes the lock again for its commit, which also checks the index is unchanged).
-        if let Some(index) = &cfg.index {
-            drop(crate::index::Lock::acquire(index)?);
-        }
-        let plan = crate::plan::Plan::build(&cfg, layout.tasks, layout.bucket_ranges)?;
+        let index = match &cfg.index {
+            Some(index) => {
+                let _lock = crate::index::Lock::acquire(index)?;
+                crate::index::plan(&cfg)?
+            }
+            None => None,
+        };
+        let plan = crate::plan::Plan::build(&cfg, layout.tasks, layout.bucket_ranges, index)?;
         executor::local::install_plan(&dir, &plan, cfg.quiet)?;
         Ok(plan)
     })

@@ -201,10 +201,13 @@ pub(crate) struct Plan {
 impl Plan {
     /// Lists the inputs, reads each file's row count from its footer (checking its columns), and
     /// cuts the documents into `tasks` parts (default: one per [`DOCS_PER_PART`] documents).
+    /// `index`: tonight's use of the index ([`crate::index::plan`], read by the caller under the
+    /// index lock), whose batch directory the plan names after its input.
     pub(crate) fn build(
         cfg: &Config,
         tasks: Option<usize>,
         bucket_ranges: Option<usize>,
+        index: Option<crate::index::IndexPlan>,
     ) -> Result<Plan> {
         let names = input::expand_inputs(&cfg.input)?;
         let reference = match &cfg.reference {
@@ -261,7 +264,7 @@ impl Plan {
             documents,
             parts,
             bucket_ranges,
-            index: crate::index::plan(cfg, fingerprint)?,
+            index: index.map(|ip| ip.named(fingerprint)),
             reference,
         })
     }

@@ -204,16 +204,15 @@ fn run_tasks(
     // settings and batch name are checked, and the plan made (globs, columns, footers), before
     // anything is written: a run that fails there leaves no trace.
     let (wait, quiet) = (layout.wait, cfg.quiet);
-    let _lock = match &cfg.index {
+    let (_lock, index) = match &cfg.index {
         Some(index) => {
             let lock =
                 crate::io::lock::waiting(wait, quiet, || crate::index::Lock::acquire(index))?;
-            crate::index::plan(cfg, 0)?;
-            Some(lock)
+            (Some(lock), crate::index::plan(cfg)?)
         }
-        None => None,
+        None => (None, None),
     };
-    let plan = pool.install(|| Plan::build(cfg, layout.tasks, layout.bucket_ranges))?;
+    let plan = pool.install(|| Plan::build(cfg, layout.tasks, layout.bucket_ranges, index))?;
     // One run per output and work directory at a time.
     let _out_lock = crate::io::lock::waiting(wait, quiet, || dir_lock(&cfg.output))?;
     let out = OutputDir::parse(&cfg.output);

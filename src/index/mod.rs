@@ -182,7 +182,8 @@ impl Head {
 pub(crate) struct IndexPlan {
     pub location: String,
     pub batch: String,
-    /// Tonight's batch directory (`batches/NAME-HASH`, HASH from the input and settings).
+    /// Tonight's batch directory (`batches/NAME-HASH`, HASH from the input and settings, so a
+    /// rerun with other input never mixes files with the first run's), set by [`Self::named`].
     pub dir: String,
     pub window: usize,
     /// The batches tonight is compared with, oldest first: lingering ones, then the window.
@@ -195,6 +196,15 @@ pub(crate) struct IndexPlan {
 }
 
 impl IndexPlan {
+    /// The plan with its batch directory named after `fingerprint`, which identifies tonight's
+    /// input and settings.
+    pub(crate) fn named(self, fingerprint: u64) -> IndexPlan {
+        IndexPlan {
+            dir: format!("batches/{}-{fingerprint:016x}", self.batch),
+            ..self
+        }
+    }
+
     /// The index directory.
     pub(crate) fn dir(&self) -> OutputDir {
         OutputDir::parse(&self.location)
@@ -294,9 +304,9 @@ fn flag(key: &str) -> String {
 }
 
 /// Plans tonight's use of the index: checks the settings and the batch name, and lists the
-/// batches to compare with. `fingerprint` identifies tonight's input and settings (it names the
-/// batch directory, so a rerun with other input never mixes files with the first run's).
-pub(crate) fn plan(cfg: &Config, fingerprint: u64) -> Result<Option<IndexPlan>> {
+/// batches to compare with (the head is read once per run, here). The plan names the batch
+/// directory after the input ([`IndexPlan::named`]).
+pub(crate) fn plan(cfg: &Config) -> Result<Option<IndexPlan>> {
     let (Some(location), Some(batch)) = (&cfg.index, &cfg.batch) else {
         return Ok(None);
     };
@@ -367,7 +377,7 @@ pub(crate) fn plan(cfg: &Config, fingerprint: u64) -> Result<Option<IndexPlan>> 
     Ok(Some(IndexPlan {
         location: location.clone(),
         batch: batch.clone(),
-        dir: format!("batches/{batch}-{fingerprint:016x}"),
+        dir: format!("batches/{batch}"),
         window: cfg.window,
         compare,
         generation,

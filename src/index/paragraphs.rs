@@ -16,7 +16,6 @@ use crate::index::batch::{self, BatchReader, Written};
 use crate::index::blocks::Blocked;
 use crate::io::output::OutputDir;
 use crate::io::u32_at;
-use crate::plan::Plan;
 
 /// The paragraph file of a batch.
 pub(crate) const PARAGRAPHS: &str = "paragraphs.bin";
@@ -83,12 +82,17 @@ pub(crate) struct Held {
 }
 
 impl Held {
-    /// Reads range `r` of every compared batch's paragraph file (none without `--index`).
-    pub(crate) fn read(plan: &Plan, r: usize) -> Result<Held> {
-        let Some(ip) = &plan.index else {
+    /// Reads range `r` of `ranges` of every compared batch's paragraph file (none without
+    /// `--index`); `bands` is tonight's band count, which names the batches' files.
+    pub(crate) fn read(
+        index: Option<&crate::index::IndexPlan>,
+        ranges: usize,
+        bands: usize,
+        r: usize,
+    ) -> Result<Held> {
+        let Some(ip) = index else {
             return Ok(Held::default());
         };
-        let ranges = plan.paragraph_ranges();
         let lo = range_start(r, ranges);
         let hi = (r + 1 < ranges).then(|| range_start(r + 1, ranges));
         let index = ip.dir();
@@ -114,7 +118,7 @@ impl Held {
             held,
             entries: ip.compare.clone(),
             location: ip.location.clone(),
-            bands: plan.bands(),
+            bands,
         })
     }
 

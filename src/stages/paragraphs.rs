@@ -205,7 +205,12 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, r: usize) -> Result<ParagraphSt
         });
     }
     drop(rank);
-    let held = crate::index::paragraphs::Held::read(plan, r)?;
+    let held = crate::index::paragraphs::Held::read(
+        plan.index.as_ref(),
+        plan.paragraph_ranges(),
+        plan.bands(),
+        r,
+    )?;
     let decided = decide(paras, |k| doc_at[k as usize], |h| held.find(h));
     drop(doc_at);
     let names = Names::resolve(work, plan, &decided, &held)?;
