@@ -3,6 +3,7 @@
 //! names them; [`store`], [`band_rows`] and [`pairs`] are the binary ones).
 
 pub(crate) mod band_rows;
+pub(crate) mod doc_columns;
 pub(crate) mod input;
 pub(crate) mod lock;
 pub(crate) mod object;

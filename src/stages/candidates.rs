@@ -78,7 +78,8 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateSt
         x.zip(y).is_some_and(|(x, y)| hamming(*x, *y) <= k)
     };
     // `--across`: pairs of one value never drop anything, so they are not listed.
-    let across = crate::stages::across_keys(work, plan)?;
+    let across =
+        crate::io::doc_columns::across_keys(work, plan.parts.len(), plan.config.across.is_some())?;
     let apart = |a: u32, b: u32| across[a as usize] != across[b as usize];
     let near_apart = |a: u32, b: u32| apart(a, b) && near(a, b);
     let cap = match simhash {

@@ -53,7 +53,8 @@ impl Numbering {
             let first = plan.part_range(p).start as u32;
             let keeper = work::u32s(&df, "keeper", "index")?;
             // A document holding benchmark text (`--reference`) is its own keeper but not kept.
-            let contaminated = crate::stages::contaminated(work, plan, p)?;
+            let contaminated =
+                crate::io::doc_columns::contaminated(work, p, plan.config.reference.is_some())?;
             let never = |j: usize| contaminated.get(j).copied().unwrap_or(false);
             kept.extend(
                 (first..)
@@ -194,7 +195,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats>
         let mut keys = Vec::with_capacity(held.len());
         for p in 0..plan.parts.len() {
             let r = plan.part_range(p);
-            let part = crate::stages::label_keys(work, p, "across", true)?;
+            let part = crate::io::doc_columns::label_keys(work, p, "across", true)?;
             keys.extend(
                 numbering
                     .held(r.clone())

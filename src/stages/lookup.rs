@@ -125,7 +125,7 @@ impl PartKeys {
         let block_index = plan.block_index();
         // With `--partition-by`, keys within the document's partition, as the batch stored them.
         let partitions =
-            crate::stages::label_keys(work, p, "partition", cfg.partition_by.is_some())?;
+            crate::io::doc_columns::label_keys(work, p, "partition", cfg.partition_by.is_some())?;
         let mut keys = vec![0u64; n * bands];
         keys.par_chunks_mut(bands.max(1))
             .enumerate()
@@ -264,7 +264,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats
     let alive = crate::index::renew::alive(&index, &ip.compare)?;
     let (mine, theirs) = match cfg.across.is_some() {
         true => (
-            crate::stages::label_keys(work, p, "across", true)?,
+            crate::io::doc_columns::label_keys(work, p, "across", true)?,
             ip.compare
                 .iter()
                 .map(|e| labels::read(&index, e))

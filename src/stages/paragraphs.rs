@@ -186,7 +186,7 @@ pub(crate) fn decide(
 
 /// The paragraphs task of hash range `r`.
 pub(crate) fn run(work: &OutputDir, plan: &Plan, r: usize) -> Result<ParagraphStats> {
-    let rank = super::keep_positions(work, plan)?;
+    let rank = crate::io::doc_columns::keep_positions(work, plan.parts.len(), plan.documents)?;
     let doc_at = super::documents_by_position(&rank);
     let mut paras: Vec<(u64, u64)> = Vec::new();
     for q in 0..plan.parts.len() {

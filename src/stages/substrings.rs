@@ -153,7 +153,7 @@ pub(crate) fn decide(mut copies: Vec<Copy>, doc_at: impl Fn(u32) -> u32) -> Deci
 
 /// The substrings task of hash range `r`.
 pub(crate) fn run(work: &OutputDir, plan: &Plan, r: usize) -> Result<SubstringStats> {
-    let rank = super::keep_positions(work, plan)?;
+    let rank = crate::io::doc_columns::keep_positions(work, plan.parts.len(), plan.documents)?;
     let doc_at = super::documents_by_position(&rank);
     let mut copies: Vec<Copy> = Vec::new();
     for q in 0..plan.parts.len() {

@@ -312,12 +312,17 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
         check_unique_ids(work, plan)?;
     }
     let n = plan.documents as usize;
-    let across = crate::stages::across_keys(work, plan)?;
+    let across =
+        crate::io::doc_columns::across_keys(work, plan.parts.len(), plan.config.across.is_some())?;
     let first_copy = first_copies(work, plan, &across)?;
     let index = IndexMatches::read(work, plan)?;
     let keep = KeepData::read(work, plan)?;
     // `--reference`: documents holding benchmark text, never kept.
-    let contaminated = crate::stages::all_contaminated(work, plan)?;
+    let contaminated = crate::io::doc_columns::all_contaminated(
+        work,
+        plan.parts.len(),
+        plan.config.reference.is_some(),
+    )?;
     let (out, giant, renewed) = match cfg.cluster {
         ClusterRule::Components => {
             let out = components::outcome(work, plan, &first_copy, &index, keep)?;

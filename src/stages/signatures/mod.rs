@@ -36,30 +36,36 @@
 //! ([`simhash::to_record`]), and shingle keys for the short-document check.
 
 mod column;
+mod contamination;
+mod kernel;
+mod read;
+mod rows;
 
 pub use column::signatures_only;
-pub(crate) use column::{exact_column, signature_column, ShingleKeys};
+pub(crate) use column::ShingleKeys;
 
-use polars::prelude::{BooleanChunked, Column, NewChunkedArray, PlSmallStr, StringChunked};
+use polars::prelude::Column;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Config, Method};
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
 use crate::io::paragraph_rows;
 use crate::io::work::{self, part_file, write_frame};
 use crate::io::{band_rows, store};
-use crate::minhash::{Permutations, Signatures};
+use crate::minhash::Signatures;
 use crate::partition;
 use crate::plan::{Plan, DOCS_PER_CHUNK};
-use crate::reference::{Hit, Reference, Table};
-use crate::simhash::{self, BlockIndex, DocFrequency, FeatureParams, Features};
-use crate::stages::{frequencies, sample};
-use crate::text::paragraphs::{self, Paragraph};
-use crate::text::script::classify;
-use crate::text::substrings;
+use crate::reference::{Hit, Reference};
+use crate::simhash;
+use crate::text::paragraphs::Paragraph;
+
+use contamination::{contamination_columns, count_items};
+use kernel::{Chunk, Kernel};
+use read::{chunk_label_keys, raw_copies, read_pass, without_copies, ReadPass};
+pub(crate) use rows::bucket_range;
+use rows::{flush_rows, with_rows};
 
 /// Counters of a signatures task.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -76,306 +82,6 @@ pub(crate) struct SignatureStats {
     /// `--reference`: what each reference file holds (the same in every task).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reference: Vec<crate::reference::ItemCounts>,
-}
-
-/// What a task computes per document, by method.
-enum Kernel {
-    Minhash {
-        perms: Permutations,
-        rows: usize,
-    },
-    Simhash {
-        index: BlockIndex,
-        params: FeatureParams,
-        df: Option<DocFrequency>,
-        /// Features of the part's sampled documents (global index, features), ascending.
-        sampled: Vec<(u64, Features)>,
-        /// Whether short documents are re-checked on their shingle sets (keys are stored).
-        keys: bool,
-    },
-}
-
-/// One chunk's results: signatures (SimHash: fingerprints as two values, feature counts),
-/// shingle keys, `bands` band keys per document, ids.
-struct Chunk {
-    sigs: Signatures,
-    keys: ShingleKeys,
-    band_keys: Vec<u64>,
-    ids: Vec<String>,
-}
-
-impl Kernel {
-    fn new(work: &OutputDir, plan: &Plan, p: usize) -> Result<Kernel> {
-        let cfg = &plan.config;
-        Ok(match cfg.method {
-            Method::Minhash => Kernel::Minhash {
-                perms: Permutations::of(cfg),
-                rows: cfg.rows,
-            },
-            Method::Simhash => {
-                let indexed = plan
-                    .index
-                    .as_ref()
-                    .and_then(|ip| Some((ip.dir(), ip.frequencies.clone()?)));
-                let (df, sampled) = if let Some((index, name)) = indexed {
-                    (Some(frequencies::read_index(&index, &name)?), Vec::new())
-                } else if plan.samples_features() {
-                    (Some(frequencies::read(work)?), sample::read(work, p)?)
-                } else {
-                    (None, Vec::new())
-                };
-                Kernel::Simhash {
-                    index: plan.block_index(),
-                    params: sample::params(cfg),
-                    df,
-                    sampled,
-                    keys: cfg.simhash_min_features > 0,
-                }
-            }
-        })
-    }
-
-    /// Stored values per document.
-    fn k(&self) -> usize {
-        match self {
-            Kernel::Minhash { perms, .. } => perms.len(),
-            Kernel::Simhash { .. } => 3,
-        }
-    }
-
-    /// Whether document `d` of a chunk has band rows: a shingle (MinHash) or a weighted feature
-    /// (SimHash); the others are null or empty and stay singletons.
-    fn indexed(&self, sigs: &Signatures, d: usize) -> bool {
-        match self {
-            Kernel::Minhash { .. } => sigs.shingles[d] > 0,
-            Kernel::Simhash { .. } => simhash::record_features(sigs.get(d as u32)) > 0,
-        }
-    }
-
-    /// The chunk's results for its text columns `texts` (one per shard of `corpus`: the shards'
-    /// own, or with raw copies made null, [`without_copies`]); `first` is the global index of its
-    /// first document.
-    fn compute(
-        &self,
-        corpus: &Corpus,
-        texts: &[StringChunked],
-        first: u64,
-        bands: usize,
-        cfg: &Config,
-        reference: Option<&Table>,
-    ) -> Chunk {
-        let tokenizer = cfg.effective_tokenizer();
-        let n = corpus.len();
-        let mut sigs = Signatures {
-            k: self.k(),
-            ..Signatures::default()
-        };
-        let mut keys = ShingleKeys::default();
-        for (s, text) in texts.iter().enumerate() {
-            let (sg, kk) = match self {
-                Kernel::Minhash { perms, .. } => {
-                    signature_column(text, Some(perms), tokenizer, cfg.ngram, reference)
-                }
-                Kernel::Simhash {
-                    params,
-                    df,
-                    sampled,
-                    keys: with_keys,
-                    ..
-                } => {
-                    let at = first + corpus.start(s) as u64;
-                    let of = |i: usize| {
-                        let d = at + i as u64;
-                        sampled
-                            .binary_search_by_key(&d, |(x, _)| *x)
-                            .ok()
-                            .map(|j| sampled[j].1.as_slice())
-                    };
-                    let fps = simhash::fingerprint_column(text, of, *params, df.as_ref());
-                    let (counts, keys) = if *with_keys {
-                        let (counts, keys) =
-                            signature_column(text, None, tokenizer, cfg.ngram, reference);
-                        (counts.shingles, keys)
-                    } else {
-                        let keys = exact_column(text, tokenizer, cfg.ngram, reference);
-                        (vec![0; text.len()], keys)
-                    };
-                    let values = fps.values.iter().zip(&fps.features);
-                    let sg = Signatures {
-                        k: 3,
-                        values: values
-                            .flat_map(|(&f, &n)| simhash::to_record(f, n))
-                            .collect(),
-                        shingles: counts,
-                    };
-                    (sg, keys)
-                }
-            };
-            sigs.extend(sg);
-            keys.extend(kk);
-        }
-        let mut band_keys = vec![0u64; n * bands];
-        band_keys
-            .par_chunks_mut(bands.max(1))
-            .enumerate()
-            .with_min_len(64)
-            .for_each(|(d, out)| match self {
-                Kernel::Minhash { rows, .. } => {
-                    crate::lsh::band_keys(sigs.get(d as u32), *rows, out)
-                }
-                Kernel::Simhash { index, .. } => {
-                    index.bucket_keys(simhash::record_fingerprint(sigs.get(d as u32)), out)
-                }
-            });
-        let ids = (0..n as u32)
-            .into_par_iter()
-            .map(|d| corpus.id(d))
-            .collect();
-        Chunk {
-            sigs,
-            keys,
-            band_keys,
-            ids,
-        }
-    }
-}
-
-/// Raw copies: each document of `texts` whose text is byte for byte an earlier one's in the part
-/// gets that first occurrence's position in the part (`first_seen`: 128-bit hash of the text ->
-/// position, filled as documents go by; `at`: the part position of `texts`' first document).
-/// Null texts are nobody's copy.
-fn raw_copies(
-    hashes: &[Option<u128>],
-    at: u32,
-    first_seen: &mut ahash::AHashMap<u128, u32>,
-) -> Vec<Option<u32>> {
-    let mut position = at;
-    hashes
-        .iter()
-        .map(|h| {
-            let copy = h.and_then(|h| match first_seen.entry(h) {
-                std::collections::hash_map::Entry::Occupied(o) => Some(*o.get()),
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    v.insert(position);
-                    None
-                }
-            });
-            position += 1;
-            copy
-        })
-        .collect()
-}
-
-/// What is computed per document as a chunk is read, while its text is in cache: the 128-bit
-/// hash (xxh3) of its raw text for [`raw_copies`] (when `hash`; None for a null text), its
-/// script class code for the report, with `--paragraphs` its paragraphs (raw copies too:
-/// with `--across` a copy may be kept) and its text in smaller ones, and with `--substrings` its
-/// windows.
-struct ReadPass {
-    hashes: Vec<Option<u128>>,
-    scripts: Vec<u32>,
-    paragraphs: Vec<(Vec<Paragraph>, u32)>,
-    windows: Vec<Vec<paragraph_rows::Rows>>,
-}
-
-fn read_pass(corpus: &Corpus, hash: bool, cfg: &Config, substring_ranges: usize) -> ReadPass {
-    let paragraphs = cfg.paragraphs.as_ref();
-    let (hashes, (scripts, mut paras)): (_, (_, Vec<_>)) = (0..corpus.len() as u32)
-        .into_par_iter()
-        .with_min_len(64)
-        .map_init(paragraphs::Scratch::default, |scratch, d| {
-            let t = corpus.text(d);
-            let script = t.map_or(0, classify);
-            let h = t
-                .filter(|_| hash)
-                .map(|t| xxhash_rust::xxh3::xxh3_128(t.as_bytes()));
-            let mut out = Vec::new();
-            let small = match (t, paragraphs) {
-                // Within a text's 32-bit length.
-                (Some(t), Some(pc)) => {
-                    paragraphs::paragraphs(t, pc.min_bytes, scratch, &mut out) as u32
-                }
-                _ => 0,
-            };
-            (h, (script, (out, small)))
-        })
-        .unzip();
-    if paragraphs.is_none() {
-        paras = Vec::new();
-    }
-    let windows = match &cfg.substrings {
-        Some(sc) => substring_windows(corpus, sc.min_bytes, substring_ranges),
-        None => Vec::new(),
-    };
-    ReadPass {
-        hashes,
-        scripts,
-        paragraphs: paras,
-        windows,
-    }
-}
-
-/// `--substrings`: the chunk's windows ([`substrings::windows`]) as blocks of rows by hash
-/// range, made in parallel: each block holds the windows of consecutive documents, in document
-/// order, each row's document its position in the chunk (absorb adds the chunk's base). Offsets
-/// fit: Parquet stores a text's bytes with a 32-bit length.
-fn substring_windows(
-    corpus: &Corpus,
-    min_bytes: usize,
-    ranges: usize,
-) -> Vec<Vec<paragraph_rows::Rows>> {
-    let by_range =
-        || -> Vec<paragraph_rows::Rows> { (0..ranges).map(|_| Default::default()).collect() };
-    (0..corpus.len() as u32)
-        .into_par_iter()
-        .with_min_len(64)
-        .fold(
-            || (substrings::Scratch::default(), Vec::new(), by_range()),
-            |(mut scratch, mut found, mut rows), d| {
-                if let Some(t) = corpus.text(d) {
-                    found.clear();
-                    substrings::windows(t.as_bytes(), min_bytes, &mut scratch, &mut found);
-                    for x in &found {
-                        rows[bucket_range(x.hash, ranges)].push(paragraph_rows::Row {
-                            hash: x.hash,
-                            doc: d,
-                            start: x.start as u32,
-                            len: (x.end - x.start) as u32,
-                        });
-                    }
-                }
-                (scratch, found, rows)
-            },
-        )
-        .map(|(_, _, rows)| rows)
-        .collect()
-}
-
-/// The text columns of a chunk's shards with the texts of raw copies (`copy_of[d]` set) made
-/// null, so the kernels skip them: the copies get their originals' results instead. Only the
-/// validity changes; no text is copied.
-fn without_copies(corpus: &Corpus, copy_of: &[Option<u32>]) -> Vec<StringChunked> {
-    corpus
-        .shards
-        .iter()
-        .enumerate()
-        .map(|(s, shard)| {
-            let at = corpus.start(s);
-            let copies = &copy_of[at..at + shard.len()];
-            if copies.iter().all(Option::is_none) {
-                return shard.text.clone();
-            }
-            let present = shard.text.is_not_null();
-            let keep: Vec<bool> = copies
-                .iter()
-                .zip(present.iter())
-                .map(|(c, p)| c.is_none() && p == Some(true))
-                .collect();
-            let keep = BooleanChunked::from_slice(PlSmallStr::EMPTY, &keep);
-            let validity = keep.downcast_iter().next().map(|a| a.values().clone());
-            shard.text.clone().with_validity(validity)
-        })
-        .collect()
 }
 
 /// Fails when a shard of part `p` is not the one the plan counted (its size or Parquet footer
@@ -746,8 +452,8 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
                         ) = loaded?;
                         let n = corpus.len();
                         let (base, at) = (first + read, read as usize);
-                        let pkeys = label_keys(&corpus, |s| s.partition.as_ref());
-                        let akeys = label_keys(&corpus, |s| s.across.as_ref());
+                        let pkeys = chunk_label_keys(&corpus, |s| s.partition.as_ref());
+                        let akeys = chunk_label_keys(&corpus, |s| s.across.as_ref());
                         // A raw copy is one of a text and its labels: a copy with other labels meets
                         // other documents, so it gets band rows of its own.
                         let hashes: Vec<Option<u128>> = (hashes.into_iter().enumerate())
@@ -821,94 +527,4 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
     })?;
     docs.write(work, plan, p, reference.as_deref(), &mut stats)?;
     Ok(stats)
-}
-
-/// Writes a chunk's rows as a block of `files`' data file (nothing without a writer).
-fn flush_rows(
-    work: &OutputDir,
-    writer: Option<&mut paragraph_rows::Writer>,
-    rows: &mut [paragraph_rows::Rows],
-    files: &[String; 2],
-) -> Result<()> {
-    match writer {
-        Some(w) => w.block(rows).map_err(|e| Error::Output {
-            path: work.location(&files[0]),
-            source: e.into(),
-        }),
-        None => Ok(()),
-    }
-}
-
-/// Runs `write` with a writer that streams a part's hash rows (paragraphs or substring windows)
-/// into `files`' data file, a block per chunk, then writes the meta file; `None` when the plan
-/// has no ranges for them.
-fn with_rows(
-    work: &OutputDir,
-    files: &[String; 2],
-    ranges: usize,
-    write: impl FnOnce(Option<&mut paragraph_rows::Writer>) -> Result<()>,
-) -> Result<()> {
-    if ranges == 0 {
-        return write(None);
-    }
-    let [data, meta] = files;
-    let mut written = Vec::new();
-    work.write_with(data, |sink| {
-        let mut rows = paragraph_rows::Writer::new(sink, ranges);
-        write(Some(&mut rows))?;
-        written = rows.finish();
-        Ok(())
-    })?;
-    work.write_bytes(meta, written)
-}
-
-/// The docs-file columns of `--reference`: the id of the item each document holds
-/// (`contaminated_by`) and its share found (`contamination`), null for the others.
-fn contamination_columns(r: &Reference, hits: &[Option<Hit>]) -> [Column; 2] {
-    let by: Vec<Option<&str>> = hits
-        .iter()
-        .map(|h| h.map(|h| r.ids[h.item as usize].as_str()))
-        .collect();
-    let share: Vec<Option<f32>> = hits.iter().map(|h| h.map(|h| h.share)).collect();
-    [
-        Column::new("contaminated_by".into(), by),
-        Column::new("contamination".into(), share),
-    ]
-}
-
-/// Documents per item hit, ascending by item.
-fn count_items(r: &Reference, hits: &[Option<Hit>]) -> Vec<crate::reference::ItemHits> {
-    let mut by: std::collections::BTreeMap<u32, u64> = Default::default();
-    for h in hits.iter().flatten() {
-        *by.entry(h.item).or_default() += 1;
-    }
-    by.into_iter()
-        .map(|(item, documents)| crate::reference::ItemHits {
-            item,
-            id: r.ids[item as usize].clone(),
-            file: r.files[r.file_of[item as usize] as usize].file.clone(),
-            documents,
-        })
-        .collect()
-}
-
-/// The label keys ([`partition::key`]) of a chunk's documents from one label column of its
-/// shards (all 0 when the run reads no such column).
-fn label_keys(
-    corpus: &Corpus,
-    column: impl Fn(&crate::io::input::Shard) -> Option<&StringChunked>,
-) -> Vec<u64> {
-    let mut out = Vec::with_capacity(corpus.len());
-    for shard in &corpus.shards {
-        match column(shard) {
-            Some(c) => out.extend(partition::keys(c)),
-            None => out.extend(std::iter::repeat_n(0, shard.len())),
-        }
-    }
-    out
-}
-
-/// Which of `ranges` bucket ranges a bucket key falls in (its high bits, scaled).
-pub(crate) fn bucket_range(bucket: u64, ranges: usize) -> usize {
-    (((bucket >> 32) * ranges as u64) >> 32) as usize
 }
