@@ -30,7 +30,7 @@ use crate::error::{Error, Result};
 use crate::index::batch::{self, band_file, BatchReader, Written};
 use crate::index::filter::Bloom;
 use crate::index::live::{self, block_key, Compacted, BAND_RECORD, FENCES, LIVE};
-use crate::index::{copies, labels, origins, paragraphs, renew, BatchEntry};
+use crate::index::{copies, labels, origins, paragraphs, renew, BatchEntry, Head, HEAD};
 use crate::io::output::OutputDir;
 
 /// A batch is compacted when its files hold at least this many times the documents still
@@ -157,6 +157,109 @@ pub(crate) fn rewrite(
         }),
         ..entry.clone()
     })
+}
+
+/// Rewrites the lingering batches of `head` whose files hold at least [`SHRINK`] times
+/// the documents compared with (by the next batch or by a rerun of the newest, which compares
+/// with what the newest was), then writes the head naming their new files and deletes the old
+/// ones. Returns the head now on disk and what was compacted.
+pub(super) fn compact_lingering(
+    index: &OutputDir,
+    head: &Head,
+    bands: usize,
+) -> Result<(Head, Vec<CompactedBatch>)> {
+    // Only lingering batches are compacted: without any, no renewals need reading.
+    if head.lingering.is_empty() || crate::hooks::compaction_off() {
+        return Ok((head.clone(), Vec::new()));
+    }
+    let next = head.next_compare();
+    let alive_next = renew::alive(index, &next)?;
+    let alive_rerun = renew::alive(index, &head.compared)?;
+    // What a rerun of the newest batch finds in a batch that was in its window: its best matches
+    // there (it compares with all that batch held, and keeps the best match of each document).
+    let newest_matched = match head.batches.last() {
+        Some(n) => index
+            .child(n.files())
+            .read(renew::MATCHED)?
+            .map(|bytes| renew::decode(&bytes, &index.child(n.files()).location(renew::MATCHED))),
+        None => None,
+    }
+    .transpose()?;
+    let mut done: Vec<(BatchEntry, CompactedBatch)> = Vec::new();
+    for (b, now) in next.iter().zip(&alive_next) {
+        let Some(now) = now else {
+            continue;
+        };
+        // What a rerun of the newest batch compares with in it: the live documents when it was
+        // lingering then, the documents that were best matches when it was in the window.
+        let was = head
+            .compared
+            .iter()
+            .zip(&alive_rerun)
+            .find(|(c, _)| c.dir == b.dir);
+        let none = Vec::new();
+        let rerun = match was {
+            Some((c, a)) if c.lingering => a.as_ref(),
+            Some(_) => newest_matched
+                .as_ref()
+                .map(|m| m.get(&b.dir).unwrap_or(&none)),
+            None => None,
+        };
+        let Some(rerun) = rerun else {
+            continue;
+        };
+        let mut keep: Vec<u32> = now.iter().chain(rerun).copied().collect();
+        keep.sort_unstable();
+        keep.dedup();
+        if keep.len() as u64 * SHRINK > b.in_files() {
+            continue;
+        }
+        let files = format!("{}.c{}", b.dir, head.generation);
+        let new = rewrite(index, b, &keep, &files, bands)?;
+        done.push((
+            new.clone(),
+            CompactedBatch {
+                batch: b.name.clone(),
+                documents_before: b.in_files(),
+                documents_after: keep.len() as u64,
+                bytes_before: b.bytes,
+                bytes_after: new.bytes,
+            },
+        ));
+    }
+    if done.is_empty() {
+        return Ok((head.clone(), Vec::new()));
+    }
+    let swap = |list: &[BatchEntry]| -> Vec<BatchEntry> {
+        (list.iter())
+            .map(|e| match done.iter().find(|(n, _)| n.dir == e.dir) {
+                Some((n, _)) => BatchEntry {
+                    lingering: e.lingering,
+                    ..n.clone()
+                },
+                None => e.clone(),
+            })
+            .collect()
+    };
+    let new_head = Head {
+        generation: head.generation + 1,
+        batches: swap(&head.batches),
+        lingering: swap(&head.lingering),
+        compared: swap(&head.compared),
+        ..head.clone()
+    };
+    crate::hooks::crash_at("index-compact");
+    index.write_bytes(
+        HEAD,
+        serde_json::to_vec_pretty(&new_head).unwrap_or_default(),
+    )?;
+    let kept = new_head.on_disk();
+    for b in head.on_disk() {
+        if kept.iter().all(|k| k.files() != b.files()) {
+            index.child(b.files()).remove_all()?;
+        }
+    }
+    Ok((new_head, done.into_iter().map(|(_, c)| c).collect()))
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! What a signatures task computes per document, by method: MinHash signatures and band keys
-//! ([`super::signature_column`]) or SimHash fingerprints and block keys, for one chunk at a time.
+//! ([`super::column::signature_column`]) or SimHash fingerprints and block keys, for one chunk at a time.
 
 use polars::prelude::StringChunked;
 use rayon::prelude::*;
@@ -91,7 +91,7 @@ impl Kernel {
     }
 
     /// The chunk's results for its text columns `texts` (one per shard of `corpus`: the shards'
-    /// own, or with raw copies made null, [`without_copies`]); `first` is the global index of its
+    /// own, or with raw copies made null, [`super::read::without_copies`]); `first` is the global index of its
     /// first document.
     pub(super) fn compute(
         &self,

@@ -28,7 +28,7 @@
 //! - Everything is a function of the documents and the settings: how a part is chunked never
 //!   changes what a file holds (only where the paragraph row file's blocks begin).
 //!
-//! The MinHash column kernel is [`signature_column`]: rayon splits the column into batches of
+//! The MinHash column kernel is [`column::signature_column`]: rayon splits the column into batches of
 //! [`column::KEY_BATCH`] documents, each thread reuses its normalisation and shingle buffers and writes K
 //! values per document into one flat row-major buffer, and each document's shingle keys come out
 //! beside the signatures, so exact verification later reads them instead of shingling the text
@@ -150,7 +150,7 @@ struct ChunkDocs<'a> {
     akeys: Vec<u64>,
     /// `--paragraphs`: each document's paragraphs, and its text in smaller ones.
     paragraphs: Vec<(Vec<Paragraph>, u32)>,
-    /// `--substrings`: the windows, blocks of rows by hash range ([`substring_windows`]).
+    /// `--substrings`: the windows, blocks of rows by hash range ([`read::substring_windows`]).
     windows: Vec<Vec<paragraph_rows::Rows>>,
 }
 

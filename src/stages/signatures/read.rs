@@ -99,7 +99,7 @@ pub(super) fn read_pass(
 /// range, made in parallel: each block holds the windows of consecutive documents, in document
 /// order, each row's document its position in the chunk (absorb adds the chunk's base). Offsets
 /// fit: Parquet stores a text's bytes with a 32-bit length.
-fn substring_windows(
+pub(super) fn substring_windows(
     corpus: &Corpus,
     min_bytes: usize,
     ranges: usize,
