@@ -20,22 +20,24 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 mod components;
+mod copies;
 mod keeper;
 mod rule;
 
 pub(crate) use rule::NOT_TONIGHT;
 
 pub use components::Clusters;
+pub(crate) use copies::Copied;
+use copies::{most_copied, prior_copies, write_copies};
 pub(crate) use keeper::GiantStats;
 
 use std::collections::BTreeMap;
 
 use crate::config::{ClusterRule, Keep};
 use crate::error::{Error, Result};
-use crate::index::copies;
 use crate::io::output::OutputDir;
 use crate::io::store;
-use crate::io::work::{self, part_file, polars_err as pe, series, u32s, write_frame};
+use crate::io::work::{part_file, polars_err as pe, series, u32s, write_frame};
 use crate::partition;
 use crate::plan::Plan;
 use crate::stages::lookup;
@@ -67,17 +69,6 @@ pub(crate) struct ClusterStats {
     #[serde(default)]
     pub contaminated_duplicates: u64,
 }
-
-/// An indexed document and its copies across nights, tonight's included.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub(crate) struct Copied {
-    pub id: String,
-    pub batch: String,
-    pub copies: u32,
-}
-
-/// Indexed documents listed in the summary's `most_copied`.
-const MOST_COPIED: usize = 10;
 
 /// A match of one of tonight's documents in the retained index (from the lookup stage).
 #[derive(Debug, Clone)]
@@ -470,81 +461,6 @@ fn cluster_sizes(
             k => size[k as usize],
         })
         .collect()
-}
-
-/// The [`MOST_COPIED`] indexed documents tonight's documents were dropped against with the most
-/// copies (ties to the earlier batch, then the smaller number).
-fn most_copied(out: &Outcome, index: &IndexMatches, size: &[u32], names: &[&str]) -> Vec<Copied> {
-    // (batch, number) -> (copies, id)
-    let mut seen: BTreeMap<(u32, u32), (u32, &str)> = BTreeMap::new();
-    for (d, a) in out.anchored() {
-        let m = &index.matches[a as usize];
-        seen.insert((m.batch, m.xdoc), (size[d], m.xid.as_str()));
-    }
-    let mut top: Vec<_> = seen.into_iter().collect();
-    top.sort_by_key(|&(at, (copies, _))| (std::cmp::Reverse(copies), at));
-    top.into_iter()
-        .take(MOST_COPIED)
-        .map(|((b, _), (copies, id))| Copied {
-            id: id.to_string(),
-            batch: names[b as usize].to_string(),
-            copies,
-        })
-        .collect()
-}
-
-/// The copies so far ([`crate::index::copies`]) of the indexed documents tonight's documents
-/// matched, by (batch position in the compare list, number).
-fn prior_copies(plan: &Plan, index: &IndexMatches) -> Result<BTreeMap<(u32, u32), u32>> {
-    let Some(ip) = plan.index.as_ref().filter(|_| !index.matches.is_empty()) else {
-        return Ok(BTreeMap::new());
-    };
-    let wanted: ahash::AHashSet<(usize, u32)> = index
-        .matches
-        .iter()
-        .map(|m| (m.batch as usize, m.xdoc))
-        .collect();
-    let counts = copies::counts(&ip.dir(), &ip.compare, |b, x| wanted.contains(&(b, x)))?;
-    Ok(counts
-        .into_iter()
-        .map(|((b, x), c)| ((b as u32, x), c.copies))
-        .collect())
-}
-
-/// Writes tonight's copies file for the index stage: the copies of the documents the batch
-/// holds (kept ones under `keeper`, all under `components`), in batch order, and the new totals
-/// of the indexed documents tonight's documents were dropped against.
-fn write_copies(
-    work: &OutputDir,
-    plan: &Plan,
-    out: &Outcome,
-    index: &IndexMatches,
-    size: &[u32],
-    kept: &dyn Fn(usize) -> bool,
-) -> Result<()> {
-    let Some(ip) = &plan.index else {
-        return Ok(());
-    };
-    let holds_all = plan.config.cluster == ClusterRule::Components;
-    let own = (0..out.keeper.len())
-        .filter(|&d| holds_all || kept(d))
-        .map(|d| size[d])
-        .collect();
-    let mut renewed: BTreeMap<String, Vec<(u32, u32)>> = BTreeMap::new();
-    for (d, a) in out.anchored() {
-        let m = &index.matches[a as usize];
-        if let Some(b) = ip.compare.get(m.batch as usize) {
-            renewed
-                .entry(b.dir.clone())
-                .or_default()
-                .push((m.xdoc, size[d]));
-        }
-    }
-    for docs in renewed.values_mut() {
-        docs.sort_unstable();
-        docs.dedup();
-    }
-    work.write_bytes(work::COPIES, copies::Copies { own, renewed }.encode())
 }
 
 /// Histogram of cluster sizes >= 2 (members of this run): (size, count), ascending by size.

@@ -17,6 +17,14 @@ use crate::text::sets::jaccard;
 use crate::text::shingle::{shingle_hashes, shingle_key, shingle_set, Scratch};
 use crate::visible::visible;
 
+mod contamination;
+mod spans;
+
+pub(crate) use contamination::Contamination;
+use contamination::{contamination, contamination_text};
+pub(crate) use spans::RemovedParagraph;
+use spans::{paragraphs_text, removed_paragraphs};
+
 /// One member of the cluster.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Member {
@@ -80,124 +88,6 @@ pub(crate) struct Explanation {
     /// `--paragraphs`: the paragraphs removed from the document, and where each is retained.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub removed_paragraphs: Vec<RemovedParagraph>,
-}
-
-/// A paragraph `apply` removes from a kept document (`--paragraphs`).
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct RemovedParagraph {
-    pub start: u64,
-    pub end: u64,
-    /// Its text, up to [`PARAGRAPH_SHOWN`] characters.
-    pub text: String,
-    /// The document that retains the text (this one for a repeat inside it), and its batch
-    /// when it is an indexed one.
-    pub retained_by: Option<String>,
-    pub retained_batch: Option<String>,
-}
-
-/// Characters of a removed paragraph `explain` shows.
-const PARAGRAPH_SHOWN: usize = 300;
-
-/// Manifest row `at`'s removed paragraphs, with their text from `doc`.
-fn removed_paragraphs(m: &Manifest, at: usize, doc: Option<&str>) -> Result<Vec<RemovedParagraph>> {
-    let Ok(c) = m.frame.column("drop_spans") else {
-        return Ok(Vec::new());
-    };
-    let bad = |e: polars::prelude::PolarsError| Error::Manifest {
-        path: m.location.clone(),
-        source: e.into(),
-    };
-    let Some(row) = c.list().map_err(bad)?.get_as_series(at) else {
-        return Ok(Vec::new());
-    };
-    let st = row.struct_().map_err(bad)?;
-    let u = |n: &str| -> Result<Vec<u64>> {
-        let f = st.field_by_name(n).map_err(bad)?;
-        Ok(f.u64().map_err(bad)?.into_no_null_iter().collect())
-    };
-    let s = |n: &str| -> Result<Vec<Option<String>>> {
-        let f = st.field_by_name(n).map_err(bad)?;
-        Ok(f.str()
-            .map_err(bad)?
-            .iter()
-            .map(|x| x.map(str::to_string))
-            .collect())
-    };
-    let (start, end, by, batch) = (
-        u("start")?,
-        u("end")?,
-        s("retained_by")?,
-        s("retained_batch")?,
-    );
-    let doc = doc.unwrap_or("");
-    Ok((0..start.len())
-        .map(|i| RemovedParagraph {
-            start: start[i],
-            end: end[i],
-            text: doc
-                .get(start[i] as usize..end[i] as usize)
-                .unwrap_or("")
-                .trim()
-                .chars()
-                .take(PARAGRAPH_SHOWN)
-                .collect(),
-            retained_by: by[i].clone(),
-            retained_batch: batch[i].clone(),
-        })
-        .collect())
-}
-
-/// Where a removed paragraph of document `id` is retained, as `explain` says it.
-fn retained_where(p: &RemovedParagraph, id: &str) -> String {
-    match (&p.retained_by, &p.retained_batch) {
-        // An indexed document may have this id too (a re-crawl): it names its batch.
-        (Some(by), None) if by == id => "earlier in this document".to_string(),
-        (Some(by), Some(b)) => format!("by {} (batch {})", visible(by), visible(b)),
-        (Some(by), None) => format!("by {}", visible(by)),
-        (None, Some(b)) => format!("by a document of batch {}", visible(b)),
-        (None, None) => "elsewhere".to_string(),
-    }
-}
-
-/// The lines of `explain` about removed spans (`--paragraphs`, `--substrings`).
-fn paragraphs_text(s: &mut String, e: &Explanation) {
-    use std::fmt::Write;
-    let bytes: u64 = e.removed_paragraphs.iter().map(|p| p.end - p.start).sum();
-    let _ = writeln!(
-        s,
-        "{} span(s), {bytes} bytes, are removed from it by apply (repeated paragraphs or runs whose text is retained elsewhere):",
-        e.removed_paragraphs.len()
-    );
-    for p in &e.removed_paragraphs {
-        let whose = retained_where(p, &e.id);
-        let _ = writeln!(s, "  [{}, {}) retained {whose}:", p.start, p.end);
-        let _ = writeln!(s, "    {}", visible(&p.text.replace('\n', " ")));
-    }
-    let _ = writeln!(s);
-}
-
-/// The benchmark item a document holds (`--reference`), and where.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Contamination {
-    /// The item's id (`contaminated_by`).
-    pub item: String,
-    /// The share of the item's n-grams found in the document (`contamination`).
-    pub share: f32,
-    /// The reference's items of that id (one, unless ids repeat), each with where it matched.
-    pub items: Vec<ItemMatch>,
-    /// Why the item's text cannot be shown (a reference file changed or is gone).
-    pub unavailable: Option<String>,
-}
-
-/// One reference item and the stretch of the document that holds it.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct ItemMatch {
-    pub file: String,
-    pub row: u64,
-    pub text_bytes: usize,
-    /// From the item to the document's stretch: `same` is matched text, `removed` item words
-    /// missing there, `added` the document's own words ([`crate::text::diff::item_in_doc`]).
-    pub matched: Vec<Piece>,
 }
 
 /// Explains the document `id` of the run in `out`, showing at most `limit` members.
@@ -325,41 +215,6 @@ pub(crate) fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> 
     })
 }
 
-/// The benchmark item manifest row `at` holds, with the item's text read from the reference
-/// the run recorded (None when the row holds none).
-fn contamination(
-    m: &Manifest,
-    c: &crate::results::Columns,
-    at: usize,
-    doc: Option<String>,
-) -> Option<Contamination> {
-    let item = c.contaminated_by?.get(at)?.to_string();
-    let share = c.contamination.and_then(|s| s.get(at)).unwrap_or(0.0);
-    let cfg = m.config.reference.as_ref()?;
-    let (items, unavailable) = match crate::reference::items_of(&m.reference, cfg, &[&item]) {
-        Ok(found) => {
-            let doc = doc.unwrap_or_default();
-            let shown = found
-                .into_iter()
-                .map(|i| ItemMatch {
-                    text_bytes: i.text.len(),
-                    matched: crate::text::diff::item_in_doc(&i.text, &doc),
-                    file: i.file,
-                    row: i.row,
-                })
-                .collect();
-            (shown, None)
-        }
-        Err(e) => (Vec::new(), Some(e.to_string())),
-    };
-    Some(Contamination {
-        item,
-        share,
-        items,
-        unavailable,
-    })
-}
-
 /// The shard, row and text of a keeper in an earlier batch of the run's index (named in
 /// `out`'s summary: the manifest leaves locations out), or why they cannot be had.
 fn earlier_keeper(
@@ -448,37 +303,6 @@ impl Similarity {
     pub(crate) fn jaccard(&self, a: &Sets, b: &Sets) -> Option<f64> {
         (!a.set.is_empty() && !b.set.is_empty()).then(|| jaccard(&a.set, &b.set))
     }
-}
-
-/// The lines of `explain` about the benchmark item a document holds.
-fn contamination_text(s: &mut String, c: &Contamination, color: bool) {
-    use std::fmt::Write;
-    let _ = writeln!(
-        s,
-        "It holds benchmark text: reference item {} ({:.0}% of the item's n-grams are in it), so it is never kept.",
-        visible(&c.item),
-        100.0 * c.share
-    );
-    if let Some(why) = &c.unavailable {
-        let _ = writeln!(s, "The item's text cannot be shown: {}", visible(why));
-    }
-    for it in &c.items {
-        let _ = writeln!(s);
-        let _ = writeln!(
-            s,
-            "--- reference item {} ({}:{}) -> this document ---",
-            visible(&c.item),
-            visible(&it.file),
-            it.row
-        );
-        let body = if color {
-            crate::text::diff::to_ansi(&it.matched)
-        } else {
-            crate::text::diff::to_plain(&it.matched)
-        };
-        let _ = writeln!(s, "{}", body.trim());
-    }
-    let _ = writeln!(s);
 }
 
 /// The explanation for a person: `color` for a terminal. Ids, file names and texts come from
@@ -594,29 +418,4 @@ pub(crate) fn to_text(e: &Explanation, color: bool) -> String {
         let _ = writeln!(s, "{}", body.trim());
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_paragraph_retained_by_an_indexed_namesake_names_its_batch() {
-        let p = |by: &str, batch: Option<&str>| RemovedParagraph {
-            start: 0,
-            end: 1,
-            text: String::new(),
-            retained_by: Some(by.to_string()),
-            retained_batch: batch.map(str::to_string),
-        };
-        assert_eq!(
-            retained_where(&p("d1", None), "d1"),
-            "earlier in this document"
-        );
-        assert_eq!(retained_where(&p("d0", None), "d1"), "by d0");
-        assert_eq!(
-            retained_where(&p("d1", Some("night-1")), "d1"),
-            "by d1 (batch night-1)"
-        );
-    }
 }

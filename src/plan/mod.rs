@@ -40,6 +40,9 @@ use crate::simhash::BlockIndex;
 use crate::io::output::OutputDir;
 use crate::io::work;
 
+mod stage;
+pub(crate) use stage::{Stage, STAGES};
+
 /// Plan file format version, raised whenever the meaning of a work file changes, so that a work
 /// directory left by another build is discarded instead of resumed.
 pub(crate) const FORMAT: u32 = 12;
@@ -54,112 +57,6 @@ pub(crate) const DOCS_PER_CHUNK: u64 = 8_192;
 
 /// Band rows per candidates task when `--bucket-ranges` is not given (~16 bytes each in the sort).
 pub(crate) const ROWS_PER_CANDIDATES_TASK: u64 = 32_000_000;
-
-/// The stages, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Stage {
-    /// SimHash: features of the sampled documents of a part (for document frequencies).
-    Sample,
-    /// SimHash: the sample's feature counts -> the over-frequent feature filter.
-    Frequencies,
-    /// Shards -> signatures (MinHash) or fingerprints (SimHash), band rows, the document store.
-    Signatures,
-    /// `--index`: a part's documents looked up in the retained index's batches.
-    Lookup,
-    /// Band rows of one band (bucket range) -> candidate pairs.
-    Candidates,
-    /// Candidate pairs of a part -> verified edges.
-    Verify,
-    /// All edges (streamed) -> clusters and keepers.
-    Cluster,
-    /// `--paragraphs`: the paragraphs of one hash range -> those an earlier kept document (or
-    /// the same one, or with `--index` an indexed one) already holds.
-    Paragraphs,
-    /// `--substrings`: the windows of one hash range -> those whose bytes an earlier kept
-    /// document (or the same one, earlier) retains, and the retained copies they need.
-    Substrings,
-    /// `--substrings`: a part's first copies that its own removals would cut (they retain
-    /// nothing).
-    Sources,
-    /// Clusters of a part -> manifest rows.
-    Manifest,
-    /// `--index`: tonight's batch files for the retained index (one task per band, one for the
-    /// per-document files).
-    Index,
-    /// Manifest parts -> manifest.parquet and summary.json in the output.
-    Merge,
-}
-
-/// All stages in run order (a plan runs those with tasks: [`Plan::stages`]).
-pub(crate) const STAGES: [Stage; 13] = [
-    Stage::Sample,
-    Stage::Frequencies,
-    Stage::Signatures,
-    Stage::Lookup,
-    Stage::Candidates,
-    Stage::Verify,
-    Stage::Cluster,
-    Stage::Paragraphs,
-    Stage::Substrings,
-    Stage::Sources,
-    Stage::Manifest,
-    Stage::Index,
-    Stage::Merge,
-];
-
-impl Stage {
-    /// True for a stage with one task per part: its progress is counted in documents.
-    pub(crate) fn per_part(self) -> bool {
-        matches!(
-            self,
-            Stage::Sample | Stage::Signatures | Stage::Lookup | Stage::Verify | Stage::Manifest
-        )
-    }
-
-    /// True for a stage whose tasks advance the progress bar themselves as they go
-    /// ([`crate::progress::advance`]), by their part's documents in all.
-    pub(crate) fn reports_progress(self) -> bool {
-        matches!(self, Stage::Signatures | Stage::Manifest)
-    }
-
-    /// Puts `tasks` in the order a local run starts them: the index stage's per-document task
-    /// (its last and longest) first, so the band tasks fill the other threads while it runs
-    /// instead of leaving them idle at the end.
-    pub(crate) fn start_order(self, tasks: &mut [usize]) {
-        if self == Stage::Index {
-            tasks.sort_by_key(|&t| std::cmp::Reverse(t));
-        }
-    }
-
-    /// A task's weight on the progress bar and its unit: its part's documents for a stage with a
-    /// task per part, else the task itself.
-    pub(crate) fn progress(self, plan: &Plan, task: usize) -> (u64, &'static str) {
-        match self.per_part() {
-            true => (plan.parts.get(task).map_or(1, |p| p.1), "docs"),
-            false => (1, "tasks"),
-        }
-    }
-
-    /// The stage's name (as on the command line).
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Stage::Sample => "sample",
-            Stage::Frequencies => "frequencies",
-            Stage::Signatures => "signatures",
-            Stage::Lookup => "lookup",
-            Stage::Index => "index",
-            Stage::Candidates => "candidates",
-            Stage::Verify => "verify",
-            Stage::Cluster => "cluster",
-            Stage::Paragraphs => "paragraphs",
-            Stage::Substrings => "substrings",
-            Stage::Sources => "sources",
-            Stage::Manifest => "manifest",
-            Stage::Merge => "merge",
-        }
-    }
-}
 
 /// One input file and where its rows sit in the global index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
