@@ -9,6 +9,7 @@
 //! Files: this one holds the option types and [`Config`]; `settings.rs` the raw [`Settings`]
 //! (flags and TOML), their merge and validation, and the defaults `--help` shows.
 
+mod resolve;
 mod settings;
 
 use serde::{Deserialize, Serialize};

@@ -26,209 +26,19 @@
 use std::time::Instant;
 
 use polars::prelude::*;
-use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::io::input::{self, Footer};
 use crate::io::output::OutputDir;
 use crate::results::{Manifest, RecordedInput};
 
-/// What `apply` is asked to do (its command-line flags).
-#[derive(Debug, Clone, clap::Args)]
-pub struct ApplyOptions {
-    /// The manifest a run wrote (OUT/manifest.parquet, local or s3://).
-    #[arg(long, value_name = "FILE|URL")]
-    pub manifest: String,
-    /// Directory (or s3:// prefix) for the kept rows.
-    #[arg(long, value_name = "DIR|URL")]
-    pub output: String,
-    /// Also write the dropped rows here, with duplicate_of and similarity, for audit.
-    #[arg(long, value_name = "DIR|URL")]
-    pub dropped: Option<String>,
-    /// Print rows and bytes per shard; write nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// No progress bar.
-    #[arg(long)]
-    pub quiet: bool,
-    /// Add the manifest's cluster_size to the written rows as a UInt32 column of this name.
-    #[arg(long, value_name = "NAME")]
-    pub cluster_size_column: Option<String>,
-    /// Repeat each kept row by its cluster size: `fineweb2` (FineWeb-2's published weights) or
-    /// size ranges and copies, `1=1,2-4=2,5-99=4,100-=1` (sizes no range names: 1 copy).
-    #[arg(long, value_name = "fineweb2|RANGES")]
-    pub upsample: Option<Upsample>,
-}
+mod options;
+mod spans;
 
-/// Copies of a kept row by its cluster size (`--upsample`): ranges of sizes, each with a number
-/// of copies; a size no range holds gets one copy.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Upsample {
-    /// (first size, last size, copies), sorted, not overlapping.
-    ranges: Vec<(u32, u32, u32)>,
-}
-
-impl Upsample {
-    /// FineWeb-2's weights: 1 -> 1, 2 -> 2, 3 -> 3, 4 -> 3, 5-99 -> 5, 100-999 -> 8, 1000+ -> 1
-    /// (very large clusters are taken to be lower quality).
-    pub const FINEWEB2: &'static str = "1=1,2=2,3=3,4=3,5-99=5,100-999=8,1000-=1";
-
-    /// Copies of a kept row whose cluster has `size` documents.
-    pub fn copies(&self, size: u32) -> u32 {
-        self.ranges
-            .iter()
-            .find(|&&(lo, hi, _)| lo <= size && size <= hi)
-            .map_or(1, |&(_, _, c)| c)
-    }
-}
-
-impl std::str::FromStr for Upsample {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        let spec = if s == "fineweb2" { Self::FINEWEB2 } else { s };
-        let bad = |why: &str| {
-            format!("--upsample '{s}': {why}; write `fineweb2` or size ranges with copies such as `1=1,2-4=2,5-99=4,100-=1`")
-        };
-        let number = |t: &str| {
-            t.trim()
-                .parse::<u32>()
-                .map_err(|_| bad(&format!("'{t}' is not a whole number")))
-        };
-        let mut ranges = Vec::new();
-        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (sizes, copies) = part
-                .split_once('=')
-                .ok_or_else(|| bad(&format!("'{part}' has no '='")))?;
-            let (lo, hi) = match sizes.split_once('-') {
-                Some((lo, "")) => (number(lo)?, u32::MAX),
-                Some((lo, hi)) => (number(lo)?, number(hi)?),
-                None => (number(sizes)?, number(sizes)?),
-            };
-            let copies = number(copies)?;
-            if lo == 0 || hi < lo {
-                return Err(bad(&format!(
-                    "'{sizes}' is no range of cluster sizes (1 or more, first <= last)"
-                )));
-            }
-            if copies == 0 {
-                return Err(bad(&format!("'{part}' would drop kept documents; upsampling only repeats them (filter on the cluster size column to drop)")));
-            }
-            ranges.push((lo, hi, copies));
-        }
-        if ranges.is_empty() {
-            return Err(bad("no range given"));
-        }
-        ranges.sort_unstable();
-        if let Some(w) = ranges.windows(2).find(|w| w[1].0 <= w[0].1) {
-            return Err(bad(&format!(
-                "sizes {}-{} and {}-{} overlap",
-                w[0].0, w[0].1, w[1].0, w[1].1
-            )));
-        }
-        Ok(Upsample { ranges })
-    }
-}
-
-impl std::fmt::Display for Upsample {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let parts: Vec<String> = self
-            .ranges
-            .iter()
-            .map(|&(lo, hi, c)| match (lo == hi, hi == u32::MAX) {
-                (true, _) => format!("{lo}={c}"),
-                (false, true) => format!("{lo}-={c}"),
-                (false, false) => format!("{lo}-{hi}={c}"),
-            })
-            .collect();
-        f.write_str(&parts.join(","))
-    }
-}
-
-/// One input shard's outcome.
-#[derive(Debug, Clone, Serialize)]
-pub struct ShardReport {
-    pub input: String,
-    /// The output file name (the input's).
-    pub name: String,
-    pub rows_in: u64,
-    pub rows_kept: u64,
-    pub rows_dropped: u64,
-    /// Rows in the kept rows' file: the kept rows, each repeated by `--upsample`.
-    pub rows_written: u64,
-    pub bytes_in: u64,
-    /// Bytes of the kept rows' file (for a dry run: the input's bytes times the written share).
-    pub bytes_out: u64,
-    /// The output already held this manifest's rows (a rerun), so it was not written again.
-    pub already_complete: bool,
-}
-
-/// What `apply` did (printed as JSON at the end).
-#[derive(Debug, Clone, Serialize)]
-pub struct ApplyReport {
-    pub manifest: String,
-    pub output: String,
-    pub dropped: Option<String>,
-    pub dry_run: bool,
-    pub shards: Vec<ShardReport>,
-    pub shards_written: usize,
-    pub shards_already_complete: usize,
-    pub rows_in: u64,
-    pub rows_kept: u64,
-    pub rows_dropped: u64,
-    pub rows_written: u64,
-    pub bytes_in: u64,
-    pub bytes_out: u64,
-    pub seconds: f64,
-}
-
-/// The per-shard table of a dry run, for a person.
-pub(crate) fn dry_run_table(report: &ApplyReport) -> String {
-    use crate::progress::thousands as t;
-    let width = report
-        .shards
-        .iter()
-        .map(|s| s.name.len())
-        .max()
-        .unwrap_or(5)
-        .max(5);
-    let mut out = format!(
-        "{:<width$} {:>12} {:>12} {:>12} {:>14} {:>14}\n",
-        "shard", "rows", "kept", "dropped", "bytes", "kept bytes ~"
-    );
-    let line = |name: &str, r: [u64; 5]| {
-        format!(
-            "{name:<width$} {:>12} {:>12} {:>12} {:>14} {:>14}\n",
-            t(r[0]),
-            t(r[1]),
-            t(r[2]),
-            t(r[3]),
-            t(r[4])
-        )
-    };
-    for s in &report.shards {
-        out += &line(
-            &s.name,
-            [
-                s.rows_in,
-                s.rows_kept,
-                s.rows_dropped,
-                s.bytes_in,
-                s.bytes_out,
-            ],
-        );
-    }
-    out += &line(
-        "total",
-        [
-            report.rows_in,
-            report.rows_kept,
-            report.rows_dropped,
-            report.bytes_in,
-            report.bytes_out,
-        ],
-    );
-    out
-}
+pub(crate) use options::dry_run_table;
+pub use options::ApplyOptions;
+pub(crate) use options::{ApplyReport, ShardReport};
+pub use spans::DropSpans;
 
 /// Metadata key of an output shard: which input and which rows of it the file holds.
 const TAG_KEY: &str = "corpus_dedup.apply";
@@ -389,7 +199,7 @@ pub(crate) fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
     })
 }
 
-fn manifest_err(m: &Manifest, e: impl Into<crate::error::FileError>) -> Error {
+pub(super) fn manifest_err(m: &Manifest, e: impl Into<crate::error::FileError>) -> Error {
     Error::Manifest {
         path: m.location.clone(),
         source: e.into(),
@@ -712,68 +522,6 @@ impl Shard<'_> {
     }
 }
 
-/// `--paragraphs`: the manifest's `drop_spans`, [start, end) byte offsets per row.
-pub struct DropSpans {
-    /// Row i's spans are `spans[offsets[i]..offsets[i + 1]]`.
-    offsets: Vec<usize>,
-    spans: Vec<(u64, u64)>,
-}
-
-impl DropSpans {
-    /// The manifest's spans (None when it has no `drop_spans` column).
-    pub(crate) fn read(m: &Manifest) -> Result<Option<DropSpans>> {
-        let Ok(c) = m.frame.column("drop_spans") else {
-            return Ok(None);
-        };
-        let list = c.list().map_err(|e| manifest_err(m, e))?;
-        DropSpans::from_list(list)
-            .map(Some)
-            .map_err(|e| manifest_err(m, e))
-    }
-
-    /// The spans of a `drop_spans` column (a list of {start, end, ...} per row).
-    pub fn from_list(list: &ListChunked) -> PolarsResult<DropSpans> {
-        let mut out = DropSpans {
-            offsets: vec![0],
-            spans: Vec::new(),
-        };
-        for row in list.amortized_iter() {
-            if let Some(row) = row {
-                let st = row.as_ref().struct_()?;
-                let field = |name: &str| -> PolarsResult<Vec<Option<u64>>> {
-                    let f = st.field_by_name(name)?.cast(&DataType::UInt64)?;
-                    Ok(f.u64()?.iter().collect())
-                };
-                let (s, e) = (field("start")?, field("end")?);
-                for (s, e) in s.into_iter().zip(e) {
-                    out.spans.push((s.unwrap_or(u64::MAX), e.unwrap_or(0)));
-                }
-            }
-            out.offsets.push(out.spans.len());
-        }
-        Ok(out)
-    }
-
-    /// Row `row`'s spans.
-    pub fn of(&self, row: usize) -> &[(u64, u64)] {
-        match (self.offsets.get(row), self.offsets.get(row + 1)) {
-            (Some(&a), Some(&b)) => &self.spans[a..b],
-            _ => &[],
-        }
-    }
-
-    /// `text` (manifest row `row`'s) without its spans; an error naming the row when a span is
-    /// not a range of the text on character boundaries, after the one before it.
-    pub(crate) fn cut(&self, m: &Manifest, row: usize, text: &str) -> Result<String> {
-        crate::text::paragraphs::cut(text, self.of(row)).map_err(|why| {
-            manifest_err(
-                m,
-                format!("manifest row {row}: {why}; the manifest does not belong to this input or was edited: run the job again"),
-            )
-        })
-    }
-}
-
 /// The Parquet writer of an output shard.
 /// `arrow_schema`: the input's Arrow schema (its `ARROW:schema` metadata), kept for the kept
 /// rows' file, so Arrow readers see the input's types (say `string`, where polars would record
@@ -809,26 +557,5 @@ fn codec(c: polars_parquet::parquet::compression::Compression) -> ParquetCompres
         C::Lz4 | C::Lz4Raw => ParquetCompression::Lz4Raw,
         // LZO cannot be read by polars either, so a shard using it never gets here.
         C::Zstd | C::Lzo => ParquetCompression::Zstd(None),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn upsample_tables() {
-        let f: Upsample = "fineweb2".parse().unwrap();
-        let got: Vec<u32> = [1, 2, 3, 4, 5, 99, 100, 999, 1000, 5_000_000]
-            .map(|s| f.copies(s))
-            .to_vec();
-        assert_eq!(got, [1, 2, 3, 3, 5, 5, 8, 8, 1, 1]);
-        assert_eq!(f.to_string(), Upsample::FINEWEB2);
-        let u: Upsample = " 3-=2, 2=4 ".parse().unwrap();
-        assert_eq!((u.copies(1), u.copies(2), u.copies(70)), (1, 4, 2));
-        assert_eq!(u.to_string(), "2=4,3-=2");
-        for bad in ["", "2", "0=1", "2=0", "3-1=2", "1-4=2,4=1", "a=1", "1=b"] {
-            assert!(bad.parse::<Upsample>().is_err(), "{bad}");
-        }
     }
 }
