@@ -11,11 +11,11 @@
 //! fingerprints and the matching settings, so a night with the reference of the night before
 //! reads the table instead of building it; a cache of another key, or damaged, is rebuilt.
 
+mod chunks;
 mod table;
 
-pub(crate) use table::{
-    ChunkBuilder, Hit, ItemChunk, Probes, Table, Usable, BOILERPLATE_ITEMS, CHUNK,
-};
+pub(crate) use chunks::{ChunkBuilder, ItemChunk, CHUNK};
+pub(crate) use table::{Hit, Probes, Table, Usable, BOILERPLATE_ITEMS};
 
 use std::sync::{Arc, Mutex};
 
