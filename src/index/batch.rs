@@ -21,15 +21,21 @@
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use ahash::AHashMap;
-use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::index::blocks::{meta_name, Blocked, Writer};
-use crate::index::filter::Bloom;
+use crate::index::blocks::Blocked;
 use crate::index::live;
 use crate::index::BatchEntry;
 use crate::io::output::OutputDir;
 use crate::io::{u32_at, u32s_le, u64_at};
+
+pub(crate) use super::batch_write::{
+    fragment, push, put, write_band, write_exact, Written, BAND_RECORD,
+};
+pub(crate) use super::records::{
+    bbit_estimate, id_record, keys_record, minhash_record, minhash_record_shingles, simhash_record,
+    simhash_record_parts,
+};
 
 /// Band (or block table) `b`'s key file.
 pub(crate) fn band_file(b: usize) -> String {
@@ -44,151 +50,6 @@ pub(crate) const DOCS: &str = "docs.bin";
 pub(crate) const IDS: &str = "ids.bin";
 /// The shingle keys of short documents.
 pub(crate) const KEYS: &str = "keys.bin";
-
-/// Bytes of a written file pair: (on disk, held in memory by a reader).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Written {
-    pub bytes: u64,
-    pub memory: u64,
-}
-
-impl std::ops::AddAssign for Written {
-    fn add_assign(&mut self, o: Written) {
-        self.bytes += o.bytes;
-        self.memory += o.memory;
-    }
-}
-
-/// Streams the blocked file `name` into `dir` through `fill`, then its meta (with `filter`).
-pub(crate) fn put(
-    dir: &OutputDir,
-    name: &str,
-    filter: Option<&Bloom>,
-    fill: impl FnOnce(&mut Writer) -> Result<()>,
-) -> Result<Written> {
-    let io = |e: std::io::Error| Error::Output {
-        path: dir.location(name),
-        source: e.into(),
-    };
-    let mut meta = Vec::new();
-    let mut data_bytes = 0;
-    dir.write_with(name, |sink| {
-        let mut w = Writer::new(sink);
-        fill(&mut w)?;
-        data_bytes = w.bytes();
-        meta = w.finish(filter).map_err(io)?;
-        Ok(())
-    })?;
-    // A reader holds the meta (block table and filter) as loaded.
-    let memory = meta.len() as u64;
-    let bytes = data_bytes + memory;
-    dir.write_bytes(&meta_name(name), meta)?;
-    Ok(Written { bytes, memory })
-}
-
-/// Pushes one record, naming the file on a write error.
-pub(crate) fn push(
-    w: &mut Writer,
-    dir: &OutputDir,
-    name: &str,
-    key: u64,
-    rec: &[u8],
-) -> Result<()> {
-    w.push(key, rec).map_err(|e| Error::Output {
-        path: dir.location(name),
-        source: e.into(),
-    })
-}
-
-/// Bytes of a band record: a 16-bit key fragment and the document, then (SimHash) the document's
-/// 64-bit fingerprint, so a lookup checks the Hamming distance without reading `docs.bin`.
-pub(crate) const BAND_RECORD: usize = 6;
-
-/// The 16 bits of a band key a band record keeps (bits 32..48: the block's fences hold the high
-/// 32 bits of its first key, so a record's own key is known to lie between two fences).
-pub(crate) fn fragment(key: u64) -> u16 {
-    (key >> 32) as u16
-}
-
-/// Writes band `b`'s file from its (64-bit key, document, value) rows, in any order; the value
-/// (SimHash's fingerprint) is stored when `values`.
-pub(crate) fn write_band(
-    dir: &OutputDir,
-    b: usize,
-    mut rows: Vec<(u64, u32, u64)>,
-    values: bool,
-) -> Result<Written> {
-    let mut filter = Bloom::with_keys(rows.len());
-    for &(key, _, _) in &rows {
-        filter.insert(key);
-    }
-    // Records are ordered by (high 32 bits of the key, document), which is one u64: sorting
-    // those (plus the value only where there is one) is cheaper than sorting the row tuples.
-    let order = |k: u64, d: u32| (k >> 32) << 32 | u64::from(d);
-    let sorted: Vec<(u64, u64)> = if values {
-        rows.par_sort_unstable_by_key(|&(k, d, _)| order(k, d));
-        rows.iter().map(|&(k, d, v)| (order(k, d), v)).collect()
-    } else {
-        let mut keys: Vec<u64> = rows.iter().map(|&(k, d, _)| order(k, d)).collect();
-        drop(rows);
-        keys.par_sort_unstable();
-        keys.into_iter().map(|o| (o, 0)).collect()
-    };
-    let name = band_file(b);
-    put(dir, &name, Some(&filter), |w| {
-        let mut rec = Vec::with_capacity(BAND_RECORD + 8);
-        for &(o, value) in &sorted {
-            let (high, doc) = (o >> 32, o as u32);
-            rec.clear();
-            rec.extend_from_slice(&fragment(high << 32).to_le_bytes());
-            rec.extend_from_slice(&doc.to_le_bytes());
-            if values {
-                rec.extend_from_slice(&value.to_le_bytes());
-            }
-            push(w, dir, &name, high, &rec)?;
-        }
-        Ok(())
-    })
-}
-
-/// Writes the exact-text hash table from (hash, document) pairs (hash 0: none); of documents with
-/// the same text only the first is kept (a lookup wants the earliest).
-pub(crate) fn write_exact(dir: &OutputDir, mut hashes: Vec<(u128, u32)>) -> Result<Written> {
-    hashes.retain(|h| h.0 != 0);
-    hashes.par_sort_unstable();
-    hashes.dedup_by_key(|e| e.0);
-    let mut filter = Bloom::with_keys(hashes.len());
-    for &(h, _) in &hashes {
-        filter.insert(h as u64);
-    }
-    put(dir, EXACT, Some(&filter), |w| {
-        for &(h, doc) in &hashes {
-            let mut rec = [0u8; 20];
-            rec[..16].copy_from_slice(&h.to_le_bytes());
-            rec[16..].copy_from_slice(&doc.to_le_bytes());
-            push(w, dir, EXACT, (h >> 64) as u64, &rec)?;
-        }
-        Ok(())
-    })
-}
-
-/// An `ids.bin` record: length, then the id's bytes.
-pub(crate) fn id_record(id: &str) -> Vec<u8> {
-    let mut r = (id.len() as u32).to_le_bytes().to_vec();
-    r.extend_from_slice(id.as_bytes());
-    r
-}
-
-/// A `keys.bin` record: document, key count, keys.
-pub(crate) fn keys_record(doc: u32, keys: &[u32]) -> Vec<u8> {
-    let mut r = Vec::with_capacity(8 + 4 * keys.len());
-    r.extend_from_slice(&doc.to_le_bytes());
-    r.extend_from_slice(&(keys.len() as u32).to_le_bytes());
-    for k in keys {
-        r.extend_from_slice(&k.to_le_bytes());
-    }
-    r
-}
 
 /// A batch opened for lookups: every file's meta (filters, block tables) in memory.
 pub(crate) struct BatchReader {
@@ -576,7 +437,7 @@ impl BatchReader {
             let mut recs: Vec<Option<T>> = parse(bytes, n)
                 .filter(|r| r.len() == n)
                 .ok_or_else(|| Error::IndexFile {
-                    path: self.dir.location(&file_name(file)),
+                    path: self.dir.location(file.name()),
                     source: crate::error::FileError::Invalid(format!(
                         "block {b} does not hold {n} records"
                     )),
@@ -661,53 +522,6 @@ fn may_have(file: &Blocked, keys: &[(u64, u32)]) -> Vec<(u64, u32)> {
     }
 }
 
-/// A blocked file's name (for messages).
-fn file_name(f: &Blocked) -> String {
-    f.name().to_string()
-}
-
-/// The docs.bin record of a MinHash document: the low 8 bits of each signature value (b-bit
-/// minwise hashing), then its shingle count.
-pub(crate) fn minhash_record(sig: &[u32], shingles: u32) -> Vec<u8> {
-    let mut r: Vec<u8> = sig.iter().map(|&v| v as u8).collect();
-    r.extend_from_slice(&shingles.to_le_bytes());
-    r
-}
-
-/// The shingle count of a MinHash record.
-pub(crate) fn minhash_record_shingles(rec: &[u8]) -> u32 {
-    rec.len().checked_sub(4).map_or(0, |at| u32_at(rec, at))
-}
-
-/// Jaccard estimated from b-bit (8-bit) minima: a full signature `sig` against a record. Two
-/// unequal minima agree in their low 8 bits with probability 1/256, which the estimate removes:
-/// J = (agree - 1/256) / (1 - 1/256), clamped to [0, 1].
-pub(crate) fn bbit_estimate(sig: &[u32], rec: &[u8]) -> f64 {
-    let k = sig.len().min(rec.len().saturating_sub(4));
-    if k == 0 {
-        return 0.0;
-    }
-    let agree = sig.iter().zip(rec).filter(|(&v, &b)| v as u8 == b).count();
-    let c = 1.0 / 256.0;
-    ((agree as f64 / k as f64 - c) / (1.0 - c)).clamp(0.0, 1.0)
-}
-
-/// The docs.bin record of a SimHash document: fingerprint, feature count, shingle count.
-pub(crate) fn simhash_record(fp: u64, features: u32, shingles: u32) -> Vec<u8> {
-    let mut r = fp.to_le_bytes().to_vec();
-    r.extend_from_slice(&features.to_le_bytes());
-    r.extend_from_slice(&shingles.to_le_bytes());
-    r
-}
-
-/// Fingerprint and feature count of a SimHash record.
-pub(crate) fn simhash_record_parts(rec: &[u8]) -> (u64, u32) {
-    if rec.len() < 12 {
-        return (0, 0);
-    }
-    (u64_at(rec, 0), u32_at(rec, 8))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -777,17 +591,5 @@ mod tests {
         assert_eq!(k.len(), 2);
         assert_eq!(k[&120], keys);
         std::fs::remove_dir_all(&tmp).unwrap();
-    }
-
-    #[test]
-    fn bbit_estimate_is_unbiased_for_unrelated_and_exact_for_equal() {
-        let a: Vec<u32> = (0..128).map(|i| crate::lsh::mix64(i) as u32).collect();
-        let b: Vec<u32> = (0..128)
-            .map(|i| crate::lsh::mix64(i + 1000) as u32)
-            .collect();
-        assert_eq!(bbit_estimate(&a, &minhash_record(&a, 9)), 1.0);
-        assert!(bbit_estimate(&a, &minhash_record(&b, 9)) < 0.05);
-        let (fp, n) = simhash_record_parts(&simhash_record(u64::MAX - 3, 17, 4));
-        assert_eq!((fp, n), (u64::MAX - 3, 17));
     }
 }

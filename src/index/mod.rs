@@ -32,6 +32,7 @@
 //!   process dies; a conditionally created object on S3).
 
 pub(crate) mod batch;
+mod batch_write;
 pub(crate) mod blocks;
 mod commit;
 pub(crate) mod compact;
@@ -45,6 +46,7 @@ pub(crate) mod live;
 pub(crate) mod origins;
 pub(crate) mod paragraphs;
 mod planning;
+mod records;
 mod remove;
 pub(crate) mod renew;
 
