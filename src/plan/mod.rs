@@ -14,7 +14,10 @@
 //! | `candidates`  | bands (tables) x ranges      | `bands/bB-rR/*`                     | `candidates/tT.bin`             |
 //! | `verify`      | one per part                 | its part of each pair file, stores  | `edges/pP.parquet`              |
 //! | `cluster`     | one                          | `edges/*` (streamed), `docs/*`      | `cluster/pP.parquet`            |
-//! | `manifest`    | one per part                 | `cluster/pP.parquet`, stores        | `manifest/pP.parquet`           |
+//! | `paragraphs`  | per hash range (`--paragraphs`) | its range of `paragraphs/p*.bin`, `cluster/*` | `paragraphs/drops-rR-pP.parquet` |
+//! | `substrings`  | per hash range (`--substrings`) | its range of `substrings/p*.bin`, `cluster/*` | `substrings/drops-rR-pP.parquet` |
+//! | `sources`     | one per part (`--substrings`) | the part's drops                   | `substrings/cut-pP.parquet`     |
+//! | `manifest`    | one per part                 | `cluster/pP.parquet`, stores, drops | `manifest/pP.parquet`           |
 //! | `index`       | bands + 1 (`--index`)        | band rows / stores, exact hashes    | INDEX/batches/NAME-HASH/*       |
 //! | `merge`       | one                          | `manifest/*`, `done/*`              | OUTPUT/manifest.parquet, summary.json |
 //!
