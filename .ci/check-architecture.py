@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Fails when docs/ARCHITECTURE.md names a source path that does not exist, or a source file
-under src/ is over 600 lines (split it by concept: docs/ARCHITECTURE.md, "Layout").
+"""Fails when docs/ARCHITECTURE.md names a source path that does not exist, a source file under
+src/ is over 600 lines (split it by concept: docs/ARCHITECTURE.md, "Layout"), or a row of the
+README's headline table is not a row of docs/PERFORMANCE.md.
 
 A path is a backticked name ending in `.rs` or `/` (`stages/cluster/keeper.rs`, `index/`). It
 is looked up under the folder of the section it is in (a heading naming `src/...`), then under
@@ -40,7 +41,21 @@ for p in sorted(SRC.rglob("*.rs")):
     if lines > LIMIT:
         long.append(f"{p.relative_to(ROOT)}: {lines} lines (at most {LIMIT})")
 
-for m in missing + long:
+# The README's headline table is rows of docs/PERFORMANCE.md, copied, never retyped.
+readme = (ROOT / "README.md").read_text().splitlines()
+perf = set((ROOT / "docs/PERFORMANCE.md").read_text().splitlines())
+at = next(i for i, l in enumerate(readme) if "rows copied from docs/PERFORMANCE.md" in l)
+rows = []
+for l in readme[at + 1 :]:
+    if not l.startswith("|"):
+        break
+    rows.append(l)
+table = [] if rows else ["README.md: no table after the 'rows copied' marker"]
+for l in rows:
+    if l not in perf:
+        table.append(f"README.md: a table row not in docs/PERFORMANCE.md: {l[:80]}")
+
+for m in missing + long + table:
     print(m)
 print(f"check-architecture: {len(missing)} missing paths, {len(long)} files over {LIMIT} lines")
-sys.exit(1 if missing or long else 0)
+sys.exit(1 if missing or long or table else 0)
