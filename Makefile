@@ -13,7 +13,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-ab bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-signals bench-decontam bench-paragraphs bench-substrings bench-export bench-index-soak soak s3-demo clean-out
+.PHONY: build dedup test samples bench bench-ab bench-same bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-signals bench-decontam bench-paragraphs bench-substrings bench-export bench-index-soak soak s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -47,6 +47,10 @@ bench: build
 ##              [ARGS='flags for both'] [NEW_ARGS='flags only the new binary takes']
 bench-ab:
 	bash benches/ab.sh
+
+## Byte-identical manifests of two binaries for every option family: make bench-same OLD=... NEW=...
+bench-same:
+	bash benches/same-manifests.sh
 
 ## make bench-ratios [CORPUS=dir] [ROUNDS=5]
 bench-ratios: build

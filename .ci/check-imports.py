@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fails when modules in different folders import each other, directly or through others.
+"""Fails when modules import each other, directly or through others, outside one module's subtree.
 
 A module is one file under src/. An import is, outside `#[cfg(test)]` modules (unit tests may reach
 anywhere):
@@ -11,8 +11,8 @@ Each points at the longest prefix that is a module file.
 
 A cycle (a strongly connected component of more than one module) is allowed only inside one
 module's subtree: a folder's `mod.rs` and the modules under it may call each other (a parent
-runs its children, which share its helpers). Any other cycle crosses folders and is printed, and
-the script fails.
+runs its children, which share its helpers). Any other cycle (across folders, or between two
+siblings) is printed, and the script fails.
 """
 import pathlib
 import re
@@ -155,12 +155,12 @@ for v in sorted(graph):
         visit(v)
 bad = [c for c in sccs if not within_one_subtree(c)]
 for c in bad:
-    print("import cycle across folders: " + " <-> ".join(c))
+    print("import cycle outside one module's subtree: " + " <-> ".join(c))
     for m in c:
         print(f"  {m} imports " + ", ".join(sorted(graph[m] & set(c))))
 edges = sum(len(v) for v in graph.values())
 print(
     f"check-imports: {len(files)} modules, {edges} imports, {len(sccs) - len(bad)} cycles inside "
-    f"one module's subtree, {len(bad)} across folders"
+    f"one module's subtree, {len(bad)} outside one"
 )
 sys.exit(1 if bad else 0)

@@ -6,7 +6,45 @@ use rayon::prelude::*;
 
 use crate::text::shingle::{exact_hash, ngrams};
 
-use super::table::{entry, Usable, BOILERPLATE_ITEMS};
+/// An n-gram in this many distinct items or more is boilerplate. Items with one token sequence
+/// are one item (so a test item two benchmarks both carry keeps its n-grams); two editions of an
+/// item keep the n-grams around each difference. Three let 2% of the planted held-out items'
+/// hosts through (n-grams of two items' boilerplate), two none (docs/PERFORMANCE.md).
+pub(crate) const BOILERPLATE_ITEMS: usize = 2;
+
+/// Why an item cannot be matched (each counted in the summary), or that it can.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Usable {
+    Yes,
+    /// Null or no token.
+    Empty,
+    /// Fewer tokens than n: too little text to tell it from ordinary prose.
+    TooShort,
+    /// The same token sequence as an earlier item (that one stands for both).
+    RepeatedText,
+    /// Every n-gram is boilerplate.
+    BoilerplateOnly,
+}
+
+/// An entry of the table: an n-gram's key and its item.
+pub(super) fn entry(k: u32, item: u32) -> u64 {
+    (u64::from(k) << 32) | u64::from(item)
+}
+
+impl Usable {
+    pub(super) fn from_u8(b: u8) -> Option<Usable> {
+        [
+            Usable::Yes,
+            Usable::Empty,
+            Usable::TooShort,
+            Usable::RepeatedText,
+            Usable::BoilerplateOnly,
+        ]
+        .into_iter()
+        .find(|&u| u as u8 == b)
+    }
+}
 
 /// Items as the table's build takes them: a run of up to [`CHUNK`] consecutive items of the
 /// reference, tokenised together ([`ChunkBuilder`]). Their n-grams are held in one buffer,

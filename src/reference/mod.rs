@@ -14,8 +14,8 @@
 mod chunks;
 mod table;
 
-pub(crate) use chunks::{ChunkBuilder, ItemChunk, CHUNK};
-pub(crate) use table::{Hit, Probes, Table, Usable, BOILERPLATE_ITEMS};
+pub(crate) use chunks::{ChunkBuilder, ItemChunk, Usable, BOILERPLATE_ITEMS, CHUNK};
+pub(crate) use table::{Hit, Probes, Table};
 
 use std::sync::{Arc, Mutex};
 

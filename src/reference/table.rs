@@ -1,7 +1,7 @@
 //! The n-gram table of a benchmark reference, and how a document is matched against it.
 //!
 //! An item is the set of hashes of its token n-grams (the tokens of dedup: [`crate::text::shingle::token_hashes`], so
-//! every script is handled as dedup handles it). N-grams found in [`BOILERPLATE_ITEMS`] or more
+//! every script is handled as dedup handles it). N-grams found in [`super::BOILERPLATE_ITEMS`] or more
 //! distinct items are the benchmark's boilerplate ("Example 1:", "Input: nums = [...]",
 //! constraint lines) and are left out of every item; so a document that shares only such lines
 //! with the reference is never flagged. A document is contaminated by the item of which it holds
@@ -24,30 +24,9 @@ use rayon::prelude::*;
 use crate::index::filter::Bloom;
 use crate::text::shingle::ngrams;
 
-use super::chunks::{group, keep_items_grams, ItemChunk, Pairs, WAYS};
+use super::chunks::{entry, group, keep_items_grams, ItemChunk, Pairs, Usable, WAYS};
 #[cfg(test)]
 use super::chunks::{ChunkBuilder, CHUNK};
-
-/// An n-gram in this many distinct items or more is boilerplate. Items with one token sequence
-/// are one item (so a test item two benchmarks both carry keeps its n-grams); two editions of an
-/// item keep the n-grams around each difference. Three let 2% of the planted held-out items'
-/// hosts through (n-grams of two items' boilerplate), two none (docs/PERFORMANCE.md).
-pub(crate) const BOILERPLATE_ITEMS: usize = 2;
-
-/// Why an item cannot be matched (each counted in the summary), or that it can.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub(crate) enum Usable {
-    Yes,
-    /// Null or no token.
-    Empty,
-    /// Fewer tokens than n: too little text to tell it from ordinary prose.
-    TooShort,
-    /// The same token sequence as an earlier item (that one stands for both).
-    RepeatedText,
-    /// Every n-gram is boilerplate.
-    BoilerplateOnly,
-}
 
 /// The matching table of a reference.
 pub(crate) struct Table {
@@ -97,11 +76,6 @@ const KEPT: u64 = !0xffff;
 /// [`KEPT`] bits of the hash of (bucket, key).
 fn hash_of(b: usize, k: u32) -> u64 {
     ((b as u64) << 48) | (u64::from(k) << 16)
-}
-
-/// An entry of the table: an n-gram's key and its item.
-pub(super) fn entry(k: u32, item: u32) -> u64 {
-    (u64::from(k) << 32) | u64::from(item)
 }
 
 impl Table {
@@ -395,24 +369,11 @@ impl Table {
     }
 }
 
-impl Usable {
-    fn from_u8(b: u8) -> Option<Usable> {
-        [
-            Usable::Yes,
-            Usable::Empty,
-            Usable::TooShort,
-            Usable::RepeatedText,
-            Usable::BoilerplateOnly,
-        ]
-        .into_iter()
-        .find(|&u| u as u8 == b)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::Tokenizer;
+    use crate::reference::BOILERPLATE_ITEMS;
     use crate::text::shingle::{token_hashes_of, Scratch};
     use proptest::prelude::*;
 

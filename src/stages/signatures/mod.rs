@@ -34,6 +34,11 @@
 //! beside the signatures, so exact verification later reads them instead of shingling the text
 //! again. SimHash stores its fingerprint and feature count as a three-value "signature"
 //! ([`simhash::to_record`]), and shingle keys for the short-document check.
+//!
+//! Files: this one the task (a chunk at a time: read, compute, absorb, write); [`kernel`] what
+//! is computed per document by method; [`mod@column`] the column kernels; [`read`] the read pass;
+//! [`rows`] the hash rows streamed by range (written by a thread of their own, so the task
+//! never waits on the disk); [`contamination`] the `--reference` columns.
 
 mod column;
 mod contamination;
