@@ -25,14 +25,7 @@ echo "## Cost on $CORPUS: plain (old) vs --paragraphs (new)"
 OLD=$BIN NEW=$BIN CORPUS=$CORPUS ROUNDS=$ROUNDS THREADS=$THREADS CORES=$CORES \
   NEW_ARGS="--paragraphs" bash benches/ab.sh 2>/dev/null
 echo "## Peak RSS, $ROUNDS alternated pairs, medians"
-for i in $(seq "$ROUNDS"); do
-  for a in "" "--paragraphs"; do
-    rm -rf "$work/o"
-    # shellcheck disable=SC2086 # flags meant to split into words
-    /usr/bin/time -f "%M" -a -o "$work/rss$a" "$BIN" run --quiet --threads "$THREADS" \
-      --input "$CORPUS/shard-*.parquet" --output "$work/o" $a > /dev/null
-  done
-done
+BIN=$BIN CORPUS=$CORPUS THREADS=$THREADS ROUNDS=$ROUNDS bash benches/rss.sh "$work" --paragraphs
 distinct=$("$PY" -c "import json; print(json.load(open('$work/o/summary.json'))['paragraphs']['distinct'])")
 "$PY" - "$work/rss" "$work/rss--paragraphs" "$distinct" <<'PY'
 import statistics, sys
@@ -40,7 +33,7 @@ plain, paras = ([int(x) for x in open(f)] for f in sys.argv[1:3])
 distinct = int(sys.argv[3])
 mp, mq = statistics.median(plain), statistics.median(paras)
 pairs = statistics.median(q - p for p, q in zip(plain, paras))
-print(f"plain {mp / 1024:.0f} MiB, --paragraphs {mq / 1024:.0f} MiB (KiB: {sorted(plain)} / {sorted(paras)})")
+print(f"KiB: {sorted(plain)} / {sorted(paras)}")
 print(f"bytes of peak RSS per distinct paragraph ({distinct} distinct): {(mq - mp) * 1024 / distinct:.1f} "
       f"from the medians, {pairs * 1024 / distinct:.1f} from the median pair")
 PY

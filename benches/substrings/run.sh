@@ -87,16 +87,4 @@ echo "## Cost on $CORPUS: plain (old) vs --substrings (new), the same binary, al
 OLD=$BIN NEW=$BIN CORPUS=$CORPUS ROUNDS=$ROUNDS THREADS=$THREADS CORES=$CORES \
   NEW_ARGS="--substrings" bash benches/ab.sh 2>/dev/null
 echo "## Peak RSS, $ROUNDS alternated pairs, medians"
-for i in $(seq "$ROUNDS"); do
-  for a in "" "--substrings"; do
-    rm -rf "$work/o"
-    # shellcheck disable=SC2086 # flags meant to split into words
-    /usr/bin/time -f "%M" -a -o "$work/rss$a" "$BIN" run --quiet --threads "$THREADS" \
-      --input "$CORPUS/shard-*.parquet" --output "$work/o" $a > /dev/null
-  done
-done
-"$PY" - "$work/rss" "$work/rss--substrings" <<'PY'
-import statistics, sys
-plain, subs = ([int(x) for x in open(f)] for f in sys.argv[1:3])
-print(f"plain {statistics.median(plain) / 1024:.0f} MiB, --substrings {statistics.median(subs) / 1024:.0f} MiB")
-PY
+BIN=$BIN CORPUS=$CORPUS THREADS=$THREADS ROUNDS=$ROUNDS bash benches/rss.sh "$work" --substrings
