@@ -25,6 +25,7 @@ use corpus_dedup::kernels::Corpus;
 use corpus_dedup::kernels::UnionFind;
 use corpus_dedup::kernels::{jaccard, KeyTable};
 use corpus_dedup::kernels::{paragraphs, ParagraphScratch};
+use corpus_dedup::kernels::{substring_windows, WindowScratch};
 use corpus_dedup::kernels::{Permutations, Signatures};
 
 /// The sum of `f` over the texts (what a step made, for its rate).
@@ -369,6 +370,21 @@ fn steps(texts: &[&str], row: &impl Fn(&str, f64, String)) {
         "paragraphs (--paragraphs: lines, whitespace runs as one space, hash; 100 bytes or more)",
         t,
         format!("{:.1} M paragraphs/s", count as f64 / t / 1e6),
+    );
+
+    let mut scratch = WindowScratch::default();
+    let mut windows = Vec::new();
+    let (t, count) = best(|| {
+        total(texts, |t| {
+            windows.clear();
+            substring_windows(t.as_bytes(), 200, &mut scratch, &mut windows);
+            windows.len()
+        })
+    });
+    row(
+        "substring windows (--substrings: chunk edges, hash of each 200-byte window)",
+        t,
+        format!("{:.1} M windows/s", count as f64 / t / 1e6),
     );
 
     let normalized: Vec<String> = texts

@@ -67,6 +67,7 @@ pub mod kernels {
     pub use crate::text::paragraphs::{paragraphs, Scratch as ParagraphScratch};
     pub use crate::text::sets::{jaccard, KeyTable};
     pub use crate::text::shingle;
+    pub use crate::text::substrings::{windows as substring_windows, Scratch as WindowScratch};
     pub use crate::text::tokenize::tokenize;
     pub use crate::unionfind::UnionFind;
 }

@@ -58,6 +58,11 @@ pub(crate) const DOCS_PER_PART: u64 = 250_000;
 /// being read, one computed, one written to the store), not the part's.
 pub(crate) const DOCS_PER_CHUNK: u64 = 8_192;
 
+/// The same with `--substrings`: a chunk's windows (a row of 20 bytes per ~12 bytes of text) are
+/// held three times over too, and outweigh its text; a quarter of the chunk keeps them at about
+/// what a plain run holds.
+pub(crate) const DOCS_PER_CHUNK_SUBSTRINGS: u64 = 2_048;
+
 /// Band rows per candidates task when `--bucket-ranges` is not given (~16 bytes each in the sort).
 pub(crate) const ROWS_PER_CANDIDATES_TASK: u64 = 32_000_000;
 

@@ -58,8 +58,8 @@ const BASES: [u64; 2] = [0x1d2c_3b4a_5968_7f1b % P, 0x0a3f_9e27_c41d_6b55 % P];
 
 /// `a * b` modulo [`P`].
 #[inline]
-fn mul_mod(a: u64, b: u64) -> u64 {
-    let x = u128::from(a) * u128::from(b);
+const fn mul_mod(a: u64, b: u64) -> u64 {
+    let x = a as u128 * b as u128;
     let r = (x as u64 & P) + (x >> 61) as u64;
     if r >= P {
         r - P
@@ -68,62 +68,149 @@ fn mul_mod(a: u64, b: u64) -> u64 {
     }
 }
 
+/// `x` modulo [`P`], for any `x`.
+#[inline]
+const fn reduce(x: u64) -> u64 {
+    let r = (x & P) + (x >> 61);
+    if r >= P {
+        r - P
+    } else {
+        r
+    }
+}
+
+/// The prefix sums are kept every [`BLOCK`] bytes: a block's sum is a sum of table values (no
+/// multiply chained byte to byte), and a sum at any byte is its block's plus at most 7 values.
+const BLOCK: usize = 8;
+
+/// Per polynomial, `DIGITS[k][j][b]` = (b + 1) * BASES[k]^j mod P: byte `b` `j` places before the
+/// end of what is summed. Eight values below P add up without overflow.
+static DIGITS: [[[u64; 256]; BLOCK]; 2] = {
+    let mut t = [[[0u64; 256]; BLOCK]; 2];
+    let mut k = 0;
+    while k < 2 {
+        let mut pow = 1;
+        let mut j = 0;
+        while j < BLOCK {
+            let mut b = 0;
+            while b < 256 {
+                t[k][j][b] = mul_mod(b as u64 + 1, pow);
+                b += 1;
+            }
+            pow = mul_mod(pow, BASES[k]);
+            j += 1;
+        }
+        k += 1;
+    }
+    t
+};
+
+/// BASES^j for j in 0..=BLOCK.
+const POWERS: [[u64; 2]; BLOCK + 1] = {
+    let mut t = [[1u64; 2]; BLOCK + 1];
+    let mut j = 1;
+    while j <= BLOCK {
+        t[j] = [
+            mul_mod(t[j - 1][0], BASES[0]),
+            mul_mod(t[j - 1][1], BASES[1]),
+        ];
+        j += 1;
+    }
+    t
+};
+
 /// One window: its span in the text and the hash of its bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Window {
+pub struct Window {
     pub start: usize,
     pub end: usize,
     pub hash: u64,
 }
 
-/// Reused buffers of [`windows`]: the last prefix sums of both polynomials, in a ring, and the
-/// edges that start lines.
+/// Reused buffers of [`windows`]: the prefix sums of both polynomials at the last blocks, in a
+/// ring, the edges that start lines, and the powers a window's length needs (for `min`).
 #[derive(Default)]
-pub(crate) struct Scratch {
+pub struct Scratch {
     ring: Vec<[u64; 2]>,
     lines: Vec<usize>,
+    powers: Vec<[u64; 2]>,
+    powers_for: usize,
+}
+
+/// Both polynomials' sums of `bytes` (at most [`BLOCK`]), the last byte taken as place 0.
+#[inline]
+fn digits(bytes: &[u8]) -> [u64; 2] {
+    let n = bytes.len();
+    std::array::from_fn(|k| {
+        let t = &DIGITS[k];
+        reduce(
+            bytes
+                .iter()
+                .enumerate()
+                .map(|(j, &b)| t[n - 1 - j][b as usize])
+                .sum(),
+        )
+    })
+}
+
+/// `prev` (the prefix sum before `bytes`) followed by `bytes` (at most [`BLOCK`] of them).
+#[inline]
+fn extend(prev: [u64; 2], bytes: &[u8]) -> [u64; 2] {
+    let d = digits(bytes);
+    let pw = POWERS[bytes.len()];
+    std::array::from_fn(|k| reduce(mul_mod(prev[k], pw[k]) + d[k]))
 }
 
 /// Appends to `out` the windows of `text` of at least `min_bytes` bytes (none for a shorter
 /// text): those ending at each edge, in order, then those starting at each line.
-pub(crate) fn windows(text: &[u8], min_bytes: usize, scratch: &mut Scratch, out: &mut Vec<Window>) {
+pub fn windows(text: &[u8], min_bytes: usize, scratch: &mut Scratch, out: &mut Vec<Window>) {
     let n = text.len();
     let min = min_bytes.max(1);
     if n < min {
         return;
     }
-    // A window is at most a chunk and 3 bytes longer than `min`: the prefix sums of that many
-    // last positions are kept.
+    // A window is at most a chunk and 3 bytes longer than `min`: the prefix sums of the blocks
+    // that many last positions reach back into are kept.
     let longest = MAX_CHUNK + 8;
-    let size = (min + longest).next_power_of_two();
-    let Scratch { ring, lines } = scratch;
+    let blocks = ((min + longest) / BLOCK + 2).next_power_of_two();
+    let Scratch {
+        ring,
+        lines,
+        powers,
+        powers_for,
+    } = scratch;
     ring.clear();
-    ring.resize(size, [0, 0]);
+    ring.resize(blocks, [0, 0]);
     lines.clear();
-    let mask = size - 1;
+    let mask = blocks - 1;
     // BASES^len for each length a window may have, from `min` on.
-    let powers: Vec<[u64; 2]> = (0..longest)
-        .scan(
-            BASES.map(|b| (0..min).fold(1, |acc, _| mul_mod(acc, b))),
-            |pw, _| {
+    if *powers_for != min || powers.is_empty() {
+        let first = BASES.map(|b| (0..min).fold(1, |acc, _| mul_mod(acc, b)));
+        *powers = (0..longest)
+            .scan(first, |pw, _| {
                 let this = *pw;
                 *pw = [mul_mod(pw[0], BASES[0]), mul_mod(pw[1], BASES[1])];
                 Some(this)
-            },
-        )
-        .collect();
+            })
+            .collect();
+        *powers_for = min;
+    }
+    let powers = &powers[..];
     let char_start = |b: u8| (b & 0xc0) != 0x80;
-    let window = |s: usize, p: usize, ring: &[[u64; 2]]| {
-        let (a, b) = (ring[s & mask], ring[p & mask]);
+    // The prefix sum at byte `i`, from its block's.
+    let sum_at = |i: usize, ring: &[[u64; 2]]| {
+        let at = i - i % BLOCK;
+        let prev = ring[(at / BLOCK) & mask];
+        if at == i {
+            prev
+        } else {
+            extend(prev, &text[at..i])
+        }
+    };
+    let window = |s: usize, p: usize, end_sum: [u64; 2], ring: &[[u64; 2]]| {
+        let (a, b) = (sum_at(s, ring), end_sum);
         let pw = powers[p - s - min];
-        let h: [u64; 2] = std::array::from_fn(|k| {
-            let x = b[k] + P - mul_mod(a[k], pw[k]);
-            if x >= P {
-                x - P
-            } else {
-                x
-            }
-        });
+        let h: [u64; 2] = std::array::from_fn(|k| reduce(b[k] + P - mul_mod(a[k], pw[k])));
         let folded =
             (h[0] ^ h[1].rotate_left(29) ^ ((p - s) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
                 .wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -133,44 +220,40 @@ pub(crate) fn windows(text: &[u8], min_bytes: usize, scratch: &mut Scratch, out:
             hash: folded ^ (folded >> 31),
         }
     };
-    // The window ending at edge `p`: back to the previous edge when that is further (windows
-    // then cover the text from their first on), else to a character start (the text's first
-    // byte is one).
-    let ending = |prev: usize, p: usize, ring: &[[u64; 2]]| {
-        let mut s = (p - min).min(prev);
-        while s > 0 && !char_start(text[s]) {
-            s -= 1;
-        }
-        window(s, p, ring)
-    };
     // Lines' first edges whose window (to the first edge `min` bytes on) is not yet made.
     let mut open = 0;
-    let mut gear: u64 = 0;
-    let mut sums = [0u64; 2];
-    let mut last = 0;
-    let mut edge = |i: usize, last: usize, ring: &[[u64; 2]], out: &mut Vec<Window>| {
-        if i >= min {
-            out.push(ending(last, i, ring));
+    // The window ending at edge `p`: back to the previous edge when that is further (windows
+    // then cover the text from their first on), else to a character start (the text's first
+    // byte is one). Then the windows of lines that start `min` bytes or more before `p`.
+    let mut edge = |last: usize, p: usize, ring: &[[u64; 2]], out: &mut Vec<Window>| {
+        if p >= min {
+            let end_sum = sum_at(p, ring);
+            let mut s = (p - min).min(last);
+            while s > 0 && !char_start(text[s]) {
+                s -= 1;
+            }
+            out.push(window(s, p, end_sum, ring));
+            while open < lines.len() && lines[open] + min <= p {
+                out.push(window(lines[open], p, end_sum, ring));
+                open += 1;
+            }
         }
-        while open < lines.len() && lines[open] + min <= i {
-            out.push(window(lines[open], i, ring));
-            open += 1;
-        }
-        if i < n && (i == 0 || text[i - 1] == b'\n') {
-            lines.push(i);
+        if p < n && (p == 0 || text[p - 1] == b'\n') {
+            lines.push(p);
         }
     };
     edge(0, 0, ring, out);
+    let mut gear: u64 = 0;
+    let mut last = 0;
     for i in 1..=n {
         let b = text[i - 1];
         gear = (gear << 1).wrapping_add(GEAR[b as usize]);
-        for k in 0..2 {
-            let x = mul_mod(sums[k], BASES[k]) + u64::from(b) + 1;
-            sums[k] = if x >= P { x - P } else { x };
+        if i % BLOCK == 0 {
+            let k = i / BLOCK;
+            ring[k & mask] = extend(ring[(k - 1) & mask], &text[i - BLOCK..i]);
         }
-        ring[i & mask] = sums;
         if i == n {
-            edge(n, last, ring, out);
+            edge(last, n, ring, out);
             break;
         }
         let len = i - last;
@@ -178,7 +261,7 @@ pub(crate) fn windows(text: &[u8], min_bytes: usize, scratch: &mut Scratch, out:
         let m = if len >= LONG_CHUNK { EASY_MASK } else { MASK };
         let cut = b == b'\n' || gear & m == 0 || len >= MAX_CHUNK;
         if char_start(text[i]) && len >= MIN_CHUNK && cut {
-            edge(i, last, ring, out);
+            edge(last, i, ring, out);
             last = i;
         }
     }
@@ -228,6 +311,122 @@ pub(crate) mod tests {
             })
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    /// The prefix sums byte by byte, as [`windows`] computed them before it kept them per block:
+    /// the reference its output must equal.
+    fn byte_by_byte(text: &[u8], min_bytes: usize, out: &mut Vec<Window>) {
+        let n = text.len();
+        let min = min_bytes.max(1);
+        if n < min {
+            return;
+        }
+        // A window is at most a chunk and 3 bytes longer than `min`: the prefix sums of that many
+        // last positions are kept.
+        let longest = MAX_CHUNK + 8;
+        let size = (min + longest).next_power_of_two();
+        let mut ring = vec![[0u64; 2]; size];
+        let mut lines: Vec<usize> = Vec::new();
+        let mask = size - 1;
+        // BASES^len for each length a window may have, from `min` on.
+        let powers: Vec<[u64; 2]> = (0..longest)
+            .scan(
+                BASES.map(|b| (0..min).fold(1, |acc, _| mul_mod(acc, b))),
+                |pw, _| {
+                    let this = *pw;
+                    *pw = [mul_mod(pw[0], BASES[0]), mul_mod(pw[1], BASES[1])];
+                    Some(this)
+                },
+            )
+            .collect();
+        let char_start = |b: u8| (b & 0xc0) != 0x80;
+        let window = |s: usize, p: usize, ring: &[[u64; 2]]| {
+            let (a, b) = (ring[s & mask], ring[p & mask]);
+            let pw = powers[p - s - min];
+            let h: [u64; 2] = std::array::from_fn(|k| {
+                let x = b[k] + P - mul_mod(a[k], pw[k]);
+                if x >= P {
+                    x - P
+                } else {
+                    x
+                }
+            });
+            let folded = (h[0]
+                ^ h[1].rotate_left(29)
+                ^ ((p - s) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            .wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            Window {
+                start: s,
+                end: p,
+                hash: folded ^ (folded >> 31),
+            }
+        };
+        // The window ending at edge `p`: back to the previous edge when that is further (windows
+        // then cover the text from their first on), else to a character start (the text's first
+        // byte is one).
+        let ending = |prev: usize, p: usize, ring: &[[u64; 2]]| {
+            let mut s = (p - min).min(prev);
+            while s > 0 && !char_start(text[s]) {
+                s -= 1;
+            }
+            window(s, p, ring)
+        };
+        // Lines' first edges whose window (to the first edge `min` bytes on) is not yet made.
+        let mut open = 0;
+        let mut gear: u64 = 0;
+        let mut sums = [0u64; 2];
+        let mut last = 0;
+        let mut edge = |i: usize, last: usize, ring: &[[u64; 2]], out: &mut Vec<Window>| {
+            if i >= min {
+                out.push(ending(last, i, ring));
+            }
+            while open < lines.len() && lines[open] + min <= i {
+                out.push(window(lines[open], i, ring));
+                open += 1;
+            }
+            if i < n && (i == 0 || text[i - 1] == b'\n') {
+                lines.push(i);
+            }
+        };
+        edge(0, 0, &ring, out);
+        for i in 1..=n {
+            let b = text[i - 1];
+            gear = (gear << 1).wrapping_add(GEAR[b as usize]);
+            for k in 0..2 {
+                let x = mul_mod(sums[k], BASES[k]) + u64::from(b) + 1;
+                sums[k] = if x >= P { x - P } else { x };
+            }
+            ring[i & mask] = sums;
+            if i == n {
+                edge(n, last, &ring, out);
+                break;
+            }
+            let len = i - last;
+            // A line starts a chunk (copied runs often start at a line); else the gear hash says.
+            let m = if len >= LONG_CHUNK { EASY_MASK } else { MASK };
+            let cut = b == b'\n' || gear & m == 0 || len >= MAX_CHUNK;
+            if char_start(text[i]) && len >= MIN_CHUNK && cut {
+                edge(i, last, &ring, out);
+                last = i;
+            }
+        }
+    }
+
+    #[test]
+    fn block_sums_give_the_byte_by_byte_windows_on_long_and_degenerate_texts() {
+        let long = prose(7, 20_000);
+        for (t, min) in [
+            (long.as_str(), 200),
+            (long.as_str(), 1000),
+            (long.as_str(), 33),
+            (&"a".repeat(5000), 200),
+            (&"ab\n".repeat(3000), 64),
+            (&"字".repeat(3000), 200),
+        ] {
+            let mut reference = Vec::new();
+            byte_by_byte(t.as_bytes(), min, &mut reference);
+            assert_eq!(all(t, min), reference, "min {min}");
+        }
     }
 
     #[test]
@@ -313,6 +512,9 @@ pub(crate) mod tests {
                 proptest::prop_assert!(x.end <= s.len());
                 proptest::prop_assert!(s.is_char_boundary(x.start) && s.is_char_boundary(x.end));
             }
+            let mut reference = Vec::new();
+            byte_by_byte(s.as_bytes(), min, &mut reference);
+            proptest::prop_assert_eq!(&w, &reference);
             // Windows leave no gap between them, from the text's start to its end.
             let mut spans: Vec<(usize, usize)> = w.iter().map(|x| (x.start, x.end)).collect();
             spans.sort_unstable();

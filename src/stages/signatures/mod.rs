@@ -61,7 +61,7 @@ use crate::io::work::{self, part_file, write_frame};
 use crate::io::{band_rows, store};
 use crate::minhash::Signatures;
 use crate::partition;
-use crate::plan::{Plan, DOCS_PER_CHUNK};
+use crate::plan::{Plan, DOCS_PER_CHUNK, DOCS_PER_CHUNK_SUBSTRINGS};
 use crate::reference::{Hit, Reference};
 use crate::simhash;
 use crate::text::paragraphs::Paragraph;
@@ -345,7 +345,11 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
     check_inputs(plan, p)?;
     let kernel = Kernel::new(work, plan, p)?;
     let simhash = matches!(kernel, Kernel::Simhash { .. });
-    let chunks = plan.chunks(p, crate::hooks::chunk_rows(DOCS_PER_CHUNK));
+    let per_chunk = match cfg.substrings {
+        Some(_) => DOCS_PER_CHUNK_SUBSTRINGS,
+        None => DOCS_PER_CHUNK,
+    };
+    let chunks = plan.chunks(p, crate::hooks::chunk_rows(per_chunk));
     // A chunk is read with its raw texts' hashes for MinHash and its script classes (on the
     // reading thread, beside the previous chunk's signatures); SimHash finds no raw copies (see
     // the module documentation).
