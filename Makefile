@@ -13,7 +13,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-ab bench-same bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-signals bench-decontam bench-paragraphs bench-substrings bench-export bench-index-soak soak s3-demo clean-out
+.PHONY: build dedup test samples bench bench-ab bench-same bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-signals bench-decontam bench-paragraphs bench-substrings bench-jsonl bench-export bench-index-soak soak s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -115,6 +115,11 @@ bench-paragraphs: build
 ## cost of --substrings on CORPUS: make bench-substrings [DTD=...] [CORPUS=/tmp/dev-large] [ROUNDS=7]
 bench-substrings: build
 	BIN=$(BIN) DTD='$(DTD)' CORPUS='$(or $(CORPUS),/tmp/dev-large)' ROUNDS=$(or $(ROUNDS),7) bash benches/substrings/run.sh
+
+## JSON Lines (.jsonl.zst) against Parquet on one core, alternated, and the peak RSS of one ~5 GB
+## .jsonl.zst: make bench-jsonl [CORPUS=/tmp/dev-large] [ROUNDS=5]
+bench-jsonl: build
+	BIN=$(BIN) CORPUS='$(or $(CORPUS),/tmp/dev-large)' ROUNDS=$(or $(ROUNDS),5) bash benches/jsonl/run.sh
 
 ## `index export` of NIGHTS x NIGHT_DOCS indexed documents: make bench-export [NIGHTS=10 NIGHT_DOCS=1000000]
 bench-export: build

@@ -95,13 +95,16 @@ impl Corpus {
     }
 
     /// The id of a document: its id-column value, or `file:row` when the shard has no id column
-    /// (or the value is null).
+    /// (or the value is null); `file:line` for a JSON Lines shard.
     pub fn id(&self, doc: u32) -> String {
         let (s, r) = self.locate(doc);
         let shard = &self.shards[s];
         match shard.id.as_ref().and_then(|c| c.get(r)) {
             Some(id) => id.to_string(),
-            None => format!("{}:{}", shard.file, shard.first_row + r as u64),
+            None => match &shard.line {
+                Some(lines) => format!("{}:{}", shard.file, lines[r]),
+                None => format!("{}:{}", shard.file, shard.first_row + r as u64),
+            },
         }
     }
 }

@@ -52,6 +52,35 @@ pub enum Error {
         source: ReadError,
     },
 
+    /// A JSON Lines file cannot be read: a line that is no JSON object, a stream that ends early.
+    #[error("cannot read JSON Lines file '{file}'{}: {msg}. Nothing was written: fix the file (re-copy it if it was truncated) or leave it out of the input", line_at(*line))]
+    JsonLines {
+        file: String,
+        line: u64,
+        msg: String,
+    },
+
+    /// A line of a JSON Lines file lacks a field the run reads.
+    #[error("line {line} of '{file}' has no field '{field}' (its fields: {present}); pass the right name with --{flag} (a dotted path such as metadata.url names a nested field)")]
+    MissingField {
+        file: String,
+        line: u64,
+        field: String,
+        present: String,
+        flag: &'static str,
+    },
+
+    /// A field of a JSON Lines line has a type the job cannot use.
+    #[error("field '{field}' at line {line} of '{file}' is {found}, expected {expected}; {hint}")]
+    FieldType {
+        file: String,
+        line: u64,
+        field: String,
+        found: String,
+        expected: &'static str,
+        hint: &'static str,
+    },
+
     /// A shard's string column holds bytes that are not UTF-8 (Parquet requires UTF-8 there).
     #[error("file '{file}' has a string column holding bytes that are not UTF-8 ({source}); re-encode that shard's text as UTF-8 (decoding with replacement characters, say) or leave the file out of the input")]
     InvalidUtf8 {
@@ -270,6 +299,9 @@ impl Error {
             | Error::BadGlob { .. }
             | Error::Parquet { .. }
             | Error::InvalidUtf8 { .. }
+            | Error::JsonLines { .. }
+            | Error::MissingField { .. }
+            | Error::FieldType { .. }
             | Error::MissingColumn { .. }
             | Error::ColumnType { .. }
             | Error::DuplicateId { .. }
@@ -417,6 +449,14 @@ fn damaged_index_remedy(path: &str) -> String {
             "restore the index from a backup, or remove batch '{name}' (`corpus-dedup index remove --index {index} --batch {name}`: later nights no longer match its documents; `index verify` lists every damaged file), or start a new index (a new --index location) and rerun"
         ),
         None => "restore the index from a backup, or start a new index (a new --index location) and rerun".into(),
+    }
+}
+
+/// " at line N" for a message about a line, nothing for the file as a whole (line 0).
+fn line_at(line: u64) -> String {
+    match line {
+        0 => String::new(),
+        n => format!(" at line {n}"),
     }
 }
 

@@ -266,10 +266,13 @@ impl RowGroups {
         let bounds: Vec<(Vec<u64>, bool)> = inputs
             .par_iter()
             .map(|(_, rec)| {
-                let footer = rec.check_unchanged()?;
-                if object::is_url(&rec.file) {
+                // A JSON Lines shard is one stream, read from its start: one span too.
+                let Some(footer) = rec
+                    .check_unchanged()?
+                    .filter(|_| !object::is_url(&rec.file))
+                else {
                     return Ok((vec![0, rec.rows], true));
-                }
+                };
                 let mut b = vec![0u64];
                 for g in footer.metadata(&rec.file)?.row_groups.iter() {
                     b.push(b.last().copied().unwrap_or(0) + g.num_rows() as u64);

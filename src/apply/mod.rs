@@ -32,6 +32,7 @@ use crate::io::input::{self, Footer};
 use crate::io::output::OutputDir;
 use crate::results::{Manifest, RecordedInput};
 
+mod jsonl;
 mod options;
 mod spans;
 
@@ -97,7 +98,7 @@ pub(crate) fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
         v.to_string()
     };
     // Every shard is checked before anything is written.
-    let footers: Vec<Footer> = {
+    let footers: Vec<Option<Footer>> = {
         use rayon::prelude::*;
         m.inputs
             .par_iter()
@@ -148,7 +149,7 @@ pub(crate) fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
         if !opts.dry_run {
             let shard = Shard {
                 src,
-                footer: &footers[i],
+                footer: footers[i].as_ref(),
                 mask: &mask,
                 rows,
                 repeat: &repeat,
@@ -158,9 +159,13 @@ pub(crate) fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
                 text_column: &m.config.text_column,
             };
             let tag = shard.tag(&settings);
-            let kept_done = existing_tag(&kept_dir, &names[i])? == Some(tag.clone());
+            let existing = |dir: &OutputDir| match shard.footer {
+                Some(_) => existing_tag(dir, &names[i]),
+                None => Ok(jsonl::existing_tag(dir, &names[i])),
+            };
+            let kept_done = existing(&kept_dir)? == Some(tag.clone());
             let dropped_done = match &dropped_dir {
-                Some(d) => existing_tag(d, &names[i])? == Some(tag.clone()),
+                Some(d) => existing(d)? == Some(tag.clone()),
                 None => true,
             };
             if kept_done && dropped_done {
@@ -259,7 +264,8 @@ fn output_size(dir: &OutputDir, name: &str) -> Result<u64> {
 /// One input shard to apply the manifest to.
 struct Shard<'a> {
     src: &'a RecordedInput,
-    footer: &'a Footer,
+    /// `None` for a JSON Lines shard.
+    footer: Option<&'a Footer>,
     /// Kept flag of each row.
     mask: &'a [bool],
     /// The manifest row of each row.
@@ -300,12 +306,15 @@ impl Shard<'_> {
         tag: &str,
         pb: &indicatif::ProgressBar,
     ) -> Result<()> {
+        let Some(footer) = self.footer else {
+            return jsonl::write(self, m, kept, dropped, name, tag, pb);
+        };
         let file = &self.src.file;
         let perr = |e: PolarsError| Error::Parquet {
             file: file.clone(),
             source: e.into(),
         };
-        let meta = self.footer.metadata(file)?;
+        let meta = footer.metadata(file)?;
         let groups: Vec<u64> = meta
             .row_groups
             .iter()

@@ -5,11 +5,13 @@
 pub(crate) mod band_rows;
 pub(crate) mod doc_columns;
 pub(crate) mod input;
+pub(crate) mod jsonl;
 pub(crate) mod lock;
 pub(crate) mod object;
 pub(crate) mod output;
 pub(crate) mod pairs;
 pub(crate) mod paragraph_rows;
+pub(crate) mod shard;
 pub(crate) mod store;
 pub(crate) mod varint;
 pub(crate) mod work;
@@ -39,4 +41,34 @@ pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
     let mut x = [0u8; 8];
     x.copy_from_slice(&b[at..at + 8]);
     u64::from_le_bytes(x)
+}
+
+/// Reads a byte range of one file.
+type RangeRead = dyn Fn(std::ops::Range<u64>) -> crate::error::Result<Vec<u8>>;
+
+/// A file's size and a reader of its byte ranges (local, or `s3://` by range requests); `fail`
+/// names a local file's read error.
+pub(crate) fn range_reader(
+    file: &str,
+    fail: fn(&str, crate::error::ReadError) -> crate::error::Error,
+) -> crate::error::Result<(u64, Box<RangeRead>)> {
+    if object::is_url(file) {
+        let url = file.to_string();
+        let size = object::size(&url)?;
+        let read = move |r: std::ops::Range<u64>| {
+            Ok(object::get_ranges(&url, &[r])?.pop().unwrap_or_default())
+        };
+        return Ok((size, Box::new(read)));
+    }
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(file).map_err(|e| fail(file, e.into()))?;
+    let size = f.metadata().map_err(|e| fail(file, e.into()))?.len();
+    let name = file.to_string();
+    let read = move |r: std::ops::Range<u64>| {
+        let mut buf = vec![0u8; (r.end - r.start) as usize];
+        f.read_exact_at(&mut buf, r.start)
+            .map_err(|e| fail(&name, e.into()))?;
+        Ok(buf)
+    };
+    Ok((size, Box::new(read)))
 }

@@ -75,12 +75,19 @@ pub(crate) struct InputFile {
     /// Rows of each row group, in order (empty: read as one group).
     #[serde(default)]
     pub row_groups: Vec<u64>,
-    /// Size of the file in bytes and its footer's fingerprint ([`input::Footer`]), recorded in
+    /// Size of the file in bytes and its fingerprint ([`input::identity`]), recorded in
     /// the manifest so `apply` can tell a shard changed since the run.
     #[serde(default)]
     pub bytes: u64,
     #[serde(default)]
     pub fingerprint: String,
+    /// JSON Lines: lines of only whitespace, skipped (no documents).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub blank_lines: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The plan of one run.
@@ -119,22 +126,23 @@ impl Plan {
             Some(r) => crate::reference::list(r)?,
             None => Vec::new(),
         };
-        let rows: Vec<((u64, Vec<u64>), input::Footer)> = names
+        let counted: Vec<input::Counted> = names
             .par_iter()
-            .map(|f| Ok((input::count_rows(f, cfg)?, input::Footer::read(f)?)))
+            .map(|f| input::count_rows(f, cfg))
             .collect::<Result<_>>()?;
         let mut files = Vec::with_capacity(names.len());
         let mut next = 0u64;
-        for (file, ((rows, row_groups), footer)) in names.into_iter().zip(rows) {
+        for (file, c) in names.into_iter().zip(counted) {
             files.push(InputFile {
                 file,
-                rows,
+                rows: c.rows,
                 first_doc: next,
-                row_groups,
-                bytes: footer.file_bytes,
-                fingerprint: footer.fingerprint(),
+                row_groups: c.row_groups,
+                bytes: c.bytes,
+                fingerprint: c.fingerprint,
+                blank_lines: c.blank_lines,
             });
-            next += rows;
+            next += c.rows;
         }
         let documents = next;
         if documents >= u32::MAX as u64 {
@@ -491,6 +499,7 @@ mod tests {
                 first_doc: next,
                 bytes: 0,
                 fingerprint: String::new(),
+                blank_lines: 0,
             });
             next += r;
         }

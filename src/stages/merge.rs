@@ -55,6 +55,8 @@ pub(crate) struct Summary {
     pub documents_kept: u64,
     pub documents_dropped: u64,
     pub null_texts: u64,
+    /// JSON Lines: lines of only whitespace, which are no documents (skipped).
+    pub blank_lines: u64,
     /// Non-null texts with no token after normalisation (kept as singletons).
     pub empty_texts: u64,
     pub text_bytes: u64,
@@ -264,6 +266,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<se
         documents_kept: cl.documents_kept,
         documents_dropped: plan.documents - cl.documents_kept,
         null_texts: sig.null_texts,
+        blank_lines: plan.files.iter().map(|f| f.blank_lines).sum(),
         empty_texts: sig.empty_texts,
         text_bytes: sig.text_bytes,
         clusters: cl.clusters,

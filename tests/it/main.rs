@@ -9,6 +9,7 @@ mod decontam;
 mod dev_corpus;
 mod explain;
 mod index;
+mod jsonl;
 mod keeper;
 mod paragraphs;
 mod ray;

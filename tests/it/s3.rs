@@ -704,3 +704,82 @@ fn compaction_on_an_s3_index_does_what_it_does_locally() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["damaged"], serde_json::json!([]), "{v}");
 }
+
+#[test]
+fn jsonl_on_s3_gives_the_local_manifest_and_shards() {
+    let Some(server) = start("s3-jsonl") else {
+        return;
+    };
+    // The same documents as JSON Lines: one plain file, one gzip, one zstd.
+    let (_, docs) = three_shards(&temp_dir("s3-jsonl-gen"));
+    let local = temp_dir("s3-jsonl-local");
+    let bucket = server.root.join("crawl/jl");
+    std::fs::create_dir_all(&bucket).unwrap();
+    let names = ["a.jsonl", "b.jsonl.gz", "c.jsonl.zst"];
+    for (k, (name, part)) in names
+        .iter()
+        .zip(docs.chunks(docs.len() / 3 + 1))
+        .enumerate()
+    {
+        let lines: String = (part.iter())
+            .map(|d| {
+                format!(
+                    "{{\"id\": \"{}\", \"text\": {}, \"k\": {k}}}\n",
+                    d.id,
+                    serde_json::to_string(&d.text).unwrap()
+                )
+            })
+            .collect();
+        let bytes = match k {
+            0 => lines.into_bytes(),
+            1 => {
+                let mut e =
+                    flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+                std::io::Write::write_all(&mut e, lines.as_bytes()).unwrap();
+                e.finish().unwrap()
+            }
+            _ => zstd::encode_all(lines.as_bytes(), 0).unwrap(),
+        };
+        std::fs::write(local.join(name), &bytes).unwrap();
+        std::fs::write(bucket.join(name), &bytes).unwrap();
+    }
+    let o = run_s3(
+        &server,
+        SECRET,
+        &[
+            "--input",
+            "s3://crawl/jl/*",
+            "--output",
+            "s3://crawl/runs/jl",
+            "--paragraphs",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = local.join("out");
+    run_ok(
+        &format!("{}/*.json*", local.display()),
+        &out,
+        &["--paragraphs"],
+    );
+    let remote = server.root.join("crawl/runs/jl");
+    assert_eq!(comparable(&manifest(&remote)), comparable(&manifest(&out)));
+    assert!(manifest(&out).iter().any(|r| !r.keep));
+    // Applied on S3 and locally: the same bytes, compressed alike.
+    s3_cmd(&server, SECRET, ["apply", "--quiet"])
+        .args(["--manifest", "s3://crawl/runs/jl/manifest.parquet"])
+        .args(["--output", "s3://crawl/kept-jl"])
+        .ok();
+    cd(["apply", "--quiet", "--manifest"])
+        .arg(out.join("manifest.parquet"))
+        .arg("--output")
+        .arg(local.join("kept"))
+        .ok();
+    for name in names {
+        let remote = std::fs::read(server.root.join("crawl/kept-jl").join(name)).unwrap();
+        assert_eq!(
+            remote,
+            std::fs::read(local.join("kept").join(name)).unwrap(),
+            "{name}"
+        );
+    }
+}

@@ -208,6 +208,20 @@ impl OutputDir {
         }
     }
 
+    /// Removes file `name` of the output, if it is there.
+    pub(crate) fn remove(&self, name: &str) -> Result<()> {
+        match self {
+            OutputDir::Local(dir) | OutputDir::Scratch(dir) => {
+                let path = dir.join(name);
+                match fs::remove_file(&path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(out_err(&path, e)),
+                    _ => Ok(()),
+                }
+            }
+            OutputDir::Remote(url) => object::delete(&format!("{url}/{name}")),
+        }
+    }
+
     /// Writes `bytes` as `name` inside the output.
     pub(crate) fn write_bytes(&self, name: &str, bytes: Vec<u8>) -> Result<()> {
         match self {

@@ -98,7 +98,7 @@ fn check_inputs(plan: &Plan, p: usize) -> Result<()> {
         if f.fingerprint.is_empty() {
             continue;
         }
-        crate::io::input::Footer::read_unchanged(&f.file, f.bytes, &f.fingerprint, |what| {
+        crate::io::input::check_unchanged(&f.file, f.bytes, &f.fingerprint, |what| {
             Error::InputChanged {
                 file: f.file.clone(),
                 what,

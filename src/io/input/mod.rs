@@ -7,7 +7,14 @@ use polars::prelude::*;
 
 use crate::config::{Config, Keep};
 use crate::error::{Error, ReadError, Result};
-use crate::io::object;
+use crate::io::{jsonl, object};
+
+mod identity;
+
+pub(crate) use crate::io::shard::Shard;
+use crate::io::shard::{ranked_priority, Label};
+
+pub(crate) use identity::{check_unchanged, identity, Footer};
 
 /// Expands each input pattern (a local path or glob, or an `s3://` URL glob) into files; the union,
 /// sorted and deduplicated.
@@ -48,170 +55,6 @@ pub fn expand_inputs(patterns: &[String]) -> Result<Vec<String>> {
     Ok(files)
 }
 
-/// Reads a byte range of one file.
-type RangeRead = dyn Fn(std::ops::Range<u64>) -> Result<Vec<u8>>;
-
-/// The footer of a Parquet file (its metadata: schema, row groups, every column chunk's offset,
-/// size, codec and statistics) and the file's size.
-pub(crate) struct Footer {
-    pub file_bytes: u64,
-    /// The footer's bytes, without the trailing length and magic.
-    pub raw: Vec<u8>,
-}
-
-impl Footer {
-    /// Reads the footer of a local file or an `s3://` object (two small reads).
-    pub(crate) fn read(file: &str) -> Result<Footer> {
-        let err = |e: ReadError| Error::Parquet {
-            file: file.to_string(),
-            source: e,
-        };
-        let (file_bytes, read): (u64, Box<RangeRead>) = if object::is_url(file) {
-            let url = file.to_string();
-            let size = object::size(&url)?;
-            let read = move |r: std::ops::Range<u64>| {
-                Ok(object::get_ranges(&url, &[r])?.pop().unwrap_or_default())
-            };
-            (size, Box::new(read))
-        } else {
-            use std::os::unix::fs::FileExt;
-            let f = std::fs::File::open(file).map_err(|e| err(e.into()))?;
-            let size = f.metadata().map_err(|e| err(e.into()))?.len();
-            let name = file.to_string();
-            let read = move |r: std::ops::Range<u64>| {
-                let mut buf = vec![0u8; (r.end - r.start) as usize];
-                f.read_exact_at(&mut buf, r.start)
-                    .map_err(|e| Error::Parquet {
-                        file: name.clone(),
-                        source: e.into(),
-                    })?;
-                Ok(buf)
-            };
-            (size, Box::new(read))
-        };
-        let not_parquet = || {
-            err(ReadError::Invalid(
-                "not a Parquet file (no PAR1 footer)".into(),
-            ))
-        };
-        if file_bytes < 12 {
-            return Err(not_parquet());
-        }
-        let tail = read(file_bytes - 8..file_bytes)?;
-        if tail[4..] != *b"PAR1" {
-            return Err(not_parquet());
-        }
-        let len = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]) as u64;
-        if len + 12 > file_bytes {
-            return Err(not_parquet());
-        }
-        let raw = read(file_bytes - 8 - len..file_bytes - 8)?;
-        Ok(Footer { file_bytes, raw })
-    }
-
-    /// Reads the footer of `file` and checks that the file is still the one recorded as `bytes`
-    /// long with footer `fingerprint`; otherwise `changed(what)` says how it differs (or that it
-    /// cannot be read now).
-    pub(crate) fn read_unchanged(
-        file: &str,
-        bytes: u64,
-        fingerprint: &str,
-        changed: impl Fn(String) -> Error,
-    ) -> Result<Footer> {
-        let footer = Footer::read(file).map_err(|e| match e {
-            Error::Parquet { source, .. } => changed(format!("it cannot be read now: {source}")),
-            Error::ObjectStore { msg, .. } => changed(format!("it cannot be read now: {msg}")),
-            other => other,
-        })?;
-        if footer.file_bytes != bytes {
-            return Err(changed(format!(
-                "{bytes} bytes then, {} now",
-                footer.file_bytes
-            )));
-        }
-        if footer.fingerprint() != fingerprint {
-            return Err(changed(format!(
-                "same size, but its Parquet footer differs: fingerprint {fingerprint} then, {} now",
-                footer.fingerprint()
-            )));
-        }
-        Ok(footer)
-    }
-
-    /// The footer's xxh3-64 in hex: it covers every column chunk's offset, size and statistics,
-    /// so a rewritten shard gets another one.
-    pub(crate) fn fingerprint(&self) -> String {
-        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&self.raw))
-    }
-
-    /// The parsed footer.
-    pub(crate) fn metadata(
-        &self,
-        file: &str,
-    ) -> Result<polars_parquet::parquet::metadata::FileMetadata> {
-        // A minimal file around the footer: magic, footer, length, magic.
-        let mut buf = Vec::with_capacity(self.raw.len() + 12);
-        buf.extend_from_slice(b"PAR1");
-        buf.extend_from_slice(&self.raw);
-        buf.extend_from_slice(&(self.raw.len() as u32).to_le_bytes());
-        buf.extend_from_slice(b"PAR1");
-        polars_parquet::parquet::read::read_metadata(&mut std::io::Cursor::new(buf)).map_err(|e| {
-            Error::Parquet {
-                file: file.to_string(),
-                source: e.into(),
-            }
-        })
-    }
-}
-
-/// The columns of one shard that the pipeline uses, each as one contiguous chunk.
-pub struct Shard {
-    /// The file, as given.
-    pub file: String,
-    /// Text column (nulls allowed).
-    pub text: StringChunked,
-    /// Id column cast to strings, if the shard has one.
-    pub id: Option<StringChunked>,
-    /// Priority column for `--keep COLUMN`, cast to f64.
-    pub priority: Option<Float64Chunked>,
-    /// The `--report-group` column, cast to strings.
-    pub group: Option<StringChunked>,
-    /// The `--partition-by` column, cast to strings.
-    pub partition: Option<StringChunked>,
-    /// The `--across` column, cast to strings.
-    pub across: Option<StringChunked>,
-    /// Row of the file that row 0 here is (non-zero when a row range was read).
-    pub first_row: u64,
-}
-
-impl Shard {
-    /// Number of rows.
-    pub fn len(&self) -> usize {
-        self.text.len()
-    }
-
-    /// True for a shard without rows.
-    pub fn is_empty(&self) -> bool {
-        self.text.len() == 0
-    }
-}
-
-/// `--keep COLUMN=v1,v2,...` as priorities (the largest is kept): the first value listed
-/// highest, values not listed 0, nulls null (they lose).
-fn ranked_priority(rank: &StringChunked, values: &[String]) -> Float64Chunked {
-    let n = values.len();
-    rank.iter()
-        .map(|v| {
-            v.map(|v| {
-                values
-                    .iter()
-                    .position(|x| x == v)
-                    .map_or(0.0, |i| (n - i) as f64)
-            })
-        })
-        .collect()
-}
-
 fn parquet_err(file: &str, e: PolarsError) -> Error {
     let file = file.to_string();
     // Text that is not UTF-8 is a fault of the data, not of the file: say so.
@@ -245,15 +88,19 @@ pub(crate) struct RecordedInput {
 }
 
 impl RecordedInput {
-    /// Checks that the shard is still the one the run read: same size and footer (which holds
-    /// the row count and every column chunk's offset, size and statistics).
-    pub(crate) fn check_unchanged(&self) -> Result<Footer> {
-        Footer::read_unchanged(&self.file, self.bytes, &self.fingerprint, |what| {
-            Error::ShardChanged {
-                file: self.file.clone(),
-                what,
-            }
-        })
+    /// Checks that the shard is still the one the run read: same size and fingerprint (a
+    /// Parquet footer holds the row count and every column chunk's offset, size and
+    /// statistics). Gives a Parquet shard's footer; `None` for JSON Lines.
+    pub(crate) fn check_unchanged(&self) -> Result<Option<Footer>> {
+        let changed = |what| Error::ShardChanged {
+            file: self.file.clone(),
+            what,
+        };
+        if jsonl::is_jsonl(&self.file) {
+            check_unchanged(&self.file, self.bytes, &self.fingerprint, changed)?;
+            return Ok(None);
+        }
+        Footer::read_unchanged(&self.file, self.bytes, &self.fingerprint, changed).map(Some)
     }
 }
 
@@ -282,59 +129,7 @@ struct Selection {
     priority_column: Option<String>,
 }
 
-/// A column of labels a run reads beside the text: string, integer or boolean values, read as
-/// strings (an integer 7 and a string "7" are one value; null stays null).
-#[derive(Debug, Clone, Copy)]
-enum Label {
-    PartitionBy,
-    Across,
-    ReportGroup,
-    /// `--keep COLUMN=v1,v2,...`.
-    KeepRank,
-}
-
 impl Label {
-    /// In the order they are checked: the report group defaults to one of the others, whose
-    /// flag an error should name.
-    const ALL: [Label; 4] = [
-        Label::PartitionBy,
-        Label::Across,
-        Label::ReportGroup,
-        Label::KeepRank,
-    ];
-
-    fn column(self, cfg: &Config) -> Option<&str> {
-        match self {
-            Label::ReportGroup => cfg.report_group.as_deref(),
-            Label::PartitionBy => cfg.partition_by.as_deref(),
-            Label::Across => cfg.across.as_deref(),
-            Label::KeepRank => match &cfg.keep {
-                Keep::Ranked { column, .. } => Some(column),
-                _ => None,
-            },
-        }
-    }
-
-    /// The flag that names the column.
-    fn flag(self) -> &'static str {
-        match self {
-            Label::ReportGroup => "report-group",
-            Label::PartitionBy => "partition-by",
-            Label::Across => "across",
-            Label::KeepRank => "keep",
-        }
-    }
-
-    /// Name under which the column is read (it may be the id column, or another label's, too).
-    fn alias(self) -> &'static str {
-        match self {
-            Label::ReportGroup => "__corpus_dedup_group",
-            Label::PartitionBy => "__corpus_dedup_partition",
-            Label::Across => "__corpus_dedup_across",
-            Label::KeepRank => "__corpus_dedup_rank",
-        }
-    }
-
     /// The expression reading column `c` as strings, after checking it exists with a label type.
     fn select(self, file: &str, schema: &Schema, c: &str) -> Result<Expr> {
         match schema.get(c) {
@@ -346,12 +141,7 @@ impl Label {
                 column: c.to_string(),
                 found: dt.to_string(),
                 expected: "string, integer or boolean",
-                hint: match self {
-                    Label::ReportGroup => "--report-group takes a column of labels such as a domain or source name",
-                    Label::PartitionBy => "--partition-by takes a column of labels such as a language or crawl snapshot (a float or nested column is no label: derive a string column from it first)",
-                    Label::Across => "--across takes a column of labels such as a source or dataset name (a float or nested column is no label: derive a string column from it first)",
-                    Label::KeepRank => "--keep COLUMN=v1,v2,... ranks the values of a column of labels; a numeric column is --keep COLUMN (largest wins)",
-                },
+                hint: self.hint(),
             }),
             None => Err(Error::MissingColumn {
                 file: file.to_string(),
@@ -461,10 +251,42 @@ fn select_columns(file: &str, schema: &Schema, cfg: &Config) -> Result<Selection
     })
 }
 
-/// Number of rows of a shard and of each of its row groups, read from its footer, after checking
-/// its columns (for the plan). The row groups are listed for local files only (an object-store
-/// shard is fetched and read whole, so they do not matter there).
-pub(crate) fn count_rows(file: &str, cfg: &Config) -> Result<(u64, Vec<u64>)> {
+/// What a plan needs to know of an input file.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Counted {
+    pub rows: u64,
+    /// Rows of each row group (local files only: an object-store shard is fetched and read
+    /// whole, so they do not matter there).
+    pub row_groups: Vec<u64>,
+    /// JSON Lines: lines of only whitespace, which are no documents.
+    pub blank_lines: u64,
+    /// The file's size and fingerprint ([`identity`]).
+    pub bytes: u64,
+    pub fingerprint: String,
+}
+
+/// Counts the documents of an input file, Parquet (from its footer, after checking its columns)
+/// or JSON Lines (reading it through, checking the first document's fields).
+pub(crate) fn count_rows(file: &str, cfg: &Config) -> Result<Counted> {
+    let (bytes, fingerprint) = identity(file)?;
+    let (rows, row_groups, blank_lines) = if jsonl::is_jsonl(file) {
+        jsonl::count_rows(file, cfg)?
+    } else {
+        let (rows, groups) = count_parquet_rows(file, cfg)?;
+        (rows, groups, 0)
+    };
+    Ok(Counted {
+        rows,
+        row_groups,
+        blank_lines,
+        bytes,
+        fingerprint,
+    })
+}
+
+/// Number of rows of a Parquet shard and of each of its row groups, read from its footer, after
+/// checking its columns. The row groups are listed for local files only.
+fn count_parquet_rows(file: &str, cfg: &Config) -> Result<(u64, Vec<u64>)> {
     let mut lf = scan(file, None)?;
     let schema = lf.collect_schema().map_err(|e| parquet_err(file, e))?;
     select_columns(file, &schema, cfg)?;
@@ -515,7 +337,7 @@ pub(crate) fn string_column(df: &DataFrame, name: &str, file: &str) -> Result<St
     Ok(c.rechunk().into_owned())
 }
 
-/// Reads the text, id and priority columns of one Parquet shard (rows `rows` only, when given),
+/// Reads the text, id and priority columns of one shard, Parquet or JSON Lines (rows `rows` only, when given),
 /// checking names and types. `bytes`, when given, is the file's content already fetched (object
 /// storage); otherwise the file is scanned.
 pub(crate) fn read_shard(
@@ -524,6 +346,9 @@ pub(crate) fn read_shard(
     rows: Option<std::ops::Range<u64>>,
     cfg: &Config,
 ) -> Result<Shard> {
+    if jsonl::is_jsonl(file) {
+        return jsonl::read_shard(file, bytes, rows, cfg);
+    }
     let mut lf = scan(file, bytes)?;
     let schema = lf.collect_schema().map_err(|e| parquet_err(file, e))?;
     let Selection {
@@ -578,5 +403,6 @@ pub(crate) fn read_shard(
         group: group?,
         partition: partition?,
         across: across?,
+        line: None,
     })
 }

@@ -1,0 +1,305 @@
+//! `apply` on a JSON Lines shard: its kept lines written back as they were.
+//!
+//! - A kept line is written byte for byte, its line end included, compressed as the input was
+//!   (gzip or zstd at their default levels, or not). Blank lines are no documents and are left
+//!   out; a byte-order mark before the first line too.
+//! - A kept line that loses spans (`drop_spans`) gets a new text value, the cut text as a JSON
+//!   string; every other byte of the line stays. `--cluster-size-column` adds a field at the end
+//!   of each line written; `--upsample` repeats a line.
+//! - `--dropped` writes the audited lines (the dropped ones, and kept ones that lost spans, whole)
+//!   with the manifest's audit fields added at the end of each.
+//! - An output is complete or absent (temporary name and rename, or one upload). Its tag (what
+//!   the Parquet outputs hold in their metadata) is a small file beside it, `.NAME.tag`, written
+//!   after it and removed before it is written again, so a rerun skips outputs already written.
+
+use std::io::Write;
+
+use polars::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::io::jsonl::{self, edit, Compression, Lines};
+use crate::io::output::OutputDir;
+use crate::results::Manifest;
+
+use super::{Shard, AUDIT_COLUMNS};
+
+/// The name of an output's tag file.
+pub(super) fn tag_name(name: &str) -> String {
+    format!(".{name}.tag")
+}
+
+/// The tag of the JSON Lines output `name` in `dir`, when both are there.
+pub(super) fn existing_tag(dir: &OutputDir, name: &str) -> Option<String> {
+    let tag = dir.read(&tag_name(name)).ok().flatten()?;
+    super::output_size(dir, name).ok()?;
+    String::from_utf8(tag).ok()
+}
+
+/// A compressed (or plain) stream into an output.
+enum Encoder<'w> {
+    Plain(&'w mut (dyn Write + Send)),
+    Gzip(flate2::write::GzEncoder<&'w mut (dyn Write + Send)>),
+    Zstd(zstd::stream::write::Encoder<'static, &'w mut (dyn Write + Send)>),
+}
+
+impl<'w> Encoder<'w> {
+    fn new(w: &'w mut (dyn Write + Send), c: Compression) -> std::io::Result<Encoder<'w>> {
+        Ok(match c {
+            Compression::None => Encoder::Plain(w),
+            Compression::Gzip => Encoder::Gzip(flate2::write::GzEncoder::new(
+                w,
+                flate2::Compression::default(),
+            )),
+            Compression::Zstd => Encoder::Zstd(zstd::stream::write::Encoder::new(w, 0)?),
+        })
+    }
+
+    fn write_all(&mut self, b: &[u8]) -> std::io::Result<()> {
+        match self {
+            Encoder::Plain(w) => w.write_all(b),
+            Encoder::Gzip(w) => w.write_all(b),
+            Encoder::Zstd(w) => w.write_all(b),
+        }
+    }
+
+    fn finish(self) -> std::io::Result<()> {
+        match self {
+            Encoder::Plain(w) => w.flush(),
+            Encoder::Gzip(w) => w.finish()?.flush(),
+            Encoder::Zstd(w) => w.finish()?.flush(),
+        }
+    }
+}
+
+/// Which lines an output gets.
+#[derive(Clone, Copy, PartialEq)]
+enum Which {
+    Kept,
+    Audited,
+}
+
+/// Writes the kept lines of `shard` to `kept` (and the audited ones to `dropped`), each tagged.
+pub(super) fn write(
+    shard: &Shard,
+    m: &Manifest,
+    kept: &OutputDir,
+    dropped: Option<&OutputDir>,
+    name: &str,
+    tag: &str,
+    pb: &indicatif::ProgressBar,
+) -> Result<()> {
+    let outputs = [(Some(kept), Which::Kept), (dropped, Which::Audited)];
+    for (dir, which) in outputs {
+        let Some(dir) = dir else { continue };
+        let out_err = |e: std::io::Error| Error::Output {
+            path: dir.location(name),
+            source: e.into(),
+        };
+        // The old tag goes first: an output being replaced is never taken for complete.
+        dir.remove(&tag_name(name))?;
+        dir.write_with(name, |w| {
+            let mut enc = Encoder::new(w, jsonl::compression(&shard.src.file)).map_err(out_err)?;
+            copy_lines(shard, m, which, &mut enc, pb)?;
+            enc.finish().map_err(out_err)
+        })?;
+        dir.write_bytes(&tag_name(name), tag.as_bytes().to_vec())?;
+    }
+    Ok(())
+}
+
+/// Streams the shard's lines into `enc`: those `which` takes, edited as the module says.
+fn copy_lines(
+    shard: &Shard,
+    m: &Manifest,
+    which: Which,
+    enc: &mut Encoder,
+    pb: &indicatif::ProgressBar,
+) -> Result<()> {
+    let file = &shard.src.file;
+    let wr = |e: std::io::Error| Error::Output {
+        path: file.clone(),
+        source: e.into(),
+    };
+    let audit: Vec<(&str, &Column)> = match which {
+        Which::Kept => Vec::new(),
+        Which::Audited => audit_fields(shard, m)?,
+    };
+    let mut lines = Lines::open(file, None)?;
+    let mut i = 0usize;
+    // The last line written had no line end (the file's last line): one goes before the next.
+    let mut open_end = false;
+    while let Some(l) = lines.next_line()? {
+        if !l.document {
+            continue;
+        }
+        let Some(&row) = shard.rows.get(i) else {
+            return Err(changed(shard, i + 1));
+        };
+        let row = row as usize;
+        let take = match which {
+            Which::Kept => shard.mask[i],
+            Which::Audited => shard.audited[i],
+        };
+        let copies = match which {
+            Which::Kept => shard.repeat.get(i).copied().unwrap_or(1),
+            Which::Audited => 1,
+        };
+        i += 1;
+        if which == Which::Kept {
+            pb.inc(1);
+        }
+        if !take || copies == 0 {
+            continue;
+        }
+        let content = lines.content(&l);
+        let ending = &lines.bytes(&l)[content.len()..];
+        let edited = match which {
+            Which::Kept => kept_line(shard, m, row, content, l.line)?,
+            Which::Audited => {
+                let fields = (audit.iter())
+                    .map(|(n, c)| {
+                        Ok((
+                            *n,
+                            json_of(c.get(row).map_err(|e| super::manifest_err(m, e))?),
+                        ))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                for (n, _) in &fields {
+                    if edit::value_span(content, n).is_some() {
+                        return Err(Error::ColumnExists {
+                            file: file.clone(),
+                            column: n.to_string(),
+                            what: "the dropped lines cannot get the manifest's field of that name: rename that field in the input, or apply without --dropped",
+                        });
+                    }
+                }
+                Some(edit::with_fields(content, &fields))
+            }
+        };
+        let line = edited.as_deref().unwrap_or(content);
+        for _ in 0..copies {
+            if open_end {
+                enc.write_all(b"\n").map_err(wr)?;
+            }
+            enc.write_all(line).map_err(wr)?;
+            enc.write_all(ending).map_err(wr)?;
+            open_end = ending.is_empty();
+        }
+    }
+    if i != shard.rows.len() {
+        return Err(changed(shard, i));
+    }
+    Ok(())
+}
+
+/// A kept line as written: `None` when it is written as it was.
+fn kept_line(
+    shard: &Shard,
+    m: &Manifest,
+    row: usize,
+    content: &[u8],
+    line: u64,
+) -> Result<Option<Vec<u8>>> {
+    let spans = shard.spans.map(|s| s.of(row)).unwrap_or_default();
+    if spans.is_empty() && shard.size_column.is_none() {
+        return Ok(None);
+    }
+    let mut out = content.to_vec();
+    if !spans.is_empty() {
+        let text_at = edit::value_span(content, shard.text_column);
+        let text: Option<String> = text_at
+            .clone()
+            .and_then(|s| serde_json::from_slice(&content[s]).ok());
+        let (Some(at), Some(text)) = (text_at, text) else {
+            return Err(super::manifest_err(
+                m,
+                format!(
+                    "manifest row {row} has drop_spans, but line {line} of '{}' has no text in field '{}': the manifest does not belong to this input; run the job again",
+                    shard.src.file, shard.text_column
+                ),
+            ));
+        };
+        let cut = shard.spans.map(|s| s.cut(m, row, &text)).transpose()?;
+        let literal = serde_json::to_vec(&cut.unwrap_or(text))
+            .map_err(|e| super::manifest_err(m, e.to_string()))?;
+        out.splice(at, literal);
+    }
+    if let Some(c) = shard.size_column {
+        let v = json_of(c.get(row).map_err(|e| super::manifest_err(m, e))?);
+        if edit::value_span(content, c.name()).is_some() {
+            return Err(Error::ColumnExists {
+                file: shard.src.file.clone(),
+                column: c.name().to_string(),
+                what: "--cluster-size-column cannot add a field of that name: choose another name",
+            });
+        }
+        out = edit::with_fields(&out, &[(c.name().as_str(), v)]);
+    }
+    Ok(Some(out))
+}
+
+/// The manifest's fields a dropped line gets: the audit columns it has, the cluster size when
+/// asked for, and with spans `keep` and `drop_spans`.
+fn audit_fields<'m>(shard: &Shard<'m>, m: &'m Manifest) -> Result<Vec<(&'m str, &'m Column)>> {
+    let mut out: Vec<(&str, &Column)> = Vec::new();
+    for name in AUDIT_COLUMNS {
+        if let Ok(c) = m.frame.column(name) {
+            out.push((name, c));
+        }
+    }
+    if let Some(c) = shard.size_column {
+        out.push((c.name().as_str(), c));
+    }
+    if shard.spans.is_some() {
+        for name in ["keep", "drop_spans"] {
+            out.push((name, m.column(name)?));
+        }
+    }
+    Ok(out)
+}
+
+/// The input changed since the run: it holds another number of documents.
+fn changed(shard: &Shard, documents: usize) -> Error {
+    Error::ShardChanged {
+        file: shard.src.file.clone(),
+        what: format!(
+            "the manifest has {} rows of it, the file now at least {documents} documents",
+            shard.rows.len()
+        ),
+    }
+}
+
+/// A manifest value as JSON.
+fn json_of(v: AnyValue) -> serde_json::Value {
+    use serde_json::Value as J;
+    match v {
+        AnyValue::Null => J::Null,
+        AnyValue::Boolean(b) => J::Bool(b),
+        AnyValue::String(s) => J::String(s.to_string()),
+        AnyValue::StringOwned(s) => J::String(s.to_string()),
+        AnyValue::UInt8(x) => x.into(),
+        AnyValue::UInt16(x) => x.into(),
+        AnyValue::UInt32(x) => x.into(),
+        AnyValue::UInt64(x) => x.into(),
+        AnyValue::Int8(x) => x.into(),
+        AnyValue::Int16(x) => x.into(),
+        AnyValue::Int32(x) => x.into(),
+        AnyValue::Int64(x) => x.into(),
+        AnyValue::Float32(x) => {
+            serde_json::Number::from_f64(f64::from(x)).map_or(J::Null, J::Number)
+        }
+        AnyValue::Float64(x) => serde_json::Number::from_f64(x).map_or(J::Null, J::Number),
+        AnyValue::List(s) => J::Array(s.iter().map(json_of).collect()),
+        AnyValue::Struct(_, _, fields) => {
+            let values: Vec<AnyValue> = v._iter_struct_av().collect();
+            J::Object(
+                fields
+                    .iter()
+                    .zip(values)
+                    .map(|(f, x)| (f.name().to_string(), json_of(x)))
+                    .collect(),
+            )
+        }
+        other => J::String(other.to_string()),
+    }
+}

@@ -1,0 +1,173 @@
+//! Edits of a JSON Lines document that leave the rest of its bytes as they are: where a field's
+//! value lies in the line (to put a shortened text in its place), and fields added at its end.
+//! The line was parsed once already, so the scanner only has to find its way, not check it.
+
+use std::ops::Range;
+
+/// Walks the bytes of one JSON value.
+struct Scan<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Scan<'_> {
+    fn ws(&mut self) {
+        while self.b.get(self.i).is_some_and(u8::is_ascii_whitespace) {
+            self.i += 1;
+        }
+    }
+
+    /// A string from its opening quote: the span with both quotes.
+    fn string(&mut self) -> Option<Range<usize>> {
+        let start = self.i;
+        self.i += 1;
+        loop {
+            match *self.b.get(self.i)? {
+                b'\\' => self.i += 2,
+                b'"' => {
+                    self.i += 1;
+                    return Some(start..self.i);
+                }
+                _ => self.i += 1,
+            }
+        }
+    }
+
+    /// Any value from its first byte: its span.
+    fn value(&mut self) -> Option<Range<usize>> {
+        let start = self.i;
+        match *self.b.get(self.i)? {
+            b'"' => self.string(),
+            b'{' | b'[' => {
+                let mut depth = 0usize;
+                loop {
+                    match *self.b.get(self.i)? {
+                        b'"' => {
+                            self.string()?;
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                self.i += 1;
+                                return Some(start..self.i);
+                            }
+                        }
+                        _ => {}
+                    }
+                    self.i += 1;
+                }
+            }
+            _ => {
+                while self
+                    .b
+                    .get(self.i)
+                    .is_some_and(|c| !matches!(c, b',' | b'}' | b']') && !c.is_ascii_whitespace())
+                {
+                    self.i += 1;
+                }
+                Some(start..self.i)
+            }
+        }
+    }
+
+    /// In the object starting here, the span of the value at `path` (the last, when a key
+    /// repeats, as the parser reads it).
+    fn find(&mut self, path: &[&str]) -> Option<Range<usize>> {
+        let (first, rest) = path.split_first()?;
+        self.ws();
+        if self.b.get(self.i) != Some(&b'{') {
+            return None;
+        }
+        self.i += 1;
+        let mut found = None;
+        loop {
+            self.ws();
+            match *self.b.get(self.i)? {
+                b'}' => return found,
+                b',' => {
+                    self.i += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            let key = self.string()?;
+            let key: String = serde_json::from_slice(&self.b[key]).ok()?;
+            self.ws();
+            if self.b.get(self.i) != Some(&b':') {
+                return None;
+            }
+            self.i += 1;
+            self.ws();
+            let at = self.i;
+            let value = self.value()?;
+            if key == *first {
+                found = match rest.is_empty() {
+                    true => Some(value),
+                    false => Scan { b: self.b, i: at }.find(rest),
+                };
+            }
+        }
+    }
+}
+
+/// The span of the value of field `name` (a dotted path) in the JSON object `line`.
+pub(crate) fn value_span(line: &[u8], name: &str) -> Option<Range<usize>> {
+    let path: Vec<&str> = name.split('.').collect();
+    Scan { b: line, i: 0 }.find(&path)
+}
+
+/// `line` (a JSON object, without its line end) with `fields` added before its closing brace.
+pub(crate) fn with_fields(line: &[u8], fields: &[(&str, serde_json::Value)]) -> Vec<u8> {
+    let end = line.iter().rposition(|&c| c == b'}').unwrap_or(line.len());
+    let empty = line[..end]
+        .iter()
+        .rev()
+        .find(|c| !c.is_ascii_whitespace())
+        .is_some_and(|&c| c == b'{');
+    let mut out = Vec::with_capacity(line.len() + 64);
+    out.extend_from_slice(&line[..end]);
+    for (i, (k, v)) in fields.iter().enumerate() {
+        if i > 0 || !empty {
+            out.push(b',');
+        }
+        out.extend_from_slice(serde_json::to_string(k).unwrap_or_default().as_bytes());
+        out.push(b':');
+        out.extend_from_slice(serde_json::to_string(v).unwrap_or_default().as_bytes());
+    }
+    out.extend_from_slice(&line[end..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_a_value_among_others_and_nested() {
+        let line = br#"{"a": {"text": "no"}, "n": -1.5e3, "l": [1, "]", {"x": "}"}], "text": "a \"q\" b", "m": {"u": "x"}}"#;
+        let span = value_span(line, "text").unwrap();
+        assert_eq!(&line[span], br#""a \"q\" b""#);
+        assert_eq!(&line[value_span(line, "n").unwrap()], b"-1.5e3");
+        assert_eq!(&line[value_span(line, "m.u").unwrap()], br#""x""#);
+        assert_eq!(&line[value_span(line, "a.text").unwrap()], br#""no""#);
+        assert_eq!(value_span(line, "absent"), None);
+        assert_eq!(value_span(br#"{"t": 1, "t": 2}"#, "t"), Some(14..15));
+        assert_eq!(value_span(br#"{"te\u0078t": "y"}"#, "text"), Some(14..17));
+    }
+
+    #[test]
+    fn fields_are_added_before_the_closing_brace() {
+        let v = serde_json::json!("x");
+        assert_eq!(
+            with_fields(br#"{"a":1}"#, &[("k", v.clone())]),
+            br#"{"a":1,"k":"x"}"#
+        );
+        assert_eq!(with_fields(b"{ }", &[("k", v.clone())]), br#"{ "k":"x"}"#);
+        assert_eq!(
+            with_fields(br#"{"a":1} "#, &[("k", v), ("n", serde_json::json!(2))]),
+            br#"{"a":1,"k":"x","n":2} "#
+        );
+    }
+}

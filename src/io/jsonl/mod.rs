@@ -1,0 +1,388 @@
+//! JSON Lines input: `.jsonl`, `.json` and `.ndjson` files, each plain or compressed (`.gz`,
+//! `.zst`), local or `s3://`. One JSON object per line; the fields a run reads (the text, the id,
+//! `--keep`'s and the label columns) are picked out of each line as it is parsed, every other
+//! field skipped unread, so parsing costs what the run needs.
+//!
+//! The rules, the same for every command:
+//! - A document is a line holding a JSON object; a line of only whitespace is no document (it is
+//!   skipped and counted: the summary's `blank_lines`). `\r\n` ends a line as `\n` does, and a
+//!   UTF-8 byte-order mark before the first line is skipped.
+//! - A document's row (the manifest's `row`) is its place among its file's documents, from 0;
+//!   without an id field (or with a null one) its id is `file:LINE`, LINE its line number from 1.
+//! - A field name is a top-level key, or a dotted path into nested objects (`metadata.url`).
+//! - Field types follow the Parquet columns': the text a string (or null), the id a string or an
+//!   integer, `--keep COLUMN` a number or boolean, labels a string, integer or boolean. A missing
+//!   field is null, but for the text. Anything else is an error naming the file and the line.
+//! - A file is read as a stream, a chunk of documents at a time, never whole (an `s3://` object
+//!   is fetched whole first, as a Parquet one is). A task that reads a file's later rows reads
+//!   the lines before them too (a compressed stream cannot be entered in the middle); the reads
+//!   of one file in a task continue where the last one stopped.
+
+use std::io::{BufRead, BufReader, Read};
+use std::sync::Mutex;
+
+use polars::prelude::*;
+
+use crate::config::{Config, Keep};
+use crate::error::{Error, Result};
+use crate::io::object;
+use crate::io::shard::{ranked_priority, Label, Shard};
+
+pub(crate) mod edit;
+mod fields;
+
+use fields::{Columns, Fields};
+
+/// Rows per group of a local JSON Lines file in the plan: a task's part may start or end at any
+/// of them, as at a Parquet row group.
+pub(crate) const ROWS_PER_GROUP: u64 = 65_536;
+
+/// Whether `file` names a JSON Lines file (by its extension, compressed or not).
+pub(crate) fn is_jsonl(file: &str) -> bool {
+    let (base, _) = split_compression(file);
+    [".jsonl", ".json", ".ndjson"]
+        .iter()
+        .any(|e| base.to_ascii_lowercase().ends_with(e))
+}
+
+/// How a JSON Lines file is compressed, from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Compression {
+    None,
+    Gzip,
+    Zstd,
+}
+
+/// The name without its compression extension, and the compression.
+fn split_compression(file: &str) -> (&str, Compression) {
+    let lower = file.to_ascii_lowercase();
+    if lower.ends_with(".gz") {
+        (&file[..file.len() - 3], Compression::Gzip)
+    } else if lower.ends_with(".zst") {
+        (&file[..file.len() - 4], Compression::Zstd)
+    } else {
+        (file, Compression::None)
+    }
+}
+
+/// The compression of `file`, by its name.
+pub(crate) fn compression(file: &str) -> Compression {
+    split_compression(file).1
+}
+
+/// An error of `file` at `line`.
+pub(super) fn at(file: &str, line: u64, msg: impl Into<String>) -> Error {
+    Error::JsonLines {
+        file: file.to_string(),
+        line,
+        msg: msg.into(),
+    }
+}
+
+/// One line as [`Lines::next_line`] read it.
+#[derive(Debug, Clone)]
+pub(crate) struct Line {
+    /// Its number, from 1.
+    pub line: u64,
+    /// False for a line of only whitespace.
+    pub document: bool,
+    start: usize,
+    content: std::ops::Range<usize>,
+}
+
+/// The document lines of one file, in order.
+pub(crate) struct Lines {
+    file: String,
+    reader: Box<dyn BufRead + Send>,
+    /// The line last read (from 1), and the document rows read so far.
+    line: u64,
+    rows: u64,
+    /// Blank lines skipped so far.
+    pub blank: u64,
+    buf: Vec<u8>,
+}
+
+impl Lines {
+    /// Opens `file` (local, or its bytes when already fetched from object storage), decompressing
+    /// as its name says.
+    pub(crate) fn open(file: &str, bytes: Option<Vec<u8>>) -> Result<Lines> {
+        let raw: Box<dyn Read + Send> = match bytes {
+            Some(b) => Box::new(std::io::Cursor::new(b)),
+            None if object::is_url(file) => {
+                let mut got = object::get_all(std::slice::from_ref(&file.to_string()))?;
+                Box::new(std::io::Cursor::new(got.pop().unwrap_or_default()))
+            }
+            None => Box::new(
+                std::fs::File::open(file).map_err(|e| at(file, 0, format!("cannot open: {e}")))?,
+            ),
+        };
+        let raw = BufReader::with_capacity(1 << 20, raw);
+        let reader: Box<dyn BufRead + Send> = match compression(file) {
+            Compression::None => Box::new(raw),
+            Compression::Gzip => Box::new(BufReader::with_capacity(
+                1 << 20,
+                flate2::bufread::MultiGzDecoder::new(raw),
+            )),
+            Compression::Zstd => Box::new(BufReader::with_capacity(
+                1 << 20,
+                zstd::stream::read::Decoder::with_buffer(raw)
+                    .map_err(|e| at(file, 0, format!("cannot start zstd decoding: {e}")))?,
+            )),
+        };
+        Ok(Lines {
+            file: file.to_string(),
+            reader,
+            line: 0,
+            rows: 0,
+            blank: 0,
+            buf: Vec::new(),
+        })
+    }
+
+    /// The next document: its line number and bytes (without the line end), or `None` at the end.
+    pub(crate) fn next_doc(&mut self) -> Result<Option<(u64, &[u8])>> {
+        loop {
+            match self.next_line()? {
+                None => return Ok(None),
+                Some(l) if l.document => {
+                    let line = l.line;
+                    let content = l.content;
+                    return Ok(Some((line, &self.buf[content])));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    /// The next line, a document or blank, with its bytes as they are in the file: `bytes` from
+    /// [`Line::bytes`], its document's JSON at [`Line::content`].
+    pub(crate) fn next_line(&mut self) -> Result<Option<Line>> {
+        self.buf.clear();
+        let n = self.reader.read_until(b'\n', &mut self.buf).map_err(|e| {
+            let what = match compression(&self.file) {
+                Compression::None => "",
+                Compression::Gzip => " (is the gzip file complete? re-copy it if truncated)",
+                Compression::Zstd => " (is the zstd file complete? re-copy it if truncated)",
+            };
+            at(&self.file, self.line + 1, format!("cannot read: {e}{what}"))
+        })?;
+        if n == 0 {
+            return Ok(None);
+        }
+        self.line += 1;
+        let mut end = self.buf.len();
+        if self.buf[..end].ends_with(b"\n") {
+            end -= 1;
+        }
+        if self.buf[..end].ends_with(b"\r") {
+            end -= 1;
+        }
+        let start = if self.line == 1 && self.buf.starts_with(b"\xEF\xBB\xBF") {
+            3.min(end)
+        } else {
+            0
+        };
+        let document = !self.buf[start..end].iter().all(u8::is_ascii_whitespace);
+        match document {
+            true => self.rows += 1,
+            false => self.blank += 1,
+        }
+        Ok(Some(Line {
+            line: self.line,
+            document,
+            start,
+            content: start..end,
+        }))
+    }
+
+    /// A line's bytes as in the file (from after a byte-order mark), its line end included.
+    pub(crate) fn bytes(&self, l: &Line) -> &[u8] {
+        &self.buf[l.start..]
+    }
+
+    /// A line's document, without its line end.
+    pub(crate) fn content(&self, l: &Line) -> &[u8] {
+        &self.buf[l.content.clone()]
+    }
+
+    /// Skips document rows until `row` is the next.
+    fn skip_to(&mut self, row: u64) -> Result<()> {
+        while self.rows < row {
+            if self.next_doc()?.is_none() {
+                return Err(at(
+                    &self.file,
+                    self.line,
+                    format!(
+                        "the file holds {} documents now, the plan expected more than {row}: \
+                         it changed since the run began; run again on the new file",
+                        self.rows
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Open files a task reads in order, each positioned after the rows last read from it (a later
+/// chunk of a file continues where the last one stopped instead of reading from the start).
+static CURSORS: Mutex<Vec<(String, Lines)>> = Mutex::new(Vec::new());
+/// Files kept open at once.
+const OPEN_CURSORS: usize = 8;
+
+/// A reader of `file` whose next document is row `row`.
+fn lines_at(file: &str, bytes: Option<Vec<u8>>, row: u64) -> Result<Lines> {
+    if bytes.is_none() {
+        let mut open = CURSORS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = (open.iter()).position(|(f, l)| f == file && l.rows == row) {
+            return Ok(open.swap_remove(i).1);
+        }
+    }
+    let mut lines = Lines::open(file, bytes)?;
+    lines.skip_to(row)?;
+    Ok(lines)
+}
+
+/// Keeps `lines` open for the next read of its file.
+fn keep_open(lines: Lines) {
+    let mut open = CURSORS.lock().unwrap_or_else(|e| e.into_inner());
+    open.retain(|(f, _)| *f != lines.file);
+    if open.len() >= OPEN_CURSORS {
+        open.remove(0);
+    }
+    open.push((lines.file.clone(), lines));
+}
+
+/// Reads rows `rows` (all when `None`) of a JSON Lines shard with the run's fields.
+pub(crate) fn read_shard(
+    file: &str,
+    bytes: Option<Vec<u8>>,
+    rows: Option<std::ops::Range<u64>>,
+    cfg: &Config,
+) -> Result<Shard> {
+    let from_store = bytes.is_some() || object::is_url(file);
+    let first = rows.as_ref().map_or(0, |r| r.start);
+    let end = rows.as_ref().map_or(u64::MAX, |r| r.end);
+    let mut lines = lines_at(file, bytes, first)?;
+    let fields = Fields::new(cfg);
+    let capacity = (end - first).min(1 << 16) as usize;
+    let mut cols = Columns::new(&fields, cfg, capacity);
+    while lines.rows < end {
+        let Some((line, doc)) = lines.next_doc()? else {
+            if rows.is_some() {
+                return Err(at(
+                    file,
+                    lines.line,
+                    format!(
+                        "the file holds {} documents now, the plan expected {end}: it changed \
+                         since the run began; run again on the new file",
+                        lines.rows
+                    ),
+                ));
+            }
+            break;
+        };
+        // `next_doc` borrows the reader's buffer; the columns copy what they keep.
+        let doc: &[u8] = doc;
+        cols.push(&fields, cfg, file, line, doc)?;
+    }
+    if !from_store && rows.is_some() {
+        keep_open(lines);
+    }
+    let Columns {
+        text,
+        id,
+        priority,
+        labels,
+        line,
+    } = cols;
+    let mut labels: Vec<Option<StringChunked>> =
+        labels.into_iter().map(|b| Some(b.finish())).collect();
+    let mut label =
+        |l: Label| (fields.labels.iter().position(|(x, _)| *x == l)).and_then(|i| labels[i].take());
+    let (partition, across, group, rank) = (
+        label(Label::PartitionBy),
+        label(Label::Across),
+        label(Label::ReportGroup),
+        label(Label::KeepRank),
+    );
+    let priority = match (&cfg.keep, rank) {
+        (Keep::Ranked { values, .. }, Some(rank)) => Some(ranked_priority(&rank, values)),
+        _ => fields
+            .priority
+            .map(|_| Float64Chunked::from_iter_options("priority".into(), priority.into_iter())),
+    };
+    Ok(Shard {
+        first_row: first,
+        file: file.to_string(),
+        text: text.finish(),
+        id: Some(id.finish()),
+        priority,
+        group,
+        partition,
+        across,
+        line: Some(line),
+    })
+}
+
+/// What a plan needs of a JSON Lines file: its documents, its groups of rows (local files only:
+/// an `s3://` one is fetched and read whole), its blank lines. The first document's fields are
+/// checked, so a wrong field name fails when the plan is made.
+pub(crate) fn count_rows(file: &str, cfg: &Config) -> Result<(u64, Vec<u64>, u64)> {
+    let mut lines = Lines::open(file, None)?;
+    let fields = Fields::new(cfg);
+    let mut checked = false;
+    while let Some((line, doc)) = lines.next_doc()? {
+        if !checked {
+            let doc = doc.to_vec();
+            Columns::new(&fields, cfg, 1).push(&fields, cfg, file, line, &doc)?;
+            checked = true;
+        }
+    }
+    let rows = lines.rows;
+    let groups = if object::is_url(file) {
+        Vec::new()
+    } else {
+        let mut g = vec![ROWS_PER_GROUP; (rows / ROWS_PER_GROUP) as usize];
+        if rows % ROWS_PER_GROUP != 0 {
+            g.push(rows % ROWS_PER_GROUP);
+        }
+        g
+    };
+    Ok((rows, groups, lines.blank))
+}
+
+/// Bytes at each end of a JSON Lines file that its fingerprint covers.
+const FINGERPRINT_BYTES: u64 = 1 << 20;
+
+/// The size of a JSON Lines file and a fingerprint of it: xxh3-64 of its size and of its first
+/// and last MiB (two range reads, local or `s3://`), so an appended or rewritten file gets
+/// another one.
+pub(crate) fn identity(file: &str) -> Result<(u64, String)> {
+    let (size, read) = crate::io::range_reader(file, |file, e| at(file, 0, e.to_string()))?;
+    let head = read(0..size.min(FINGERPRINT_BYTES))?;
+    let tail = read(size.saturating_sub(FINGERPRINT_BYTES)..size)?;
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(&size.to_le_bytes());
+    h.update(&head);
+    h.update(&tail);
+    Ok((size, format!("jsonl-{:016x}", h.digest())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_say_the_format_and_the_compression() {
+        for f in ["a.jsonl", "s3://b/x.JSONL.gz", "c.json.zst", "d.ndjson"] {
+            assert!(is_jsonl(f), "{f}");
+        }
+        for f in ["a.parquet", "b.jsonl.bak", "c.gz"] {
+            assert!(!is_jsonl(f), "{f}");
+        }
+        assert_eq!(compression("x.jsonl.gz"), Compression::Gzip);
+        assert_eq!(compression("x.jsonl.ZST"), Compression::Zstd);
+        assert_eq!(compression("x.jsonl"), Compression::None);
+    }
+}

@@ -1,0 +1,355 @@
+//! JSON Lines input: the decisions of the same rows in Parquet, on the task path too; `apply`
+//! writing the kept lines back byte for byte; bad lines named by file and line.
+
+use std::io::Write;
+use std::path::Path;
+
+use polars::prelude::*;
+
+use crate::common::*;
+use corpus_dedup::synth::Doc;
+
+/// One document as a line: fields in an order of its own, a nested label, a number written as
+/// Parquet would not keep it (`2.50e0`), and a field the run never reads.
+fn line(d: &Doc, i: usize) -> String {
+    format!(
+        r#"{{"meta": {{"lang": "{}", "skip": [1, {{"x": null}}]}}, "text": {}, "score": {}e0, "id": "{}"}}"#,
+        ["en", "de", "fr"][i % 3],
+        serde_json::to_string(&d.text).unwrap(),
+        i % 7,
+        d.id
+    )
+}
+
+/// Writes `bytes` to `path`, gzip- or zstd-compressed as its name says.
+fn write_file(path: &Path, bytes: &[u8]) {
+    let name = path.to_string_lossy();
+    let data = if name.ends_with(".gz") {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(bytes).unwrap();
+        e.finish().unwrap()
+    } else if name.ends_with(".zst") {
+        zstd::encode_all(bytes, 0).unwrap()
+    } else {
+        bytes.to_vec()
+    };
+    std::fs::write(path, data).unwrap();
+}
+
+/// The same three shards as Parquet (with `meta.lang` and `score` columns) and as JSON Lines
+/// (plain, gzip, zstd); returns both globs.
+fn both_formats(dir: &Path) -> (String, String) {
+    let pq = dir.join("pq");
+    let jl = dir.join("jl");
+    std::fs::create_dir_all(&pq).unwrap();
+    std::fs::create_dir_all(&jl).unwrap();
+    let (_, docs) = three_shards(&dir.join("gen"));
+    let sizes = [160, 120, 140];
+    let names = [
+        ("a-en", ".jsonl"),
+        ("b-mixed", ".jsonl.gz"),
+        ("c-zh", ".jsonl.zst"),
+    ];
+    let mut at = 0;
+    for ((name, ext), n) in names.iter().zip(sizes) {
+        let part = &docs[at..at + n];
+        let lines: String = (part.iter().enumerate())
+            .map(|(i, d)| line(d, at + i) + "\n")
+            .collect();
+        write_file(&jl.join(format!("{name}{ext}")), lines.as_bytes());
+        let id: Vec<&str> = part.iter().map(|d| d.id.as_str()).collect();
+        let text: Vec<&str> = part.iter().map(|d| d.text.as_str()).collect();
+        let lang: Vec<&str> = (at..at + n).map(|i| ["en", "de", "fr"][i % 3]).collect();
+        let score: Vec<f64> = (at..at + n).map(|i| (i % 7) as f64).collect();
+        write_shard(
+            &pq.join(format!("{name}.parquet")),
+            &id,
+            &text,
+            vec![
+                Column::new("meta.lang".into(), lang),
+                Column::new("score".into(), score),
+            ],
+        );
+        at += n;
+    }
+    (
+        format!("{}/*.parquet", pq.display()),
+        format!("{}/*", jl.display()),
+    )
+}
+
+/// The manifest without its `file` column (the names differ by extension).
+fn decisions(out: &Path) -> DataFrame {
+    read_df(&out.join("manifest.parquet")).drop("file").unwrap()
+}
+
+#[test]
+fn jsonl_gives_the_parquet_manifest_for_every_option_family() {
+    let dir = temp_dir("jsonl-same");
+    let (pq, jl) = both_formats(&dir);
+    let families: [&[&str]; 7] = [
+        &[],
+        &["--paragraphs", "--substrings"],
+        &["--method", "simhash"],
+        &["--keep", "score"],
+        &["--keep", "meta.lang=fr,de"],
+        &["--partition-by", "meta.lang", "--report-group", "meta.lang"],
+        &["--tasks", "3", "--threads", "1"],
+    ];
+    for (i, args) in families.iter().enumerate() {
+        let (a, b) = (dir.join(format!("p{i}")), dir.join(format!("j{i}")));
+        run_ok(&pq, &a, args);
+        run_ok(&jl, &b, args);
+        let (da, db) = (decisions(&a), decisions(&b));
+        assert!(da.equals_missing(&db), "{args:?}:\n{da}\n{db}");
+        assert!(!da.column("keep").unwrap().bool().unwrap().all());
+    }
+    // The task path, as Ray and Slurm drive it, gives the run's manifest.
+    let work = dir.join("work");
+    let out = dir.join("tasks");
+    crate::tasks::by_hand(&jl, &work, &out, &[]);
+    assert!(decisions(&out).equals_missing(&decisions(&dir.join("j0"))));
+}
+
+#[test]
+fn apply_writes_kept_lines_back_as_they_were() {
+    let dir = temp_dir("jsonl-apply");
+    let (_, jl) = both_formats(&dir);
+    // One more file with what real files hold: a byte-order mark, \r\n line ends, blank lines,
+    // no id field, and a last line without its line end.
+    let texts = [
+        "a page about rivers and the boats that sail on them, long enough to shingle",
+        "a page about rivers and the boats that sail on them, long enough to shingle!",
+        "something else entirely, about mountains and the people who climb them",
+    ];
+    let extra = format!(
+        "\u{feff}{{\"text\": {}, \"n\": 1.0}}\r\n\r\n  \n{{\"n\": 2, \"text\": {}}}\r\n{{\"text\": {}}}",
+        serde_json::to_string(texts[0]).unwrap(),
+        serde_json::to_string(texts[1]).unwrap(),
+        serde_json::to_string(texts[2]).unwrap()
+    );
+    let jl_dir = Path::new(&jl).parent().unwrap().to_path_buf();
+    write_file(&jl_dir.join("d-raw.jsonl"), extra.as_bytes());
+    let out = dir.join("out");
+    let o = run_ok(&jl, &out, &["--paragraphs"]);
+    assert!(o.status.success());
+    assert_eq!(summary(&out)["blank_lines"], 2);
+    let rows = manifest(&out);
+    let raw: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.file.ends_with("d-raw.jsonl"))
+        .collect();
+    let ids: Vec<String> = raw
+        .iter()
+        .map(|r| r.id.rsplit('/').next().unwrap().to_string())
+        .collect();
+    // Rows count documents; ids without an id field name the line.
+    assert_eq!(ids, ["d-raw.jsonl:1", "d-raw.jsonl:4", "d-raw.jsonl:5"]);
+    assert_eq!(raw.iter().map(|r| r.row).collect::<Vec<_>>(), [0, 1, 2]);
+    assert_eq!(
+        raw.iter().map(|r| r.keep).collect::<Vec<_>>(),
+        [true, false, true]
+    );
+
+    let kept = dir.join("kept");
+    let apply = || {
+        cd(["apply", "--quiet", "--manifest"])
+            .arg(out.join("manifest.parquet"))
+            .arg("--output")
+            .arg(&kept)
+            .arg("--dropped")
+            .arg(dir.join("audit"))
+            .ok()
+    };
+    apply();
+    // Kept lines of the raw file: byte for byte, the mark and blank lines gone, the last line
+    // still without its line end.
+    let got = std::fs::read(kept.join("d-raw.jsonl")).unwrap();
+    let want = format!(
+        "{{\"text\": {}, \"n\": 1.0}}\r\n{{\"text\": {}}}",
+        serde_json::to_string(texts[0]).unwrap(),
+        serde_json::to_string(texts[2]).unwrap()
+    );
+    assert_eq!(String::from_utf8(got).unwrap(), want);
+    // The dropped line, with the manifest's fields added.
+    let audit = std::fs::read_to_string(dir.join("audit/d-raw.jsonl")).unwrap();
+    let dropped: serde_json::Value = serde_json::from_str(audit.lines().next().unwrap()).unwrap();
+    assert_eq!(dropped["n"], 2);
+    let keeper = format!("{}/d-raw.jsonl:1", jl_dir.display());
+    assert_eq!(dropped["duplicate_of"], keeper.as_str());
+    // Compressed files come back compressed alike; a kept line is the input's line, but for a
+    // text that lost paragraphs, whose text field alone changed.
+    let spans = drop_spans(&out);
+    let mut cut_lines = 0;
+    for (name, ext) in [("b-mixed", ".jsonl.gz"), ("c-zh", ".jsonl.zst")] {
+        let read = |p: &Path| -> Vec<u8> {
+            let b = std::fs::read(p).unwrap();
+            match ext {
+                ".jsonl.gz" => {
+                    let mut s = Vec::new();
+                    std::io::Read::read_to_end(
+                        &mut flate2::read::MultiGzDecoder::new(&b[..]),
+                        &mut s,
+                    )
+                    .unwrap();
+                    s
+                }
+                _ => zstd::decode_all(&b[..]).unwrap(),
+            }
+        };
+        let file = format!("{name}{ext}");
+        let input = read(&jl_dir.join(&file));
+        let output = read(&kept.join(&file));
+        let mut outs = output.split_inclusive(|&c| c == b'\n');
+        for (line_in, (r, s)) in input.split_inclusive(|&c| c == b'\n').zip(
+            rows.iter()
+                .zip(&spans)
+                .filter(|(r, _)| r.file.ends_with(&file)),
+        ) {
+            if !r.keep {
+                continue;
+            }
+            let line_out = outs.next().unwrap();
+            if s.as_ref().is_none_or(|s| s.is_empty()) {
+                assert_eq!(line_in, line_out);
+                continue;
+            }
+            cut_lines += 1;
+            let (a, b): (serde_json::Value, serde_json::Value) = (
+                serde_json::from_slice(line_in).unwrap(),
+                serde_json::from_slice(line_out).unwrap(),
+            );
+            let keys =
+                |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+            assert_eq!(keys(&a), keys(&b));
+            assert_eq!(a["meta"], b["meta"]);
+            assert!(b["text"].as_str().unwrap().len() < a["text"].as_str().unwrap().len());
+            assert!(String::from_utf8_lossy(line_out).contains("e0, \"id\""));
+        }
+        assert!(outs.next().is_none());
+    }
+    assert!(cut_lines > 0);
+    // A rerun finds every output complete.
+    let o = apply();
+    let line = String::from_utf8_lossy(&o.stdout);
+    assert!(line.contains("\"shards_written\":0"), "{line}");
+}
+
+/// Runs over one JSON Lines file holding `content`; the error text, after checking that nothing
+/// was written.
+fn fails(name: &str, file: &str, content: &[u8]) -> String {
+    let dir = temp_dir(&format!("jsonl-bad-{name}"));
+    let path = dir.join(file);
+    std::fs::write(&path, content).unwrap();
+    let out = dir.join("out");
+    let o = run_cmd(&path.display().to_string(), &out, &[]).output();
+    assert!(!o.status.success(), "{name}: expected failure");
+    assert!(!out.join("manifest.parquet").exists(), "{name}");
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains(file), "{name}: {err}");
+    err
+}
+
+#[test]
+fn bad_lines_are_named_by_file_and_line() {
+    let ok = r#"{"text": "fine"}"#;
+    let gz = {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(format!("{ok}\n").repeat(2000).as_bytes())
+            .unwrap();
+        e.finish().unwrap()
+    };
+    let zst = zstd::encode_all(format!("{ok}\n").repeat(2000).as_bytes(), 0).unwrap();
+    let cases: Vec<(&str, &str, Vec<u8>, &[&str])> = vec![
+        (
+            "malformed",
+            "a.jsonl",
+            format!("{ok}\n{{\"text\": \"x\"\n").into_bytes(),
+            &["line 2", "not valid JSON"],
+        ),
+        (
+            "array",
+            "a.jsonl",
+            format!("{ok}\n{ok}\n[1, 2]\n").into_bytes(),
+            &["line 3", "an array, not a JSON object"],
+        ),
+        (
+            "number-text",
+            "a.jsonl",
+            b"{\"text\": 12}\n".to_vec(),
+            &["field 'text' at line 1", "is an integer, expected a string"],
+        ),
+        (
+            "object-text",
+            "a.jsonl",
+            b"{\"text\": {\"a\": 1}}\n".to_vec(),
+            &["is an object, expected a string"],
+        ),
+        (
+            "missing-text",
+            "a.jsonl",
+            b"{\"body\": \"x\", \"url\": \"u\"}\n".to_vec(),
+            &[
+                "line 1",
+                "no field 'text'",
+                "its fields: body, url",
+                "--text-column",
+            ],
+        ),
+        (
+            "utf8",
+            "a.jsonl",
+            b"{\"text\": \"caf\xe9\"}\n".to_vec(),
+            &["line 1", "not valid JSON"],
+        ),
+        (
+            "truncated-gz",
+            "a.jsonl.gz",
+            gz[..gz.len() / 2].to_vec(),
+            &["gzip file complete"],
+        ),
+        (
+            "truncated-zst",
+            "a.jsonl.zst",
+            zst[..zst.len() / 2].to_vec(),
+            &["zstd file complete"],
+        ),
+        (
+            "float-id",
+            "a.jsonl",
+            b"{\"text\": \"x\", \"id\": 1.5}\n".to_vec(),
+            &["field 'id'", "a string or an integer"],
+        ),
+    ];
+    for (name, file, content, says) in cases {
+        let err = fails(name, file, &content);
+        for s in says {
+            assert!(err.contains(s), "{name}: {s:?} not in: {err}");
+        }
+    }
+}
+
+#[test]
+fn a_long_line_blank_lines_and_crlf_are_read() {
+    let dir = temp_dir("jsonl-long");
+    let long = "word ".repeat(10 << 20);
+    let content = format!(
+        "\n{{\"text\": \"{long}\"}}\r\n\n{{\"text\": \"{long}\"}}\n{{\"text\": \"short\"}}\n   \n"
+    );
+    let path = dir.join("long.ndjson");
+    std::fs::write(&path, content).unwrap();
+    let out = dir.join("out");
+    run_ok(&path.display().to_string(), &out, &[]);
+    let s = summary(&out);
+    assert_eq!(
+        (s["documents_in"].as_u64(), s["blank_lines"].as_u64()),
+        (Some(3), Some(3))
+    );
+    let rows = manifest(&out);
+    assert_eq!(
+        rows.iter().map(|r| r.keep).collect::<Vec<_>>(),
+        [true, false, true]
+    );
+    assert!(rows[0].id.ends_with("long.ndjson:2") && rows[1].id.ends_with(":4"));
+}
