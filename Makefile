@@ -30,12 +30,13 @@ test:
 	$(CARGO) test --release --locked --features test-hooks
 	$(PY_VENV)/bin/python -m pytest -q python/tests
 
-## Regenerates data-samples/ deterministically (English, Chinese, mixed shards).
+## Regenerates data-samples/synthetic/ deterministically (English, Chinese, mixed shards; the tests'
+## data). The real sample, data-samples/rust-docs.*, is made by data-samples/rust-docs.py.
 samples: build
-	rm -f data-samples/*.parquet
-	$(GEN) --out data-samples --docs 240 --lang en --seed 11 --name en
-	$(GEN) --out data-samples --docs 200 --lang zh --seed 12 --name zh
-	$(GEN) --out data-samples --docs 160 --lang mixed --seed 13 --name mixed
+	rm -f data-samples/synthetic/*.parquet
+	$(GEN) --out data-samples/synthetic --docs 240 --lang en --seed 11 --name en
+	$(GEN) --out data-samples/synthetic --docs 200 --lang zh --seed 12 --name zh
+	$(GEN) --out data-samples/synthetic --docs 160 --lang mixed --seed 13 --name mixed
 
 ## Speed, memory and quality on the development corpus (../shared/corpus) with --threads 1.
 bench: build

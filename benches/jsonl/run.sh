@@ -28,8 +28,8 @@ for r in $(seq "$ROUNDS"); do
   for v in $order; do
     input="$CORPUS/shard-*.parquet"
     [ "$v" = jl ] && input="$work/jl/*.jsonl.zst"
-    rm -rf "$work/$v"
-    echo "$v $(t taskset -c "$CORES" "$BIN" run --quiet --threads 1 --input "$input" --output "$work/$v")" >> "$work/rounds"
+    rm -rf "$work/out-$v"
+    echo "$v $(t taskset -c "$CORES" "$BIN" run --quiet --threads 1 --input "$input" --output "$work/out-$v")" >> "$work/rounds"
   done
 done
 "$PY" - "$work" <<'PY'
@@ -44,12 +44,12 @@ pairs = [j[0] / p[0] for p, j in zip(runs["pq"], runs["jl"])]
 for v, name in [("pq", "Parquet"), ("jl", "JSON Lines (.jsonl.zst)")]:
     print(f"{name}: wall median {statistics.median(w for w, _ in runs[v]):.2f} s, peak RSS median {statistics.median(r for _, r in runs[v]) / 1024:.0f} MiB")
 print(f"JSON Lines / Parquet wall, median pair: {statistics.median(pairs):.3f} (pairs {', '.join(f'{x:.3f}' for x in pairs)})")
-a, b = (pl.read_parquet(f"{work}/{v}/manifest.parquet").drop("file") for v in ("pq", "jl"))
+a, b = (pl.read_parquet(f"{work}/out-{v}/manifest.parquet").drop("file") for v in ("pq", "jl"))
 print("decisions identical (manifest without its file column):", a.equals(b))
 PY
 
 echo "## Peak RSS reading one ~5 GB .jsonl.zst ($BIG_COPIES copies of the corpus' lines), 2 threads"
 for _ in $(seq "$BIG_COPIES"); do zstd -dc "$work"/jl/*.jsonl.zst; done | zstd -q -3 -o "$work/big.jsonl.zst"
-rm -rf "$work/jl" "$work/pq"
+rm -rf "$work/jl" "$work/out-jl" "$work/out-pq"
 echo "compressed $(du -h "$work/big.jsonl.zst" | cut -f1), $(zstd -dc "$work/big.jsonl.zst" | wc -c) bytes of JSON Lines"
 echo "wall s, peak KiB: $(t "$BIN" run --quiet --threads 2 --allow-duplicate-ids --input "$work/big.jsonl.zst" --output "$work/big")"

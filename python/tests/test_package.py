@@ -15,7 +15,7 @@ import pytest
 import corpus_dedup as cd
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLES = str(ROOT / "data-samples" / "*.parquet")
+SAMPLES = str(ROOT / "data-samples" / "synthetic" / "*.parquet")
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", Path.home() / ".cache" / "corpus-dedup-target"))
 BINARY = str(TARGET / "release" / "corpus-dedup")
 SCRIPT = str(Path(sys.executable).parent / "corpus-dedup")
@@ -270,3 +270,18 @@ def test_substrings_cut_repeated_runs_and_keep_the_first_copy(tmp_path):
     assert s["min_bytes"] == 64 and s["bytes_removed"] > 4 * (len(disclaimer) - 64)
     cut = cd.drop_spans(pl.Series(texts), spans)
     assert cut[0] == texts[0] and all(disclaimer[40:-40] not in t for t in cut[1:])
+
+
+def test_jsonl_input_and_apply_as_for_parquet(tmp_path):
+    # The real sample in both formats: the same decisions; apply gives back kept lines as they were.
+    real = ROOT / "data-samples"
+    pq = cd.run(str(real / "rust-docs.parquet"), str(tmp_path / "pq"))
+    jl = cd.run(str(real / "rust-docs.jsonl.gz"), str(tmp_path / "jl"))
+    assert pq.drop("file").equals(jl.drop("file"))
+    assert jl.filter(~pl.col("keep")).height > 0
+    done = cd.apply(str(tmp_path / "jl"), str(tmp_path / "kept"))
+    assert done["rows_kept"] == jl.filter(pl.col("keep")).height
+    import gzip
+    lines = gzip.open(real / "rust-docs.jsonl.gz").read().splitlines(keepends=True)
+    kept = [line for line, k in zip(lines, jl["keep"]) if k]
+    assert gzip.open(tmp_path / "kept" / "rust-docs.jsonl.gz").read() == b"".join(kept)

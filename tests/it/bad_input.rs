@@ -74,7 +74,7 @@ fn not_parquet_and_truncated_parquet() {
     // Intact footer, garbage in the data pages.
     let mut bad = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/data-samples/en-00000.parquet"
+        "/data-samples/synthetic/en-00000.parquet"
     ))
     .unwrap();
     for b in &mut bad[2000..6000] {

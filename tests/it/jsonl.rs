@@ -353,3 +353,60 @@ fn a_long_line_blank_lines_and_crlf_are_read() {
     );
     assert!(rows[0].id.ends_with("long.ndjson:2") && rows[1].id.ends_with(":4"));
 }
+
+#[test]
+fn an_index_takes_parquet_and_jsonl_nights_alike() {
+    let dir = temp_dir("jsonl-index");
+    let (pq, jl) = both_formats(&dir);
+    let jl_dir = Path::new(&jl).parent().unwrap().to_path_buf();
+    let pq_dir = Path::new(&pq).parent().unwrap().to_path_buf();
+    // Night 1 is the English shard, night 2 the other two: Parquet then JSON Lines, JSON Lines
+    // then Parquet, and Parquet twice, against an index each.
+    let nights = |first: &str, second: &str, name: &str| {
+        let index = dir.join(format!("index-{name}"));
+        for (n, glob) in [(1, first), (2, second)] {
+            run_cmd(glob, &dir.join(format!("{name}-{n}")), &["--paragraphs"])
+                .arg("--index")
+                .arg(&index)
+                .args(["--batch", &format!("night-{n}")])
+                .ok();
+        }
+        decisions(&dir.join(format!("{name}-2")))
+    };
+    // Night 2 holds night 1's pages again too, under another file name: dropped against night 1.
+    std::fs::copy(pq_dir.join("a-en.parquet"), pq_dir.join("z-en.parquet")).unwrap();
+    std::fs::copy(jl_dir.join("a-en.jsonl"), jl_dir.join("z-en.jsonl")).unwrap();
+    let pq_first = format!("{}/a-en.parquet", pq_dir.display());
+    let jl_first = format!("{}/a-en.jsonl", jl_dir.display());
+    let pq_second = format!("{}/[bcz]-*.parquet", pq_dir.display());
+    let jl_second = format!("{}/[bcz]-*", jl_dir.display());
+    let a = nights(&pq_first, &jl_second, "pj");
+    let b = nights(&jl_first, &pq_second, "jp");
+    let c = nights(&pq_first, &pq_second, "pp");
+    assert!(
+        a.equals_missing(&c) && b.equals_missing(&c),
+        "{a}\n{b}\n{c}"
+    );
+    let batches = a
+        .column("duplicate_of_batch")
+        .unwrap()
+        .str()
+        .unwrap()
+        .clone();
+    assert!(batches.iter().any(|b| b == Some("night-1")));
+    // explain recomputes the similarity of a document dropped against night 1 from the texts of
+    // both nights' shards, night 1's a JSON Lines file.
+    let m = read_df(&dir.join("jp-2").join("manifest.parquet"));
+    let against: Vec<&str> = (m.column("id").unwrap().str().unwrap().iter())
+        .zip(m.column("duplicate_of_batch").unwrap().str().unwrap().iter())
+        .filter(|(_, b)| *b == Some("night-1"))
+        .map(|(id, _)| id.unwrap())
+        .collect();
+    let o = cd(["explain", "--json"])
+        .arg(dir.join("jp-2"))
+        .args(["--id", against[0]])
+        .ok();
+    let e: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(e["members"][0]["keep"], true, "{e}");
+    assert!(e["members"][1]["jaccard"].as_f64().unwrap() >= 0.8, "{e}");
+}

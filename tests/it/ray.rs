@@ -57,7 +57,10 @@ fn ok(o: &Output, what: &str) {
 fn ray_driver_runs_the_sample_job_and_retries_a_killed_task() {
     let Some(bin) = ray_bin() else { return };
     let dir = temp_dir("ray");
-    let samples = format!("{}/data-samples/*.parquet", env!("CARGO_MANIFEST_DIR"));
+    let samples = format!(
+        "{}/data-samples/synthetic/*.parquet",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let reference = dir.join("local");
     run_ok(&samples, &reference, &["--paragraphs"]);
 

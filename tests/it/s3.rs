@@ -73,7 +73,7 @@ fn upload_samples(server: &Server, bucket: &str, prefix: &str) -> Vec<PathBuf> {
     let dir = server.root.join(bucket).join(prefix);
     std::fs::create_dir_all(&dir).unwrap();
     let mut files: Vec<PathBuf> =
-        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples"))
+        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/synthetic"))
             .unwrap()
             .map(|e| e.unwrap().path())
             .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
@@ -176,7 +176,10 @@ fn s3_input_and_output_give_the_local_manifest() {
     assert!(remote.join("summary.json").exists());
     let local = temp_dir("s3-e2e-local");
     run_ok(
-        &format!("{}/data-samples/*.parquet", env!("CARGO_MANIFEST_DIR")),
+        &format!(
+            "{}/data-samples/synthetic/*.parquet",
+            env!("CARGO_MANIFEST_DIR")
+        ),
         &local,
         &["--paragraphs", "--substrings"],
     );
@@ -260,7 +263,10 @@ fn apply_reads_and_writes_s3_and_gives_the_local_shards() {
     // The same shards as a local apply of a local run.
     let local = temp_dir("s3-apply-local");
     run_ok(
-        &format!("{}/data-samples/*.parquet", env!("CARGO_MANIFEST_DIR")),
+        &format!(
+            "{}/data-samples/synthetic/*.parquet",
+            env!("CARGO_MANIFEST_DIR")
+        ),
         &local.join("out"),
         &[],
     );

@@ -68,7 +68,7 @@ fn submit(dir: &Path, work: &Path, log: &Path) -> Command {
 #[test]
 fn slurm_nights_with_an_index_give_the_local_manifests() {
     let dir = temp_dir("slurm-index");
-    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples");
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/synthetic");
     // Night 1: the English shard; night 2: the other two and the English one again.
     for (n, files) in [
         (1, vec!["en-00000"]),
@@ -146,7 +146,10 @@ fn slurm_nights_with_an_index_give_the_local_manifests() {
 #[test]
 fn slurm_recipe_submits_stage_arrays_in_order_and_retries_a_killed_task() {
     let dir = temp_dir("slurm");
-    let samples = format!("{}/data-samples/*.parquet", env!("CARGO_MANIFEST_DIR"));
+    let samples = format!(
+        "{}/data-samples/synthetic/*.parquet",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let reference = dir.join("local");
     run_ok(&samples, &reference, &[]);
 
