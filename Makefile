@@ -117,10 +117,10 @@ bench-paragraphs: build
 bench-substrings: build
 	BIN=$(BIN) DTD='$(DTD)' CORPUS='$(or $(CORPUS),/tmp/dev-large)' ROUNDS=$(or $(ROUNDS),7) bash benches/substrings/run.sh
 
-## JSON Lines (.jsonl.zst) against Parquet on one core, alternated, and the peak RSS of one ~5 GB
-## .jsonl.zst: make bench-jsonl [CORPUS=/tmp/dev-large] [ROUNDS=5]
+## JSON Lines (.jsonl, .jsonl.zst) against Parquet on one core, order rotated, and the peak RSS
+## of one ~5 GB .jsonl.zst: make bench-jsonl [CORPUS=/tmp/dev-large] [ROUNDS=6] [BIG_COPIES=11]
 bench-jsonl: build
-	BIN=$(BIN) CORPUS='$(or $(CORPUS),/tmp/dev-large)' ROUNDS=$(or $(ROUNDS),5) bash benches/jsonl/run.sh
+	BIN=$(BIN) CORPUS='$(or $(CORPUS),/tmp/dev-large)' ROUNDS=$(or $(ROUNDS),6) BIG_COPIES=$(or $(BIG_COPIES),11) bash benches/jsonl/run.sh
 
 ## `index export` of NIGHTS x NIGHT_DOCS indexed documents: make bench-export [NIGHTS=10 NIGHT_DOCS=1000000]
 bench-export: build

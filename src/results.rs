@@ -8,7 +8,7 @@ use polars::prelude::*;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::io::{input, object};
+use crate::io::{input, jsonl, object};
 
 /// Manifest metadata key of the input shards as the run read them ([`inputs_json`]).
 pub(crate) const INPUTS_KEY: &str = "corpus_dedup.inputs";
@@ -368,6 +368,21 @@ pub(crate) fn read_texts(
             } else {
                 (None, Some(span.clone()))
             };
+            let row = |i: usize| c.row.get(i).unwrap_or(0);
+            if jsonl::is_jsonl(file) {
+                // One pass over the file, parsing and keeping the wanted lines only.
+                let mut rows: Vec<u64> = idx.iter().map(|&i| row(i)).collect();
+                rows.sort_unstable();
+                rows.dedup();
+                let texts = jsonl::read_texts(file, bytes, &rows, &m.config)?;
+                return Ok(idx
+                    .into_iter()
+                    .map(|i| {
+                        let at = rows.partition_point(|&r| r < row(i));
+                        (i, texts[at].clone())
+                    })
+                    .collect());
+            }
             let first = slice.as_ref().map_or(0, |r| r.start);
             let shard = input::read_shard(file, bytes, slice, &m.config)?;
             Ok(idx

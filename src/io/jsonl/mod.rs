@@ -158,14 +158,10 @@ impl Lines {
     /// [`Line::bytes`], its document's JSON at [`Line::content`].
     pub(crate) fn next_line(&mut self) -> Result<Option<Line>> {
         self.buf.clear();
-        let n = self.reader.read_until(b'\n', &mut self.buf).map_err(|e| {
-            let what = match compression(&self.file) {
-                Compression::None => "",
-                Compression::Gzip => " (is the gzip file complete? re-copy it if truncated)",
-                Compression::Zstd => " (is the zstd file complete? re-copy it if truncated)",
-            };
-            at(&self.file, self.line + 1, format!("cannot read: {e}{what}"))
-        })?;
+        let n = match self.reader.read_until(b'\n', &mut self.buf) {
+            Ok(n) => n,
+            Err(e) => return Err(self.read_error(e)),
+        };
         if n == 0 {
             return Ok(None);
         }
@@ -205,22 +201,84 @@ impl Lines {
         &self.buf[l.content.clone()]
     }
 
+    /// Reads the rest of the file, counting its documents and blank lines as [`Self::next_line`]
+    /// would, without copying a line (after the first line: the byte-order mark is no concern).
+    fn count_rest(&mut self) -> Result<()> {
+        // The line under way: whether it has bytes, and whether they are all whitespace.
+        let (mut open, mut blank) = (false, true);
+        loop {
+            let buf = match self.reader.fill_buf() {
+                Ok(b) => b,
+                Err(e) => return Err(self.read_error(e)),
+            };
+            if buf.is_empty() {
+                break;
+            }
+            let n = buf.len();
+            let mut start = 0;
+            for end in memchr::memchr_iter(b'\n', buf).chain(std::iter::once(n)) {
+                let part = &buf[start..end];
+                open |= !part.is_empty();
+                blank = blank && part.iter().all(u8::is_ascii_whitespace);
+                if end == n {
+                    break;
+                }
+                self.line += 1;
+                match blank {
+                    true => self.blank += 1,
+                    false => self.rows += 1,
+                }
+                (open, blank) = (false, true);
+                start = end + 1;
+            }
+            self.reader.consume(n);
+        }
+        if open {
+            self.line += 1;
+            match blank {
+                true => self.blank += 1,
+                false => self.rows += 1,
+            }
+        }
+        Ok(())
+    }
+
+    /// A read error at the next line, saying what a broken compressed file looks like.
+    fn read_error(&self, e: std::io::Error) -> Error {
+        let what = match compression(&self.file) {
+            Compression::None => "",
+            Compression::Gzip => " (is the gzip file complete? re-copy it if truncated)",
+            Compression::Zstd => " (is the zstd file complete? re-copy it if truncated)",
+        };
+        at(&self.file, self.line + 1, format!("cannot read: {e}{what}"))
+    }
+
+    /// Whether nothing is left to read (a read error counts as more: the next read reports it).
+    fn at_end(&mut self) -> bool {
+        self.reader.fill_buf().is_ok_and(|b| b.is_empty())
+    }
+
     /// Skips document rows until `row` is the next.
     fn skip_to(&mut self, row: u64) -> Result<()> {
         while self.rows < row {
             if self.next_doc()?.is_none() {
-                return Err(at(
-                    &self.file,
-                    self.line,
-                    format!(
-                        "the file holds {} documents now, the plan expected more than {row}: \
-                         it changed since the run began; run again on the new file",
-                        self.rows
-                    ),
-                ));
+                return Err(self.changed(row));
             }
         }
         Ok(())
+    }
+
+    /// The file ended before document `expected` (counting from 1): it changed since the plan.
+    fn changed(&self, expected: u64) -> Error {
+        at(
+            &self.file,
+            self.line,
+            format!(
+                "the file holds {} documents now, the run expected at least {expected}: it \
+                 changed since the run began; run again on the new file",
+                self.rows
+            ),
+        )
     }
 }
 
@@ -270,15 +328,7 @@ pub(crate) fn read_shard(
     while lines.rows < end {
         let Some((line, doc)) = lines.next_doc()? else {
             if rows.is_some() {
-                return Err(at(
-                    file,
-                    lines.line,
-                    format!(
-                        "the file holds {} documents now, the plan expected {end}: it changed \
-                         since the run began; run again on the new file",
-                        lines.rows
-                    ),
-                ));
+                return Err(lines.changed(end));
             }
             break;
         };
@@ -286,7 +336,8 @@ pub(crate) fn read_shard(
         let doc: &[u8] = doc;
         cols.push(&fields, cfg, file, line, doc)?;
     }
-    if !from_store && rows.is_some() {
+    // Kept open for the next chunk, unless the file is read to its end.
+    if !from_store && rows.is_some() && !lines.at_end() {
         keep_open(lines);
     }
     let Columns {
@@ -325,20 +376,41 @@ pub(crate) fn read_shard(
     })
 }
 
+/// The texts of rows `rows` (sorted, distinct) of a JSON Lines shard, in one pass: only those
+/// lines are parsed and kept (the report and `explain` want a few texts of a large file).
+pub(crate) fn read_texts(
+    file: &str,
+    bytes: Option<Vec<u8>>,
+    rows: &[u64],
+    cfg: &Config,
+) -> Result<Vec<Option<String>>> {
+    let mut lines = Lines::open(file, bytes)?;
+    let fields = Fields::new(cfg);
+    let mut out = Vec::with_capacity(rows.len());
+    for &row in rows {
+        lines.skip_to(row)?;
+        let Some((line, doc)) = lines.next_doc()? else {
+            return Err(lines.changed(row + 1));
+        };
+        let doc = doc.to_vec();
+        let mut one = Columns::new(&fields, cfg, 1);
+        one.push(&fields, cfg, file, line, &doc)?;
+        out.push(one.text.finish().get(0).map(str::to_string));
+    }
+    Ok(out)
+}
+
 /// What a plan needs of a JSON Lines file: its documents, its groups of rows (local files only:
 /// an `s3://` one is fetched and read whole), its blank lines. The first document's fields are
 /// checked, so a wrong field name fails when the plan is made.
 pub(crate) fn count_rows(file: &str, cfg: &Config) -> Result<(u64, Vec<u64>, u64)> {
     let mut lines = Lines::open(file, None)?;
     let fields = Fields::new(cfg);
-    let mut checked = false;
-    while let Some((line, doc)) = lines.next_doc()? {
-        if !checked {
-            let doc = doc.to_vec();
-            Columns::new(&fields, cfg, 1).push(&fields, cfg, file, line, &doc)?;
-            checked = true;
-        }
+    if let Some((line, doc)) = lines.next_doc()? {
+        let doc = doc.to_vec();
+        Columns::new(&fields, cfg, 1).push(&fields, cfg, file, line, &doc)?;
     }
+    lines.count_rest()?;
     let rows = lines.rows;
     let groups = if object::is_url(file) {
         Vec::new()
@@ -372,6 +444,42 @@ pub(crate) fn identity(file: &str) -> Result<(u64, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 300,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(58),
+            failure_persistence: None,
+            ..Default::default()
+        })]
+        /// The plan's count (the first document read, the rest counted without copying lines)
+        /// is what reading every line gives, for any mix of documents, blank lines, `\r\n` and
+        /// a missing last line end.
+        #[test]
+        fn counting_the_rest_equals_reading_every_line(
+            parts in proptest::collection::vec(proptest::sample::select(vec!["{}", "{\"t\": 1}", "", " ", "\t \r", "\u{feff}{}"]), 0..40),
+            ends in proptest::collection::vec(proptest::sample::select(vec!["\n", "\r\n"]), 40),
+            last_end in proptest::bool::ANY,
+        ) {
+            let mut text = String::new();
+            for (i, p) in parts.iter().enumerate() {
+                text.push_str(p);
+                if i + 1 < parts.len() || last_end {
+                    text.push_str(ends[i]);
+                }
+            }
+            let open = || Lines::open("x.jsonl", Some(text.clone().into_bytes())).unwrap();
+            let mut every = open();
+            while every.next_line().unwrap().is_some() {}
+            let mut counted = open();
+            let _ = counted.next_doc().unwrap();
+            counted.count_rest().unwrap();
+            proptest::prop_assert_eq!(
+                (counted.rows, counted.blank, counted.line),
+                (every.rows, every.blank, every.line)
+            );
+        }
+    }
 
     #[test]
     fn names_say_the_format_and_the_compression() {
