@@ -53,7 +53,7 @@ pub enum Error {
     },
 
     /// A JSON Lines file cannot be read: a line that is no JSON object, a stream that ends early.
-    #[error("cannot read JSON Lines file '{file}'{}: {msg}. Nothing was written: fix the file (re-copy it if it was truncated) or leave it out of the input", line_at(*line))]
+    #[error("cannot read JSON Lines file '{file}'{}: {msg}. Fix the file (re-copy it if it was truncated) or leave it out of the input", line_at(*line))]
     JsonLines {
         file: String,
         line: u64,

@@ -398,7 +398,13 @@ fn an_index_takes_parquet_and_jsonl_nights_alike() {
     // both nights' shards, night 1's a JSON Lines file.
     let m = read_df(&dir.join("jp-2").join("manifest.parquet"));
     let against: Vec<&str> = (m.column("id").unwrap().str().unwrap().iter())
-        .zip(m.column("duplicate_of_batch").unwrap().str().unwrap().iter())
+        .zip(
+            m.column("duplicate_of_batch")
+                .unwrap()
+                .str()
+                .unwrap()
+                .iter(),
+        )
         .filter(|(_, b)| *b == Some("night-1"))
         .map(|(id, _)| id.unwrap())
         .collect();
