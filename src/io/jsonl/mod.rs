@@ -283,17 +283,29 @@ impl Lines {
 }
 
 /// Open files a task reads in order, each positioned after the rows last read from it (a later
-/// chunk of a file continues where the last one stopped instead of reading from the start).
-static CURSORS: Mutex<Vec<(String, Lines)>> = Mutex::new(Vec::new());
+/// chunk of a file continues where the last one stopped instead of reading from the start),
+/// with the file's size and modification time when it was opened: a file changed since (a
+/// process of the Python package lives across runs) is opened again.
+static CURSORS: Mutex<Vec<(String, Stamp, Lines)>> = Mutex::new(Vec::new());
+
+/// A local file's size and modification time.
+type Stamp = Option<(u64, std::time::SystemTime)>;
+
+fn stamp(file: &str) -> Stamp {
+    let m = std::fs::metadata(file).ok()?;
+    Some((m.len(), m.modified().ok()?))
+}
 /// Files kept open at once.
 const OPEN_CURSORS: usize = 8;
 
 /// A reader of `file` whose next document is row `row`.
 fn lines_at(file: &str, bytes: Option<Vec<u8>>, row: u64) -> Result<Lines> {
     if bytes.is_none() {
+        let now = stamp(file);
         let mut open = CURSORS.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = (open.iter()).position(|(f, l)| f == file && l.rows == row) {
-            return Ok(open.swap_remove(i).1);
+        open.retain(|(f, s, _)| f != file || (s.is_some() && *s == now));
+        if let Some(i) = (open.iter()).position(|(f, _, l)| f == file && l.rows == row) {
+            return Ok(open.swap_remove(i).2);
         }
     }
     let mut lines = Lines::open(file, bytes)?;
@@ -302,13 +314,13 @@ fn lines_at(file: &str, bytes: Option<Vec<u8>>, row: u64) -> Result<Lines> {
 }
 
 /// Keeps `lines` open for the next read of its file.
-fn keep_open(lines: Lines) {
+fn keep_open(lines: Lines, opened: Stamp) {
     let mut open = CURSORS.lock().unwrap_or_else(|e| e.into_inner());
-    open.retain(|(f, _)| *f != lines.file);
+    open.retain(|(f, _, _)| *f != lines.file);
     if open.len() >= OPEN_CURSORS {
         open.remove(0);
     }
-    open.push((lines.file.clone(), lines));
+    open.push((lines.file.clone(), opened, lines));
 }
 
 /// Reads rows `rows` (all when `None`) of a JSON Lines shard with the run's fields.
@@ -321,6 +333,7 @@ pub(crate) fn read_shard(
     let from_store = bytes.is_some() || object::is_url(file);
     let first = rows.as_ref().map_or(0, |r| r.start);
     let end = rows.as_ref().map_or(u64::MAX, |r| r.end);
+    let opened = stamp(file);
     let mut lines = lines_at(file, bytes, first)?;
     let fields = Fields::new(cfg);
     let capacity = (end - first).min(1 << 16) as usize;
@@ -338,7 +351,7 @@ pub(crate) fn read_shard(
     }
     // Kept open for the next chunk, unless the file is read to its end.
     if !from_store && rows.is_some() && !lines.at_end() {
-        keep_open(lines);
+        keep_open(lines, opened);
     }
     let Columns {
         text,
@@ -479,6 +492,37 @@ mod tests {
                 (every.rows, every.blank, every.line)
             );
         }
+    }
+
+    #[test]
+    fn a_task_continues_a_file_where_it_stopped_unless_the_file_changed() {
+        let dir = std::env::temp_dir().join(format!("corpus-dedup-cursor-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.jsonl");
+        let file = path.to_str().unwrap();
+        let lines = |tag: &str| -> String {
+            (0..6)
+                .map(|i| format!("{{\"text\": \"{tag} {i}\"}}\n"))
+                .collect()
+        };
+        let cfg = crate::Settings {
+            input: vec![file.to_string()],
+            output: Some("/tmp/unused".into()),
+            ..Default::default()
+        }
+        .resolve()
+        .unwrap();
+        let texts = |rows: std::ops::Range<u64>| -> Vec<String> {
+            let shard = read_shard(file, None, Some(rows), &cfg).unwrap();
+            shard.text.iter().map(|t| t.unwrap().to_string()).collect()
+        };
+        std::fs::write(&path, lines("old")).unwrap();
+        assert_eq!(texts(0..2), ["old 0", "old 1"]);
+        assert_eq!(texts(2..4), ["old 2", "old 3"]);
+        // Rewritten (longer) under the same name: the next read opens it again.
+        std::fs::write(&path, lines("newer")).unwrap();
+        assert_eq!(texts(4..6), ["newer 4", "newer 5"]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
