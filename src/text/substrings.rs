@@ -83,7 +83,7 @@ const fn reduce(x: u64) -> u64 {
 /// multiply chained byte to byte), and a sum at any byte is its block's plus at most 7 values.
 const BLOCK: usize = 8;
 
-/// Per polynomial, `DIGITS[k][j][b]` = (b + 1) * BASES[k]^j mod P: byte `b` `j` places before the
+/// Per polynomial, `DIGITS[k][j][b]` = `(b + 1) * BASES[k]^j mod P`: byte `b` `j` places before the
 /// end of what is summed. Eight values below P add up without overflow.
 static DIGITS: [[[u64; 256]; BLOCK]; 2] = {
     let mut t = [[[0u64; 256]; BLOCK]; 2];

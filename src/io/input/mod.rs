@@ -260,7 +260,7 @@ pub(crate) struct Counted {
     pub row_groups: Vec<u64>,
     /// JSON Lines: lines of only whitespace, which are no documents.
     pub blank_lines: u64,
-    /// The file's size and fingerprint ([`identity`]).
+    /// The file's size and fingerprint ([`identity()`]).
     pub bytes: u64,
     pub fingerprint: String,
 }

@@ -155,7 +155,7 @@ impl Lines {
     }
 
     /// The next line, a document or blank, with its bytes as they are in the file: `bytes` from
-    /// [`Line::bytes`], its document's JSON at [`Line::content`].
+    /// [`Lines::bytes`], its document's JSON at [`Lines::content`].
     pub(crate) fn next_line(&mut self) -> Result<Option<Line>> {
         self.buf.clear();
         let n = match self.reader.read_until(b'\n', &mut self.buf) {
