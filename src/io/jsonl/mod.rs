@@ -106,6 +106,11 @@ impl Lines {
     /// Opens `file` (local, or its bytes when already fetched from object storage), decompressing
     /// as its name says.
     pub(crate) fn open(file: &str, bytes: Option<Vec<u8>>) -> Result<Lines> {
+        Self::open_buffered(file, bytes, 1 << 20)
+    }
+
+    /// [`Self::open`] with buffers of `capacity` bytes (tests use tiny ones, so lines cross them).
+    fn open_buffered(file: &str, bytes: Option<Vec<u8>>, capacity: usize) -> Result<Lines> {
         let raw: Box<dyn Read + Send> = match bytes {
             Some(b) => Box::new(std::io::Cursor::new(b)),
             None if object::is_url(file) => {
@@ -116,15 +121,15 @@ impl Lines {
                 std::fs::File::open(file).map_err(|e| at(file, 0, format!("cannot open: {e}")))?,
             ),
         };
-        let raw = BufReader::with_capacity(1 << 20, raw);
+        let raw = BufReader::with_capacity(capacity, raw);
         let reader: Box<dyn BufRead + Send> = match compression(file) {
             Compression::None => Box::new(raw),
             Compression::Gzip => Box::new(BufReader::with_capacity(
-                1 << 20,
+                capacity,
                 flate2::bufread::MultiGzDecoder::new(raw),
             )),
             Compression::Zstd => Box::new(BufReader::with_capacity(
-                1 << 20,
+                capacity,
                 zstd::stream::read::Decoder::with_buffer(raw)
                     .map_err(|e| at(file, 0, format!("cannot start zstd decoding: {e}")))?,
             )),
@@ -201,21 +206,34 @@ impl Lines {
         &self.buf[l.content.clone()]
     }
 
-    /// Reads the rest of the file, counting its documents and blank lines as [`Self::next_line`]
-    /// would, without copying a line (after the first line: the byte-order mark is no concern).
-    fn count_rest(&mut self) -> Result<()> {
+    /// Reads on, counting documents and blank lines as [`Self::next_line`] would but without
+    /// copying a line, until `until` documents are read (stopping after that one's line end) or
+    /// the file ends.
+    fn count_until(&mut self, until: u64) -> Result<()> {
+        // The first line goes through `next_line`, which knows the byte-order mark.
+        if self.line == 0 && self.rows < until && self.next_line()?.is_none() {
+            return Ok(());
+        }
         // The line under way: whether it has bytes, and whether they are all whitespace.
         let (mut open, mut blank) = (false, true);
-        loop {
+        while self.rows < until {
             let buf = match self.reader.fill_buf() {
                 Ok(b) => b,
                 Err(e) => return Err(self.read_error(e)),
             };
             if buf.is_empty() {
-                break;
+                if open {
+                    self.line += 1;
+                    match blank {
+                        true => self.blank += 1,
+                        false => self.rows += 1,
+                    }
+                }
+                return Ok(());
             }
             let n = buf.len();
             let mut start = 0;
+            let mut used = n;
             for end in memchr::memchr_iter(b'\n', buf).chain(std::iter::once(n)) {
                 let part = &buf[start..end];
                 open |= !part.is_empty();
@@ -230,15 +248,12 @@ impl Lines {
                 }
                 (open, blank) = (false, true);
                 start = end + 1;
+                if self.rows == until {
+                    used = start;
+                    break;
+                }
             }
-            self.reader.consume(n);
-        }
-        if open {
-            self.line += 1;
-            match blank {
-                true => self.blank += 1,
-                false => self.rows += 1,
-            }
+            self.reader.consume(used);
         }
         Ok(())
     }
@@ -260,12 +275,11 @@ impl Lines {
 
     /// Skips document rows until `row` is the next.
     fn skip_to(&mut self, row: u64) -> Result<()> {
-        while self.rows < row {
-            if self.next_doc()?.is_none() {
-                return Err(self.changed(row));
-            }
+        self.count_until(row)?;
+        match self.rows < row {
+            true => Err(self.changed(row)),
+            false => Ok(()),
         }
-        Ok(())
     }
 
     /// The file ended before document `expected` (counting from 1): it changed since the plan.
@@ -423,7 +437,7 @@ pub(crate) fn count_rows(file: &str, cfg: &Config) -> Result<(u64, Vec<u64>, u64
         let doc = doc.to_vec();
         Columns::new(&fields, cfg, 1).push(&fields, cfg, file, line, &doc)?;
     }
-    lines.count_rest()?;
+    lines.count_until(u64::MAX)?;
     let rows = lines.rows;
     let groups = if object::is_url(file) {
         Vec::new()
@@ -466,13 +480,14 @@ mod tests {
             ..Default::default()
         })]
         /// The plan's count (the first document read, the rest counted without copying lines)
-        /// is what reading every line gives, for any mix of documents, blank lines, `\r\n` and
-        /// a missing last line end.
+        /// and a skip to any document are what reading every line gives, for any mix of
+        /// documents, blank lines, `\r\n`, a byte-order mark and a missing last line end.
         #[test]
-        fn counting_the_rest_equals_reading_every_line(
+        fn counting_and_skipping_equal_reading_every_line(
             parts in proptest::collection::vec(proptest::sample::select(vec!["{}", "{\"t\": 1}", "", " ", "\t \r", "\u{feff}{}"]), 0..40),
             ends in proptest::collection::vec(proptest::sample::select(vec!["\n", "\r\n"]), 40),
             last_end in proptest::bool::ANY,
+            capacity in 1usize..9,
         ) {
             let mut text = String::new();
             for (i, p) in parts.iter().enumerate() {
@@ -481,16 +496,29 @@ mod tests {
                     text.push_str(ends[i]);
                 }
             }
-            let open = || Lines::open("x.jsonl", Some(text.clone().into_bytes())).unwrap();
+            let open =
+                || Lines::open_buffered("x.jsonl", Some(text.clone().into_bytes()), capacity).unwrap();
             let mut every = open();
             while every.next_line().unwrap().is_some() {}
             let mut counted = open();
             let _ = counted.next_doc().unwrap();
-            counted.count_rest().unwrap();
+            counted.count_until(u64::MAX).unwrap();
             proptest::prop_assert_eq!(
                 (counted.rows, counted.blank, counted.line),
                 (every.rows, every.blank, every.line)
             );
+            // Skipping to any document, then reading it, gives what reading line by line gives.
+            for k in 0..=every.rows {
+                let mut read = open();
+                let mut want = None;
+                for _ in 0..=k {
+                    want = read.next_doc().unwrap().map(|(l, d)| (l, d.to_vec()));
+                }
+                let mut skipped = open();
+                skipped.skip_to(k).unwrap();
+                let got = skipped.next_doc().unwrap().map(|(l, d)| (l, d.to_vec()));
+                proptest::prop_assert_eq!(got, want);
+            }
         }
     }
 
