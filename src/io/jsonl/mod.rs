@@ -94,12 +94,28 @@ pub(crate) struct Line {
 pub(crate) struct Lines {
     file: String,
     reader: Box<dyn BufRead + Send>,
-    /// The line last read (from 1), and the document rows read so far.
-    line: u64,
-    rows: u64,
-    /// Blank lines skipped so far.
-    pub blank: u64,
+    pos: Position,
     buf: Vec<u8>,
+}
+
+/// How far a [`Lines`] has read: the line last read (from 1), the documents and the blank lines
+/// among them.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Position {
+    pub line: u64,
+    pub rows: u64,
+    pub blank: u64,
+}
+
+impl Position {
+    /// Counts a line just read: a document, or a blank one.
+    fn count_line(&mut self, blank: bool) {
+        self.line += 1;
+        match blank {
+            true => self.blank += 1,
+            false => self.rows += 1,
+        }
+    }
 }
 
 impl Lines {
@@ -137,9 +153,7 @@ impl Lines {
         Ok(Lines {
             file: file.to_string(),
             reader,
-            line: 0,
-            rows: 0,
-            blank: 0,
+            pos: Position::default(),
             buf: Vec::new(),
         })
     }
@@ -170,7 +184,6 @@ impl Lines {
         if n == 0 {
             return Ok(None);
         }
-        self.line += 1;
         let mut end = self.buf.len();
         if self.buf[..end].ends_with(b"\n") {
             end -= 1;
@@ -178,18 +191,15 @@ impl Lines {
         if self.buf[..end].ends_with(b"\r") {
             end -= 1;
         }
-        let start = if self.line == 1 && self.buf.starts_with(b"\xEF\xBB\xBF") {
+        let start = if self.pos.line == 0 && self.buf.starts_with(b"\xEF\xBB\xBF") {
             3.min(end)
         } else {
             0
         };
         let document = !self.buf[start..end].iter().all(u8::is_ascii_whitespace);
-        match document {
-            true => self.rows += 1,
-            false => self.blank += 1,
-        }
+        self.pos.count_line(!document);
         Ok(Some(Line {
-            line: self.line,
+            line: self.pos.line,
             document,
             start,
             content: start..end,
@@ -211,23 +221,19 @@ impl Lines {
     /// the file ends.
     fn count_until(&mut self, until: u64) -> Result<()> {
         // The first line goes through `next_line`, which knows the byte-order mark.
-        if self.line == 0 && self.rows < until && self.next_line()?.is_none() {
+        if self.pos.line == 0 && self.pos.rows < until && self.next_line()?.is_none() {
             return Ok(());
         }
         // The line under way: whether it has bytes, and whether they are all whitespace.
         let (mut open, mut blank) = (false, true);
-        while self.rows < until {
+        while self.pos.rows < until {
             let buf = match self.reader.fill_buf() {
                 Ok(b) => b,
                 Err(e) => return Err(self.read_error(e)),
             };
             if buf.is_empty() {
                 if open {
-                    self.line += 1;
-                    match blank {
-                        true => self.blank += 1,
-                        false => self.rows += 1,
-                    }
+                    self.pos.count_line(blank);
                 }
                 return Ok(());
             }
@@ -241,14 +247,10 @@ impl Lines {
                 if end == n {
                     break;
                 }
-                self.line += 1;
-                match blank {
-                    true => self.blank += 1,
-                    false => self.rows += 1,
-                }
+                self.pos.count_line(blank);
                 (open, blank) = (false, true);
                 start = end + 1;
-                if self.rows == until {
+                if self.pos.rows == until {
                     used = start;
                     break;
                 }
@@ -265,7 +267,11 @@ impl Lines {
             Compression::Gzip => " (is the gzip file complete? re-copy it if truncated)",
             Compression::Zstd => " (is the zstd file complete? re-copy it if truncated)",
         };
-        at(&self.file, self.line + 1, format!("cannot read: {e}{what}"))
+        at(
+            &self.file,
+            self.pos.line + 1,
+            format!("cannot read: {e}{what}"),
+        )
     }
 
     /// Whether nothing is left to read (a read error counts as more: the next read reports it).
@@ -276,7 +282,7 @@ impl Lines {
     /// Skips document rows until `row` is the next.
     fn skip_to(&mut self, row: u64) -> Result<()> {
         self.count_until(row)?;
-        match self.rows < row {
+        match self.pos.rows < row {
             true => Err(self.changed(row)),
             false => Ok(()),
         }
@@ -286,11 +292,11 @@ impl Lines {
     fn changed(&self, expected: u64) -> Error {
         at(
             &self.file,
-            self.line,
+            self.pos.line,
             format!(
                 "the file holds {} documents now, the run expected at least {expected}: it \
                  changed since the run began; run again on the new file",
-                self.rows
+                self.pos.rows
             ),
         )
     }
@@ -318,7 +324,7 @@ fn lines_at(file: &str, bytes: Option<Vec<u8>>, row: u64) -> Result<Lines> {
         let now = stamp(file);
         let mut open = CURSORS.lock().unwrap_or_else(|e| e.into_inner());
         open.retain(|(f, s, _)| f != file || (s.is_some() && *s == now));
-        if let Some(i) = (open.iter()).position(|(f, _, l)| f == file && l.rows == row) {
+        if let Some(i) = (open.iter()).position(|(f, _, l)| f == file && l.pos.rows == row) {
             return Ok(open.swap_remove(i).2);
         }
     }
@@ -352,7 +358,7 @@ pub(crate) fn read_shard(
     let fields = Fields::new(cfg);
     let capacity = (end - first).min(1 << 16) as usize;
     let mut cols = Columns::new(&fields, cfg, capacity);
-    while lines.rows < end {
+    while lines.pos.rows < end {
         let Some((line, doc)) = lines.next_doc()? else {
             if rows.is_some() {
                 return Err(lines.changed(end));
@@ -438,7 +444,7 @@ pub(crate) fn count_rows(file: &str, cfg: &Config) -> Result<(u64, Vec<u64>, u64
         Columns::new(&fields, cfg, 1).push(&fields, cfg, file, line, &doc)?;
     }
     lines.count_until(u64::MAX)?;
-    let rows = lines.rows;
+    let rows = lines.pos.rows;
     let groups = if object::is_url(file) {
         Vec::new()
     } else {
@@ -448,7 +454,7 @@ pub(crate) fn count_rows(file: &str, cfg: &Config) -> Result<(u64, Vec<u64>, u64
         }
         g
     };
-    Ok((rows, groups, lines.blank))
+    Ok((rows, groups, lines.pos.blank))
 }
 
 /// Bytes at each end of a JSON Lines file that its fingerprint covers.
@@ -504,11 +510,11 @@ mod tests {
             let _ = counted.next_doc().unwrap();
             counted.count_until(u64::MAX).unwrap();
             proptest::prop_assert_eq!(
-                (counted.rows, counted.blank, counted.line),
-                (every.rows, every.blank, every.line)
+                (counted.pos.rows, counted.pos.blank, counted.pos.line),
+                (every.pos.rows, every.pos.blank, every.pos.line)
             );
             // Skipping to any document, then reading it, gives what reading line by line gives.
-            for k in 0..=every.rows {
+            for k in 0..=every.pos.rows {
                 let mut read = open();
                 let mut want = None;
                 for _ in 0..=k {
