@@ -71,14 +71,58 @@ impl<'w> Encoder<'w> {
     }
 }
 
-/// Which lines an output gets.
-#[derive(Clone, Copy, PartialEq)]
-enum Which {
-    Kept,
-    Audited,
+/// One output being written: its stream, its location (for errors), and whether the last line
+/// written to it had no line end (the input's last line): one goes before the next.
+struct Sink<'w> {
+    enc: Encoder<'w>,
+    path: String,
+    open_end: bool,
 }
 
-/// Writes the kept lines of `shard` to `kept` (and the audited ones to `dropped`), each tagged.
+impl<'w> Sink<'w> {
+    fn new(w: &'w mut (dyn Write + Send), c: Compression, path: String) -> Result<Sink<'w>> {
+        let enc = Encoder::new(w, c).map_err(|e| Error::Output {
+            path: path.clone(),
+            source: e.into(),
+        })?;
+        Ok(Sink {
+            enc,
+            path,
+            open_end: false,
+        })
+    }
+
+    fn err(&self, e: std::io::Error) -> Error {
+        Error::Output {
+            path: self.path.clone(),
+            source: e.into(),
+        }
+    }
+
+    /// Writes `line` and its line end `copies` times.
+    fn line(&mut self, line: &[u8], ending: &[u8], copies: u32) -> Result<()> {
+        for _ in 0..copies {
+            if self.open_end {
+                self.enc.write_all(b"\n").map_err(|e| self.err(e))?;
+            }
+            self.enc.write_all(line).map_err(|e| self.err(e))?;
+            self.enc.write_all(ending).map_err(|e| self.err(e))?;
+            self.open_end = ending.is_empty();
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<()> {
+        let path = self.path;
+        self.enc.finish().map_err(|e| Error::Output {
+            path,
+            source: e.into(),
+        })
+    }
+}
+
+/// Writes the kept lines of `shard` to `kept` (and the audited ones to `dropped`) in one pass
+/// over the input, each output tagged once written.
 pub(super) fn write(
     shard: &Shard,
     m: &Manifest,
@@ -88,46 +132,46 @@ pub(super) fn write(
     tag: &str,
     pb: &indicatif::ProgressBar,
 ) -> Result<()> {
-    let outputs = [(Some(kept), Which::Kept), (dropped, Which::Audited)];
-    for (dir, which) in outputs {
-        let Some(dir) = dir else { continue };
-        let out_err = |e: std::io::Error| Error::Output {
-            path: dir.location(name),
-            source: e.into(),
-        };
-        // The old tag goes first: an output being replaced is never taken for complete.
+    let dirs = || std::iter::once(kept).chain(dropped);
+    // The old tags go first: an output being replaced is never taken for complete.
+    for dir in dirs() {
         dir.remove(&tag_name(name))?;
-        dir.write_with(name, |w| {
-            let mut enc = Encoder::new(w, jsonl::compression(&shard.src.file)).map_err(out_err)?;
-            copy_lines(shard, m, which, &mut enc, pb)?;
-            enc.finish().map_err(out_err)
-        })?;
+    }
+    let c = jsonl::compression(&shard.src.file);
+    kept.write_with(name, |w| {
+        let mut to_kept = Sink::new(w, c, kept.location(name))?;
+        match dropped {
+            Some(d) => d.write_with(name, |w| {
+                let mut to_audit = Sink::new(w, c, d.location(name))?;
+                copy_lines(shard, m, &mut to_kept, Some(&mut to_audit), pb)?;
+                to_audit.finish()
+            })?,
+            None => copy_lines(shard, m, &mut to_kept, None, pb)?,
+        }
+        to_kept.finish()
+    })?;
+    for dir in dirs() {
         dir.write_bytes(&tag_name(name), tag.as_bytes().to_vec())?;
     }
     Ok(())
 }
 
-/// Streams the shard's lines into `enc`: those `which` takes, edited as the module says.
+/// Streams the shard's lines into the outputs: the kept ones (edited as the module says) into
+/// `kept`, the audited ones with the manifest's fields into `audit`.
 fn copy_lines(
     shard: &Shard,
     m: &Manifest,
-    which: Which,
-    enc: &mut Encoder,
+    kept: &mut Sink,
+    mut audit: Option<&mut Sink>,
     pb: &indicatif::ProgressBar,
 ) -> Result<()> {
     let file = &shard.src.file;
-    let wr = |e: std::io::Error| Error::Output {
-        path: file.clone(),
-        source: e.into(),
-    };
-    let audit: Vec<(&str, &Column)> = match which {
-        Which::Kept => Vec::new(),
-        Which::Audited => audit_fields(shard, m)?,
+    let fields: Vec<(&str, &Column)> = match audit {
+        Some(_) => audit_fields(shard, m)?,
+        None => Vec::new(),
     };
     let mut lines = Lines::open(file, None)?;
     let mut i = 0usize;
-    // The last line written had no line end (the file's last line): one goes before the next.
-    let mut open_end = false;
     while let Some(l) = lines.next_line()? {
         if !l.document {
             continue;
@@ -136,60 +180,52 @@ fn copy_lines(
             return Err(changed(shard, i + 1));
         };
         let row = row as usize;
-        let take = match which {
-            Which::Kept => shard.mask[i],
-            Which::Audited => shard.audited[i],
-        };
-        let copies = match which {
-            Which::Kept => shard.repeat.get(i).copied().unwrap_or(1),
-            Which::Audited => 1,
-        };
+        let copies = shard.repeat.get(i).copied().unwrap_or(1);
+        let (take, audited) = (shard.mask[i], shard.audited[i]);
         i += 1;
-        if which == Which::Kept {
-            pb.inc(1);
-        }
-        if !take || copies == 0 {
-            continue;
-        }
+        pb.inc(1);
         let content = lines.content(&l);
         let ending = &lines.bytes(&l)[content.len()..];
-        let edited = match which {
-            Which::Kept => kept_line(shard, m, row, content, l.line)?,
-            Which::Audited => {
-                let fields = (audit.iter())
-                    .map(|(n, c)| {
-                        Ok((
-                            *n,
-                            json_of(c.get(row).map_err(|e| super::manifest_err(m, e))?),
-                        ))
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                for (n, _) in &fields {
-                    if edit::value_span(content, n).is_some() {
-                        return Err(Error::ColumnExists {
-                            file: file.clone(),
-                            column: n.to_string(),
-                            what: "the dropped lines cannot get the manifest's field of that name: rename that field in the input, or apply without --dropped",
-                        });
-                    }
-                }
-                Some(edit::with_fields(content, &fields))
-            }
-        };
-        let line = edited.as_deref().unwrap_or(content);
-        for _ in 0..copies {
-            if open_end {
-                enc.write_all(b"\n").map_err(wr)?;
-            }
-            enc.write_all(line).map_err(wr)?;
-            enc.write_all(ending).map_err(wr)?;
-            open_end = ending.is_empty();
+        if take && copies > 0 {
+            let edited = kept_line(shard, m, row, content, l.line)?;
+            kept.line(edited.as_deref().unwrap_or(content), ending, copies)?;
+        }
+        if let Some(to) = audit.as_mut().filter(|_| audited) {
+            to.line(&audited_line(shard, m, &fields, row, content)?, ending, 1)?;
         }
     }
     if i != shard.rows.len() {
         return Err(changed(shard, i));
     }
     Ok(())
+}
+
+/// A dropped (or cut) line as the audit gets it: with the manifest's `fields` added, none of
+/// which the line may hold already.
+fn audited_line(
+    shard: &Shard,
+    m: &Manifest,
+    fields: &[(&str, &Column)],
+    row: usize,
+    content: &[u8],
+) -> Result<Vec<u8>> {
+    let values = (fields.iter())
+        .map(|(n, c)| {
+            let v = c.get(row).map_err(|e| super::manifest_err(m, e))?;
+            Ok((*n, json_of(v)))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if let Some((n, _)) = values
+        .iter()
+        .find(|(n, _)| edit::value_span(content, n).is_some())
+    {
+        return Err(Error::ColumnExists {
+            file: shard.src.file.clone(),
+            column: n.to_string(),
+            what: "the dropped lines cannot get the manifest's field of that name: rename that field in the input, or apply without --dropped",
+        });
+    }
+    Ok(edit::with_fields(content, &values))
 }
 
 /// A kept line as written: `None` when it is written as it was.

@@ -337,9 +337,9 @@ pub(crate) fn string_column(df: &DataFrame, name: &str, file: &str) -> Result<St
     Ok(c.rechunk().into_owned())
 }
 
-/// Reads the text, id and priority columns of one shard, Parquet or JSON Lines (rows `rows` only, when given),
-/// checking names and types. `bytes`, when given, is the file's content already fetched (object
-/// storage); otherwise the file is scanned.
+/// Reads the text, id and priority columns of one shard, Parquet or JSON Lines (rows `rows` only,
+/// when given), checking names and types. `bytes`, when given, is the file's content already
+/// fetched (object storage); otherwise the file is scanned.
 pub(crate) fn read_shard(
     file: &str,
     bytes: Option<Vec<u8>>,

@@ -365,8 +365,7 @@ pub(crate) fn read_shard(
             }
             break;
         };
-        // `next_doc` borrows the reader's buffer; the columns copy what they keep.
-        let doc: &[u8] = doc;
+        // `doc` is the reader's buffer; the columns copy what they keep.
         cols.push(&fields, cfg, file, line, doc)?;
     }
     // Kept open for the next chunk, unless the file is read to its end.
@@ -425,9 +424,8 @@ pub(crate) fn read_texts(
         let Some((line, doc)) = lines.next_doc()? else {
             return Err(lines.changed(row + 1));
         };
-        let doc = doc.to_vec();
         let mut one = Columns::new(&fields, cfg, 1);
-        one.push(&fields, cfg, file, line, &doc)?;
+        one.push(&fields, cfg, file, line, doc)?;
         out.push(one.text.finish().get(0).map(str::to_string));
     }
     Ok(out)
@@ -440,8 +438,7 @@ pub(crate) fn count_rows(file: &str, cfg: &Config) -> Result<(u64, Vec<u64>, u64
     let mut lines = Lines::open(file, None)?;
     let fields = Fields::new(cfg);
     if let Some((line, doc)) = lines.next_doc()? {
-        let doc = doc.to_vec();
-        Columns::new(&fields, cfg, 1).push(&fields, cfg, file, line, &doc)?;
+        Columns::new(&fields, cfg, 1).push(&fields, cfg, file, line, doc)?;
     }
     lines.count_until(u64::MAX)?;
     let rows = lines.pos.rows;
