@@ -9,7 +9,28 @@ use std::ops::Range;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::io::input::{read_shard, Shard};
+use crate::io::jsonl::GroupStart;
 use crate::io::object;
+
+/// Rows of one input file to read: all of them, or a range; for a plain JSON Lines file, where
+/// the plan recorded that the range's row group starts.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Slice {
+    pub file: String,
+    pub rows: Option<Range<u64>>,
+    pub start: Option<GroupStart>,
+}
+
+impl Slice {
+    /// All rows of `file`.
+    pub(crate) fn whole(file: &str) -> Slice {
+        Slice {
+            file: file.to_string(),
+            rows: None,
+            start: None,
+        }
+    }
+}
 
 /// All shards of one run.
 pub struct Corpus {
@@ -22,15 +43,14 @@ pub struct Corpus {
 impl Corpus {
     /// Reads every shard; `on_shard` is called after each (for progress).
     pub fn load(files: &[String], cfg: &Config, on_shard: impl FnMut(&Shard)) -> Result<Corpus> {
-        let slices: Vec<(String, Option<Range<u64>>)> =
-            files.iter().map(|f| (f.clone(), None)).collect();
+        let slices: Vec<Slice> = files.iter().map(|f| Slice::whole(f)).collect();
         Self::load_slices(&slices, cfg, on_shard)
     }
 
-    /// Reads the given row ranges (`None`: all rows) of shards, in order; document 0 is the first
-    /// row of the first slice.
-    pub fn load_slices(
-        slices: &[(String, Option<Range<u64>>)],
+    /// Reads the given slices of shards, in order; document 0 is the first row of the first
+    /// slice.
+    pub(crate) fn load_slices(
+        slices: &[Slice],
         cfg: &Config,
         mut on_shard: impl FnMut(&Shard),
     ) -> Result<Corpus> {
@@ -40,18 +60,18 @@ impl Corpus {
         for window in slices.chunks(16) {
             let remote: Vec<String> = window
                 .iter()
-                .filter(|(f, _)| object::is_url(f))
-                .map(|(f, _)| f.clone())
+                .filter(|s| object::is_url(&s.file))
+                .map(|s| s.file.clone())
                 .collect();
             let mut fetched = object::get_all(&remote)?.into_iter();
             let inputs: Vec<_> = window
                 .iter()
-                .map(|(f, rows)| (f, object::is_url(f).then(|| fetched.next()).flatten(), rows))
+                .map(|s| (s, object::is_url(&s.file).then(|| fetched.next()).flatten()))
                 .collect();
             // Slices (row groups of a chunk) are decoded in parallel, kept in order.
             let read: Vec<Shard> = inputs
                 .into_par_iter()
-                .map(|(f, bytes, rows)| read_shard(f, bytes, rows.clone(), cfg))
+                .map(|(s, bytes)| read_shard(&s.file, bytes, s.rows.clone(), s.start.as_ref(), cfg))
                 .collect::<Result<_>>()?;
             for shard in read {
                 on_shard(&shard);

@@ -9,15 +9,27 @@
 //!   lock and signal tests stop a run there).
 //! - `CORPUS_DEDUP_CHUNK_ROWS=N`: the signatures chunk size (tests use tiny chunks to cross many
 //!   chunk and shard boundaries); it never changes a result.
+//! - `CORPUS_DEDUP_JSONL_GROUP_ROWS=N`: the documents of a JSON Lines row group, each a place a
+//!   task may seek to (tests use tiny groups); it never changes a result.
 //! - `CORPUS_DEDUP_COMPACT=never`: no lingering batch is compacted (tests compare the decisions
 //!   of an index with and without compaction).
 
 /// The signatures chunk size: `default`, unless the chunk-size hook sets it.
 pub(crate) fn chunk_rows(default: u64) -> u64 {
+    number("CORPUS_DEDUP_CHUNK_ROWS", default)
+}
+
+/// The rows of a JSON Lines row group: `default`, unless the group-size hook sets it.
+pub(crate) fn jsonl_group_rows(default: u64) -> u64 {
+    number("CORPUS_DEDUP_JSONL_GROUP_ROWS", default).max(1)
+}
+
+/// The number `var` holds (test builds only), else `default`.
+fn number(var: &str, default: u64) -> u64 {
     if !cfg!(feature = "test-hooks") {
         return default;
     }
-    std::env::var("CORPUS_DEDUP_CHUNK_ROWS")
+    std::env::var(var)
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)

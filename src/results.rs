@@ -327,7 +327,7 @@ pub(crate) fn read_row_at(
     } else {
         (None, Some(row..row + 1), 0)
     };
-    let shard = input::read_shard(file, bytes, slice, cfg)?;
+    let shard = input::read_shard(file, bytes, slice, None, cfg)?;
     let id = (shard.id.as_ref()).and_then(|ids| ids.get(at as usize).map(str::to_string));
     Ok((shard.text.get(at as usize).map(str::to_string), id))
 }
@@ -384,7 +384,7 @@ pub(crate) fn read_texts(
                     .collect());
             }
             let first = slice.as_ref().map_or(0, |r| r.start);
-            let shard = input::read_shard(file, bytes, slice, &m.config)?;
+            let shard = input::read_shard(file, bytes, slice, None, &m.config)?;
             Ok(idx
                 .into_iter()
                 .map(|i| {

@@ -36,8 +36,10 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, Method};
+use crate::corpus::Slice;
 use crate::error::{Error, Result};
 use crate::io::input;
+use crate::io::jsonl::GroupStart;
 use crate::simhash::BlockIndex;
 
 use crate::io::output::OutputDir;
@@ -84,6 +86,9 @@ pub(crate) struct InputFile {
     /// JSON Lines: lines of only whitespace, skipped (no documents).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub blank_lines: u64,
+    /// Plain local JSON Lines: where each row group after the first starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub group_starts: Vec<GroupStart>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -141,6 +146,7 @@ impl Plan {
                 bytes: c.bytes,
                 fingerprint: c.fingerprint,
                 blank_lines: c.blank_lines,
+                group_starts: c.group_starts,
             });
             next += c.rows;
         }
@@ -325,12 +331,17 @@ impl Plan {
     /// and for the last one to be stored, so short ends keep both waits short), and the others
     /// at `max_docs`; a chunk takes at least one piece. How a part is chunked never changes a
     /// result.
-    pub(crate) fn chunks(&self, p: usize, max_docs: u64) -> Vec<Vec<(String, Option<Range<u64>>)>> {
+    pub(crate) fn chunks(&self, p: usize, max_docs: u64) -> Vec<Vec<Slice>> {
         let max_docs = max_docs.max(1);
         let small = (max_docs / 8).max(1);
         let r = self.part_range(p);
-        // Pieces: (file, rows, fetched whole) in order, each within one row group.
-        let mut pieces: Vec<(&str, Range<u64>, bool)> = Vec::new();
+        // Pieces: (slice, fetched whole) in order, each within one row group.
+        let mut pieces: Vec<(Slice, bool)> = Vec::new();
+        let piece = |f: &InputFile, rows: Range<u64>, start: Option<&GroupStart>| Slice {
+            file: f.file.clone(),
+            rows: Some(rows),
+            start: start.copied(),
+        };
         for f in &self.files {
             let (lo, hi) = (r.start.max(f.first_doc), r.end.min(f.first_doc + f.rows));
             if f.rows == 0 || lo >= hi {
@@ -338,7 +349,7 @@ impl Plan {
             }
             let (lo, hi) = (lo - f.first_doc, hi - f.first_doc);
             if crate::io::object::is_url(&f.file) {
-                pieces.push((&f.file, lo..hi, true));
+                pieces.push((piece(f, lo..hi, None), true));
                 continue;
             }
             let single = [f.rows];
@@ -348,21 +359,25 @@ impl Plan {
                 &f.row_groups[..]
             };
             let mut g_start = 0;
-            for &g in groups {
+            for (i, &g) in groups.iter().enumerate() {
                 let (a, b) = (lo.max(g_start), hi.min(g_start + g));
+                // Where the group starts in a plain JSON Lines file (the first at the file's).
+                let start = i.checked_sub(1).and_then(|i| f.group_starts.get(i));
                 if a < b {
                     let n = (b - a).div_ceil(max_docs);
                     let per = (b - a).div_ceil(n);
                     let mut x = a;
                     while x < b {
-                        pieces.push((&f.file, x..(x + per).min(b), false));
+                        pieces.push((piece(f, x..(x + per).min(b), start), false));
                         x += per;
                     }
                 }
                 g_start += g;
             }
         }
-        let total: u64 = pieces.iter().map(|(_, r, _)| r.end - r.start).sum();
+        let total: u64 = (pieces.iter().filter_map(|(s, _)| s.rows.as_ref()))
+            .map(|r| r.end - r.start)
+            .sum();
         let target = |done: u64| {
             let left = total - done;
             if done == 0 {
@@ -374,16 +389,16 @@ impl Plan {
             }
         };
         let mut chunks = Vec::new();
-        let mut cur: Vec<(String, Option<Range<u64>>)> = Vec::new();
+        let mut cur: Vec<Slice> = Vec::new();
         let (mut done, mut in_cur) = (0u64, 0u64);
-        for (file, rows, whole) in pieces {
-            let n = rows.end - rows.start;
+        for (slice, whole) in pieces {
+            let n = slice.rows.as_ref().map_or(0, |r| r.end - r.start);
             let fits = in_cur + n <= target(done - in_cur).max(small) && in_cur + n <= max_docs;
             if !cur.is_empty() && (whole || !fits) {
                 chunks.push(std::mem::take(&mut cur));
                 in_cur = 0;
             }
-            cur.push((file.to_string(), Some(rows)));
+            cur.push(slice);
             in_cur += n;
             done += n;
             if whole {
@@ -500,6 +515,7 @@ mod tests {
                 bytes: 0,
                 fingerprint: String::new(),
                 blank_lines: 0,
+                group_starts: Vec::new(),
             });
             next += r;
         }
@@ -537,7 +553,9 @@ mod tests {
         assert_eq!(p.locate(5), ("f2", 0));
         // Chunks of at most 2 rows cover part 1 in order; f2's 3 rows (one row group) are cut
         // into equal pieces of 2 and 1.
-        let c = p.chunks(1, 2);
+        let c: Vec<Vec<(String, Option<Range<u64>>)>> = (p.chunks(1, 2).into_iter())
+            .map(|c| c.into_iter().map(|s| (s.file, s.rows)).collect())
+            .collect();
         assert_eq!(
             c,
             vec![
@@ -555,12 +573,13 @@ mod tests {
             .iter()
             .map(|c| {
                 c.iter()
-                    .map(|(_, r)| r.as_ref().map_or(0, |r| r.end - r.start))
+                    .map(|s| s.rows.as_ref().map_or(0, |r| r.end - r.start))
                     .sum()
             })
             .collect();
         assert_eq!(sizes.iter().sum::<u64>(), 100_000);
-        assert!(chunks.iter().flatten().all(|(_, r)| r
+        assert!(chunks.iter().flatten().all(|s| s
+            .rows
             .as_ref()
             .is_some_and(|r| r.start % 2_000 == 0 && r.end - r.start == 2_000)));
         assert_eq!(sizes[0], 2_000);
@@ -570,14 +589,15 @@ mod tests {
         // One row group larger than a chunk: equal pieces, one per chunk.
         let mut big = plan(&[31_250], vec![(0, 31_250)]);
         big.files[0].row_groups = vec![31_250];
-        let sizes: Vec<Vec<(String, Option<Range<u64>>)>> = big.chunks(0, 8_192);
+        let sizes: Vec<Vec<Slice>> = big.chunks(0, 8_192);
         assert_eq!(
             sizes,
             (0..4)
-                .map(|i| vec![(
-                    "f0".to_string(),
-                    Some(i * 7_813..((i + 1) * 7_813).min(31_250))
-                )])
+                .map(|i| vec![Slice {
+                    file: "f0".to_string(),
+                    rows: Some(i * 7_813..((i + 1) * 7_813).min(31_250)),
+                    start: None,
+                }])
                 .collect::<Vec<_>>()
         );
         assert_eq!(p.locate(4), ("f0", 4));

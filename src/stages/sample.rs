@@ -51,7 +51,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SampleStats
     for chunk in plan.chunks(p, crate::hooks::chunk_rows(DOCS_PER_CHUNK)) {
         let rows: u64 = chunk
             .iter()
-            .map(|(_, r)| r.as_ref().map_or(0, |r| r.end - r.start))
+            .map(|s| s.rows.as_ref().map_or(0, |r| r.end - r.start))
             .sum();
         // Sampled documents of the chunk: global indices first.. first + rows that stride divides.
         let docs: Vec<u64> = (first.div_ceil(stride) * stride..first + rows)

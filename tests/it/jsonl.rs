@@ -104,6 +104,14 @@ fn jsonl_gives_the_parquet_manifest_for_every_option_family() {
         assert!(da.equals_missing(&db), "{args:?}:\n{da}\n{db}");
         assert!(!da.column("keep").unwrap().bool().unwrap().all());
     }
+    // Row groups of 16 documents (a task seeks to the group its part starts in) and chunks of
+    // 7: the same manifest.
+    let out = dir.join("groups");
+    run_cmd(&jl, &out, &["--tasks", "3", "--threads", "2"])
+        .env("CORPUS_DEDUP_JSONL_GROUP_ROWS", "16")
+        .env("CORPUS_DEDUP_CHUNK_ROWS", "7")
+        .ok();
+    assert!(decisions(&out).equals_missing(&decisions(&dir.join("p0"))));
     // The task path, as Ray and Slurm drive it, gives the run's manifest.
     let work = dir.join("work");
     let out = dir.join("tasks");

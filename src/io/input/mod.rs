@@ -258,6 +258,8 @@ pub(crate) struct Counted {
     /// Rows of each row group (local files only: an object-store shard is fetched and read
     /// whole, so they do not matter there).
     pub row_groups: Vec<u64>,
+    /// Plain JSON Lines: where each row group after the first starts.
+    pub group_starts: Vec<jsonl::GroupStart>,
     /// JSON Lines: lines of only whitespace, which are no documents.
     pub blank_lines: u64,
     /// The file's size and fingerprint ([`identity()`]).
@@ -269,16 +271,21 @@ pub(crate) struct Counted {
 /// or JSON Lines (reading it through, checking the first document's fields).
 pub(crate) fn count_rows(file: &str, cfg: &Config) -> Result<Counted> {
     let (bytes, fingerprint) = identity(file)?;
-    let (rows, row_groups, blank_lines) = if jsonl::is_jsonl(file) {
+    let c = if jsonl::is_jsonl(file) {
         jsonl::count_rows(file, cfg)?
     } else {
         let (rows, groups) = count_parquet_rows(file, cfg)?;
-        (rows, groups, 0)
+        jsonl::Counted {
+            rows,
+            groups,
+            ..Default::default()
+        }
     };
     Ok(Counted {
-        rows,
-        row_groups,
-        blank_lines,
+        rows: c.rows,
+        row_groups: c.groups,
+        group_starts: c.starts,
+        blank_lines: c.blank_lines,
         bytes,
         fingerprint,
     })
@@ -344,10 +351,11 @@ pub(crate) fn read_shard(
     file: &str,
     bytes: Option<Vec<u8>>,
     rows: Option<std::ops::Range<u64>>,
+    start: Option<&jsonl::GroupStart>,
     cfg: &Config,
 ) -> Result<Shard> {
     if jsonl::is_jsonl(file) {
-        return jsonl::read_shard(file, bytes, rows, cfg);
+        return jsonl::read_shard(file, bytes, rows, start, cfg);
     }
     let mut lf = scan(file, bytes)?;
     let schema = lf.collect_schema().map_err(|e| parquet_err(file, e))?;

@@ -14,14 +14,18 @@
 //!   integer, `--keep COLUMN` a number or boolean, labels a string, integer or boolean. A missing
 //!   field is null, but for the text. Anything else is an error naming the file and the line.
 //! - A file is read as a stream, a chunk of documents at a time, never whole (an `s3://` object
-//!   is fetched whole first, as a Parquet one is). A task that reads a file's later rows reads
-//!   the lines before them too (a compressed stream cannot be entered in the middle); the reads
-//!   of one file in a task continue where the last one stopped.
+//!   is fetched whole first, as a Parquet one is). The plan cuts a local file into groups of
+//!   [`ROWS_PER_GROUP`] documents, as a Parquet file has row groups; for a plain (uncompressed)
+//!   file it records where each group starts ([`GroupStart`]), so a task reading later rows
+//!   seeks there. A compressed stream cannot be entered in the middle: a task reading its later
+//!   rows reads the lines before them too. The reads of one file in a task continue where the
+//!   last one stopped.
 
 use std::io::{BufRead, BufReader, Read};
 use std::sync::Mutex;
 
 use polars::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, Keep};
 use crate::error::{Error, Result};
@@ -99,11 +103,24 @@ pub(crate) struct Lines {
 }
 
 /// How far a [`Lines`] has read: the line last read (from 1), the documents and the blank lines
-/// among them.
+/// among them, and the bytes of those lines (in the decompressed stream).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Position {
     pub line: u64,
     pub rows: u64,
+    pub blank: u64,
+    pub byte: u64,
+}
+
+/// Where a group of rows of a plain local JSON Lines file starts, as the plan recorded it: the
+/// group's first row, and the byte offset and line count after the line end of the row before
+/// it (the blank lines before it counted too). A task seeks there instead of reading the lines
+/// before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct GroupStart {
+    pub row: u64,
+    pub byte: u64,
+    pub line: u64,
     pub blank: u64,
 }
 
@@ -158,6 +175,47 @@ impl Lines {
         })
     }
 
+    /// Opens a plain local `file` at `start` (its next document is row `start.row`), after
+    /// checking a line ends just before it: the file is the one the plan read.
+    fn open_at(file: &str, start: &GroupStart) -> Result<Lines> {
+        use std::io::{Seek, SeekFrom};
+        let changed = || {
+            at(
+                file,
+                start.line,
+                format!(
+                    "no line ends at byte {} as when the run was planned: the file changed since \
+                     the run began; run again on the new file",
+                    start.byte
+                ),
+            )
+        };
+        let mut f =
+            std::fs::File::open(file).map_err(|e| at(file, 0, format!("cannot open: {e}")))?;
+        let mut before = [0u8; 1];
+        let seek = |f: &mut std::fs::File, to: u64| f.seek(SeekFrom::Start(to)).map(|_| ());
+        match start.byte {
+            0 => return Err(changed()),
+            b => seek(&mut f, b - 1)
+                .and_then(|()| f.read_exact(&mut before))
+                .map_err(|_| changed())?,
+        }
+        if before != *b"\n" {
+            return Err(changed());
+        }
+        Ok(Lines {
+            file: file.to_string(),
+            reader: Box::new(BufReader::with_capacity(1 << 20, f)),
+            pos: Position {
+                line: start.line,
+                rows: start.row,
+                blank: start.blank,
+                byte: start.byte,
+            },
+            buf: Vec::new(),
+        })
+    }
+
     /// The next document: its line number and bytes (without the line end), or `None` at the end.
     pub(crate) fn next_doc(&mut self) -> Result<Option<(u64, &[u8])>> {
         loop {
@@ -184,6 +242,7 @@ impl Lines {
         if n == 0 {
             return Ok(None);
         }
+        self.pos.byte += n as u64;
         let mut end = self.buf.len();
         if self.buf[..end].ends_with(b"\n") {
             end -= 1;
@@ -256,6 +315,7 @@ impl Lines {
                 }
             }
             self.reader.consume(used);
+            self.pos.byte += used as u64;
         }
         Ok(())
     }
@@ -318,8 +378,14 @@ fn stamp(file: &str) -> Stamp {
 /// Files kept open at once.
 const OPEN_CURSORS: usize = 8;
 
-/// A reader of `file` whose next document is row `row`.
-fn lines_at(file: &str, bytes: Option<Vec<u8>>, row: u64) -> Result<Lines> {
+/// A reader of `file` whose next document is row `row`: an open one that stopped there, else
+/// one opened at `start` (a group start at or before `row`) or at the file's start.
+fn lines_at(
+    file: &str,
+    bytes: Option<Vec<u8>>,
+    row: u64,
+    start: Option<&GroupStart>,
+) -> Result<Lines> {
     if bytes.is_none() {
         let now = stamp(file);
         let mut open = CURSORS.lock().unwrap_or_else(|e| e.into_inner());
@@ -328,7 +394,12 @@ fn lines_at(file: &str, bytes: Option<Vec<u8>>, row: u64) -> Result<Lines> {
             return Ok(open.swap_remove(i).2);
         }
     }
-    let mut lines = Lines::open(file, bytes)?;
+    let mut lines = match start {
+        Some(s) if bytes.is_none() && s.row <= row && !object::is_url(file) => {
+            Lines::open_at(file, s)?
+        }
+        _ => Lines::open(file, bytes)?,
+    };
     lines.skip_to(row)?;
     Ok(lines)
 }
@@ -343,18 +414,20 @@ fn keep_open(lines: Lines, opened: Stamp) {
     open.push((lines.file.clone(), opened, lines));
 }
 
-/// Reads rows `rows` (all when `None`) of a JSON Lines shard with the run's fields.
+/// Reads rows `rows` (all when `None`) of a JSON Lines shard with the run's fields, from
+/// `start` when the plan recorded where their group starts.
 pub(crate) fn read_shard(
     file: &str,
     bytes: Option<Vec<u8>>,
     rows: Option<std::ops::Range<u64>>,
+    start: Option<&GroupStart>,
     cfg: &Config,
 ) -> Result<Shard> {
     let from_store = bytes.is_some() || object::is_url(file);
     let first = rows.as_ref().map_or(0, |r| r.start);
     let end = rows.as_ref().map_or(u64::MAX, |r| r.end);
     let opened = stamp(file);
-    let mut lines = lines_at(file, bytes, first)?;
+    let mut lines = lines_at(file, bytes, first, start)?;
     let fields = Fields::new(cfg);
     let capacity = (end - first).min(1 << 16) as usize;
     let mut cols = Columns::new(&fields, cfg, capacity);
@@ -431,27 +504,74 @@ pub(crate) fn read_texts(
     Ok(out)
 }
 
-/// What a plan needs of a JSON Lines file: its documents, its groups of rows (local files only:
-/// an `s3://` one is fetched and read whole), its blank lines. The first document's fields are
+/// What a plan needs of a JSON Lines file ([`count_rows`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Counted {
+    pub rows: u64,
+    /// Rows of each group (local files only: an `s3://` one is fetched and read whole).
+    pub groups: Vec<u64>,
+    /// Where each group after the first starts (plain local files only).
+    pub starts: Vec<GroupStart>,
+    pub blank_lines: u64,
+}
+
+/// Counts a JSON Lines file's documents, groups and blank lines. The first document's fields are
 /// checked, so a wrong field name fails when the plan is made.
-pub(crate) fn count_rows(file: &str, cfg: &Config) -> Result<(u64, Vec<u64>, u64)> {
+pub(crate) fn count_rows(file: &str, cfg: &Config) -> Result<Counted> {
+    count_groups(file, cfg, crate::hooks::jsonl_group_rows(ROWS_PER_GROUP))
+}
+
+/// [`count_rows`] with groups of `per_group` documents.
+fn count_groups(file: &str, cfg: &Config, per_group: u64) -> Result<Counted> {
     let mut lines = Lines::open(file, None)?;
     let fields = Fields::new(cfg);
     if let Some((line, doc)) = lines.next_doc()? {
         Columns::new(&fields, cfg, 1).push(&fields, cfg, file, line, doc)?;
     }
+    let local = !object::is_url(file);
+    let seekable = local && compression(file) == Compression::None;
+    let mut starts = Vec::new();
+    let mut next = per_group;
+    loop {
+        lines.count_until(next)?;
+        if lines.pos.rows < next || lines.at_end() {
+            break;
+        }
+        if seekable {
+            let Position {
+                line,
+                rows,
+                blank,
+                byte,
+            } = lines.pos;
+            starts.push(GroupStart {
+                row: rows,
+                byte,
+                line,
+                blank,
+            });
+        }
+        next += per_group;
+    }
     lines.count_until(u64::MAX)?;
     let rows = lines.pos.rows;
-    let groups = if object::is_url(file) {
-        Vec::new()
-    } else {
-        let mut g = vec![ROWS_PER_GROUP; (rows / ROWS_PER_GROUP) as usize];
-        if rows % ROWS_PER_GROUP != 0 {
-            g.push(rows % ROWS_PER_GROUP);
+    let groups = if local {
+        let mut g = vec![per_group; (rows / per_group) as usize];
+        if rows % per_group != 0 {
+            g.push(rows % per_group);
         }
         g
+    } else {
+        Vec::new()
     };
-    Ok((rows, groups, lines.pos.blank))
+    // Blank lines after the last group's end start no group.
+    starts.truncate(groups.len().saturating_sub(1));
+    Ok(Counted {
+        rows,
+        groups,
+        starts,
+        blank_lines: lines.pos.blank,
+    })
 }
 
 /// Bytes at each end of a JSON Lines file that its fingerprint covers.
@@ -544,7 +664,7 @@ mod tests {
         .resolve()
         .unwrap();
         let texts = |rows: std::ops::Range<u64>| -> Vec<String> {
-            let shard = read_shard(file, None, Some(rows), &cfg).unwrap();
+            let shard = read_shard(file, None, Some(rows), None, &cfg).unwrap();
             shard.text.iter().map(|t| t.unwrap().to_string()).collect()
         };
         std::fs::write(&path, lines("old")).unwrap();
@@ -553,6 +673,64 @@ mod tests {
         // Rewritten (longer) under the same name: the next read opens it again.
         std::fs::write(&path, lines("newer")).unwrap();
         assert_eq!(texts(4..6), ["newer 4", "newer 5"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_read_from_a_group_start_equals_a_read_from_the_file_start() {
+        let dir = std::env::temp_dir().join(format!("corpus-dedup-seek-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.jsonl");
+        let file = path.to_str().unwrap();
+        // A byte-order mark, blank lines (also at a group's edge), `\r\n`, no last line end.
+        let mut text = String::from("\u{feff}");
+        for i in 0..23 {
+            text.push_str(&format!("{{\"text\": \"doc {i}\"}}"));
+            text.push_str(if i % 3 == 0 { "\r\n" } else { "\n" });
+            if i % 4 == 1 {
+                text.push_str(" \n\n");
+            }
+        }
+        text.push_str("{\"text\": \"last\"}");
+        std::fs::write(&path, &text).unwrap();
+        let cfg = crate::Settings {
+            input: vec![file.to_string()],
+            output: Some("/tmp/unused".into()),
+            ..Default::default()
+        }
+        .resolve()
+        .unwrap();
+        let whole = read_shard(file, None, None, None, &cfg).unwrap();
+        let rows_of = |s: &Shard| -> Vec<(String, u64)> {
+            (s.text.iter().zip(s.line.as_ref().unwrap().iter()))
+                .map(|(t, l)| (t.unwrap().to_string(), *l))
+                .collect()
+        };
+        let all = rows_of(&whole);
+        assert_eq!(all.len(), 24);
+        for per_group in [1, 2, 5, 24, 30] {
+            let c = count_groups(file, &cfg, per_group).unwrap();
+            assert_eq!((c.rows, c.blank_lines), (24, 12));
+            assert_eq!(c.starts.len(), c.groups.len() - 1, "{per_group}");
+            for (g, s) in c.starts.iter().enumerate() {
+                assert_eq!(s.row, (g as u64 + 1) * per_group);
+                // Every row from the group start on, with its line number.
+                for k in s.row..24 {
+                    let got = read_shard(file, None, Some(k..k + 1), Some(s), &cfg).unwrap();
+                    assert_eq!(rows_of(&got), [all[k as usize].clone()], "{per_group} {k}");
+                }
+            }
+        }
+        // A start that is no line end (the file changed since the plan) is refused.
+        let c = count_groups(file, &cfg, 5).unwrap();
+        let moved = GroupStart {
+            byte: c.starts[0].byte + 1,
+            ..c.starts[0]
+        };
+        let e = read_shard(file, None, Some(5..6), Some(&moved), &cfg)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("changed since"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
