@@ -298,7 +298,7 @@ pub const SUBSTRING_MIN_BYTES_RANGE: std::ops::RangeInclusive<usize> = 32..=1 <<
 /// The benchmark reference (`--reference` and its options).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReferenceConfig {
-    /// Parquet globs, local or s3://.
+    /// Parquet or JSON Lines globs, local or s3://.
     pub globs: Vec<String>,
     pub id_column: String,
     /// True when the id column was named explicitly (then it must exist; otherwise a file

@@ -271,7 +271,7 @@ impl Settings {
         }
         if let Some(g) = self.reference.iter().find(|g| g.trim().is_empty()) {
             return bad(format!(
-                "--reference '{g}' is empty: give a Parquet glob such as 'bench/*.parquet'"
+                "--reference '{g}' is empty: give a Parquet or JSON Lines glob such as 'bench/*.parquet'"
             ));
         }
         let ngram = self.reference_ngram.unwrap_or(REFERENCE_NGRAM);

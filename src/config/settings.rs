@@ -134,7 +134,7 @@ pub struct Settings {
     /// integer or boolean): near-duplicates within one value are all kept.
     #[arg(long, value_name = "COLUMN")]
     pub across: Option<String>,
-    /// Benchmark reference (Parquet glob, local or s3://; repeat for several): a document holding
+    /// Benchmark reference (Parquet or JSON Lines glob, local or s3://; repeat for several): a document holding
     /// a reference item's text is dropped (contaminated_by, contamination in the manifest).
     #[arg(long = "reference", value_name = "GLOB")]
     #[serde(default)]

@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{ReferenceConfig, Tokenizer};
 use crate::error::{Error, Result};
 use crate::io::input::{self, column_list, Footer};
+use crate::io::jsonl;
 use crate::io::object;
 use crate::io::output::OutputDir;
 use crate::text::shingle::{token_hashes_of, Scratch};
@@ -154,6 +155,16 @@ pub(crate) fn list(cfg: &ReferenceConfig) -> Result<Vec<ReferenceFile>> {
     names
         .par_iter()
         .map(|f| {
+            if jsonl::is_jsonl(f) {
+                let (bytes, fingerprint) = jsonl::identity(f).map_err(|e| reference_err(f, e))?;
+                let rows = jsonl::count_items(f, cfg).map_err(|e| reference_err(f, e))?;
+                return Ok(ReferenceFile {
+                    file: f.clone(),
+                    rows,
+                    bytes,
+                    fingerprint,
+                });
+            }
             let footer = Footer::read(f).map_err(|e| reference_err(f, e))?;
             let mut lf = input::scan(f, None).map_err(|e| reference_err(f, e))?;
             let schema = lf.collect_schema().map_err(|e| polars_err(f, e))?;
@@ -242,13 +253,7 @@ impl Reference {
             return Ok(None);
         };
         for f in files {
-            Footer::read_unchanged(&f.file, f.bytes, &f.fingerprint, |what| Error::Reference {
-                file: f.file.clone(),
-                msg: format!(
-                    "changed since the run was planned ({what}); run again, which plans anew"
-                ),
-                cause: None,
-            })?;
+            check_unchanged(f)?;
         }
         Ok(Some(r))
     }
@@ -460,18 +465,32 @@ fn read_rows(
 struct Opened<'a> {
     f: &'a ReferenceFile,
     cfg: &'a ReferenceConfig,
-    lf: LazyFrame,
-    has_id: bool,
+    format: Format,
+}
+
+/// How an opened reference file is read.
+enum Format {
+    Parquet {
+        lf: Box<LazyFrame>,
+        has_id: bool,
+    },
+    /// Its bytes when fetched from object storage (a local file is streamed).
+    JsonLines(Option<Vec<u8>>),
+}
+
+/// Checks that a reference file is the one the plan listed.
+fn check_unchanged(f: &ReferenceFile) -> Result<()> {
+    input::check_unchanged(&f.file, f.bytes, &f.fingerprint, |what| Error::Reference {
+        file: f.file.clone(),
+        msg: format!("changed since the run was planned ({what}); run again, which plans anew"),
+        cause: None,
+    })
 }
 
 /// Opens a reference file after checking it is the one the plan listed and its columns (an
 /// object is fetched whole, once).
 fn open<'a>(f: &'a ReferenceFile, cfg: &'a ReferenceConfig) -> Result<Opened<'a>> {
-    Footer::read_unchanged(&f.file, f.bytes, &f.fingerprint, |what| Error::Reference {
-        file: f.file.clone(),
-        msg: format!("changed since the run was planned ({what}); run again, which plans anew"),
-        cause: None,
-    })?;
+    check_unchanged(f)?;
     let bytes = if object::is_url(&f.file) {
         object::get_all(std::slice::from_ref(&f.file))
             .map_err(|e| reference_err(&f.file, e))?
@@ -479,10 +498,18 @@ fn open<'a>(f: &'a ReferenceFile, cfg: &'a ReferenceConfig) -> Result<Opened<'a>
     } else {
         None
     };
+    if jsonl::is_jsonl(&f.file) {
+        let format = Format::JsonLines(bytes);
+        return Ok(Opened { f, cfg, format });
+    }
     let mut lf = input::scan(&f.file, bytes).map_err(|e| reference_err(&f.file, e))?;
     let schema = lf.collect_schema().map_err(|e| polars_err(&f.file, e))?;
     let has_id = check_columns(&f.file, &schema, cfg)?;
-    Ok(Opened { f, cfg, lf, has_id })
+    let format = Format::Parquet {
+        lf: Box::new(lf),
+        has_id,
+    };
+    Ok(Opened { f, cfg, format })
 }
 
 impl Opened<'_> {
@@ -490,11 +517,18 @@ impl Opened<'_> {
     /// only the pages that hold them).
     fn rows(&self, span: Option<(u64, u64)>) -> Result<(Vec<String>, StringChunked)> {
         let (f, cfg) = (self.f, self.cfg);
+        let (lf, has_id) = match &self.format {
+            Format::Parquet { lf, has_id } => (lf, *has_id),
+            Format::JsonLines(bytes) => {
+                return jsonl::read_items(&f.file, bytes.clone(), cfg, span)
+                    .map_err(|e| reference_err(&f.file, e))
+            }
+        };
         let mut select = vec![col(cfg.text_column.as_str())];
-        if self.has_id {
+        if has_id {
             select.push(col(cfg.id_column.as_str()).cast(DataType::String));
         }
-        let mut lf = self.lf.clone();
+        let mut lf = LazyFrame::clone(lf);
         if let Some((first, count)) = span {
             lf = lf.slice(first as i64, count as u32);
         }
@@ -507,7 +541,7 @@ impl Opened<'_> {
             input::string_column(&df, name, &f.file).map_err(|e| reference_err(&f.file, e))
         };
         let texts = column(&cfg.text_column)?;
-        let ids = if self.has_id {
+        let ids = if has_id {
             let c = column(&cfg.id_column)?;
             (c.iter().zip(first..))
                 .map(|(id, r)| id.map_or_else(|| format!("{}:{r}", f.file), str::to_string))

@@ -464,3 +464,99 @@ fn bad_reference_input_is_named_and_nothing_is_written() {
         assert!(!out.join("manifest.parquet").exists());
     }
 }
+
+/// The planted reference written as JSON Lines (`.jsonl.gz`): its items under a nested field,
+/// ids as integers or null (then `file:LINE`).
+fn reference_as_jsonl(p: &Planted) -> std::path::PathBuf {
+    let df = read_df(Path::new(&p.reference));
+    let ids = df.column("id").unwrap().str().unwrap().clone();
+    let texts = df.column("text").unwrap().str().unwrap().clone();
+    let mut lines = String::new();
+    for (i, (id, text)) in ids.iter().zip(texts.iter()).enumerate() {
+        let text = serde_json::to_string(text.unwrap()).unwrap();
+        match (i, id.unwrap().strip_prefix("bench-")) {
+            // The first item's id is null.
+            (0, _) => lines.push_str(&format!(r#"{{"q": {{"body": {text}}}, "qid": null}}"#)),
+            (_, Some(n)) => lines.push_str(&format!(
+                r#"{{"qid": {n}, "q": {{"body": {text}, "x": [1]}}}}"#
+            )),
+            (_, None) => unreachable!(),
+        }
+        lines.push('\n');
+        if i == 3 {
+            lines.push('\n');
+        }
+    }
+    let path = p.dir.join("bench").join("items.jsonl.gz");
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut e, lines.as_bytes()).unwrap();
+    std::fs::write(&path, e.finish().unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn a_json_lines_reference_flags_what_the_parquet_one_does() {
+    let p = planted("decontam-jsonl");
+    let jl = reference_as_jsonl(&p);
+    let jl = jl.to_str().unwrap();
+    let args = [
+        "--reference",
+        jl,
+        "--reference-id-column",
+        "qid",
+        "--reference-text-column",
+        "q.body",
+    ];
+    let (pq_out, jl_out) = (p.dir.join("pq"), p.dir.join("jl"));
+    run_ok(&p.input, &pq_out, &["--reference", &p.reference]);
+    run_ok(&p.input, &jl_out, &args);
+    // The same documents flagged with the same shares; the item with a null id is `file:1`.
+    let first = format!("{jl}:1");
+    let renamed: Vec<_> = (flags(&pq_out).into_iter())
+        .map(|(id, by, share)| {
+            let by = by.map(|b| match b.as_str() {
+                "bench-0" => first.clone(),
+                b => b.strip_prefix("bench-").unwrap().to_string(),
+            });
+            (id, by, share)
+        })
+        .collect();
+    assert_eq!(flags(&jl_out), renamed);
+    assert_eq!(summary(&jl_out)["contamination"]["files"][0]["items"], 12);
+    // The task path gives the run's manifest.
+    let (work, by_tasks) = (p.dir.join("work"), p.dir.join("by-tasks"));
+    by_hand(&p.input, &work, &by_tasks, &args);
+    assert_eq!(manifest_bytes(&jl_out), manifest_bytes(&by_tasks));
+    // `explain` reads the item out of the JSON Lines file.
+    let o = cd(["explain", "--json", "--id", "whole"]).arg(&jl_out).ok();
+    let e = String::from_utf8(o.stdout).unwrap();
+    assert!(e.contains(&first.replace('\\', "\\\\")), "{e}");
+    assert!(e.contains("Constraints:"), "{e}");
+    // A wrong field is named with the option that names it, and nothing is written.
+    let bad = p.dir.join("bad");
+    for (flag, field, says) in [
+        ("--reference-text-column", "q", "expected a string"),
+        (
+            "--reference-text-column",
+            "body",
+            "pass the right name with --reference-text-column",
+        ),
+        (
+            "--reference-id-column",
+            "qid2",
+            "pass the right name with --reference-id-column",
+        ),
+        (
+            "--reference-id-column",
+            "q",
+            "'q' is read as a value and field 'q.body' inside it",
+        ),
+    ] {
+        let mut a = args.to_vec();
+        let at = a.iter().position(|x| *x == flag).unwrap();
+        a[at + 1] = field;
+        let err = run_cmd(&p.input, &bad, &a).fails();
+        assert!(err.contains(says) && err.contains(jl), "{field}: {err}");
+        assert!(!bad.join("manifest.parquet").exists());
+    }
+}

@@ -630,6 +630,17 @@ fn a_reference_on_s3_flags_what_a_local_one_does_and_is_cached_in_an_s3_index() 
     assert!(remote.iter().flatten().count() >= 2);
     assert_eq!(remote, flags(&lout));
     assert!(server.root.join("crawl/index/reference-cache.bin").exists());
+    // The same items as JSON Lines on the server flag the same documents.
+    let lines: String = (["q1", "q2"].iter().zip(&texts))
+        .map(|(id, t)| serde_json::json!({"id": id, "text": t}).to_string() + "\n")
+        .collect();
+    std::fs::write(server.root.join("crawl/bench/items.jsonl"), lines).unwrap();
+    let mut jl = args;
+    jl[3] = "s3://crawl/runs/ref-jsonl";
+    jl[5] = "s3://crawl/bench/*.jsonl";
+    let o = run_s3(&server, SECRET, &jl[..6]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(flags(&server.root.join("crawl/runs/ref-jsonl")), remote);
     // A reference glob that matches nothing on the server names --reference.
     let mut bad = args;
     bad[5] = "s3://crawl/nothing/*.parquet";

@@ -8,7 +8,7 @@ use std::fmt;
 use polars::prelude::*;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::config::{Config, Keep};
+use crate::config::{Config, Keep, ReferenceConfig};
 use crate::error::{Error, Result};
 use crate::io::shard::Label;
 
@@ -81,6 +81,9 @@ pub(crate) struct Picker {
     root: Node,
     /// The field name of each slot, as given.
     names: Vec<String>,
+    /// Two names of which one is inside the other (`q` and `q.body`): no line can give both a
+    /// usable value, so every line is refused with a message saying so.
+    nested: Option<(String, String)>,
 }
 
 impl Picker {
@@ -89,15 +92,28 @@ impl Picker {
         for (slot, n) in names.iter().enumerate() {
             root.add(&n.split('.').collect::<Vec<_>>(), slot);
         }
+        let nested = names.iter().find_map(|a| {
+            let inside = names
+                .iter()
+                .find(|b| b.strip_prefix(a).is_some_and(|rest| rest.starts_with('.')))?;
+            Some((a.to_string(), inside.to_string()))
+        });
         Picker {
             root,
             names: names.iter().map(|s| s.to_string()).collect(),
+            nested,
         }
     }
 
     /// The values of the fields in `line` (a JSON object), a slot each; an error says what is
     /// wrong with the line.
     pub(crate) fn pick<'a>(&self, line: &'a [u8]) -> std::result::Result<Vec<Value<'a>>, String> {
+        if let Some((outer, inner)) = &self.nested {
+            return Err(format!(
+                "field '{outer}' is read as a value and field '{inner}' inside it too, which \
+                 no line can give; name other fields"
+            ));
+        }
         let mut slots = vec![Value::Missing; self.names.len()];
         let mut de = serde_json::Deserializer::from_slice(line);
         let top = ObjectSeed {
@@ -281,9 +297,36 @@ pub(super) struct Fields {
     pub(super) id: usize,
     pub(super) priority: Option<usize>,
     pub(super) labels: Vec<(Label, usize)>,
+    /// Whether a line must hold the id field.
+    id_explicit: bool,
+    flags: &'static Flags,
 }
 
+/// The options that name the text and id fields, for messages.
+struct Flags {
+    text: &'static str,
+    id: &'static str,
+    text_hint: &'static str,
+    id_hint: &'static str,
+}
+
+const RUN_FLAGS: Flags = Flags {
+    text: "text-column",
+    id: "id-column",
+    text_hint: "the text must be a JSON string; name the right field with --text-column",
+    id_hint: "choose another field with --id-column",
+};
+
+const REFERENCE_FLAGS: Flags = Flags {
+    text: "reference-text-column",
+    id: "reference-id-column",
+    text_hint:
+        "an item's text must be a JSON string; name the right field with --reference-text-column",
+    id_hint: "choose another field with --reference-id-column",
+};
+
 impl Fields {
+    /// The fields of a run's input.
     pub(super) fn new(cfg: &Config) -> Fields {
         let mut names: Vec<&str> = vec![&cfg.text_column, &cfg.id_column];
         let priority = match &cfg.keep {
@@ -305,6 +348,20 @@ impl Fields {
             id: 1,
             priority,
             labels,
+            id_explicit: cfg.id_column_explicit,
+            flags: &RUN_FLAGS,
+        }
+    }
+
+    /// The fields of a `--reference` file: the item's text and id.
+    pub(super) fn reference(cfg: &ReferenceConfig) -> Fields {
+        Fields {
+            picker: Picker::new(&[&cfg.text_column, &cfg.id_column]),
+            id: 1,
+            priority: None,
+            labels: Vec::new(),
+            id_explicit: cfg.id_column_explicit,
+            flags: &REFERENCE_FLAGS,
         }
     }
 }
@@ -319,11 +376,11 @@ pub(super) struct Columns {
 }
 
 impl Columns {
-    pub(super) fn new(fields: &Fields, cfg: &Config, rows: usize) -> Columns {
+    pub(super) fn new(fields: &Fields, rows: usize) -> Columns {
         let b = |name: &str| StringChunkedBuilder::new(name.into(), rows);
         Columns {
-            text: b(&cfg.text_column),
-            id: b(&cfg.id_column),
+            text: b(&fields.picker.names[0]),
+            id: b(&fields.picker.names[fields.id]),
             priority: Vec::with_capacity(rows),
             labels: fields.labels.iter().map(|(l, _)| b(l.alias())).collect(),
             line: Vec::with_capacity(rows),
@@ -334,7 +391,6 @@ impl Columns {
     pub(super) fn push(
         &mut self,
         fields: &Fields,
-        cfg: &Config,
         file: &str,
         line: u64,
         doc: &[u8],
@@ -355,30 +411,24 @@ impl Columns {
                 return Err(Error::MissingField {
                     file: file.to_string(),
                     line,
-                    field: cfg.text_column.clone(),
+                    field: fields.picker.names[0].clone(),
                     present: keys_of(doc),
-                    flag: "text-column",
+                    flag: fields.flags.text,
                 })
             }
-            _ => {
-                return Err(wrong(
-                    0,
-                    "a string",
-                    "the text must be a JSON string; name the right field with --text-column",
-                ))
-            }
+            _ => return Err(wrong(0, "a string", fields.flags.text_hint)),
         }
         match &v[fields.id] {
             Value::Str(s) => self.id.append_value(s),
             Value::Int(s) => self.id.append_value(s),
             Value::Null => self.id.append_null(),
-            Value::Missing if cfg.id_column_explicit => {
+            Value::Missing if fields.id_explicit => {
                 return Err(Error::MissingField {
                     file: file.to_string(),
                     line,
-                    field: cfg.id_column.clone(),
+                    field: fields.picker.names[fields.id].clone(),
                     present: keys_of(doc),
-                    flag: "id-column",
+                    flag: fields.flags.id,
                 })
             }
             Value::Missing => self.id.append_null(),
@@ -386,7 +436,7 @@ impl Columns {
                 return Err(wrong(
                     fields.id,
                     "a string or an integer",
-                    "choose another field with --id-column",
+                    fields.flags.id_hint,
                 ))
             }
         }
@@ -436,6 +486,19 @@ mod tests {
         assert_eq!(v[0], Value::Null);
         assert_eq!(v[1], Value::Missing);
         assert_eq!(v[2], Value::Missing);
+    }
+
+    #[test]
+    fn a_field_inside_another_read_field_is_refused() {
+        let p = Picker::new(&["q.body", "q"]);
+        let e = p.pick(br#"{"q": {"body": "x"}}"#).unwrap_err();
+        assert!(
+            e.contains("'q' is read as a value and field 'q.body'"),
+            "{e}"
+        );
+        // A name that only starts alike is another field.
+        let p = Picker::new(&["qa", "q"]);
+        assert!(p.pick(br#"{"q": "x", "qa": "y"}"#).is_ok());
     }
 
     #[test]

@@ -27,7 +27,7 @@ use std::sync::Mutex;
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Config, Keep};
+use crate::config::{Config, Keep, ReferenceConfig};
 use crate::error::{Error, Result};
 use crate::io::object;
 use crate::io::shard::{ranked_priority, Label, Shard};
@@ -430,7 +430,7 @@ pub(crate) fn read_shard(
     let mut lines = lines_at(file, bytes, first, start)?;
     let fields = Fields::new(cfg);
     let capacity = (end - first).min(1 << 16) as usize;
-    let mut cols = Columns::new(&fields, cfg, capacity);
+    let mut cols = Columns::new(&fields, capacity);
     while lines.pos.rows < end {
         let Some((line, doc)) = lines.next_doc()? else {
             if rows.is_some() {
@@ -439,7 +439,7 @@ pub(crate) fn read_shard(
             break;
         };
         // `doc` is the reader's buffer; the columns copy what they keep.
-        cols.push(&fields, cfg, file, line, doc)?;
+        cols.push(&fields, file, line, doc)?;
     }
     // Kept open for the next chunk, unless the file is read to its end.
     if !from_store && rows.is_some() && !lines.at_end() {
@@ -497,11 +497,47 @@ pub(crate) fn read_texts(
         let Some((line, doc)) = lines.next_doc()? else {
             return Err(lines.changed(row + 1));
         };
-        let mut one = Columns::new(&fields, cfg, 1);
-        one.push(&fields, cfg, file, line, doc)?;
+        let mut one = Columns::new(&fields, 1);
+        one.push(&fields, file, line, doc)?;
         out.push(one.text.finish().get(0).map(str::to_string));
     }
     Ok(out)
+}
+
+/// The items of a `--reference` JSON Lines file, all or the `count` from item `first`: their ids
+/// (`file:LINE` without an id field, as for the input) and texts.
+pub(crate) fn read_items(
+    file: &str,
+    bytes: Option<Vec<u8>>,
+    cfg: &ReferenceConfig,
+    span: Option<(u64, u64)>,
+) -> Result<(Vec<String>, StringChunked)> {
+    let (first, count) = span.unwrap_or((0, u64::MAX));
+    let mut lines = Lines::open(file, bytes)?;
+    lines.skip_to(first)?;
+    let fields = Fields::reference(cfg);
+    let mut cols = Columns::new(&fields, count.min(1 << 16) as usize);
+    while lines.pos.rows - first < count {
+        let Some((line, doc)) = lines.next_doc()? else {
+            break;
+        };
+        cols.push(&fields, file, line, doc)?;
+    }
+    let ids = (cols.id.finish().iter().zip(&cols.line))
+        .map(|(id, line)| id.map_or_else(|| format!("{file}:{line}"), str::to_string))
+        .collect();
+    Ok((ids, cols.text.finish()))
+}
+
+/// The items of a `--reference` JSON Lines file, counted; the first one's fields are checked.
+pub(crate) fn count_items(file: &str, cfg: &ReferenceConfig) -> Result<u64> {
+    let mut lines = Lines::open(file, None)?;
+    let fields = Fields::reference(cfg);
+    if let Some((line, doc)) = lines.next_doc()? {
+        Columns::new(&fields, 1).push(&fields, file, line, doc)?;
+    }
+    lines.count_until(u64::MAX)?;
+    Ok(lines.pos.rows)
 }
 
 /// What a plan needs of a JSON Lines file ([`count_rows`]).
@@ -526,7 +562,7 @@ fn count_groups(file: &str, cfg: &Config, per_group: u64) -> Result<Counted> {
     let mut lines = Lines::open(file, None)?;
     let fields = Fields::new(cfg);
     if let Some((line, doc)) = lines.next_doc()? {
-        Columns::new(&fields, cfg, 1).push(&fields, cfg, file, line, doc)?;
+        Columns::new(&fields, 1).push(&fields, file, line, doc)?;
     }
     let local = !object::is_url(file);
     let seekable = local && compression(file) == Compression::None;
