@@ -229,6 +229,10 @@ pub enum Error {
         name: String,
     },
 
+    /// `apply` would write an output over one of its input shards.
+    #[error("apply would write '{output}' over input shard '{input}'; give --output (and --dropped) a directory of their own")]
+    OutputOverInput { output: String, input: String },
+
     /// `apply` would add a column an input already has.
     #[error("input '{file}' has a column '{column}' already, so {what}")]
     ColumnExists {
@@ -311,6 +315,7 @@ impl Error {
             | Error::TooManyDocuments(_)
             | Error::RowsChanged { .. }
             | Error::SameOutputName { .. }
+            | Error::OutputOverInput { .. }
             | Error::Reference { .. } => ErrorKind::Input,
             Error::Output { .. } | Error::WorkFile { .. } | Error::ObjectStore { .. } => {
                 ErrorKind::Storage

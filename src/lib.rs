@@ -45,7 +45,7 @@ pub use config::{Config, Settings};
 pub use error::{Error, Result};
 
 // What the Python package calls beside the command line.
-pub use apply::ApplyOptions;
+pub use apply::{ApplyOptions, OutputFormat};
 pub use executor::local::TaskOptions;
 pub use results::{in_output, read_location};
 

@@ -101,17 +101,20 @@ def summary(output: str) -> dict:
 
 def apply(manifest: str, output: str, dropped: Optional[str] = None, dry_run: bool = False,
           *, threads: Optional[int] = None, progress: bool = False,
-          cluster_size_column: Optional[str] = None, upsample: Optional[str] = None) -> dict:
+          cluster_size_column: Optional[str] = None, upsample: Optional[str] = None,
+          format: Optional[str] = None) -> dict:
     """Writes each input shard's kept rows to `output` (same names, schema and row order), and
     with `dropped` the dropped rows with `duplicate_of` and `similarity`. `manifest` is a run's
     output directory or its manifest.parquet. Returns what `corpus-dedup apply` prints.
 
     Rehydration: `cluster_size_column="n"` adds the manifest's cluster size to the rows written;
-    `upsample="fineweb2"` (or ranges such as `"1=1,2-4=2,5-=3"`) repeats each kept row by it."""
+    `upsample="fineweb2"` (or ranges such as `"1=1,2-4=2,5-=3"`) repeats each kept row by it.
+    `format` ("parquet", "jsonl", "jsonl.gz", "jsonl.zst") writes every shard in that format
+    (default: each in its input's)."""
     if not manifest.endswith(".parquet"):
         manifest = f"{manifest.rstrip('/')}/manifest.parquet"
     return json.loads(_native.apply(manifest, output, dropped, dry_run, not progress, threads,
-                                    cluster_size_column, upsample))
+                                    cluster_size_column, upsample, format))
 
 
 def explain(output: str, id: str, limit: int = 20) -> dict:

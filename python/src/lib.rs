@@ -132,7 +132,7 @@ fn run(py: Python<'_>, settings_json: &str) -> PyResult<String> {
 
 /// Writes the deduplicated shards; returns the JSON line `corpus-dedup apply` prints.
 #[pyfunction]
-#[pyo3(signature = (manifest, output, dropped, dry_run, quiet, threads, cluster_size_column, upsample))]
+#[pyo3(signature = (manifest, output, dropped, dry_run, quiet, threads, cluster_size_column, upsample, format))]
 #[expect(
     clippy::too_many_arguments,
     reason = "apply()'s keyword arguments, one each"
@@ -147,9 +147,14 @@ fn apply(
     threads: Option<usize>,
     cluster_size_column: Option<String>,
     upsample: Option<String>,
+    format: Option<String>,
 ) -> PyResult<String> {
     let upsample = match upsample {
         Some(u) => Some(u.parse().map_err(|e: String| Error::new_err(e))?),
+        None => None,
+    };
+    let format = match format {
+        Some(f) => Some(f.parse().map_err(|e: String| Error::new_err(e))?),
         None => None,
     };
     let opts = corpus_dedup::ApplyOptions {
@@ -160,6 +165,7 @@ fn apply(
         quiet,
         cluster_size_column,
         upsample,
+        format,
     };
     py.detach(|| command::apply_job(&opts, threads).map(|(_, line)| line.to_string()))
         .map_err(error)

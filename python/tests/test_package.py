@@ -285,3 +285,11 @@ def test_jsonl_input_and_apply_as_for_parquet(tmp_path):
     lines = gzip.open(real / "rust-docs.jsonl.gz").read().splitlines(keepends=True)
     kept = [line for line, k in zip(lines, jl["keep"]) if k]
     assert gzip.open(tmp_path / "kept" / "rust-docs.jsonl.gz").read() == b"".join(kept)
+    # As Parquet: the kept rows the Parquet run's apply gives.
+    cd.apply(str(tmp_path / "jl"), str(tmp_path / "as-pq"), format="parquet")
+    cd.apply(str(tmp_path / "pq"), str(tmp_path / "kept-pq"))
+    got = pl.read_parquet(tmp_path / "as-pq" / "rust-docs.parquet")
+    want = pl.read_parquet(tmp_path / "kept-pq" / "rust-docs.parquet")
+    assert got.select(want.columns).equals(want)
+    with pytest.raises(cd.Error, match="expected parquet, jsonl"):
+        cd.apply(str(tmp_path / "jl"), str(tmp_path / "x"), format="csv")

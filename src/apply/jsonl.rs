@@ -11,16 +11,19 @@
 //! - An output is complete or absent (temporary name and rename, or one upload). Its tag (what
 //!   the Parquet outputs hold in their metadata) is a small file beside it, `.NAME.tag`, written
 //!   after it and removed before it is written again, so a rerun skips outputs already written.
+//! - `--format parquet` writes the same lines as rows of a Parquet file instead ([`super::convert`]).
 
 use std::io::Write;
 
 use polars::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::io::jsonl::{self, edit, Compression, Lines};
+use crate::io::jsonl::{edit, Compression, Lines};
 use crate::io::output::OutputDir;
 use crate::results::Manifest;
 
+use super::convert::{json_of, Columns, ToParquet};
+use super::options::OutputFormat;
 use super::{Shard, AUDIT_COLUMNS};
 
 /// The name of an output's tag file.
@@ -73,14 +76,18 @@ impl<'w> Encoder<'w> {
 
 /// One output being written: its stream, its location (for errors), and whether the last line
 /// written to it had no line end (the input's last line): one goes before the next.
-struct Sink<'w> {
+pub(super) struct Sink<'w> {
     enc: Encoder<'w>,
     path: String,
     open_end: bool,
 }
 
 impl<'w> Sink<'w> {
-    fn new(w: &'w mut (dyn Write + Send), c: Compression, path: String) -> Result<Sink<'w>> {
+    pub(super) fn new(
+        w: &'w mut (dyn Write + Send),
+        c: Compression,
+        path: String,
+    ) -> Result<Sink<'w>> {
         let enc = Encoder::new(w, c).map_err(|e| Error::Output {
             path: path.clone(),
             source: e.into(),
@@ -100,7 +107,7 @@ impl<'w> Sink<'w> {
     }
 
     /// Writes `line` and its line end `copies` times.
-    fn line(&mut self, line: &[u8], ending: &[u8], copies: u32) -> Result<()> {
+    pub(super) fn line(&mut self, line: &[u8], ending: &[u8], copies: u32) -> Result<()> {
         for _ in 0..copies {
             if self.open_end {
                 self.enc.write_all(b"\n").map_err(|e| self.err(e))?;
@@ -112,7 +119,7 @@ impl<'w> Sink<'w> {
         Ok(())
     }
 
-    fn finish(self) -> Result<()> {
+    pub(super) fn finish(self) -> Result<()> {
         let path = self.path;
         self.enc.finish().map_err(|e| Error::Output {
             path,
@@ -121,8 +128,47 @@ impl<'w> Sink<'w> {
     }
 }
 
+/// Where copied lines go: a JSON Lines stream, the columns of a Parquet file being inferred, or
+/// its rows.
+trait Out {
+    fn line(&mut self, line: &[u8], ending: &[u8], copies: u32) -> Result<()>;
+}
+
+impl Out for Sink<'_> {
+    fn line(&mut self, line: &[u8], ending: &[u8], copies: u32) -> Result<()> {
+        Sink::line(self, line, ending, copies)
+    }
+}
+
+/// The columns of the lines an output gets (`file`'s, for errors).
+struct Infer<'a> {
+    columns: Columns,
+    file: &'a str,
+}
+
+impl Out for Infer<'_> {
+    fn line(&mut self, line: &[u8], _: &[u8], _: u32) -> Result<()> {
+        self.columns.add(line, self.file)
+    }
+}
+
+impl<W: Write> Out for ToParquet<W> {
+    fn line(&mut self, line: &[u8], _: &[u8], copies: u32) -> Result<()> {
+        ToParquet::line(self, line, copies)
+    }
+}
+
+/// Compression of a JSON Lines output in `format`.
+pub(super) fn compression_of(format: OutputFormat) -> Compression {
+    match format {
+        OutputFormat::JsonlGz => Compression::Gzip,
+        OutputFormat::JsonlZst => Compression::Zstd,
+        OutputFormat::Jsonl | OutputFormat::Parquet => Compression::None,
+    }
+}
+
 /// Writes the kept lines of `shard` to `kept` (and the audited ones to `dropped`) in one pass
-/// over the input, each output tagged once written.
+/// over the input, each output tagged once written; as Parquet, in two (the columns first).
 pub(super) fn write(
     shard: &Shard,
     m: &Manifest,
@@ -132,37 +178,124 @@ pub(super) fn write(
     tag: &str,
     pb: &indicatif::ProgressBar,
 ) -> Result<()> {
+    if shard.format == OutputFormat::Parquet {
+        return write_parquet(shard, m, kept, dropped, name, tag, pb);
+    }
+    let c = compression_of(shard.format);
+    write_tagged(kept, dropped, name, tag, || {
+        kept.write_with(name, |w| {
+            let mut to_kept = Sink::new(w, c, kept.location(name))?;
+            match dropped {
+                Some(d) => d.write_with(name, |w| {
+                    let mut to_audit = Sink::new(w, c, d.location(name))?;
+                    copy_lines(shard, m, &mut to_kept, Some(&mut to_audit), None, pb)?;
+                    to_audit.finish()
+                })?,
+                None => copy_lines(shard, m, &mut to_kept, None, None, pb)?,
+            }
+            to_kept.finish()
+        })
+    })
+}
+
+/// Runs `write`, which writes JSON Lines outputs `name` in `kept` (and `dropped`), with their tag
+/// files removed before and written after.
+pub(super) fn write_tagged(
+    kept: &OutputDir,
+    dropped: Option<&OutputDir>,
+    name: &str,
+    tag: &str,
+    write: impl FnOnce() -> Result<()>,
+) -> Result<()> {
     let dirs = || std::iter::once(kept).chain(dropped);
     // The old tags go first: an output being replaced is never taken for complete.
     for dir in dirs() {
         dir.remove(&tag_name(name))?;
     }
-    let c = jsonl::compression(&shard.src.file);
-    kept.write_with(name, |w| {
-        let mut to_kept = Sink::new(w, c, kept.location(name))?;
-        match dropped {
-            Some(d) => d.write_with(name, |w| {
-                let mut to_audit = Sink::new(w, c, d.location(name))?;
-                copy_lines(shard, m, &mut to_kept, Some(&mut to_audit), pb)?;
-                to_audit.finish()
-            })?,
-            None => copy_lines(shard, m, &mut to_kept, None, pb)?,
-        }
-        to_kept.finish()
-    })?;
+    write()?;
     for dir in dirs() {
         dir.write_bytes(&tag_name(name), tag.as_bytes().to_vec())?;
     }
     Ok(())
 }
 
+/// Row batches written as JSON Lines: each row an object line.
+pub(super) struct RowLines<'w> {
+    sink: Sink<'w>,
+    buf: Vec<u8>,
+}
+
+impl<'w> RowLines<'w> {
+    pub(super) fn new(sink: Sink<'w>) -> RowLines<'w> {
+        RowLines {
+            sink,
+            buf: Vec::new(),
+        }
+    }
+
+    pub(super) fn write(&mut self, df: &DataFrame) -> Result<()> {
+        for i in 0..df.height() {
+            self.buf.clear();
+            super::convert::row_as_json(df, i, &mut self.buf)?;
+            self.sink.line(&self.buf, b"\n", 1)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn finish(self) -> Result<()> {
+        self.sink.finish()
+    }
+}
+
+/// [`write()`] as Parquet: a first pass finds the columns (those of every line, and what each
+/// output adds), a second writes the rows.
+fn write_parquet(
+    shard: &Shard,
+    m: &Manifest,
+    kept: &OutputDir,
+    dropped: Option<&OutputDir>,
+    name: &str,
+    tag: &str,
+    pb: &indicatif::ProgressBar,
+) -> Result<()> {
+    let file = shard.src.file.as_str();
+    let infer = || Infer {
+        columns: Columns::default(),
+        file,
+    };
+    let (mut every, mut to_kept, mut to_audit) = (Columns::default(), infer(), infer());
+    let audit = dropped.is_some().then_some(&mut to_audit as &mut dyn Out);
+    let hidden = indicatif::ProgressBar::hidden();
+    copy_lines(shard, m, &mut to_kept, audit, Some(&mut every), &hidden)?;
+    let columns = |added: &Columns| {
+        let mut c = every.clone();
+        c.join(added);
+        c
+    };
+    let (kept_columns, audit_columns) = (columns(&to_kept.columns), columns(&to_audit.columns));
+    kept.write_with(name, |w| {
+        let mut to_kept = ToParquet::new(w, kept_columns, tag, file, kept.location(name))?;
+        match dropped {
+            Some(d) => d.write_with(name, |w| {
+                let mut to_audit = ToParquet::new(w, audit_columns, tag, file, d.location(name))?;
+                copy_lines(shard, m, &mut to_kept, Some(&mut to_audit), None, pb)?;
+                to_audit.finish()
+            })?,
+            None => copy_lines(shard, m, &mut to_kept, None, None, pb)?,
+        }
+        to_kept.finish()
+    })
+}
+
 /// Streams the shard's lines into the outputs: the kept ones (edited as the module says) into
-/// `kept`, the audited ones with the manifest's fields into `audit`.
+/// `kept`, the audited ones with the manifest's fields into `audit`; every document line's
+/// fields into `every`, when given.
 fn copy_lines(
     shard: &Shard,
     m: &Manifest,
-    kept: &mut Sink,
-    mut audit: Option<&mut Sink>,
+    kept: &mut dyn Out,
+    mut audit: Option<&mut dyn Out>,
+    mut every: Option<&mut Columns>,
     pb: &indicatif::ProgressBar,
 ) -> Result<()> {
     let file = &shard.src.file;
@@ -186,6 +319,9 @@ fn copy_lines(
         pb.inc(1);
         let content = lines.content(&l);
         let ending = &lines.bytes(&l)[content.len()..];
+        if let Some(cols) = every.as_mut() {
+            cols.add(content, file)?;
+        }
         if take && copies > 0 {
             let edited = kept_line(shard, m, row, content, l.line)?;
             kept.line(edited.as_deref().unwrap_or(content), ending, copies)?;
@@ -302,40 +438,5 @@ fn changed(shard: &Shard, documents: usize) -> Error {
             "the manifest has {} rows of it, the file now at least {documents} documents",
             shard.rows.len()
         ),
-    }
-}
-
-/// A manifest value as JSON.
-fn json_of(v: AnyValue) -> serde_json::Value {
-    use serde_json::Value as J;
-    match v {
-        AnyValue::Null => J::Null,
-        AnyValue::Boolean(b) => J::Bool(b),
-        AnyValue::String(s) => J::String(s.to_string()),
-        AnyValue::StringOwned(s) => J::String(s.to_string()),
-        AnyValue::UInt8(x) => x.into(),
-        AnyValue::UInt16(x) => x.into(),
-        AnyValue::UInt32(x) => x.into(),
-        AnyValue::UInt64(x) => x.into(),
-        AnyValue::Int8(x) => x.into(),
-        AnyValue::Int16(x) => x.into(),
-        AnyValue::Int32(x) => x.into(),
-        AnyValue::Int64(x) => x.into(),
-        AnyValue::Float32(x) => {
-            serde_json::Number::from_f64(f64::from(x)).map_or(J::Null, J::Number)
-        }
-        AnyValue::Float64(x) => serde_json::Number::from_f64(x).map_or(J::Null, J::Number),
-        AnyValue::List(s) => J::Array(s.iter().map(json_of).collect()),
-        AnyValue::Struct(_, _, fields) => {
-            let values: Vec<AnyValue> = v._iter_struct_av().collect();
-            J::Object(
-                fields
-                    .iter()
-                    .zip(values)
-                    .map(|(f, x)| (f.name().to_string(), json_of(x)))
-                    .collect(),
-            )
-        }
-        other => J::String(other.to_string()),
     }
 }

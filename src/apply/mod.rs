@@ -28,16 +28,18 @@ use std::time::Instant;
 use polars::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::io::input::{self, Footer};
+use crate::io::input::Footer;
 use crate::io::output::OutputDir;
 use crate::results::{Manifest, RecordedInput};
 
+mod convert;
 mod jsonl;
 mod options;
+mod parquet;
 mod spans;
 
 pub(crate) use options::dry_run_table;
-pub use options::ApplyOptions;
+pub use options::{ApplyOptions, OutputFormat};
 pub(crate) use options::{ApplyReport, ShardReport};
 pub use spans::DropSpans;
 
@@ -59,7 +61,7 @@ pub(crate) fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
         .iter()
         .map(|k| k.unwrap_or(true))
         .collect();
-    let names = output_names(&m.inputs)?;
+    let names = output_names(&m.inputs, opts.format)?;
     let spans = DropSpans::read(&m)?;
     // Each manifest row's copies in the kept file (1, or by its cluster size with --upsample).
     let copies: Vec<u32> = match &opts.upsample {
@@ -94,6 +96,8 @@ pub(crate) fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
                 up.as_ref().map(ToString::to_string).into(),
             );
             o.insert("cluster_size_column".into(), col.clone().into());
+            let format = opts.format.map(|f| f.extension().trim_start_matches('.'));
+            o.insert("format".into(), format.into());
         }
         v.to_string()
     };
@@ -107,6 +111,9 @@ pub(crate) fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
     };
     let kept_dir = OutputDir::parse(&opts.output);
     let dropped_dir = opts.dropped.as_deref().map(OutputDir::parse);
+    for dir in std::iter::once(&kept_dir).chain(&dropped_dir) {
+        check_not_inputs(dir, &names, &m.inputs)?;
+    }
     if !opts.dry_run {
         kept_dir.prepare()?;
         if let Some(d) = &dropped_dir {
@@ -147,8 +154,17 @@ pub(crate) fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
             already_complete: false,
         };
         if !opts.dry_run {
+            let format = opts.format.unwrap_or(match footers[i] {
+                Some(_) => OutputFormat::Parquet,
+                None => match crate::io::jsonl::compression(&src.file) {
+                    crate::io::jsonl::Compression::None => OutputFormat::Jsonl,
+                    crate::io::jsonl::Compression::Gzip => OutputFormat::JsonlGz,
+                    crate::io::jsonl::Compression::Zstd => OutputFormat::JsonlZst,
+                },
+            });
             let shard = Shard {
                 src,
+                format,
                 footer: footers[i].as_ref(),
                 mask: &mask,
                 rows,
@@ -159,9 +175,9 @@ pub(crate) fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
                 text_column: &m.config.text_column,
             };
             let tag = shard.tag(&settings);
-            let existing = |dir: &OutputDir| match shard.footer {
-                Some(_) => existing_tag(dir, &names[i]),
-                None => Ok(jsonl::existing_tag(dir, &names[i])),
+            let existing = |dir: &OutputDir| match format {
+                OutputFormat::Parquet => parquet::existing_tag(dir, &names[i]),
+                _ => Ok(jsonl::existing_tag(dir, &names[i])),
             };
             let kept_done = existing(&kept_dir)? == Some(tag.clone());
             let dropped_done = match &dropped_dir {
@@ -211,11 +227,18 @@ pub(super) fn manifest_err(m: &Manifest, e: impl Into<crate::error::FileError>) 
     }
 }
 
-/// The output file name of each input: its own file name, which must be unique.
-fn output_names(inputs: &[RecordedInput]) -> Result<Vec<String>> {
+/// The output file name of each input: its own file name (with `format`'s extension in place
+/// of its own, when given), which must be unique.
+fn output_names(inputs: &[RecordedInput], format: Option<OutputFormat>) -> Result<Vec<String>> {
     let names: Vec<String> = inputs
         .iter()
-        .map(|f| f.file.rsplit('/').next().unwrap_or(&f.file).to_string())
+        .map(|f| {
+            let name = f.file.rsplit('/').next().unwrap_or(&f.file);
+            match format {
+                Some(format) => format!("{}{}", stem(name), format.extension()),
+                None => name.to_string(),
+            }
+        })
         .collect();
     let mut seen = std::collections::HashMap::new();
     for (name, f) in names.iter().zip(inputs) {
@@ -230,22 +253,43 @@ fn output_names(inputs: &[RecordedInput]) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// The tag of an existing output file, `None` when there is none (or it has no tag).
-fn existing_tag(dir: &OutputDir, name: &str) -> Result<Option<String>> {
-    let location = dir.location(name);
-    // A missing or unreadable file counts as absent: it is written (again).
-    let Ok(footer) = Footer::read(&location) else {
-        return Ok(None);
+/// Refuses outputs in `dir` that would replace an input shard (`--output` naming the input
+/// directory, say): the manifest would no longer fit, and the input would be lost.
+fn check_not_inputs(dir: &OutputDir, names: &[String], inputs: &[RecordedInput]) -> Result<()> {
+    let same = |out: &str, input: &str| match dir.local_dir() {
+        Some(_) => match (std::fs::canonicalize(out), std::fs::canonicalize(input)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        },
+        None => out == input,
     };
-    let Ok(meta) = footer.metadata(&location) else {
-        return Ok(None);
-    };
-    Ok(meta
-        .key_value_metadata()
-        .iter()
-        .flatten()
-        .find(|kv| kv.key == TAG_KEY)
-        .and_then(|kv| kv.value.clone()))
+    for (name, src) in names.iter().zip(inputs) {
+        let out = dir.location(name);
+        if same(&out, &src.file) {
+            return Err(Error::OutputOverInput {
+                output: out,
+                input: src.file.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A file name without its format's extension (`a.jsonl.gz`, `a.parquet`: `a`).
+fn stem(name: &str) -> &str {
+    let lower = name.to_ascii_lowercase();
+    let mut end = name.len();
+    for ext in [".gz", ".zst"] {
+        if lower[..end].ends_with(ext) {
+            end -= ext.len();
+        }
+    }
+    for ext in [".parquet", ".jsonl", ".json", ".ndjson"] {
+        if lower[..end].ends_with(ext) {
+            return &name[..end - ext.len()];
+        }
+    }
+    &name[..end]
 }
 
 fn output_size(dir: &OutputDir, name: &str) -> Result<u64> {
@@ -264,6 +308,8 @@ fn output_size(dir: &OutputDir, name: &str) -> Result<u64> {
 /// One input shard to apply the manifest to.
 struct Shard<'a> {
     src: &'a RecordedInput,
+    /// The format written.
+    format: OutputFormat,
     /// `None` for a JSON Lines shard.
     footer: Option<&'a Footer>,
     /// Kept flag of each row.
@@ -309,262 +355,11 @@ impl Shard<'_> {
         let Some(footer) = self.footer else {
             return jsonl::write(self, m, kept, dropped, name, tag, pb);
         };
-        let file = &self.src.file;
-        let perr = |e: PolarsError| Error::Parquet {
-            file: file.clone(),
-            source: e.into(),
-        };
-        let meta = footer.metadata(file)?;
-        let groups: Vec<u64> = meta
-            .row_groups
-            .iter()
-            .map(|g| g.num_rows() as u64)
-            .collect();
-        let codec = meta
-            .row_groups
-            .iter()
-            .flat_map(|g| g.parquet_columns().first())
-            .map(|c| codec(c.compression()))
-            .next()
-            .unwrap_or(ParquetCompression::Uncompressed);
-        let arrow_schema = meta
-            .key_value_metadata()
-            .iter()
-            .flatten()
-            .find(|kv| kv.key == ARROW_SCHEMA_KEY)
-            .and_then(|kv| kv.value.as_deref());
-        let bytes = if crate::io::object::is_url(file) {
-            crate::io::object::get_all(std::slice::from_ref(file))?.pop()
-        } else {
-            None
-        };
-        let mut lf = input::scan(file, bytes)?;
-        let schema = lf.collect_schema().map_err(perr)?;
-        if let Some(c) = self.size_column.filter(|c| schema.contains(c.name())) {
-            return Err(Error::ColumnExists {
-                file: file.to_string(),
-                column: c.name().to_string(),
-                what: "--cluster-size-column cannot add one of that name: choose another name",
-            });
+        match self.format {
+            OutputFormat::Parquet => self.write_rows(m, kept, dropped, name, tag, pb, footer),
+            _ => jsonl::write_tagged(kept, dropped, name, tag, || {
+                self.write_rows(m, kept, dropped, name, tag, pb, footer)
+            }),
         }
-        // The kept file's schema: the input's, plus the cluster size column if asked for (then
-        // the input's Arrow schema no longer describes it).
-        let mut kept_schema = (*schema).clone();
-        if let Some(c) = self.size_column {
-            kept_schema.with_column(c.name().clone(), c.dtype().clone());
-        }
-        let arrow_schema = arrow_schema.filter(|_| self.size_column.is_none());
-        let audit = match dropped {
-            Some(_) => Some(self.audit_columns(m, &schema)?),
-            None => None,
-        };
-        let largest = groups.iter().copied().max().unwrap_or(1).max(1) as usize;
-        // Both files are written in one pass over the row groups: the kept file's writer runs
-        // on this thread, the dropped one's (if any) is fed the same groups through a channel.
-        let dropped_schema = audit.as_ref().map(|a| {
-            let mut s = (*schema).clone();
-            for c in a {
-                s.with_column(c.name().clone(), c.dtype().clone());
-            }
-            s
-        });
-        let out_err = |dir: &OutputDir, e: PolarsError| Error::Output {
-            path: dir.location(name),
-            source: e.into(),
-        };
-        std::thread::scope(|scope| -> Result<()> {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<DataFrame>(1);
-            let audit_writer = match (dropped, &dropped_schema) {
-                (Some(dir), Some(ds)) => Some(scope.spawn(move || {
-                    dir.write_with(name, |w| {
-                        let mut bw = shard_writer(w, codec, largest, tag, None)
-                            .batched(ds)
-                            .map_err(|e| out_err(dir, e))?;
-                        for df in rx {
-                            bw.write_batch(&df).map_err(|e| out_err(dir, e))?;
-                        }
-                        bw.finish().map(|_| ()).map_err(|e| out_err(dir, e))
-                    })
-                })),
-                _ => {
-                    drop(rx);
-                    None
-                }
-            };
-            let mut tx = audit_writer.is_some().then_some(tx);
-            let kept_result = kept.write_with(name, |w| {
-                let mut bw = shard_writer(w, codec, largest, tag, arrow_schema)
-                    .batched(&kept_schema)
-                    .map_err(|e| out_err(kept, e))?;
-                let mut offset = 0u64;
-                for &g in &groups {
-                    let df = lf
-                        .clone()
-                        .slice(offset as i64, g as IdxSize)
-                        .collect()
-                        .map_err(perr)?;
-                    let range = offset as usize..(offset + g) as usize;
-                    let audited =
-                        BooleanChunked::from_slice("audited".into(), &self.audited[range.clone()]);
-                    let mut kept_rows = self.kept_rows(m, &df, range.clone())?;
-                    if kept_rows.height() > 0 {
-                        kept_rows.rechunk_mut();
-                        bw.write_batch(&kept_rows).map_err(|e| out_err(kept, e))?;
-                    }
-                    if let (Some(t), Some(audit)) = (&tx, &audit) {
-                        let mut gone = df.filter(&audited).map_err(perr)?;
-                        if gone.height() > 0 {
-                            let idx: Vec<IdxSize> = self.rows[range]
-                                .iter()
-                                .zip(&self.audited[offset as usize..])
-                                .filter(|(_, &a)| a)
-                                .map(|(&r, _)| r as IdxSize)
-                                .collect();
-                            let idx = IdxCa::from_vec("idx".into(), idx);
-                            for c in audit {
-                                let taken = c.take(&idx).map_err(perr)?;
-                                gone.with_column(taken).map_err(perr)?;
-                            }
-                            gone.rechunk_mut();
-                            // A closed channel means the other writer failed: its error is
-                            // reported below.
-                            if t.send(gone).is_err() {
-                                break;
-                            }
-                        }
-                    }
-                    offset += g;
-                    pb.inc(g);
-                }
-                bw.finish().map(|_| ()).map_err(|e| out_err(kept, e))
-            });
-            tx.take();
-            let audit_result = match audit_writer {
-                Some(h) => h.join().unwrap_or_else(|_| {
-                    Err(Error::Panicked("the dropped-rows writer panicked".into()))
-                }),
-                None => Ok(()),
-            };
-            kept_result.and(audit_result)
-        })
-    }
-
-    /// The rows of `df` (the shard's rows `range`) written to the kept file: the kept ones, each
-    /// as often as `--upsample` says, with the `--cluster-size-column`.
-    fn kept_rows(
-        &self,
-        m: &Manifest,
-        df: &DataFrame,
-        range: std::ops::Range<usize>,
-    ) -> Result<DataFrame> {
-        let perr = |e: PolarsError| Error::Parquet {
-            file: self.src.file.clone(),
-            source: e.into(),
-        };
-        let mut at: Vec<IdxSize> = Vec::new();
-        for (j, i) in range.clone().enumerate() {
-            if self.mask[i] {
-                let n = self.repeat.get(i).copied().unwrap_or(1);
-                at.extend(std::iter::repeat_n(j as IdxSize, n as usize));
-            }
-        }
-        let mut out = df
-            .take(&IdxCa::from_vec("at".into(), at.clone()))
-            .map_err(perr)?;
-        if let Some(c) = self.size_column {
-            let rows: Vec<IdxSize> = at
-                .iter()
-                .map(|&j| self.rows[range.start + j as usize] as IdxSize)
-                .collect();
-            let c = c
-                .take(&IdxCa::from_vec("rows".into(), rows))
-                .map_err(perr)?;
-            out.with_column(c).map_err(perr)?;
-        }
-        if let Some(spans) = self.spans {
-            let texts = out.column(self.text_column).map_err(perr)?;
-            let texts = texts.str().map_err(perr)?;
-            let cut: Vec<Option<String>> = (texts.iter().zip(&at))
-                .map(|(t, &j)| {
-                    let row = self.rows[range.start + j as usize] as usize;
-                    t.map(|t| spans.cut(m, row, t)).transpose()
-                })
-                .collect::<Result<_>>()?;
-            let cut = Column::new(self.text_column.into(), cut)
-                .cast(texts.dtype())
-                .map_err(perr)?;
-            out.with_column(cut).map_err(perr)?;
-        }
-        Ok(out)
-    }
-
-    /// The manifest's audit columns (all rows), after checking the shard has none of them.
-    fn audit_columns(&self, m: &Manifest, schema: &Schema) -> Result<Vec<Column>> {
-        let mut out = Vec::new();
-        for name in AUDIT_COLUMNS {
-            let Ok(c) = m.frame.column(name) else {
-                continue;
-            };
-            if schema.contains(name) {
-                return Err(Error::ColumnExists {
-                    file: self.src.file.clone(),
-                    column: name.to_string(),
-                    what: "the dropped rows cannot get the manifest's column of that name beside it: rename that column in the input, or apply without --dropped",
-                });
-            }
-            out.push(c.clone());
-        }
-        out.extend(self.size_column.cloned());
-        if self.spans.is_some() {
-            for name in ["keep", "drop_spans"] {
-                if schema.contains(name) {
-                    return Err(Error::ColumnExists {
-                        file: self.src.file.clone(),
-                        column: name.to_string(),
-                        what: "the audited rows cannot get the manifest's column of that name beside it: rename that column in the input, or apply without --dropped",
-                    });
-                }
-                out.push(m.column(name)?.clone());
-            }
-        }
-        Ok(out)
-    }
-}
-
-/// The Parquet writer of an output shard.
-/// `arrow_schema`: the input's Arrow schema (its `ARROW:schema` metadata), kept for the kept
-/// rows' file, so Arrow readers see the input's types (say `string`, where polars would record
-/// `string_view`); the physical Parquet types are the same either way.
-fn shard_writer<W: std::io::Write>(
-    w: W,
-    codec: ParquetCompression,
-    row_group: usize,
-    tag: &str,
-    arrow_schema: Option<&str>,
-) -> ParquetWriter<W> {
-    let mut kv = vec![(TAG_KEY.to_string(), tag.to_string())];
-    if let Some(s) = arrow_schema {
-        kv.insert(0, (ARROW_SCHEMA_KEY.to_string(), s.to_string()));
-    }
-    ParquetWriter::new(w)
-        .with_compression(codec)
-        .with_row_group_size(Some(row_group))
-        .with_key_value_metadata(Some(KeyValueMetadata::from_static(kv)))
-}
-
-/// The metadata key of a Parquet file's Arrow schema.
-const ARROW_SCHEMA_KEY: &str = "ARROW:schema";
-
-/// The writer codec for an input's codec (Parquet does not record the level: defaults are used).
-fn codec(c: polars_parquet::parquet::compression::Compression) -> ParquetCompression {
-    use polars_parquet::parquet::compression::Compression as C;
-    match c {
-        C::Uncompressed => ParquetCompression::Uncompressed,
-        C::Snappy => ParquetCompression::Snappy,
-        C::Gzip => ParquetCompression::Gzip(None),
-        C::Brotli => ParquetCompression::Brotli(None),
-        C::Lz4 | C::Lz4Raw => ParquetCompression::Lz4Raw,
-        // LZO cannot be read by polars either, so a shard using it never gets here.
-        C::Zstd | C::Lzo => ParquetCompression::Zstd(None),
     }
 }

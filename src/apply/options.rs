@@ -28,6 +28,43 @@ pub struct ApplyOptions {
     /// size ranges and copies, `1=1,2-4=2,5-99=4,100-=1` (sizes no range names: 1 copy).
     #[arg(long, value_name = "fineweb2|RANGES")]
     pub upsample: Option<Upsample>,
+    /// Write every shard in this format (default: each in its input's format): `parquet`
+    /// (zstd), or JSON Lines, plain or compressed (`jsonl`, `jsonl.gz`, `jsonl.zst`). The file
+    /// name's extension changes with it.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<OutputFormat>,
+}
+
+/// The format `apply --format` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    Parquet,
+    Jsonl,
+    #[value(name = "jsonl.gz")]
+    JsonlGz,
+    #[value(name = "jsonl.zst")]
+    JsonlZst,
+}
+
+impl std::str::FromStr for OutputFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<OutputFormat, String> {
+        <OutputFormat as clap::ValueEnum>::from_str(s, false)
+            .map_err(|_| format!("format '{s}': expected parquet, jsonl, jsonl.gz or jsonl.zst"))
+    }
+}
+
+impl OutputFormat {
+    /// The extension of a file in this format.
+    pub(crate) fn extension(self) -> &'static str {
+        match self {
+            OutputFormat::Parquet => ".parquet",
+            OutputFormat::Jsonl => ".jsonl",
+            OutputFormat::JsonlGz => ".jsonl.gz",
+            OutputFormat::JsonlZst => ".jsonl.zst",
+        }
+    }
 }
 
 /// Copies of a kept row by its cluster size (`--upsample`): ranges of sizes, each with a number

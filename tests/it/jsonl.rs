@@ -424,3 +424,88 @@ fn an_index_takes_parquet_and_jsonl_nights_alike() {
     assert_eq!(e["members"][0]["keep"], true, "{e}");
     assert!(e["members"][1]["jaccard"].as_f64().unwrap() >= 0.8, "{e}");
 }
+
+#[test]
+fn apply_format_writes_the_other_format() {
+    let dir = temp_dir("jsonl-format");
+    let (pq, jl) = both_formats(&dir);
+    let (outp, outj) = (dir.join("runp"), dir.join("runj"));
+    run_ok(&pq, &outp, &["--paragraphs"]);
+    run_ok(&jl, &outj, &["--paragraphs"]);
+    let apply = |run: &Path, to: &str, extra: &[&str]| -> String {
+        let o = cd(["apply", "--quiet", "--manifest"])
+            .arg(run.join("manifest.parquet"))
+            .arg("--output")
+            .arg(dir.join(to))
+            .args(extra)
+            .ok();
+        String::from_utf8(o.stdout).unwrap()
+    };
+    // Into the input's own directory: refused, nothing replaced.
+    let o = cd(["apply", "--quiet", "--manifest"])
+        .arg(outp.join("manifest.parquet"))
+        .arg("--output")
+        .arg(dir.join("pq"))
+        .fails();
+    assert!(o.contains("over input shard"), "{o}");
+    apply(&outp, "kept-pq", &[]);
+    let audit = dir.join("jl-as-pq-dropped");
+    let audit = audit.to_str().unwrap();
+    apply(
+        &outj,
+        "jl-as-pq",
+        &["--format", "parquet", "--dropped", audit],
+    );
+    apply(&outp, "pq-as-jl", &["--format", "jsonl"]);
+    apply(&outj, "jl-as-gz", &["--format", "jsonl.gz"]);
+    for name in ["a-en", "b-mixed", "c-zh"] {
+        let want = read_df(&dir.join("kept-pq").join(format!("{name}.parquet")));
+        // JSON Lines as Parquet: the fields as columns in line order, numbers as floats, the
+        // nested object as its JSON text; the same rows and texts (paragraphs cut).
+        let got = read_df(&dir.join("jl-as-pq").join(format!("{name}.parquet")));
+        let names: Vec<&str> = got.get_column_names().iter().map(|c| c.as_str()).collect();
+        assert_eq!(names, ["meta", "text", "score", "id"]);
+        assert_eq!(got.column("score").unwrap().dtype(), &DataType::Float64);
+        for c in ["id", "text", "score"] {
+            assert!(
+                got.column(c).unwrap().equals(want.column(c).unwrap()),
+                "{name} {c}"
+            );
+        }
+        let meta = str_column(&got, "meta");
+        assert!(meta[0].starts_with(r#"{"lang": ""#), "{}", meta[0]);
+        // Parquet as JSON Lines: a row an object, its columns as fields in order.
+        let lines =
+            std::fs::read_to_string(dir.join("pq-as-jl").join(format!("{name}.jsonl"))).unwrap();
+        let rows: Vec<serde_json::Value> = lines
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(rows.len(), want.height());
+        assert!(lines.starts_with(r#"{"id":"#), "{lines}");
+        let (ids, texts) = (str_column(&want, "id"), str_column(&want, "text"));
+        for (i, r) in rows.iter().enumerate() {
+            assert_eq!(r["id"], ids[i]);
+            assert_eq!(r["text"], texts[i]);
+            assert_eq!(r["meta.lang"].as_str().unwrap().len(), 2);
+        }
+        // Recompressed: the same lines as the input's format gives.
+        let gz = std::fs::read(dir.join("jl-as-gz").join(format!("{name}.jsonl.gz"))).unwrap();
+        let mut plain = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::MultiGzDecoder::new(&gz[..]), &mut plain)
+            .unwrap();
+        assert_eq!(plain.lines().count(), want.height());
+    }
+    // The audit as Parquet has the manifest's fields as columns.
+    let dropped = read_df(&dir.join("jl-as-pq-dropped").join("a-en.parquet"));
+    assert!(dropped.column("duplicate_of").is_ok());
+    // A rerun finds every output complete, in either direction.
+    let again = apply(
+        &outj,
+        "jl-as-pq",
+        &["--format", "parquet", "--dropped", audit],
+    );
+    assert!(again.contains("\"shards_written\":0"), "{again}");
+    let again = apply(&outp, "pq-as-jl", &["--format", "jsonl"]);
+    assert!(again.contains("\"shards_written\":0"), "{again}");
+}

@@ -118,6 +118,47 @@ pub(crate) fn value_span(line: &[u8], name: &str) -> Option<Range<usize>> {
     Scan { b: line, i: 0 }.find(&path)
 }
 
+/// The top-level fields of the JSON object `line`, in order: each key and its value's span (a
+/// key that repeats is given once, at its first place, with its last value, as the parser
+/// reads it). `None` when `line` is no object.
+pub(crate) fn fields(line: &[u8]) -> Option<Vec<(String, Range<usize>)>> {
+    let mut s = Scan { b: line, i: 0 };
+    s.ws();
+    if s.b.get(s.i) != Some(&b'{') {
+        return None;
+    }
+    s.i += 1;
+    let mut out: Vec<(String, Range<usize>)> = Vec::new();
+    let mut seen: ahash::AHashMap<String, usize> = ahash::AHashMap::new();
+    loop {
+        s.ws();
+        match *s.b.get(s.i)? {
+            b'}' => return Some(out),
+            b',' => {
+                s.i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        let key = s.string()?;
+        let key: String = serde_json::from_slice(&s.b[key]).ok()?;
+        s.ws();
+        if s.b.get(s.i) != Some(&b':') {
+            return None;
+        }
+        s.i += 1;
+        s.ws();
+        let value = s.value()?;
+        match seen.get(&key) {
+            Some(&at) => out[at].1 = value,
+            None => {
+                seen.insert(key.clone(), out.len());
+                out.push((key, value));
+            }
+        }
+    }
+}
+
 /// `line` (a JSON object, without its line end) with `fields` added before its closing brace.
 pub(crate) fn with_fields(line: &[u8], fields: &[(&str, serde_json::Value)]) -> Vec<u8> {
     let end = line.iter().rposition(|&c| c == b'}').unwrap_or(line.len());
@@ -143,6 +184,24 @@ pub(crate) fn with_fields(line: &[u8], fields: &[(&str, serde_json::Value)]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fields_are_listed_in_order_with_their_values() {
+        let line = br#" {"b": {"x": [1, "}"]}, "a":"q\"", "n" :-1.5e3, "b": null ,"e":{}}"#;
+        let f = fields(line).unwrap();
+        let got: Vec<(&str, &[u8])> = (f.iter())
+            .map(|(k, r)| (k.as_str(), &line[r.clone()]))
+            .collect();
+        let want: [(&str, &[u8]); 4] = [
+            ("b", b"null"),
+            ("a", br#""q\"""#),
+            ("n", b"-1.5e3"),
+            ("e", b"{}"),
+        ];
+        assert_eq!(got, want);
+        assert_eq!(fields(b"[1]"), None);
+        assert_eq!(fields(b"{}"), Some(Vec::new()));
+    }
 
     #[test]
     fn finds_a_value_among_others_and_nested() {

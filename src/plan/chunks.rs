@@ -1,0 +1,121 @@
+//! A part's rows as the signatures (and sample) tasks read them: its slice of each input file,
+//! cut into chunks along row groups.
+
+use std::ops::Range;
+
+use crate::corpus::Slice;
+use crate::io::jsonl::GroupStart;
+
+use super::{InputFile, Plan};
+
+impl Plan {
+    /// The (file, row range) slices that make up part `p`, in order.
+    pub(crate) fn slices(&self, p: usize) -> Vec<(String, Option<Range<u64>>)> {
+        let r = self.part_range(p);
+        self.files
+            .iter()
+            .filter(|f| f.rows > 0 && f.first_doc < r.end && f.first_doc + f.rows > r.start)
+            .map(|f| {
+                let lo = r.start.max(f.first_doc) - f.first_doc;
+                let hi = r.end.min(f.first_doc + f.rows) - f.first_doc;
+                (f.file.clone(), Some(lo..hi))
+            })
+            .collect()
+    }
+
+    /// Part `p`'s slices cut into chunks of at most `max_docs` rows each (local files only: an
+    /// object-store shard is fetched whole, so its slice stays one chunk rather than being
+    /// downloaded once per chunk). A signatures task reads and processes one chunk at a time.
+    ///
+    /// Chunks end on row-group boundaries where they can: a chunk is whole row groups (or the
+    /// part's share of one), one slice each, which the reader decodes in parallel; a row group
+    /// over `max_docs` rows is cut into equal pieces. Parquet is decompressed a page at a time
+    /// from the start of a row group, so a chunk ending inside a group would make the next one
+    /// decode the group's first rows again.
+    ///
+    /// Chunk sizes: the first aims at an eighth of `max_docs`, the last `2 * max_docs` rows at
+    /// halving sizes down to an eighth (the task's workers wait for the first chunk to be read
+    /// and for the last one to be stored, so short ends keep both waits short), and the others
+    /// at `max_docs`; a chunk takes at least one piece. How a part is chunked never changes a
+    /// result.
+    pub(crate) fn chunks(&self, p: usize, max_docs: u64) -> Vec<Vec<Slice>> {
+        let max_docs = max_docs.max(1);
+        let small = (max_docs / 8).max(1);
+        let r = self.part_range(p);
+        // Pieces: (slice, fetched whole) in order, each within one row group.
+        let mut pieces: Vec<(Slice, bool)> = Vec::new();
+        let piece = |f: &InputFile, rows: Range<u64>, start: Option<&GroupStart>| Slice {
+            file: f.file.clone(),
+            rows: Some(rows),
+            start: start.copied(),
+        };
+        for f in &self.files {
+            let (lo, hi) = (r.start.max(f.first_doc), r.end.min(f.first_doc + f.rows));
+            if f.rows == 0 || lo >= hi {
+                continue;
+            }
+            let (lo, hi) = (lo - f.first_doc, hi - f.first_doc);
+            if crate::io::object::is_url(&f.file) {
+                pieces.push((piece(f, lo..hi, None), true));
+                continue;
+            }
+            let single = [f.rows];
+            let groups = if f.row_groups.is_empty() {
+                &single[..]
+            } else {
+                &f.row_groups[..]
+            };
+            let mut g_start = 0;
+            for (i, &g) in groups.iter().enumerate() {
+                let (a, b) = (lo.max(g_start), hi.min(g_start + g));
+                // Where the group starts in a plain JSON Lines file (the first at the file's).
+                let start = i.checked_sub(1).and_then(|i| f.group_starts.get(i));
+                if a < b {
+                    let n = (b - a).div_ceil(max_docs);
+                    let per = (b - a).div_ceil(n);
+                    let mut x = a;
+                    while x < b {
+                        pieces.push((piece(f, x..(x + per).min(b), start), false));
+                        x += per;
+                    }
+                }
+                g_start += g;
+            }
+        }
+        let total: u64 = (pieces.iter().filter_map(|(s, _)| s.rows.as_ref()))
+            .map(|r| r.end - r.start)
+            .sum();
+        let target = |done: u64| {
+            let left = total - done;
+            if done == 0 {
+                small
+            } else if left > 2 * max_docs {
+                max_docs
+            } else {
+                (left / 2).max(small)
+            }
+        };
+        let mut chunks = Vec::new();
+        let mut cur: Vec<Slice> = Vec::new();
+        let (mut done, mut in_cur) = (0u64, 0u64);
+        for (slice, whole) in pieces {
+            let n = slice.rows.as_ref().map_or(0, |r| r.end - r.start);
+            let fits = in_cur + n <= target(done - in_cur).max(small) && in_cur + n <= max_docs;
+            if !cur.is_empty() && (whole || !fits) {
+                chunks.push(std::mem::take(&mut cur));
+                in_cur = 0;
+            }
+            cur.push(slice);
+            in_cur += n;
+            done += n;
+            if whole {
+                chunks.push(std::mem::take(&mut cur));
+                in_cur = 0;
+            }
+        }
+        if !cur.is_empty() {
+            chunks.push(cur);
+        }
+        chunks
+    }
+}
