@@ -292,28 +292,21 @@ pub(super) fn json_of(v: AnyValue) -> serde_json::Value {
         }
         AnyValue::Float64(x) => serde_json::Number::from_f64(x).map_or(J::Null, J::Number),
         AnyValue::List(s) => J::Array(s.iter().map(json_of).collect()),
-        AnyValue::Struct(_, _, fields) => {
-            let values: Vec<AnyValue> = v._iter_struct_av().collect();
-            J::Object(
-                fields
-                    .iter()
-                    .zip(values)
-                    .map(|(f, x)| (f.name().to_string(), json_of(x)))
-                    .collect(),
-            )
-        }
+        AnyValue::Struct(_, _, fields) => object(fields, v._iter_struct_av().collect()),
         AnyValue::StructOwned(b) => {
             let (values, fields) = *b;
-            J::Object(
-                fields
-                    .iter()
-                    .zip(values)
-                    .map(|(f, x)| (f.name().to_string(), json_of(x)))
-                    .collect(),
-            )
+            object(&fields, values)
         }
         other => J::String(other.to_string()),
     }
+}
+
+/// A struct's fields and values as a JSON object.
+fn object(fields: &[Field], values: Vec<AnyValue>) -> serde_json::Value {
+    (fields.iter().zip(values))
+        .map(|(f, x)| (f.name().to_string(), json_of(x)))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use crate::results::Manifest;
 
 use super::convert::{json_of, Columns, ToParquet};
 use super::options::OutputFormat;
-use super::{Shard, AUDIT_COLUMNS};
+use super::{Outputs, Shard, AUDIT_COLUMNS};
 
 /// The name of an output's tag file.
 pub(super) fn tag_name(name: &str) -> String {
@@ -169,20 +169,19 @@ pub(super) fn compression_of(format: OutputFormat) -> Compression {
 
 /// Writes the kept lines of `shard` to `kept` (and the audited ones to `dropped`) in one pass
 /// over the input, each output tagged once written; as Parquet, in two (the columns first).
-pub(super) fn write(
-    shard: &Shard,
-    m: &Manifest,
-    kept: &OutputDir,
-    dropped: Option<&OutputDir>,
-    name: &str,
-    tag: &str,
-    pb: &indicatif::ProgressBar,
-) -> Result<()> {
+pub(super) fn write(shard: &Shard, m: &Manifest, out: &Outputs) -> Result<()> {
     if shard.format == OutputFormat::Parquet {
-        return write_parquet(shard, m, kept, dropped, name, tag, pb);
+        return write_parquet(shard, m, out);
     }
+    let Outputs {
+        kept,
+        dropped,
+        name,
+        pb,
+        ..
+    } = *out;
     let c = compression_of(shard.format);
-    write_tagged(kept, dropped, name, tag, || {
+    write_tagged(out, || {
         kept.write_with(name, |w| {
             let mut to_kept = Sink::new(w, c, kept.location(name))?;
             match dropped {
@@ -198,15 +197,16 @@ pub(super) fn write(
     })
 }
 
-/// Runs `write`, which writes JSON Lines outputs `name` in `kept` (and `dropped`), with their tag
-/// files removed before and written after.
-pub(super) fn write_tagged(
-    kept: &OutputDir,
-    dropped: Option<&OutputDir>,
-    name: &str,
-    tag: &str,
-    write: impl FnOnce() -> Result<()>,
-) -> Result<()> {
+/// Runs `write`, which writes the JSON Lines outputs `out`, with their tag files removed before
+/// and written after.
+pub(super) fn write_tagged(out: &Outputs, write: impl FnOnce() -> Result<()>) -> Result<()> {
+    let Outputs {
+        kept,
+        dropped,
+        name,
+        tag,
+        ..
+    } = *out;
     let dirs = || std::iter::once(kept).chain(dropped);
     // The old tags go first: an output being replaced is never taken for complete.
     for dir in dirs() {
@@ -249,15 +249,14 @@ impl<'w> RowLines<'w> {
 
 /// [`write()`] as Parquet: a first pass finds the columns (those of every line, and what each
 /// output adds), a second writes the rows.
-fn write_parquet(
-    shard: &Shard,
-    m: &Manifest,
-    kept: &OutputDir,
-    dropped: Option<&OutputDir>,
-    name: &str,
-    tag: &str,
-    pb: &indicatif::ProgressBar,
-) -> Result<()> {
+fn write_parquet(shard: &Shard, m: &Manifest, out: &Outputs) -> Result<()> {
+    let Outputs {
+        kept,
+        dropped,
+        name,
+        tag,
+        pb,
+    } = *out;
     let file = shard.src.file.as_str();
     let infer = || Infer {
         columns: Columns::default(),

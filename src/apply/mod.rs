@@ -188,7 +188,14 @@ pub(crate) fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
                 report.already_complete = true;
             } else {
                 let dropped = dropped_dir.as_ref().filter(|_| !dropped_done);
-                shard.write(&m, &kept_dir, dropped, &names[i], &tag, &pb)?;
+                let out = Outputs {
+                    kept: &kept_dir,
+                    dropped,
+                    name: &names[i],
+                    tag: &tag,
+                    pb: &pb,
+                };
+                shard.write(&m, &out)?;
             }
             report.bytes_out = output_size(&kept_dir, &names[i])?;
         }
@@ -343,23 +350,24 @@ impl Shard<'_> {
 
     /// Writes the kept rows into `kept` (and the dropped ones into `dropped`), one row group at
     /// a time.
-    fn write(
-        &self,
-        m: &Manifest,
-        kept: &OutputDir,
-        dropped: Option<&OutputDir>,
-        name: &str,
-        tag: &str,
-        pb: &indicatif::ProgressBar,
-    ) -> Result<()> {
+    fn write(&self, m: &Manifest, out: &Outputs) -> Result<()> {
         let Some(footer) = self.footer else {
-            return jsonl::write(self, m, kept, dropped, name, tag, pb);
+            return jsonl::write(self, m, out);
         };
         match self.format {
-            OutputFormat::Parquet => self.write_rows(m, kept, dropped, name, tag, pb, footer),
-            _ => jsonl::write_tagged(kept, dropped, name, tag, || {
-                self.write_rows(m, kept, dropped, name, tag, pb, footer)
-            }),
+            OutputFormat::Parquet => self.write_rows(m, out, footer),
+            _ => jsonl::write_tagged(out, || self.write_rows(m, out, footer)),
         }
     }
+}
+
+/// Where one shard's outputs go: the kept file (and the audit's, with `--dropped`) named `name`
+/// in their directories, the tag they get, and the progress bar.
+#[derive(Clone, Copy)]
+struct Outputs<'a> {
+    kept: &'a OutputDir,
+    dropped: Option<&'a OutputDir>,
+    name: &'a str,
+    tag: &'a str,
+    pb: &'a indicatif::ProgressBar,
 }

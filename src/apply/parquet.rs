@@ -10,7 +10,7 @@ use crate::io::output::OutputDir;
 use crate::results::Manifest;
 
 use super::options::OutputFormat;
-use super::{jsonl, Shard, AUDIT_COLUMNS, TAG_KEY};
+use super::{jsonl, Outputs, Shard, AUDIT_COLUMNS, TAG_KEY};
 
 /// The tag of an existing output file, `None` when there is none (or it has no tag).
 pub(super) fn existing_tag(dir: &OutputDir, name: &str) -> Result<Option<String>> {
@@ -32,17 +32,14 @@ pub(super) fn existing_tag(dir: &OutputDir, name: &str) -> Result<Option<String>
 
 impl Shard<'_> {
     /// [`Self::write`] of a Parquet shard.
-    #[expect(clippy::too_many_arguments, reason = "write's, and the footer")]
-    pub(super) fn write_rows(
-        &self,
-        m: &Manifest,
-        kept: &OutputDir,
-        dropped: Option<&OutputDir>,
-        name: &str,
-        tag: &str,
-        pb: &indicatif::ProgressBar,
-        footer: &Footer,
-    ) -> Result<()> {
+    pub(super) fn write_rows(&self, m: &Manifest, out: &Outputs, footer: &Footer) -> Result<()> {
+        let Outputs {
+            kept,
+            dropped,
+            name,
+            tag,
+            pb,
+        } = *out;
         let file = &self.src.file;
         let perr = |e: PolarsError| Error::Parquet {
             file: file.clone(),

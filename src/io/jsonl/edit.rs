@@ -76,16 +76,31 @@ impl Scan<'_> {
     /// repeats, as the parser reads it).
     fn find(&mut self, path: &[&str]) -> Option<Range<usize>> {
         let (first, rest) = path.split_first()?;
+        let mut found = None;
+        let b = self.b;
+        self.members(|key, value| {
+            if key == *first {
+                found = match rest.is_empty() {
+                    true => Some(value),
+                    false => Scan { b, i: value.start }.find(rest),
+                };
+            }
+        })?;
+        found
+    }
+
+    /// Calls `each` with every member of the object starting here: its key and its value's
+    /// span. `None` when it is no object.
+    fn members(&mut self, mut each: impl FnMut(String, Range<usize>)) -> Option<()> {
         self.ws();
         if self.b.get(self.i) != Some(&b'{') {
             return None;
         }
         self.i += 1;
-        let mut found = None;
         loop {
             self.ws();
             match *self.b.get(self.i)? {
-                b'}' => return found,
+                b'}' => return Some(()),
                 b',' => {
                     self.i += 1;
                     continue;
@@ -100,14 +115,8 @@ impl Scan<'_> {
             }
             self.i += 1;
             self.ws();
-            let at = self.i;
             let value = self.value()?;
-            if key == *first {
-                found = match rest.is_empty() {
-                    true => Some(value),
-                    false => Scan { b: self.b, i: at }.find(rest),
-                };
-            }
+            each(key, value);
         }
     }
 }
@@ -122,41 +131,16 @@ pub(crate) fn value_span(line: &[u8], name: &str) -> Option<Range<usize>> {
 /// key that repeats is given once, at its first place, with its last value, as the parser
 /// reads it). `None` when `line` is no object.
 pub(crate) fn fields(line: &[u8]) -> Option<Vec<(String, Range<usize>)>> {
-    let mut s = Scan { b: line, i: 0 };
-    s.ws();
-    if s.b.get(s.i) != Some(&b'{') {
-        return None;
-    }
-    s.i += 1;
     let mut out: Vec<(String, Range<usize>)> = Vec::new();
     let mut seen: ahash::AHashMap<String, usize> = ahash::AHashMap::new();
-    loop {
-        s.ws();
-        match *s.b.get(s.i)? {
-            b'}' => return Some(out),
-            b',' => {
-                s.i += 1;
-                continue;
-            }
-            _ => {}
+    Scan { b: line, i: 0 }.members(|key, value| match seen.get(&key) {
+        Some(&at) => out[at].1 = value,
+        None => {
+            seen.insert(key.clone(), out.len());
+            out.push((key, value));
         }
-        let key = s.string()?;
-        let key: String = serde_json::from_slice(&s.b[key]).ok()?;
-        s.ws();
-        if s.b.get(s.i) != Some(&b':') {
-            return None;
-        }
-        s.i += 1;
-        s.ws();
-        let value = s.value()?;
-        match seen.get(&key) {
-            Some(&at) => out[at].1 = value,
-            None => {
-                seen.insert(key.clone(), out.len());
-                out.push((key, value));
-            }
-        }
-    }
+    })?;
+    Some(out)
 }
 
 /// `line` (a JSON object, without its line end) with `fields` added before its closing brace.

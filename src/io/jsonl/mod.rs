@@ -353,6 +353,17 @@ pub(crate) fn identity(file: &str) -> Result<(u64, String)> {
 mod tests {
     use super::*;
 
+    /// A run's configuration over `file`, defaults otherwise.
+    fn config(file: &str) -> Config {
+        crate::Settings {
+            input: vec![file.to_string()],
+            output: Some("/tmp/unused".into()),
+            ..Default::default()
+        }
+        .resolve()
+        .unwrap()
+    }
+
     #[test]
     fn a_task_continues_a_file_where_it_stopped_unless_the_file_changed() {
         let dir = std::env::temp_dir().join(format!("corpus-dedup-cursor-{}", std::process::id()));
@@ -364,13 +375,7 @@ mod tests {
                 .map(|i| format!("{{\"text\": \"{tag} {i}\"}}\n"))
                 .collect()
         };
-        let cfg = crate::Settings {
-            input: vec![file.to_string()],
-            output: Some("/tmp/unused".into()),
-            ..Default::default()
-        }
-        .resolve()
-        .unwrap();
+        let cfg = config(file);
         let texts = |rows: std::ops::Range<u64>| -> Vec<String> {
             let shard = read_shard(file, None, Some(rows), None, &cfg).unwrap();
             shard.text.iter().map(|t| t.unwrap().to_string()).collect()
@@ -401,13 +406,7 @@ mod tests {
         }
         text.push_str("{\"text\": \"last\"}");
         std::fs::write(&path, &text).unwrap();
-        let cfg = crate::Settings {
-            input: vec![file.to_string()],
-            output: Some("/tmp/unused".into()),
-            ..Default::default()
-        }
-        .resolve()
-        .unwrap();
+        let cfg = config(file);
         let whole = read_shard(file, None, None, None, &cfg).unwrap();
         let rows_of = |s: &Shard| -> Vec<(String, u64)> {
             (s.text.iter().zip(s.line.as_ref().unwrap().iter()))
