@@ -799,4 +799,22 @@ fn jsonl_on_s3_gives_the_local_manifest_and_shards() {
             "{name}"
         );
     }
+    // As Parquet (--format), on S3 and locally: the same rows.
+    s3_cmd(&server, SECRET, ["apply", "--quiet", "--format", "parquet"])
+        .args(["--manifest", "s3://crawl/runs/jl/manifest.parquet"])
+        .args(["--output", "s3://crawl/kept-pq"])
+        .ok();
+    cd(["apply", "--quiet", "--format", "parquet", "--manifest"])
+        .arg(out.join("manifest.parquet"))
+        .arg("--output")
+        .arg(local.join("kept-pq"))
+        .ok();
+    for name in ["a.parquet", "b.parquet", "c.parquet"] {
+        let remote = read_df(&server.root.join("crawl/kept-pq").join(name));
+        assert!(remote.height() > 0);
+        assert!(
+            remote.equals_missing(&read_df(&local.join("kept-pq").join(name))),
+            "{name}"
+        );
+    }
 }
