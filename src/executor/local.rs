@@ -266,6 +266,11 @@ fn run_tasks(
         crate::progress::set_current(None);
         pb.finish_and_clear();
         result?;
+        if stage == Stage::Signatures {
+            // No later stage reads the input by parts: the JSON Lines readers kept open for
+            // the next part are closed.
+            crate::io::jsonl::close_readers();
+        }
         walls.push((stage, start.elapsed().as_secs_f64()));
     }
     // Nothing reads the document store after the manifest stage, and it is most of the work

@@ -196,6 +196,11 @@ impl Lines {
         }))
     }
 
+    /// Frees the buffer of the line last read.
+    pub(super) fn release_buffer(&mut self) {
+        self.buf = Vec::new();
+    }
+
     /// A line's bytes as in the file (from after a byte-order mark), its line end included.
     pub(crate) fn bytes(&self, l: &Line) -> &[u8] {
         &self.buf[l.start..]

@@ -18,8 +18,8 @@
 //!   [`ROWS_PER_GROUP`] documents, as a Parquet file has row groups; for a plain (uncompressed)
 //!   file it records where each group starts ([`GroupStart`]), so a task reading later rows
 //!   seeks there. A compressed stream cannot be entered in the middle: a task reading its later
-//!   rows reads the lines before them too. The reads of one file in a task continue where the
-//!   last one stopped.
+//!   rows reads the lines before them too, from the nearest place an open reader of the file
+//!   stopped at (a task's last chunk, or another task's part before its own).
 
 use std::sync::Mutex;
 
@@ -84,10 +84,12 @@ pub(super) fn at(file: &str, line: u64, msg: impl Into<String>) -> Error {
     }
 }
 
-/// Open files a task reads in order, each positioned after the rows last read from it (a later
-/// chunk of a file continues where the last one stopped instead of reading from the start),
-/// with the file's size and modification time when it was opened: a file changed since (a
-/// process of the Python package lives across runs) is opened again.
+/// Open readers of files, each positioned after the rows last read with it, with the file's
+/// size and modification time when it was opened: a read starts from the reader of its file
+/// that stopped nearest before its first row (a task's next chunk continues where its last one
+/// stopped; a task whose part starts where another's ended reads on from there instead of from
+/// the file's start). A file changed since (a process of the Python package lives across runs)
+/// is opened again.
 static CURSORS: Mutex<Vec<(String, Stamp, Lines)>> = Mutex::new(Vec::new());
 
 /// A local file's size and modification time.
@@ -97,43 +99,59 @@ fn stamp(file: &str) -> Stamp {
     let m = std::fs::metadata(file).ok()?;
     Some((m.len(), m.modified().ok()?))
 }
-/// Files kept open at once.
+
+/// Readers kept open at once.
 const OPEN_CURSORS: usize = 8;
 
-/// A reader of `file` whose next document is row `row`: an open one that stopped there, else
-/// one opened at `start` (a group start at or before `row`) or at the file's start.
+/// A reader of `file` whose next document is row `row`: the open one that stopped nearest
+/// before it, unless `start` (a group start at or before `row`) is nearer, else one opened at
+/// `start` or at the file's start.
 fn lines_at(
     file: &str,
     bytes: Option<Vec<u8>>,
     row: u64,
     start: Option<&GroupStart>,
 ) -> Result<Lines> {
+    let start = start.filter(|s| bytes.is_none() && s.row <= row && !object::is_url(file));
     if bytes.is_none() {
         let now = stamp(file);
         let mut open = CURSORS.lock().unwrap_or_else(|e| e.into_inner());
         open.retain(|(f, s, _)| f != file || (s.is_some() && *s == now));
-        if let Some(i) = (open.iter()).position(|(f, _, l)| f == file && l.pos.rows == row) {
-            return Ok(open.swap_remove(i).2);
+        let nearest = (open.iter().enumerate())
+            .filter(|(_, (f, _, l))| f == file && l.pos.rows <= row)
+            .filter(|(_, (_, _, l))| start.is_none_or(|s| l.pos.rows >= s.row))
+            .max_by_key(|(_, (_, _, l))| l.pos.rows)
+            .map(|(i, _)| i);
+        if let Some(i) = nearest {
+            let mut lines = open.swap_remove(i).2;
+            drop(open);
+            lines.skip_to(row)?;
+            return Ok(lines);
         }
     }
     let mut lines = match start {
-        Some(s) if bytes.is_none() && s.row <= row && !object::is_url(file) => {
-            Lines::open_at(file, s)?
-        }
-        _ => Lines::open(file, bytes)?,
+        Some(s) => Lines::open_at(file, s)?,
+        None => Lines::open(file, bytes)?,
     };
     lines.skip_to(row)?;
     Ok(lines)
 }
 
-/// Keeps `lines` open for the next read of its file.
-fn keep_open(lines: Lines, opened: Stamp) {
+/// Keeps `lines` open for a later read of its file (in place of one stopped at the same row),
+/// without its line buffer (a long line's would stay held).
+fn keep_open(mut lines: Lines, opened: Stamp) {
+    lines.release_buffer();
     let mut open = CURSORS.lock().unwrap_or_else(|e| e.into_inner());
-    open.retain(|(f, _, _)| *f != lines.file);
+    open.retain(|(f, _, l)| *f != lines.file || l.pos.rows != lines.pos.rows);
     if open.len() >= OPEN_CURSORS {
         open.remove(0);
     }
     open.push((lines.file.clone(), opened, lines));
+}
+
+/// Closes the open readers (after the last stage that reads the input by parts).
+pub(crate) fn close_readers() {
+    CURSORS.lock().unwrap_or_else(|e| e.into_inner()).clear();
 }
 
 /// Reads rows `rows` (all when `None`) of a JSON Lines shard with the run's fields, from
@@ -386,6 +404,42 @@ mod tests {
         // Rewritten (longer) under the same name: the next read opens it again.
         std::fs::write(&path, lines("newer")).unwrap();
         assert_eq!(texts(4..6), ["newer 4", "newer 5"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn reads_in_any_order_from_open_readers_give_the_rows_asked_for() {
+        let dir = std::env::temp_dir().join(format!("corpus-dedup-order-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.jsonl.zst");
+        let file = path.to_str().unwrap();
+        let text: String = (0..40)
+            .map(|i| {
+                format!(
+                    "{{\"text\": \"doc {i}\"}}\n{}",
+                    if i % 7 == 3 { "\n" } else { "" }
+                )
+            })
+            .collect();
+        std::fs::write(&path, zstd::encode_all(text.as_bytes(), 0).unwrap()).unwrap();
+        let cfg = config(file);
+        // Parts' chunks as concurrent tasks read them, interleaved: each read may start from a
+        // reader another left before its rows.
+        for (a, b) in [
+            (0, 5),
+            (20, 25),
+            (5, 10),
+            (25, 30),
+            (10, 20),
+            (30, 40),
+            (3, 4),
+            (35, 36),
+        ] {
+            let shard = read_shard(file, None, Some(a..b), None, &cfg).unwrap();
+            let got: Vec<String> = shard.text.iter().map(|t| t.unwrap().to_string()).collect();
+            let want: Vec<String> = (a..b).map(|i| format!("doc {i}")).collect();
+            assert_eq!(got, want, "{a}..{b}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
