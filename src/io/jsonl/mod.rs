@@ -371,6 +371,14 @@ pub(crate) fn identity(file: &str) -> Result<(u64, String)> {
 mod tests {
     use super::*;
 
+    /// A new directory for a test's files (the test removes it) and the path of `name` in it.
+    fn scratch(test: &str, name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("corpus-dedup-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        (dir, path)
+    }
+
     /// A run's configuration over `file`, defaults otherwise.
     fn config(file: &str) -> Config {
         crate::Settings {
@@ -384,9 +392,7 @@ mod tests {
 
     #[test]
     fn a_task_continues_a_file_where_it_stopped_unless_the_file_changed() {
-        let dir = std::env::temp_dir().join(format!("corpus-dedup-cursor-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("a.jsonl");
+        let (dir, path) = scratch("cursor", "a.jsonl");
         let file = path.to_str().unwrap();
         let lines = |tag: &str| -> String {
             (0..6)
@@ -409,9 +415,7 @@ mod tests {
 
     #[test]
     fn reads_in_any_order_from_open_readers_give_the_rows_asked_for() {
-        let dir = std::env::temp_dir().join(format!("corpus-dedup-order-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("a.jsonl.zst");
+        let (dir, path) = scratch("order", "a.jsonl.zst");
         let file = path.to_str().unwrap();
         let text: String = (0..40)
             .map(|i| {
@@ -445,9 +449,7 @@ mod tests {
 
     #[test]
     fn a_read_from_a_group_start_equals_a_read_from_the_file_start() {
-        let dir = std::env::temp_dir().join(format!("corpus-dedup-seek-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("a.jsonl");
+        let (dir, path) = scratch("seek", "a.jsonl");
         let file = path.to_str().unwrap();
         // A byte-order mark, blank lines (also at a group's edge), `\r\n`, no last line end.
         let mut text = String::from("\u{feff}");
