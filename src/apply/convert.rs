@@ -262,56 +262,106 @@ pub(super) fn row_as_json(df: &DataFrame, i: usize, out: &mut Vec<u8>) -> Result
             out.push(b',');
         }
         let v = c.get(i).map_err(|e| Error::Panicked(e.to_string()))?;
-        // Writing JSON to a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut *out, c.name().as_str());
+        string(c.name().as_str(), out);
         out.push(b':');
-        let _ = serde_json::to_writer(&mut *out, &json_of(v));
+        write_json(v, out);
     }
     out.push(b'}');
     Ok(())
 }
 
-/// A Parquet (or manifest) value as JSON.
-pub(super) fn json_of(v: AnyValue) -> serde_json::Value {
-    use serde_json::Value as J;
+/// A Parquet (or manifest) value as JSON text.
+pub(super) fn json_text(v: AnyValue) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_json(v, &mut out);
+    out
+}
+
+/// Writes a Parquet (or manifest) value as JSON: a struct's fields in their order, a float
+/// that is not finite as null, a type JSON has no form for as its text.
+fn write_json(v: AnyValue, out: &mut Vec<u8>) {
     match v {
-        AnyValue::Null => J::Null,
-        AnyValue::Boolean(b) => J::Bool(b),
-        AnyValue::String(s) => J::String(s.to_string()),
-        AnyValue::StringOwned(s) => J::String(s.to_string()),
-        AnyValue::UInt8(x) => x.into(),
-        AnyValue::UInt16(x) => x.into(),
-        AnyValue::UInt32(x) => x.into(),
-        AnyValue::UInt64(x) => x.into(),
-        AnyValue::Int8(x) => x.into(),
-        AnyValue::Int16(x) => x.into(),
-        AnyValue::Int32(x) => x.into(),
-        AnyValue::Int64(x) => x.into(),
-        AnyValue::Float32(x) => {
-            serde_json::Number::from_f64(f64::from(x)).map_or(J::Null, J::Number)
+        AnyValue::Null => out.extend_from_slice(b"null"),
+        AnyValue::Boolean(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
+        AnyValue::String(s) => string(s, out),
+        AnyValue::StringOwned(s) => string(s.as_str(), out),
+        AnyValue::UInt8(_)
+        | AnyValue::UInt16(_)
+        | AnyValue::UInt32(_)
+        | AnyValue::UInt64(_)
+        | AnyValue::Int8(_)
+        | AnyValue::Int16(_)
+        | AnyValue::Int32(_)
+        | AnyValue::Int64(_) => out.extend_from_slice(v.to_string().as_bytes()),
+        AnyValue::Float32(x) => float(f64::from(x), out),
+        AnyValue::Float64(x) => float(x, out),
+        AnyValue::List(s) => {
+            out.push(b'[');
+            for (i, x) in s.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_json(x, out);
+            }
+            out.push(b']');
         }
-        AnyValue::Float64(x) => serde_json::Number::from_f64(x).map_or(J::Null, J::Number),
-        AnyValue::List(s) => J::Array(s.iter().map(json_of).collect()),
-        AnyValue::Struct(_, _, fields) => object(fields, v._iter_struct_av().collect()),
+        AnyValue::Struct(_, _, fields) => object(fields, v._iter_struct_av(), out),
         AnyValue::StructOwned(b) => {
             let (values, fields) = *b;
-            object(&fields, values)
+            object(&fields, values.into_iter(), out);
         }
-        other => J::String(other.to_string()),
+        other => string(&other.to_string(), out),
     }
 }
 
-/// A struct's fields and values as a JSON object.
-fn object(fields: &[Field], values: Vec<AnyValue>) -> serde_json::Value {
-    (fields.iter().zip(values))
-        .map(|(f, x)| (f.name().to_string(), json_of(x)))
-        .collect::<serde_json::Map<_, _>>()
-        .into()
+/// A float as a JSON number, or null when it is not finite.
+fn float(x: f64, out: &mut Vec<u8>) {
+    // Writing to a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, &x.is_finite().then_some(x));
+}
+
+fn string(s: &str, out: &mut Vec<u8>) {
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+/// A struct's fields and values as a JSON object, fields in order.
+fn object<'a>(fields: &[Field], values: impl Iterator<Item = AnyValue<'a>>, out: &mut Vec<u8>) {
+    out.push(b'{');
+    for (i, (f, x)) in fields.iter().zip(values).enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        string(f.name().as_str(), out);
+        out.push(b':');
+        write_json(x, out);
+    }
+    out.push(b'}');
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_are_written_as_json_with_struct_fields_in_order() {
+        let s = StructChunked::from_series(
+            "s".into(),
+            1,
+            [
+                Series::new("z".into(), [1i32]),
+                Series::new("a".into(), ["q\"".to_string()]),
+            ]
+            .iter(),
+        )
+        .unwrap()
+        .into_series();
+        let text = |v: AnyValue| String::from_utf8(json_text(v)).unwrap();
+        assert_eq!(text(s.get(0).unwrap()), r#"{"z":1,"a":"q\""}"#);
+        assert_eq!(text(AnyValue::Float64(f64::NAN)), "null");
+        assert_eq!(text(AnyValue::Float32(0.5)), "0.5");
+        let list = Series::new("l".into(), [Some(1i64), None]);
+        assert_eq!(text(AnyValue::List(list)), "[1,null]");
+    }
 
     #[test]
     fn kinds_join_to_the_type_that_holds_every_value() {

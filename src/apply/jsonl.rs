@@ -22,7 +22,7 @@ use crate::io::jsonl::{edit, Compression, Lines};
 use crate::io::output::OutputDir;
 use crate::results::Manifest;
 
-use super::convert::{json_of, Columns, ToParquet};
+use super::convert::{json_text, Columns, ToParquet};
 use super::options::OutputFormat;
 use super::{Outputs, Shard, AUDIT_COLUMNS};
 
@@ -347,7 +347,7 @@ fn audited_line(
     let values = (fields.iter())
         .map(|(n, c)| {
             let v = c.get(row).map_err(|e| super::manifest_err(m, e))?;
-            Ok((*n, json_of(v)))
+            Ok((*n, json_text(v)))
         })
         .collect::<Result<Vec<_>>>()?;
     if let Some((n, _)) = values
@@ -396,7 +396,7 @@ fn kept_line(
         out.splice(at, literal);
     }
     if let Some(c) = shard.size_column {
-        let v = json_of(c.get(row).map_err(|e| super::manifest_err(m, e))?);
+        let v = json_text(c.get(row).map_err(|e| super::manifest_err(m, e))?);
         if edit::value_span(content, c.name()).is_some() {
             return Err(Error::ColumnExists {
                 file: shard.src.file.clone(),

@@ -143,8 +143,9 @@ pub(crate) fn fields(line: &[u8]) -> Option<Vec<(String, Range<usize>)>> {
     Some(out)
 }
 
-/// `line` (a JSON object, without its line end) with `fields` added before its closing brace.
-pub(crate) fn with_fields(line: &[u8], fields: &[(&str, serde_json::Value)]) -> Vec<u8> {
+/// `line` (a JSON object, without its line end) with `fields` (names and JSON values) added
+/// before its closing brace.
+pub(crate) fn with_fields(line: &[u8], fields: &[(&str, Vec<u8>)]) -> Vec<u8> {
     let end = line.iter().rposition(|&c| c == b'}').unwrap_or(line.len());
     let empty = line[..end]
         .iter()
@@ -159,7 +160,7 @@ pub(crate) fn with_fields(line: &[u8], fields: &[(&str, serde_json::Value)]) -> 
         }
         out.extend_from_slice(serde_json::to_string(k).unwrap_or_default().as_bytes());
         out.push(b':');
-        out.extend_from_slice(serde_json::to_string(v).unwrap_or_default().as_bytes());
+        out.extend_from_slice(v);
     }
     out.extend_from_slice(&line[end..]);
     out
@@ -202,14 +203,14 @@ mod tests {
 
     #[test]
     fn fields_are_added_before_the_closing_brace() {
-        let v = serde_json::json!("x");
+        let v = br#""x""#.to_vec();
         assert_eq!(
             with_fields(br#"{"a":1}"#, &[("k", v.clone())]),
             br#"{"a":1,"k":"x"}"#
         );
         assert_eq!(with_fields(b"{ }", &[("k", v.clone())]), br#"{ "k":"x"}"#);
         assert_eq!(
-            with_fields(br#"{"a":1} "#, &[("k", v), ("n", serde_json::json!(2))]),
+            with_fields(br#"{"a":1} "#, &[("k", v), ("n", b"2".to_vec())]),
             br#"{"a":1,"k":"x","n":2} "#
         );
     }
