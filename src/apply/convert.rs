@@ -261,7 +261,7 @@ pub(super) fn row_as_json(df: &DataFrame, i: usize, out: &mut Vec<u8>) -> Result
         if k > 0 {
             out.push(b',');
         }
-        let v = c.get(i).map_err(|e| Error::Panicked(e.to_string()))?;
+        let v = c.get(i).map_err(|e| Error::Internal(e.to_string()))?;
         string(c.name().as_str(), out);
         out.push(b':');
         write_json(v, out);
