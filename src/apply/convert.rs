@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::io::jsonl::edit;
 
 /// Rows per row group of a Parquet file written from JSON Lines.
-pub(super) const ROWS_PER_GROUP: usize = 65_536;
+const ROWS_PER_GROUP: usize = 65_536;
 
 /// What a field's values are, as a Parquet column type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -120,7 +120,12 @@ pub(crate) fn items_at(
         }
         rows.sort_unstable();
         let file = open(f, cfg)?;
-        for run in rows.chunk_by(|a, b| b.0 - a.0 <= NEAR) {
+        // A JSON Lines file is a stream, read from its start for every slice: one slice.
+        let near = match file.format {
+            Format::Parquet { .. } => NEAR,
+            Format::JsonLines(_) => u64::MAX,
+        };
+        for run in rows.chunk_by(|a, b| b.0 - a.0 <= near) {
             let (lo, hi) = (run[0].0, run[run.len() - 1].0);
             let (ids, texts) = file.rows(Some((lo, hi + 1 - lo)))?;
             for &(row, k) in run {

@@ -70,11 +70,7 @@ impl Lines {
     }
 
     /// [`Self::open`] with buffers of `capacity` bytes (tests use tiny ones, so lines cross them).
-    pub(super) fn open_buffered(
-        file: &str,
-        bytes: Option<Vec<u8>>,
-        capacity: usize,
-    ) -> Result<Lines> {
+    fn open_buffered(file: &str, bytes: Option<Vec<u8>>, capacity: usize) -> Result<Lines> {
         let raw: Box<dyn Read + Send> = match bytes {
             Some(b) => Box::new(std::io::Cursor::new(b)),
             None if object::is_url(file) => {

@@ -271,13 +271,19 @@ pub(crate) fn read_items(
 
 /// The items of a `--reference` JSON Lines file, counted; the first one's fields are checked.
 pub(crate) fn count_items(file: &str, cfg: &ReferenceConfig) -> Result<u64> {
-    let mut lines = Lines::open(file, None)?;
-    let fields = Fields::reference(cfg);
-    if let Some((line, doc)) = lines.next_doc()? {
-        Columns::new(&fields, 1).push(&fields, file, line, doc)?;
-    }
+    let mut lines = open_checked(file, &Fields::reference(cfg))?;
     lines.count_until(u64::MAX)?;
     Ok(lines.pos.rows)
+}
+
+/// `file` opened, its first document read with `fields` so that a wrong field name fails
+/// before the file is read through.
+fn open_checked(file: &str, fields: &Fields) -> Result<Lines> {
+    let mut lines = Lines::open(file, None)?;
+    if let Some((line, doc)) = lines.next_doc()? {
+        Columns::new(fields, 1).push(fields, file, line, doc)?;
+    }
+    Ok(lines)
 }
 
 /// What a plan needs of a JSON Lines file ([`count_rows`]).
@@ -299,11 +305,7 @@ pub(crate) fn count_rows(file: &str, cfg: &Config) -> Result<Counted> {
 
 /// [`count_rows`] with groups of `per_group` documents.
 fn count_groups(file: &str, cfg: &Config, per_group: u64) -> Result<Counted> {
-    let mut lines = Lines::open(file, None)?;
-    let fields = Fields::new(cfg);
-    if let Some((line, doc)) = lines.next_doc()? {
-        Columns::new(&fields, 1).push(&fields, file, line, doc)?;
-    }
+    let mut lines = open_checked(file, &Fields::new(cfg))?;
     let local = !object::is_url(file);
     let seekable = local && compression(file) == Compression::None;
     let mut starts = Vec::new();
