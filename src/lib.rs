@@ -34,6 +34,7 @@ mod reference;
 mod report;
 mod results;
 mod simhash;
+mod sort;
 mod stages;
 pub mod synth;
 mod tally;

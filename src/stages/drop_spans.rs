@@ -260,7 +260,8 @@ impl PartInputs {
                 (0..doc.len()).map(|j| (doc[j], start[j], start[j] + len[j], by[j], from[j])),
             );
         }
-        out.windows.sort_unstable();
+        // Each range's are in order: a merge of runs.
+        out.windows.sort();
         Ok(out)
     }
 

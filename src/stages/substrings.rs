@@ -25,7 +25,6 @@
 //! range.
 
 use polars::prelude::Column;
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
@@ -120,7 +119,7 @@ pub(crate) struct Decided {
 /// The rule over one range's windows of kept documents; `doc_at(position)` gives the document
 /// at a keep position.
 pub(crate) fn decide(mut copies: Vec<Copy>, doc_at: impl Fn(u32) -> u32) -> Decided {
-    copies.par_sort_unstable();
+    crate::sort::sort_by_leading_key(&mut copies, |c| c.hash);
     let mut out = Decided::default();
     out.stats.windows = copies.len() as u64;
     for run in copies.chunk_by(|a, b| (a.hash, a.len) == (b.hash, b.len)) {
@@ -147,7 +146,9 @@ pub(crate) fn decide(mut copies: Vec<Copy>, doc_at: impl Fn(u32) -> u32) -> Deci
             out.stats.first_copies += 1;
         }
     }
-    out.windows.par_sort_unstable();
+    crate::sort::sort_by_leading_key(&mut out.windows, |w| {
+        (u64::from(w.0) << 32) | u64::from(w.1)
+    });
     out
 }
 

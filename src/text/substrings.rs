@@ -161,6 +161,17 @@ fn extend(prev: [u64; 2], bytes: &[u8]) -> [u64; 2] {
     std::array::from_fn(|k| reduce(mul_mod(prev[k], pw[k]) + d[k]))
 }
 
+/// Positions `64 * w + j` of a word's bits, from `at` on (all when `at` is at or before the
+/// word, none when past it).
+#[inline]
+fn from(word_start: usize, at: usize) -> u64 {
+    match at.checked_sub(word_start) {
+        None | Some(0) => u64::MAX,
+        Some(d) if d >= 64 => 0,
+        Some(d) => u64::MAX << d,
+    }
+}
+
 /// Appends to `out` the windows of `text` of at least `min_bytes` bytes (none for a shorter
 /// text): those ending at each edge, in order, then those starting at each line.
 pub fn windows(text: &[u8], min_bytes: usize, scratch: &mut Scratch, out: &mut Vec<Window>) {
@@ -169,10 +180,10 @@ pub fn windows(text: &[u8], min_bytes: usize, scratch: &mut Scratch, out: &mut V
     if n < min {
         return;
     }
-    // A window is at most a chunk and 3 bytes longer than `min`: the prefix sums of the blocks
-    // that many last positions reach back into are kept.
+    // A window is at most a chunk and 3 bytes longer than `min`; the edges of a 64-byte word are
+    // found before their windows are made: the block sums that far back are kept.
     let longest = MAX_CHUNK + 8;
-    let blocks = ((min + longest) / BLOCK + 2).next_power_of_two();
+    let blocks = ((min + longest + 64) / BLOCK + 2).next_power_of_two();
     let Scratch {
         ring,
         lines,
@@ -183,7 +194,6 @@ pub fn windows(text: &[u8], min_bytes: usize, scratch: &mut Scratch, out: &mut V
     ring.resize(blocks, [0, 0]);
     lines.clear();
     let mask = blocks - 1;
-    // BASES^len for each length a window may have, from `min` on.
     if *powers_for != min || powers.is_empty() {
         let first = BASES.map(|b| (0..min).fold(1, |acc, _| mul_mod(acc, b)));
         *powers = (0..longest)
@@ -197,7 +207,6 @@ pub fn windows(text: &[u8], min_bytes: usize, scratch: &mut Scratch, out: &mut V
     }
     let powers = &powers[..];
     let char_start = |b: u8| (b & 0xc0) != 0x80;
-    // The prefix sum at byte `i`, from its block's.
     let sum_at = |i: usize, ring: &[[u64; 2]]| {
         let at = i - i % BLOCK;
         let prev = ring[(at / BLOCK) & mask];
@@ -220,11 +229,7 @@ pub fn windows(text: &[u8], min_bytes: usize, scratch: &mut Scratch, out: &mut V
             hash: folded ^ (folded >> 31),
         }
     };
-    // Lines' first edges whose window (to the first edge `min` bytes on) is not yet made.
     let mut open = 0;
-    // The window ending at edge `p`: back to the previous edge when that is further (windows
-    // then cover the text from their first on), else to a character start (the text's first
-    // byte is one). Then the windows of lines that start `min` bytes or more before `p`.
     let mut edge = |last: usize, p: usize, ring: &[[u64; 2]], out: &mut Vec<Window>| {
         if p >= min {
             let end_sum = sum_at(p, ring);
@@ -245,26 +250,42 @@ pub fn windows(text: &[u8], min_bytes: usize, scratch: &mut Scratch, out: &mut V
     edge(0, 0, ring, out);
     let mut gear: u64 = 0;
     let mut last = 0;
-    for i in 1..=n {
-        let b = text[i - 1];
-        gear = (gear << 1).wrapping_add(GEAR[b as usize]);
-        if i % BLOCK == 0 {
-            let k = i / BLOCK;
-            ring[k & mask] = extend(ring[(k - 1) & mask], &text[i - BLOCK..i]);
+    // Word by word of 64 places `i` (a chunk may end before byte `i`): the places whose gear hash
+    // (of the bytes before `i`) or line says so, as bits, then the edges among them in order.
+    let mut word_start = 0;
+    while word_start < n {
+        let word_end = (word_start + 64).min(n);
+        // The block sums up to the word's last place.
+        let mut k = word_start / BLOCK + 1;
+        while k * BLOCK <= word_end {
+            ring[k & mask] = extend(ring[(k - 1) & mask], &text[k * BLOCK - BLOCK..k * BLOCK]);
+            k += 1;
         }
-        if i == n {
-            edge(last, n, ring, out);
-            break;
+        let (mut strong, mut weak, mut starts) = (0u64, 0u64, 0u64);
+        for i in word_start.max(1)..word_end {
+            let b = text[i - 1];
+            gear = (gear << 1).wrapping_add(GEAR[b as usize]);
+            let j = i - word_start;
+            strong |= u64::from(b == b'\n' || gear & MASK == 0) << j;
+            weak |= u64::from(gear & EASY_MASK == 0) << j;
+            starts |= u64::from(char_start(text[i])) << j;
         }
-        let len = i - last;
-        // A line starts a chunk (copied runs often start at a line); else the gear hash says.
-        let m = if len >= LONG_CHUNK { EASY_MASK } else { MASK };
-        let cut = b == b'\n' || gear & m == 0 || len >= MAX_CHUNK;
-        if char_start(text[i]) && len >= MIN_CHUNK && cut {
+        loop {
+            let found = starts
+                & from(word_start, last + MIN_CHUNK)
+                & (strong
+                    | (weak & from(word_start, last + LONG_CHUNK))
+                    | from(word_start, last + MAX_CHUNK));
+            if found == 0 {
+                break;
+            }
+            let i = word_start + found.trailing_zeros() as usize;
             edge(last, i, ring, out);
             last = i;
         }
+        word_start = word_end;
     }
+    edge(last, n, ring, out);
 }
 
 #[cfg(test)]
