@@ -22,7 +22,7 @@
 //! manifest tasks read.
 //!
 //! Memory: 8 bytes per document (keep positions) and 24 per window of a kept document in the
-//! range.
+//! range, twice that while they are sorted ([`crate::sort`] sorts out of place).
 
 use polars::prelude::Column;
 use serde::{Deserialize, Serialize};
