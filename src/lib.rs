@@ -34,7 +34,6 @@ mod reference;
 mod report;
 mod results;
 mod simhash;
-mod sort;
 mod stages;
 pub mod synth;
 mod tally;

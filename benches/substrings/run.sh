@@ -51,27 +51,49 @@ with open(f"{work}/kept.bin", "wb") as f:
 print(f"kept text: {kept.height} documents, {sum(len(t.encode()) for t in kept['text']) / 1e6:.1f} MB")
 PY
 
-echo "## One core, the same kept text, L=$L: corpus-dedup --substrings (whole run) vs the suffix-array tool"
+echo "## One core, the same kept text, L=$L: corpus-dedup without and with --substrings, and the suffix-array tool, rounds alternated"
 t() { /usr/bin/time -f "%e %U %S %M" -o "$work/time" "$@" > /dev/null 2>&1; cat "$work/time"; }
 ours() {
   rm -rf "$work/k"
-  t taskset -c 0 "$BIN" run --quiet --threads 1 --input "$work/kept.parquet" --output "$work/k" \
-    --substrings --substring-min-bytes "$L"
+  t taskset -c 0 "$BIN" run --quiet --threads 1 --input "$work/kept.parquet" --output "$work/k" "$@"
 }
-for i in 1 2 3; do echo "corpus-dedup: wall user sys KiB: $(ours)"; done
-"$PY" -c "import json; s=json.load(open('$work/k/summary.json'))['substrings']; print('corpus-dedup removes', s['bytes_removed'], 'bytes')"
-if [ -n "${DTD:-}" ]; then
-  for i in 1 2 3; do
+: > "$work/times"
+for i in 1 2 3; do
+  echo "plain $(ours)" >> "$work/times"
+  echo "substrings $(ours --substrings --substring-min-bytes "$L")" >> "$work/times"
+  if [ -n "${DTD:-}" ]; then
     rm -rf "$work/cache" "$work"/kept.bin.table.bin*; mkdir -p "$work/cache"
-    a=$(t taskset -c 0 "$DTD" make --data-file "$work/kept.bin")
-    b=$(t taskset -c 0 "$DTD" self-similar --data-file "$work/kept.bin" --length-threshold "$L" \
-      --cache-dir "$work/cache" --num-threads 1)
+    echo "tool-make $(t taskset -c 0 "$DTD" make --data-file "$work/kept.bin")" >> "$work/times"
+    echo "tool-self-similar $(t taskset -c 0 "$DTD" self-similar --data-file "$work/kept.bin" \
+      --length-threshold "$L" --cache-dir "$work/cache" --num-threads 1)" >> "$work/times"
     /usr/bin/time -f "%e %U %S %M" -o "$work/time" taskset -c 0 "$DTD" collect \
       --data-file "$work/kept.bin" --cache-dir "$work/cache" --length-threshold "$L" \
       > "$work/ranges" 2> /dev/null
-    c=$(cat "$work/time")
-    echo "suffix-array tool: make / self-similar / collect (wall user sys KiB): $a / $b / $c"
-  done
+    echo "tool-collect $(cat "$work/time")" >> "$work/times"
+  fi
+done
+"$PY" - "$work/times" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    name, wall, user, sys_, kib = line.split()
+    rows.setdefault(name, []).append((float(wall), float(user) + float(sys_), int(kib) / 1024))
+med = {k: [statistics.median(x[i] for x in v) for i in range(3)] for k, v in rows.items()}
+print("| | wall | CPU (user + sys) | peak RSS MiB |")
+print("|---|---|---|---|")
+for k, (w, c, m) in med.items():
+    print(f"| {k} | {w:.2f} s | {c:.2f} s | {m:.0f} |")
+if "tool-make" in med:
+    tool = sum(med[k][1] for k in med if k.startswith("tool-"))
+    peak = max(med[k][2] for k in med if k.startswith("tool-"))
+    whole, plain = med["substrings"][1], med["plain"][1]
+    print(f"tool CPU {tool:.2f} s, peak {peak:.0f} MiB")
+    print(f"CPU: tool / whole --substrings run = {tool / whole:.1f}x; "
+          f"tool / (--substrings run - plain run) = {tool / (whole - plain):.1f}x")
+    print(f"peak RSS: --substrings run / tool = {med['substrings'][2] / peak:.2f}")
+PY
+"$PY" -c "import json; s=json.load(open('$work/k/summary.json'))['substrings']; print('corpus-dedup removes', s['bytes_removed'], 'bytes')"
+if [ -n "${DTD:-}" ]; then
   "$PY" - "$work/ranges" <<'PY'
 import sys
 n = 0

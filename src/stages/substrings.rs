@@ -22,9 +22,10 @@
 //! manifest tasks read.
 //!
 //! Memory: 8 bytes per document (keep positions) and 24 per window of a kept document in the
-//! range, twice that while they are sorted ([`crate::sort`] sorts out of place).
+//! range.
 
 use polars::prelude::Column;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
@@ -119,7 +120,7 @@ pub(crate) struct Decided {
 /// The rule over one range's windows of kept documents; `doc_at(position)` gives the document
 /// at a keep position.
 pub(crate) fn decide(mut copies: Vec<Copy>, doc_at: impl Fn(u32) -> u32) -> Decided {
-    crate::sort::sort_by_leading_key(&mut copies, |c| c.hash);
+    sort_by_leading_key(&mut copies, |c| c.hash);
     let mut out = Decided::default();
     out.stats.windows = copies.len() as u64;
     for run in copies.chunk_by(|a, b| (a.hash, a.len) == (b.hash, b.len)) {
@@ -146,10 +147,20 @@ pub(crate) fn decide(mut copies: Vec<Copy>, doc_at: impl Fn(u32) -> u32) -> Deci
             out.stats.first_copies += 1;
         }
     }
-    crate::sort::sort_by_leading_key(&mut out.windows, |w| {
-        (u64::from(w.0) << 32) | u64::from(w.1)
-    });
+    sort_by_leading_key(&mut out.windows, |w| (w.0, w.1));
     out
+}
+
+/// Sorts `v` in place as `sort_unstable` would, `key` being its order's leading fields: compared
+/// on the key alone (cheaper than the whole record), then runs of equal keys, which are few, in
+/// full.
+fn sort_by_leading_key<T: Ord + Send, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K + Sync) {
+    v.par_sort_unstable_by_key(&key);
+    for run in v.chunk_by_mut(|a, b| key(a) == key(b)) {
+        if run.len() > 1 {
+            run.sort_unstable();
+        }
+    }
 }
 
 /// The substrings task of hash range `r`.
