@@ -14,9 +14,11 @@
 //!   where the copies are cut alike), the last ends within a chunk of the run's end, or at it
 //!   when the run ends a line. And a window starts at each line, to the first edge `min_bytes`
 //!   on, so a run that starts a line (boilerplate mostly does) is found from its first byte.
-//! - Its hash: two polynomial hashes of the bytes modulo 2^61 - 1 (prefix sums, so a window costs
-//!   O(1) whatever its length), folded with the length into 64 bits. The substrings stage
-//!   compares windows by (hash, length).
+//! - Its hash: two polynomial hashes of the bytes (prefix sums, so a window costs O(1) whatever
+//!   its length), one modulo 2^61 - 1 and one modulo 2^64, folded with the length into 64 bits.
+//!   The first bounds collisions for any text; the second, whose arithmetic needs no reduction
+//!   step, is weak alone (Thue-Morse strings collide for every base) but not beside it. The
+//!   substrings stage compares windows by (hash, length).
 //! - Every window starts and ends on a character boundary, so spans made of windows do too.
 //! - Work is linear in the text: one pass, a window per chunk and one per line, memory for
 //!   `min_bytes` and a chunk of prefix sums.
@@ -52,9 +54,10 @@ const GEAR: [u64; 256] = {
     t
 };
 
-/// The modulus of the window hashes (a Mersenne prime) and the two polynomials' bases.
+/// The first polynomial's modulus (a Mersenne prime) and the two polynomials' bases (the
+/// second's odd, so its powers never vanish modulo 2^64).
 const P: u64 = (1 << 61) - 1;
-const BASES: [u64; 2] = [0x1d2c_3b4a_5968_7f1b % P, 0x0a3f_9e27_c41d_6b55 % P];
+const BASES: [u64; 2] = [0x1d2c_3b4a_5968_7f1b % P, 0x0a3f_9e27_c41d_6b55];
 
 /// `a * b` modulo [`P`].
 #[inline]
@@ -79,41 +82,57 @@ const fn reduce(x: u64) -> u64 {
     }
 }
 
+/// Values of both polynomials: the first modulo [`P`], the second modulo 2^64.
+type Sums = [u64; 2];
+
+/// `a * b` in each polynomial's ring.
+#[inline]
+const fn times(a: Sums, b: Sums) -> Sums {
+    [mul_mod(a[0], b[0]), a[1].wrapping_mul(b[1])]
+}
+
+/// `a * shift + d`: the sums of `a`'s bytes followed by bytes whose sums are `d`, `shift` the
+/// bases to the power of their count; `d[0]` any sum of values below [`P`].
+#[inline]
+fn shifted_plus(a: Sums, shift: Sums, d: Sums) -> Sums {
+    let x = times(a, shift);
+    [reduce(x[0] + reduce(d[0])), x[1].wrapping_add(d[1])]
+}
+
+/// `b - a * shift`: the sums of the bytes after `a`'s in `b`'s.
+#[inline]
+fn minus_shifted(b: Sums, a: Sums, shift: Sums) -> Sums {
+    let x = times(a, shift);
+    [reduce(b[0] + P - x[0]), b[1].wrapping_sub(x[1])]
+}
+
 /// The prefix sums are kept every [`BLOCK`] bytes: a block's sum is a sum of table values (no
 /// multiply chained byte to byte), and a sum at any byte is its block's plus at most 7 values.
 const BLOCK: usize = 8;
 
-/// Per polynomial, `DIGITS[k][j][b]` = `(b + 1) * BASES[k]^j mod P`: byte `b` `j` places before the
-/// end of what is summed. Eight values below P add up without overflow.
-static DIGITS: [[[u64; 256]; BLOCK]; 2] = {
-    let mut t = [[[0u64; 256]; BLOCK]; 2];
-    let mut k = 0;
-    while k < 2 {
-        let mut pow = 1;
-        let mut j = 0;
-        while j < BLOCK {
-            let mut b = 0;
-            while b < 256 {
-                t[k][j][b] = mul_mod(b as u64 + 1, pow);
-                b += 1;
-            }
-            pow = mul_mod(pow, BASES[k]);
-            j += 1;
-        }
-        k += 1;
+/// BASES^j for j in 0..=BLOCK.
+const POWERS: [Sums; BLOCK + 1] = {
+    let mut t = [[1u64; 2]; BLOCK + 1];
+    let mut j = 1;
+    while j <= BLOCK {
+        t[j] = times(t[j - 1], BASES);
+        j += 1;
     }
     t
 };
 
-/// BASES^j for j in 0..=BLOCK.
-const POWERS: [[u64; 2]; BLOCK + 1] = {
-    let mut t = [[1u64; 2]; BLOCK + 1];
-    let mut j = 1;
-    while j <= BLOCK {
-        t[j] = [
-            mul_mod(t[j - 1][0], BASES[0]),
-            mul_mod(t[j - 1][1], BASES[1]),
-        ];
+/// Per place `j` and byte `b`, `(b + 1) * BASES^j` in each polynomial's ring: byte `b` `j`
+/// places before the end of what is summed. Eight of the first's (below P) add up without
+/// overflow.
+static DIGITS: [[Sums; 256]; BLOCK] = {
+    let mut t = [[[0u64; 2]; 256]; BLOCK];
+    let mut j = 0;
+    while j < BLOCK {
+        let mut b = 0;
+        while b < 256 {
+            t[j][b] = times([b as u64 + 1; 2], POWERS[j]);
+            b += 1;
+        }
         j += 1;
     }
     t
@@ -137,28 +156,17 @@ pub struct Scratch {
     powers_for: usize,
 }
 
-/// Both polynomials' sums of `bytes` (at most [`BLOCK`]), the last byte taken as place 0.
+/// `prev` (the prefix sum before `bytes`) followed by `bytes` (at most [`BLOCK`] of them, the
+/// last at place 0).
 #[inline]
-fn digits(bytes: &[u8]) -> [u64; 2] {
+fn extend(prev: Sums, bytes: &[u8]) -> Sums {
     let n = bytes.len();
-    std::array::from_fn(|k| {
-        let t = &DIGITS[k];
-        reduce(
-            bytes
-                .iter()
-                .enumerate()
-                .map(|(j, &b)| t[n - 1 - j][b as usize])
-                .sum(),
-        )
-    })
-}
-
-/// `prev` (the prefix sum before `bytes`) followed by `bytes` (at most [`BLOCK`] of them).
-#[inline]
-fn extend(prev: [u64; 2], bytes: &[u8]) -> [u64; 2] {
-    let d = digits(bytes);
-    let pw = POWERS[bytes.len()];
-    std::array::from_fn(|k| reduce(mul_mod(prev[k], pw[k]) + d[k]))
+    let mut d = [0u64; 2];
+    for (j, &b) in bytes.iter().enumerate() {
+        let v = DIGITS[n - 1 - j][b as usize];
+        d = [d[0] + v[0], d[1].wrapping_add(v[1])];
+    }
+    shifted_plus(prev, POWERS[n], d)
 }
 
 /// Positions `64 * w + j` of a word's bits, from `at` on (all when `at` is at or before the
@@ -195,11 +203,11 @@ pub fn windows(text: &[u8], min_bytes: usize, scratch: &mut Scratch, out: &mut V
     lines.clear();
     let mask = blocks - 1;
     if *powers_for != min || powers.is_empty() {
-        let first = BASES.map(|b| (0..min).fold(1, |acc, _| mul_mod(acc, b)));
+        let first = (0..min).fold([1, 1], |acc, _| times(acc, BASES));
         *powers = (0..longest)
             .scan(first, |pw, _| {
                 let this = *pw;
-                *pw = [mul_mod(pw[0], BASES[0]), mul_mod(pw[1], BASES[1])];
+                *pw = times(*pw, BASES);
                 Some(this)
             })
             .collect();
@@ -218,8 +226,7 @@ pub fn windows(text: &[u8], min_bytes: usize, scratch: &mut Scratch, out: &mut V
     };
     let window = |s: usize, p: usize, end_sum: [u64; 2], ring: &[[u64; 2]]| {
         let (a, b) = (sum_at(s, ring), end_sum);
-        let pw = powers[p - s - min];
-        let h: [u64; 2] = std::array::from_fn(|k| reduce(b[k] + P - mul_mod(a[k], pw[k])));
+        let h = minus_shifted(b, a, powers[p - s - min]);
         let folded =
             (h[0] ^ h[1].rotate_left(29) ^ ((p - s) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
                 .wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -352,10 +359,13 @@ pub(crate) mod tests {
         // BASES^len for each length a window may have, from `min` on.
         let powers: Vec<[u64; 2]> = (0..longest)
             .scan(
-                BASES.map(|b| (0..min).fold(1, |acc, _| mul_mod(acc, b))),
+                [
+                    (0..min).fold(1, |acc, _| mul_mod(acc, BASES[0])),
+                    (0..min).fold(1u64, |acc, _| acc.wrapping_mul(BASES[1])),
+                ],
                 |pw, _| {
                     let this = *pw;
-                    *pw = [mul_mod(pw[0], BASES[0]), mul_mod(pw[1], BASES[1])];
+                    *pw = [mul_mod(pw[0], BASES[0]), pw[1].wrapping_mul(BASES[1])];
                     Some(this)
                 },
             )
@@ -364,14 +374,11 @@ pub(crate) mod tests {
         let window = |s: usize, p: usize, ring: &[[u64; 2]]| {
             let (a, b) = (ring[s & mask], ring[p & mask]);
             let pw = powers[p - s - min];
-            let h: [u64; 2] = std::array::from_fn(|k| {
-                let x = b[k] + P - mul_mod(a[k], pw[k]);
-                if x >= P {
-                    x - P
-                } else {
-                    x
-                }
-            });
+            let x = b[0] + P - mul_mod(a[0], pw[0]);
+            let h = [
+                if x >= P { x - P } else { x },
+                b[1].wrapping_sub(a[1].wrapping_mul(pw[1])),
+            ];
             let folded = (h[0]
                 ^ h[1].rotate_left(29)
                 ^ ((p - s) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
@@ -413,10 +420,13 @@ pub(crate) mod tests {
         for i in 1..=n {
             let b = text[i - 1];
             gear = (gear << 1).wrapping_add(GEAR[b as usize]);
-            for k in 0..2 {
-                let x = mul_mod(sums[k], BASES[k]) + u64::from(b) + 1;
-                sums[k] = if x >= P { x - P } else { x };
-            }
+            let x = mul_mod(sums[0], BASES[0]) + u64::from(b) + 1;
+            sums = [
+                if x >= P { x - P } else { x },
+                sums[1]
+                    .wrapping_mul(BASES[1])
+                    .wrapping_add(u64::from(b) + 1),
+            ];
             ring[i & mask] = sums;
             if i == n {
                 edge(n, last, &ring, out);
@@ -473,6 +483,28 @@ pub(crate) mod tests {
                 assert_eq!(same, x.hash == y.hash && x.end - x.start == y.end - y.start);
             }
         }
+    }
+
+    #[test]
+    fn thue_morse_strings_collide_modulo_2_64_alone_but_not_in_the_window_hash() {
+        let tm: String = (0..2048u32)
+            .map(|i| if i.count_ones() % 2 == 0 { 'a' } else { 'b' })
+            .collect();
+        let flipped: String = tm
+            .chars()
+            .map(|c| if c == 'a' { 'b' } else { 'a' })
+            .collect();
+        let second = |t: &str| {
+            t.bytes().fold(0u64, |h, b| {
+                h.wrapping_mul(BASES[1]).wrapping_add(u64::from(b) + 1)
+            })
+        };
+        assert_eq!(second(&tm), second(&flipped));
+        // Each text's windows are all of it (the one ending at its end, the one from its line).
+        let (a, b) = (all(&tm, 2048), all(&flipped, 2048));
+        assert!(!a.is_empty() && !b.is_empty());
+        assert!(a.iter().chain(&b).all(|w| (w.start, w.end) == (0, 2048)));
+        assert!(a.iter().all(|x| b.iter().all(|y| x.hash != y.hash)));
     }
 
     #[test]
