@@ -53,7 +53,7 @@ bench-ab:
 bench-same:
 	bash benches/same-manifests.sh
 
-## make bench-ratios [CORPUS=dir] [ROUNDS=5]
+## make bench-ratios [CORPUS=dir] [ROUNDS=5] [GAOYA=1: gaoya-words on the same core in every round]
 bench-ratios: build
 	$(CARGO) build --release --locked --example kernels
 	bash benches/ratios.sh
