@@ -282,21 +282,15 @@ fn check_not_inputs(dir: &OutputDir, names: &[String], inputs: &[RecordedInput])
     Ok(())
 }
 
-/// A file name without its format's extension (`a.jsonl.gz`, `a.parquet`: `a`).
+/// A file name without its format's extension (`a.jsonl.gz`, `a.parquet`: `a`), by the names
+/// the input reader knows.
 fn stem(name: &str) -> &str {
-    let lower = name.to_ascii_lowercase();
-    let mut end = name.len();
-    for ext in [".gz", ".zst"] {
-        if lower[..end].ends_with(ext) {
-            end -= ext.len();
-        }
-    }
-    for ext in [".parquet", ".jsonl", ".json", ".ndjson"] {
-        if lower[..end].ends_with(ext) {
-            return &name[..end - ext.len()];
-        }
-    }
-    &name[..end]
+    let base = crate::io::jsonl::without_compression(name);
+    let lower = base.to_ascii_lowercase();
+    std::iter::once(".parquet")
+        .chain(crate::io::jsonl::EXTENSIONS)
+        .find(|e| lower.ends_with(e))
+        .map_or(base, |e| &base[..base.len() - e.len()])
 }
 
 fn output_size(dir: &OutputDir, name: &str) -> Result<u64> {
@@ -370,4 +364,21 @@ struct Outputs<'a> {
     name: &'a str,
     tag: &'a str,
     pb: &'a indicatif::ProgressBar,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn stems_drop_the_format_and_compression_extensions() {
+        for (name, stem) in [
+            ("a.parquet", "a"),
+            ("b.JSONL.gz", "b"),
+            ("c.json.zst", "c"),
+            ("d.ndjson", "d"),
+            ("e.tar.gz", "e.tar"),
+            ("f", "f"),
+        ] {
+            assert_eq!(super::stem(name), stem, "{name}");
+        }
+    }
 }

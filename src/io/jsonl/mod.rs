@@ -42,12 +42,13 @@ pub(crate) use lines::{GroupStart, Lines};
 /// of them, as at a Parquet row group.
 pub(crate) const ROWS_PER_GROUP: u64 = 65_536;
 
+/// The extensions of a JSON Lines file's name, before a compression extension.
+pub(crate) const EXTENSIONS: [&str; 3] = [".jsonl", ".json", ".ndjson"];
+
 /// Whether `file` names a JSON Lines file (by its extension, compressed or not).
 pub(crate) fn is_jsonl(file: &str) -> bool {
-    let (base, _) = split_compression(file);
-    [".jsonl", ".json", ".ndjson"]
-        .iter()
-        .any(|e| base.to_ascii_lowercase().ends_with(e))
+    let base = without_compression(file).to_ascii_lowercase();
+    EXTENSIONS.iter().any(|e| base.ends_with(e))
 }
 
 /// How a JSON Lines file is compressed, from its name.
@@ -73,6 +74,11 @@ fn split_compression(file: &str) -> (&str, Compression) {
 /// The compression of `file`, by its name.
 pub(crate) fn compression(file: &str) -> Compression {
     split_compression(file).1
+}
+
+/// `file` without its compression extension (`.gz`, `.zst`), if it has one.
+pub(crate) fn without_compression(file: &str) -> &str {
+    split_compression(file).0
 }
 
 /// An error of `file` at `line`.
