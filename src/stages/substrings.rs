@@ -22,7 +22,8 @@
 //! manifest tasks read.
 //!
 //! Memory: 8 bytes per document (keep positions) and 24 per window of a kept document in the
-//! range.
+//! range, plus 2-4 per window to find the windows whose hash occurs once (most of them: they
+//! decide nothing and skip the sort); the sort moves the rest into a second array.
 
 use polars::prelude::Column;
 use rayon::prelude::*;
@@ -120,9 +121,16 @@ pub(crate) struct Decided {
 /// The rule over one range's windows of kept documents; `doc_at(position)` gives the document
 /// at a keep position.
 pub(crate) fn decide(mut copies: Vec<Copy>, doc_at: impl Fn(u32) -> u32) -> Decided {
-    sort_by_leading_key(&mut copies, |c| c.hash);
     let mut out = Decided::default();
     out.stats.windows = copies.len() as u64;
+    // Most windows occur once (their hash is in no other copy) and decide nothing: they are
+    // left out before the sort, and counted as distinct keys.
+    let seen = Repeats::of(&copies);
+    copies.retain(|c| seen.repeated(c.hash));
+    drop(seen);
+    copies.shrink_to_fit();
+    out.stats.distinct = out.stats.windows - copies.len() as u64;
+    let copies = sorted_by_leading_key(copies, |c| c.hash);
     for run in copies.chunk_by(|a, b| (a.hash, a.len) == (b.hash, b.len)) {
         out.stats.distinct += 1;
         let first = run[0];
@@ -147,21 +155,108 @@ pub(crate) fn decide(mut copies: Vec<Copy>, doc_at: impl Fn(u32) -> u32) -> Deci
             out.stats.first_copies += 1;
         }
     }
-    sort_by_leading_key(&mut out.windows, |w| (w.0, w.1));
+    drop(copies);
+    out.windows = sorted_by_leading_key(std::mem::take(&mut out.windows), |w| {
+        u64::from(w.0) << 32 | u64::from(w.1)
+    });
     out
 }
 
-/// Sorts `v` in place as `sort_unstable` would, `key` being its order's leading fields: compared
-/// on the key alone (cheaper than the whole record), then runs of equal keys, which are few, in
-/// full.
-fn sort_by_leading_key<T: Ord + Send, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K + Sync) {
-    v.par_sort_unstable_by_key(&key);
-    for run in v.chunk_by_mut(|a, b| key(a) == key(b)) {
-        if run.len() > 1 {
-            run.sort_unstable();
+/// Which hashes of a range's windows may occur more than once: two bitmaps over the hash's low
+/// bits, set for slots seen once and twice. A hash whose slot was seen once is unique; a slot
+/// seen twice may also hold unique hashes (about one in eight: eight or more slots per window),
+/// which the sort then finds alone. Two to four bytes per window, beside the 24 of its record.
+struct Repeats {
+    once: Vec<u64>,
+    twice: Vec<u64>,
+    mask: u64,
+}
+
+impl Repeats {
+    fn of(copies: &[Copy]) -> Repeats {
+        let slots = (8 * copies.len()).next_power_of_two().max(64);
+        let mut r = Repeats {
+            once: vec![0; slots / 64],
+            twice: vec![0; slots / 64],
+            mask: slots as u64 - 1,
+        };
+        for c in copies {
+            let (w, bit) = r.slot(c.hash);
+            r.twice[w] |= r.once[w] & bit;
+            r.once[w] |= bit;
         }
+        r
+    }
+
+    #[inline]
+    fn slot(&self, hash: u64) -> (usize, u64) {
+        let i = hash & self.mask;
+        ((i >> 6) as usize, 1 << (i & 63))
+    }
+
+    #[inline]
+    fn repeated(&self, hash: u64) -> bool {
+        let (w, bit) = self.slot(hash);
+        self.twice[w] & bit != 0
     }
 }
+
+/// `v` in the order `sort_unstable` would give it, `key` being an order-preserving `u64` of its
+/// order's leading fields: one pass moves the records into buckets by the key's leading bits
+/// (into a second array, which replaces `v`), then each bucket sorts in cache, in parallel,
+/// comparing keys alone (cheaper than whole records), then the few runs of equal keys in full.
+fn sorted_by_leading_key<T: Ord + std::marker::Copy + Send>(
+    mut v: Vec<T>,
+    key: impl Fn(&T) -> u64 + Sync,
+) -> Vec<T> {
+    let sort = |bucket: &mut [T]| {
+        bucket.sort_unstable_by_key(&key);
+        for run in bucket.chunk_by_mut(|a, b| key(a) == key(b)) {
+            if run.len() > 1 {
+                run.sort_unstable();
+            }
+        }
+    };
+    let (lo, hi) = v
+        .iter()
+        .map(&key)
+        .fold((u64::MAX, 0), |(l, h), k| (l.min(k), h.max(k)));
+    if v.len() < RADIX_MIN || hi == lo {
+        sort(&mut v);
+        return v;
+    }
+    let shift = (64 - (hi - lo).leading_zeros()).saturating_sub(RADIX_BITS);
+    let bucket = |x: &T| ((key(x) - lo) >> shift) as usize;
+    let mut at = vec![0usize; ((hi - lo) >> shift) as usize + 3];
+    for x in &v {
+        at[bucket(x) + 2] += 1;
+    }
+    for b in 2..at.len() {
+        at[b] += at[b - 1];
+    }
+    // Bucket `b` starts at `at[b + 1]`, which the pass below moves to its end.
+    let mut out = vec![v[0]; v.len()];
+    for x in &v {
+        let slot = &mut at[bucket(x) + 1];
+        out[*slot] = *x;
+        *slot += 1;
+    }
+    drop(v);
+    let mut buckets = Vec::with_capacity(at.len());
+    let mut rest = &mut out[..];
+    for w in at.windows(2) {
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(w[1] - w[0]);
+        buckets.push(head);
+        rest = tail;
+    }
+    buckets.into_par_iter().for_each(sort);
+    out
+}
+
+/// Bits of the bucket pass: ~2k buckets, a few hundred to a few thousand records each.
+const RADIX_BITS: u32 = 11;
+/// Fewer records than this are sorted as one bucket.
+const RADIX_MIN: usize = 1 << 14;
 
 /// The substrings task of hash range `r`.
 pub(crate) fn run(work: &OutputDir, plan: &Plan, r: usize) -> Result<SubstringStats> {
@@ -222,6 +317,38 @@ mod tests {
     use super::*;
     use crate::text::substrings::tests::prose;
     use crate::text::substrings::{windows, Scratch};
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 48,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(57),
+            failure_persistence: None,
+            ..Default::default()
+        })]
+        /// The bucket pass and bucket sorts give `sort_unstable`'s order for any keys: spread
+        /// wide or narrow (a few values: long runs of equal keys), above and below the size that
+        /// takes the bucket pass.
+        #[test]
+        fn sorting_by_leading_key_equals_a_full_sort(
+            seed: u64,
+            n in 0usize..(3 * RADIX_MIN),
+            key_bits in 1u32..=64,
+        ) {
+            let mut s = seed | 1;
+            let mut next = || {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                s
+            };
+            let v: Vec<(u64, u32)> = (0..n)
+                .map(|_| (next() >> (64 - key_bits), next() as u32 % 4))
+                .collect();
+            let mut want = v.clone();
+            want.sort_unstable();
+            proptest::prop_assert_eq!(sorted_by_leading_key(v, |x| x.0), want);
+        }
+    }
 
     /// Runs the rule over `texts` (all kept, in keep order) with `ranges` hash ranges and merges
     /// as the manifest task does; returns each text's removed spans with their holders.
