@@ -43,34 +43,9 @@ pub(crate) struct Row {
     pub len: u32,
 }
 
-/// Rows column by column: one range's of a block (as written), or of a part (as read).
-#[derive(Debug, Default)]
-pub(crate) struct Rows {
-    pub hash: Vec<u64>,
-    pub doc: Vec<u32>,
-    pub start: Vec<u32>,
-    pub len: Vec<u32>,
-}
-
-impl Rows {
-    pub(crate) fn push(&mut self, r: Row) {
-        self.hash.push(r.hash);
-        self.doc.push(r.doc);
-        self.start.push(r.start);
-        self.len.push(r.len);
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.doc.len()
-    }
-
-    fn clear(&mut self) {
-        self.hash.clear();
-        self.doc.clear();
-        self.start.clear();
-        self.len.clear();
-    }
-}
+/// The rows of one range of a block (as written, each a record: one push per row), or of a
+/// part (as read). [`Writer::block`] lays them out column by column.
+pub(crate) type Rows = Vec<Row>;
 
 /// One block's slice of a range: where it is, its rows, its checksum.
 #[derive(Debug, Clone, Copy)]
@@ -103,11 +78,20 @@ impl<'w> Writer<'w> {
     /// empties them for the next.
     pub(crate) fn block(&mut self, by_range: &mut [Rows]) -> std::io::Result<()> {
         for (rows, entries) in by_range.iter_mut().zip(&mut self.entries) {
-            let buf = &mut self.buf;
+            let (buf, n) = (&mut self.buf, rows.len());
             buf.clear();
-            buf.extend(rows.hash.iter().flat_map(|h| h.to_le_bytes()));
-            for col in [&rows.doc, &rows.start, &rows.len] {
-                buf.extend(col.iter().flat_map(|x| x.to_le_bytes()));
+            buf.resize(n * ROW, 0);
+            let (hash, rest) = buf.split_at_mut(8 * n);
+            let (doc, rest) = rest.split_at_mut(4 * n);
+            let (start, len) = rest.split_at_mut(4 * n);
+            let cols = (hash.chunks_exact_mut(8))
+                .zip(doc.chunks_exact_mut(4))
+                .zip(start.chunks_exact_mut(4).zip(len.chunks_exact_mut(4)));
+            for (((h, d), (s, l)), r) in cols.zip(rows.iter()) {
+                h.copy_from_slice(&r.hash.to_le_bytes());
+                d.copy_from_slice(&r.doc.to_le_bytes());
+                s.copy_from_slice(&r.start.to_le_bytes());
+                l.copy_from_slice(&r.len.to_le_bytes());
             }
             self.sink.write_all(buf)?;
             entries.push(Entry {
@@ -179,9 +163,9 @@ impl RangeRows {
         }
     }
 
-    /// The rows as columns.
+    /// The rows, in file order.
     pub(crate) fn to_rows(&self) -> Rows {
-        let mut out = Rows::default();
+        let mut out = Rows::with_capacity(self.len());
         self.for_each(|r| out.push(r));
         out
     }
@@ -280,7 +264,7 @@ mod tests {
                 want[r].push(x);
             }
             w.block(&mut by_range).unwrap();
-            assert!(by_range.iter().all(|r| r.len() == 0));
+            assert!(by_range.iter().all(|r| r.is_empty()));
         }
         let meta = w.finish();
         let [d, m] = work::paragraph_rows_files(1);

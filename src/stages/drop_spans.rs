@@ -148,10 +148,10 @@ fn paragraph_ends(
     let mut i = 0;
     let mut out = Vec::new();
     for (doc, start) in at {
-        while i < rows.len() && (rows.doc[i], rows.start[i]) < (doc, start) {
+        while i < rows.len() && (rows[i].doc, rows[i].start) < (doc, start) {
             i += 1;
         }
-        if i == rows.len() || (rows.doc[i], rows.start[i]) != (doc, start) {
+        if i == rows.len() || (rows[i].doc, rows[i].start) != (doc, start) {
             return Err(Error::WorkFile {
                 path: work.location(file),
                 source: format!(
@@ -160,7 +160,7 @@ fn paragraph_ends(
                 .into(),
             });
         }
-        out.push(start + rows.len[i]);
+        out.push(start + rows[i].len);
     }
     Ok(out)
 }
@@ -197,7 +197,7 @@ impl PartInputs {
         for r in 0..ranges {
             let files = work::paragraph_rows_files(p);
             let rows = paragraph_rows::read_range(work, &files, r, ranges)?.to_rows();
-            for &d in &rows.doc {
+            for d in rows.iter().map(|r| r.doc) {
                 if let Some(c) = local(d).and_then(|i| out.listed.get_mut(i)) {
                     *c += 1;
                 }

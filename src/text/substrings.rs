@@ -183,6 +183,17 @@ fn from(word_start: usize, at: usize) -> u64 {
 /// Appends to `out` the windows of `text` of at least `min_bytes` bytes (none for a shorter
 /// text): those ending at each edge, in order, then those starting at each line.
 pub fn windows(text: &[u8], min_bytes: usize, scratch: &mut Scratch, out: &mut Vec<Window>) {
+    for_each_window(text, min_bytes, scratch, |w| out.push(w));
+}
+
+/// [`windows`], each passed to `emit` as it is made (a caller that files them by hash range
+/// keeps no list of its own).
+pub(crate) fn for_each_window(
+    text: &[u8],
+    min_bytes: usize,
+    scratch: &mut Scratch,
+    mut emit: impl FnMut(Window),
+) {
     let n = text.len();
     let min = min_bytes.max(1);
     if n < min {
@@ -237,16 +248,16 @@ pub fn windows(text: &[u8], min_bytes: usize, scratch: &mut Scratch, out: &mut V
         }
     };
     let mut open = 0;
-    let mut edge = |last: usize, p: usize, ring: &[[u64; 2]], out: &mut Vec<Window>| {
+    let mut edge = |last: usize, p: usize, ring: &[[u64; 2]]| {
         if p >= min {
             let end_sum = sum_at(p, ring);
             let mut s = (p - min).min(last);
             while s > 0 && !char_start(text[s]) {
                 s -= 1;
             }
-            out.push(window(s, p, end_sum, ring));
+            emit(window(s, p, end_sum, ring));
             while open < lines.len() && lines[open] + min <= p {
-                out.push(window(lines[open], p, end_sum, ring));
+                emit(window(lines[open], p, end_sum, ring));
                 open += 1;
             }
         }
@@ -254,7 +265,7 @@ pub fn windows(text: &[u8], min_bytes: usize, scratch: &mut Scratch, out: &mut V
             lines.push(p);
         }
     };
-    edge(0, 0, ring, out);
+    edge(0, 0, ring);
     let mut gear: u64 = 0;
     let mut last = 0;
     // Word by word of 64 places `i` (a chunk may end before byte `i`): the places whose gear hash
@@ -287,12 +298,12 @@ pub fn windows(text: &[u8], min_bytes: usize, scratch: &mut Scratch, out: &mut V
                 break;
             }
             let i = word_start + found.trailing_zeros() as usize;
-            edge(last, i, ring, out);
+            edge(last, i, ring);
             last = i;
         }
         word_start = word_end;
     }
-    edge(last, n, ring, out);
+    edge(last, n, ring);
 }
 
 #[cfg(test)]

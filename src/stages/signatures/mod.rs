@@ -284,7 +284,7 @@ impl PartDocs {
         }
         self.substrings = c.windows;
         for rows in self.substrings.iter_mut().flatten() {
-            rows.doc.iter_mut().for_each(|d| *d += base as u32);
+            rows.iter_mut().for_each(|r| r.doc += base as u32);
         }
     }
 

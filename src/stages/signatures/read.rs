@@ -110,24 +110,22 @@ pub(super) fn substring_windows(
         .into_par_iter()
         .with_min_len(64)
         .fold(
-            || (substrings::Scratch::default(), Vec::new(), by_range()),
-            |(mut scratch, mut found, mut rows), d| {
+            || (substrings::Scratch::default(), by_range()),
+            |(mut scratch, mut rows), d| {
                 if let Some(t) = corpus.text(d) {
-                    found.clear();
-                    substrings::windows(t.as_bytes(), min_bytes, &mut scratch, &mut found);
-                    for x in &found {
+                    substrings::for_each_window(t.as_bytes(), min_bytes, &mut scratch, |x| {
                         rows[bucket_range(x.hash, ranges)].push(paragraph_rows::Row {
                             hash: x.hash,
                             doc: d,
                             start: x.start as u32,
                             len: (x.end - x.start) as u32,
                         });
-                    }
+                    });
                 }
-                (scratch, found, rows)
+                (scratch, rows)
             },
         )
-        .map(|(_, _, rows)| rows)
+        .map(|(_, rows)| rows)
         .collect()
 }
 
