@@ -114,8 +114,10 @@ bench-paragraphs: build
 ## Substring dedup: exactness against an independent suffix array, the suffix-array tool of Lee et
 ## al. on the same kept text (DTD=path of its dedup_dataset binary; skipped without), and the
 ## cost of --substrings on CORPUS: make bench-substrings [DTD=...] [CORPUS=/tmp/dev-large] [ROUNDS=7]
+## [TOOL_ROUNDS=3] [EXACT=0: skip the exactness checks]
 bench-substrings: build
-	BIN=$(BIN) DTD='$(DTD)' CORPUS='$(or $(CORPUS),/tmp/dev-large)' ROUNDS=$(or $(ROUNDS),7) bash benches/substrings/run.sh
+	BIN=$(BIN) DTD='$(DTD)' CORPUS='$(or $(CORPUS),/tmp/dev-large)' ROUNDS=$(or $(ROUNDS),7) \
+	  TOOL_ROUNDS='$(TOOL_ROUNDS)' EXACT='$(EXACT)' bash benches/substrings/run.sh
 
 ## JSON Lines (.jsonl, .jsonl.zst) against Parquet on one core, order rotated, and the peak RSS
 ## of one ~5 GB .jsonl.zst: make bench-jsonl [CORPUS=/tmp/dev-large] [ROUNDS=6] [BIG_COPIES=11]

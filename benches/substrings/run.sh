@@ -3,7 +3,11 @@
 # (check.py), the suffix-array tool of Lee et al. side by side on the same kept text, and the
 # cost of --substrings on CORPUS (default /tmp/dev-large).
 #
-#   BIN=path/to/corpus-dedup [DTD=path/to/dedup_dataset] [CORPUS=dir] [ROUNDS=7] bash benches/substrings/run.sh
+#   BIN=path/to/corpus-dedup [DTD=path/to/dedup_dataset] [CORPUS=dir] [ROUNDS=7] [TOOL_ROUNDS=3]
+#     [EXACT=0] bash benches/substrings/run.sh
+#
+# EXACT=0 skips the exactness checks (for a build whose manifests are known to be unchanged).
+# TOOL_ROUNDS: rounds of the side-by-side run (each: plain, --substrings, the tool).
 #
 # DTD: google-research/deduplicate-text-datasets built with `cargo build --release` (not part of
 # this project; fetch and build it beside it). Without it that part is skipped.
@@ -11,27 +15,29 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:?BIN=path of corpus-dedup}
 CORPUS=${CORPUS:-/tmp/dev-large} ROUNDS=${ROUNDS:-7} THREADS=${THREADS:-2} CORES=${CORES:-0,1}
-L=${L:-200}
+L=${L:-200} TOOL_ROUNDS=${TOOL_ROUNDS:-3} EXACT=${EXACT:-1}
 PY=$(../shared/corpus/tools/setup.sh)
 "$(dirname "$PY")/pip" install -q pydivsufsort polars
 work=$(mktemp -d "${TMPDIR:-/tmp}/corpus-dedup-substrings.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 small=../shared/corpus/dev-small
 
-echo "## Exactness on $small (L=$L): an independent suffix array over retained and original texts"
-"$BIN" run --quiet --input "$small/shard-*.parquet" --output "$work/s" --substrings \
-  --substring-min-bytes "$L" > /dev/null
-"$PY" benches/substrings/check.py "$work/s" "$small/shard-*.parquet" "$L"
-echo "## With --paragraphs too (what --paragraphs alone removes is checked by its own rule)"
-"$BIN" run --quiet --input "$small/shard-*.parquet" --output "$work/sp" --substrings \
-  --substring-min-bytes "$L" --paragraphs > /dev/null
-"$BIN" run --quiet --input "$small/shard-*.parquet" --output "$work/p" --paragraphs > /dev/null
-"$PY" benches/substrings/check.py "$work/sp" "$small/shard-*.parquet" "$L" "$work/p"
-if [ -e ../shared/corpus/multi/data ]; then
-  echo "## ../shared/corpus/multi (L=$L)"
-  "$BIN" run --quiet --input '../shared/corpus/multi/data/*.parquet' --output "$work/m" --substrings \
+if [ "$EXACT" != 0 ]; then
+  echo "## Exactness on $small (L=$L): an independent suffix array over retained and original texts"
+  "$BIN" run --quiet --input "$small/shard-*.parquet" --output "$work/s" --substrings \
     --substring-min-bytes "$L" > /dev/null
-  "$PY" benches/substrings/check.py "$work/m" '../shared/corpus/multi/data/*.parquet' "$L"
+  "$PY" benches/substrings/check.py "$work/s" "$small/shard-*.parquet" "$L"
+  echo "## With --paragraphs too (what --paragraphs alone removes is checked by its own rule)"
+  "$BIN" run --quiet --input "$small/shard-*.parquet" --output "$work/sp" --substrings \
+    --substring-min-bytes "$L" --paragraphs > /dev/null
+  "$BIN" run --quiet --input "$small/shard-*.parquet" --output "$work/p" --paragraphs > /dev/null
+  "$PY" benches/substrings/check.py "$work/sp" "$small/shard-*.parquet" "$L" "$work/p"
+  if [ -e ../shared/corpus/multi/data ]; then
+    echo "## ../shared/corpus/multi (L=$L)"
+    "$BIN" run --quiet --input '../shared/corpus/multi/data/*.parquet' --output "$work/m" --substrings \
+      --substring-min-bytes "$L" > /dev/null
+    "$PY" benches/substrings/check.py "$work/m" '../shared/corpus/multi/data/*.parquet' "$L"
+  fi
 fi
 
 # The kept text of a plain run, as one Parquet shard (ours) and as the suffix-array tool's
@@ -58,7 +64,7 @@ ours() {
   t taskset -c 0 "$BIN" run --quiet --threads 1 --input "$work/kept.parquet" --output "$work/k" "$@"
 }
 : > "$work/times"
-for i in 1 2 3; do
+for i in $(seq "$TOOL_ROUNDS"); do
   echo "plain $(ours)" >> "$work/times"
   echo "substrings $(ours --substrings --substring-min-bytes "$L")" >> "$work/times"
   if [ -n "${DTD:-}" ]; then
@@ -90,6 +96,17 @@ if "tool-make" in med:
     print(f"tool CPU {tool:.2f} s, peak {peak:.0f} MiB")
     print(f"CPU: tool / whole --substrings run = {tool / whole:.1f}x; "
           f"tool / (--substrings run - plain run) = {tool / (whole - plain):.1f}x")
+    # The same ratios within each round (its runs back to back), which this VM's drift
+    # between rounds does not move.
+    n = len(rows["plain"])
+    tools = [sum(rows[k][i][1] for k in rows if k.startswith("tool-")) for i in range(n)]
+    subs = [rows["substrings"][i][1] for i in range(n)]
+    plains = [rows["plain"][i][1] for i in range(n)]
+    whole_r = sorted(t / s for t, s in zip(tools, subs))
+    work_r = sorted(t / (s - p) for t, s, p in zip(tools, subs, plains))
+    print(f"per round: whole {' '.join(f'{x:.1f}' for x in whole_r)}x (median "
+          f"{statistics.median(whole_r):.1f}x); substring work {' '.join(f'{x:.1f}' for x in work_r)}x "
+          f"(median {statistics.median(work_r):.1f}x)")
     print(f"peak RSS: --substrings run / tool = {med['substrings'][2] / peak:.2f}")
 PY
 "$PY" -c "import json; s=json.load(open('$work/k/summary.json'))['substrings']; print('corpus-dedup removes', s['bytes_removed'], 'bytes')"
