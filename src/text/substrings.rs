@@ -19,9 +19,8 @@
 //!   The first bounds collisions for any text; the second, whose arithmetic needs no reduction
 //!   step, is weak alone (Thue-Morse strings collide for every base) but not beside it. The
 //!   substrings stage compares windows by (hash, length).
-//! - Every window starts and ends on a character boundary, so spans made of windows do too.
-//! - Work is linear in the text: one pass, a window per chunk and one per line, memory for
-//!   `min_bytes` and a chunk of prefix sums.
+//! - Windows start and end on character boundaries, so spans made of them do too. Work is
+//!   linear: one pass, a window per chunk and line, memory for `min_bytes` and a chunk of sums.
 
 /// The gear hash's bits whose being clear ends a chunk: 3 bits (a chunk per 8 bytes on
 /// average, after [`MIN_CHUNK`]), taken from bits 12-14, which depend on the last 15 bytes
@@ -180,14 +179,13 @@ fn from(word_start: usize, at: usize) -> u64 {
     }
 }
 
-/// Appends to `out` the windows of `text` of at least `min_bytes` bytes (none for a shorter
-/// text): those ending at each edge, in order, then those starting at each line.
+/// Appends to `out` the windows of `text` ([`for_each_window`]).
 pub fn windows(text: &[u8], min_bytes: usize, scratch: &mut Scratch, out: &mut Vec<Window>) {
     for_each_window(text, min_bytes, scratch, |w| out.push(w));
 }
 
-/// [`windows`], each passed to `emit` as it is made (a caller that files them by hash range
-/// keeps no list of its own).
+/// Passes to `emit`, as they are made, the windows of `text` of at least `min_bytes` bytes (none
+/// for a shorter text): those ending at each edge, in order, then those starting at each line.
 pub(crate) fn for_each_window(
     text: &[u8],
     min_bytes: usize,
