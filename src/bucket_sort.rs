@@ -9,7 +9,7 @@ use rayon::prelude::*;
 /// order's leading fields: one pass moves the records into buckets by the key's leading bits
 /// (into a second array, which replaces `v`), then each bucket sorts in cache, in parallel,
 /// comparing keys alone (cheaper than whole records), then the few runs of equal keys in full.
-pub(crate) fn sorted_by_leading_key<T: Ord + std::marker::Copy + Send>(
+pub(crate) fn sorted_by_leading_key<T: Ord + Copy + Send>(
     mut v: Vec<T>,
     key: impl Fn(&T) -> u64 + Sync,
 ) -> Vec<T> {
