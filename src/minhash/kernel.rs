@@ -9,29 +9,87 @@ use crate::lsh::mix64;
 /// a non-empty bin comes up (after 64 K misses, the next non-empty bin in order: never reached in
 /// practice, but it bounds the loop). K <= 1024.
 pub(super) fn oph_signature(a: u32, b: u32, probe_seed: u64, shingles: &[u32], out: &mut [u32]) {
-    out.fill(u32::MAX);
-    if shingles.is_empty() {
-        return;
+    let mut sketch = OphSketch::new(a, b, probe_seed, out);
+    sketch.binned(shingles.iter().copied()).for_each(drop);
+    sketch.finish();
+}
+
+/// [`oph_signature`] taking its keys as they are made, so the loop that makes them (the n-gram
+/// hashes) also bins them while they are in registers. `finish` densifies.
+pub(crate) struct OphSketch<'a> {
+    a: u32,
+    b: u32,
+    probe_seed: u64,
+    out: &'a mut [u32],
+    /// Bins that received the hash `u32::MAX` (a bin holding any other hash is not `u32::MAX`,
+    /// so this is all that must be tracked per key to know which bins are empty).
+    got_max: [u64; 16],
+}
+
+impl<'a> OphSketch<'a> {
+    pub(super) fn new(a: u32, b: u32, probe_seed: u64, out: &'a mut [u32]) -> Self {
+        out.fill(u32::MAX);
+        OphSketch {
+            a,
+            b,
+            probe_seed,
+            out,
+            got_max: [0; 16],
+        }
     }
-    let k = out.len();
-    let mut filled = [0u64; 16];
-    for &x in shingles {
-        let h = permute(a, b, x);
-        let bin = ((u64::from(h) * k as u64) >> 32) as usize;
-        out[bin] = out[bin].min(h);
-        filled[bin / 64] |= 1 << (bin % 64);
+
+    /// `keys`, each binned as it goes by. The loop holds copies of the sketch's fields: through
+    /// `&mut self` they would be reloaded after every store to a bin.
+    #[inline(always)]
+    pub(crate) fn binned<'s>(
+        &'s mut self,
+        keys: impl Iterator<Item = u32> + 's,
+    ) -> impl Iterator<Item = u32> + 's {
+        let (a, b) = (self.a, self.b);
+        let out = &mut *self.out;
+        let k = out.len() as u64;
+        let got_max = &mut self.got_max;
+        // `map`, not `inspect`: a `Map` keeps its source's trusted length, so a `Vec` extends
+        // by it without a capacity check per key.
+        #[allow(clippy::manual_inspect)]
+        keys.map(move |x| {
+            let h = permute(a, b, x);
+            let bin = ((u64::from(h) * k) >> 32) as usize;
+            if let Some(v) = out.get_mut(bin) {
+                *v = (*v).min(h);
+            }
+            if h == u32::MAX {
+                got_max[bin / 64] |= 1 << (bin % 64);
+            }
+            x
+        })
     }
-    let full = |i: usize| filled[i / 64] >> (i % 64) & 1 == 1;
-    for i in (0..k).filter(|&i| !full(i)) {
-        let probe = (1..=64 * k as u64)
-            .map(|t| {
-                let v = mix64(probe_seed ^ (i as u64) << 32 ^ t);
-                ((u128::from(v) * k as u128) >> 64) as usize
-            })
-            .find(|&j| full(j));
-        let donor = probe.or_else(|| (1..k).map(|d| (i + d) % k).find(|&j| full(j)));
-        if let Some(j) = donor {
-            out[i] = out[j];
+
+    /// Fills the empty bins from the others (none if no key was added).
+    pub(crate) fn finish(self) {
+        let (out, got_max) = (self.out, self.got_max);
+        let k = out.len();
+        let mut filled = [0u64; 16];
+        for (i, &v) in out.iter().enumerate() {
+            if v != u32::MAX || got_max[i / 64] >> (i % 64) & 1 == 1 {
+                filled[i / 64] |= 1 << (i % 64);
+            }
+        }
+        if filled == [0; 16] {
+            return; // no key: the signature stays all u32::MAX
+        }
+        let full = |i: usize| filled[i / 64] >> (i % 64) & 1 == 1;
+        for i in (0..k).filter(|&i| !full(i)) {
+            let probe = (1..=64 * k as u64)
+                .map(|t| {
+                    let v = mix64(self.probe_seed ^ (i as u64) << 32 ^ t);
+                    ((u128::from(v) * k as u128) >> 64) as usize
+                })
+                .find(|&j| full(j));
+            let donor = probe.or_else(|| (1..k).map(|d| (i + d) % k).find(|&j| full(j)));
+            if let Some(j) = donor {
+                out[i] = out[j];
+            }
         }
     }
 }

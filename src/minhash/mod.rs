@@ -57,6 +57,7 @@ mod kernel;
 use kernel::avx2;
 #[cfg(test)]
 use kernel::permute;
+pub(crate) use kernel::OphSketch;
 use kernel::{oph_signature, signature_kernel};
 
 use crate::config::{Config, Sketch};
@@ -120,6 +121,20 @@ impl Permutations {
     /// True when K = 0 (never for a validated configuration).
     pub fn is_empty(&self) -> bool {
         self.k == 0
+    }
+
+    /// Whether the sketch is `Sketch::Oph` (see [`Permutations::oph_sketch`]).
+    pub(crate) fn is_oph(&self) -> bool {
+        self.sketch == Sketch::Oph
+    }
+
+    /// The `Sketch::Oph` signature written into `out` (length K) from keys given one at a time:
+    /// the same values [`Permutations::signature`] gives for them.
+    pub(crate) fn oph_sketch<'a>(&self, out: &'a mut [u32]) -> OphSketch<'a> {
+        assert!(self.is_oph(), "oph_sketch of a classic sketch");
+        assert_eq!(out.len(), self.k, "signature buffer length must equal K");
+        let (a, b) = self.oph;
+        OphSketch::new(a, b, self.probe_seed, out)
     }
 
     /// Writes the signature of the shingle keys `shingles` (any order, repeats allowed) into `out`
@@ -301,6 +316,87 @@ mod tests {
         let s: Vec<u32> = (0..50).map(|i| mix64(i) as u32).collect();
         assert_eq!(estimate_jaccard(&sig(&p, &s), &sig(&p, &s)), 1.0);
         assert!(sig(&p, &[]).iter().all(|&v| v == u32::MAX));
+    }
+
+    /// One-permutation hashing as first written: a bin is full when any key fell in it, even
+    /// one whose hash is `u32::MAX` (the sketch tracks that case apart).
+    fn oph_reference(p: &Permutations, keys: &[u32]) -> Vec<u32> {
+        let (k, (a, b)) = (p.len(), p.oph);
+        let mut out = vec![u32::MAX; k];
+        if keys.is_empty() {
+            return out;
+        }
+        let mut full = vec![false; k];
+        for &x in keys {
+            let h = permute(a, b, x);
+            let bin = ((u64::from(h) * k as u64) >> 32) as usize;
+            out[bin] = out[bin].min(h);
+            full[bin] = true;
+        }
+        for i in (0..k).filter(|&i| !full[i]) {
+            let donor = (1..=64 * k as u64)
+                .map(|t| {
+                    let v = mix64(p.probe_seed ^ (i as u64) << 32 ^ t);
+                    ((u128::from(v) * k as u128) >> 64) as usize
+                })
+                .find(|&j| full[j]);
+            if let Some(j) = donor.or_else(|| (1..k).map(|d| (i + d) % k).find(|&j| full[j])) {
+                out[i] = out[j];
+            }
+        }
+        out
+    }
+
+    /// The key whose permuted hash is `u32::MAX` (a is odd, so invertible mod 2^32).
+    fn key_hashing_to_max(p: &Permutations) -> u32 {
+        let (a, b) = p.oph;
+        let mut inv = a; // Newton's iteration: each step doubles the correct low bits.
+        for _ in 0..5 {
+            inv = inv.wrapping_mul(2u32.wrapping_sub(a.wrapping_mul(inv)));
+        }
+        u32::MAX.wrapping_sub(b).wrapping_mul(inv)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 300,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(7),
+            failure_persistence: None,
+            ..Default::default()
+        })]
+        /// The sketch, whether given a slice or keys one at a time as they are made, equals the
+        /// reference, also when a key's hash is `u32::MAX`.
+        #[test]
+        fn oph_sketch_equals_reference(
+            keys in proptest::collection::vec(any::<u32>(), 0..400),
+            with_max in any::<bool>(),
+            k in prop_oneof![Just(16usize), Just(128), Just(200)],
+        ) {
+            let p = Permutations::with_sketch(k, 3, Sketch::Oph);
+            let mut keys = keys;
+            if with_max {
+                keys.push(key_hashing_to_max(&p));
+            }
+            let expected = oph_reference(&p, &keys);
+            prop_assert_eq!(&sig(&p, &keys), &expected);
+            let mut out = vec![0; k];
+            let mut sketch = p.oph_sketch(&mut out);
+            let passed: Vec<u32> = sketch.binned(keys.iter().copied()).collect();
+            sketch.finish();
+            prop_assert_eq!(passed, keys);
+            prop_assert_eq!(out, expected);
+        }
+    }
+
+    #[test]
+    fn a_hash_of_u32_max_fills_its_bin() {
+        let p = Permutations::with_sketch(128, 3, Sketch::Oph);
+        let x = key_hashing_to_max(&p);
+        assert_eq!(permute(p.oph.0, p.oph.1, x), u32::MAX);
+        // With one other key, the bin holding u32::MAX donates to some empty bins.
+        let s = sig(&p, &[x, 12345]);
+        assert_eq!(s, oph_reference(&p, &[x, 12345]));
+        assert!(s.contains(&u32::MAX) && s.iter().any(|&v| v != u32::MAX));
     }
 
     #[test]

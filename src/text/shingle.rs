@@ -259,31 +259,38 @@ pub fn shingle_key(hash: u64) -> u32 {
 
 /// Appends the n-gram hashes of a token-hash sequence to `out` (unsorted).
 pub fn ngrams(hs: &[u64], n: usize, out: &mut Vec<u64>) {
+    out.extend(ngram_hashes(hs, n));
+}
+
+/// The n-gram hashes of a token-hash sequence, in order, with an exact length (so a `Vec`
+/// extends by them without a capacity check per hash): one per n tokens from the first, or for
+/// 1..n-1 tokens one of all of them.
+#[inline]
+pub(crate) fn ngram_hashes(hs: &[u64], n: usize) -> impl Iterator<Item = u64> + '_ {
+    let poly = |t: &[u64]| {
+        t.iter()
+            .fold(0u64, |a, &h| a.wrapping_mul(M).wrapping_add(h))
+    };
     let len = hs.len();
-    if len == 0 {
-        return;
-    }
-    if len < n {
-        let acc = hs
-            .iter()
-            .fold(0u64, |a, &h| a.wrapping_mul(M).wrapping_add(h));
-        out.push(mix64(acc.wrapping_add(len as u64)));
-        return;
-    }
+    let (first, rolled) = match len {
+        0 => (None, &[][..]),
+        _ if len < n => (Some(mix64(poly(hs).wrapping_add(len as u64))), &[][..]),
+        _ => (Some(mix64(poly(&hs[..n]))), hs),
+    };
     // Rolling polynomial (mod 2^64): drop the oldest token's term h * M^(n-1), shift, add the
     // next. Written as acc * M + (next - oldest * M^n), the same value, so that only one multiply
     // and one add depend on the previous n-gram (the loop is bound by that chain).
     let top = (0..n).fold(1u64, |p, _| p.wrapping_mul(M));
-    let mut acc = hs[..n]
-        .iter()
-        .fold(0u64, |a, &h| a.wrapping_mul(M).wrapping_add(h));
-    out.push(mix64(acc));
-    out.extend(hs.iter().zip(&hs[n..]).map(|(&oldest, &next)| {
-        acc = acc
-            .wrapping_mul(M)
-            .wrapping_add(next.wrapping_sub(oldest.wrapping_mul(top)));
-        mix64(acc)
-    }));
+    let mut acc = poly(&rolled[..n.min(rolled.len())]);
+    let next = rolled.get(n..).unwrap_or(&[]);
+    first
+        .into_iter()
+        .chain(rolled.iter().zip(next).map(move |(&oldest, &next)| {
+            acc = acc
+                .wrapping_mul(M)
+                .wrapping_add(next.wrapping_sub(oldest.wrapping_mul(top)));
+            mix64(acc)
+        }))
 }
 
 /// The shingle set of `text` with the `chars` tokenizer (for tests).
@@ -297,6 +304,32 @@ pub(crate) fn chars_set(text: &str, n: usize) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 2000,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(60),
+            failure_persistence: None,
+            ..Default::default()
+        })]
+        /// The n-gram hashes the column kernel draws from [`ngram_hashes`] are each n-gram's
+        /// polynomial, for any text and n (fewer tokens than n: one hash of all of them).
+        #[test]
+        fn ngram_hashes_are_each_ngrams_polynomial(text in "\\PC{0,80}|[a-zA-Z \u{e9}\u{4e00}\u{e01}.]{0,80}", n in 1usize..7) {
+            let mut scratch = Scratch::default();
+            let tokens = token_hashes_of(&text, Tokenizer::Chars, &mut scratch).to_vec();
+            let poly = |t: &[u64]| t.iter().fold(0u64, |a, &h| a.wrapping_mul(M).wrapping_add(h));
+            let direct: Vec<u64> = match tokens.len() {
+                0 => Vec::new(),
+                len if len < n => vec![mix64(poly(&tokens).wrapping_add(len as u64))],
+                _ => tokens.windows(n).map(|w| mix64(poly(w))).collect(),
+            };
+            let mut rolled = Vec::new();
+            ngrams(&tokens, n, &mut rolled);
+            proptest::prop_assert_eq!(&rolled, &direct);
+            proptest::prop_assert_eq!(ngram_hashes(&tokens, n).collect::<Vec<_>>(), direct);
+        }
+    }
 
     fn set(text: &str, n: usize) -> Vec<u64> {
         chars_set(text, n)

@@ -9,7 +9,7 @@ use crate::config::Tokenizer;
 use crate::minhash::{Permutations, Signatures};
 use crate::reference::{Hit, Probes, Table};
 pub(super) use crate::text::shingle::exact_hash;
-use crate::text::shingle::{shingle_hashes, shingle_key, Scratch};
+use crate::text::shingle::{ngram_hashes, shingle_hashes, shingle_key, token_hashes_of, Scratch};
 
 /// The shingle keys of a run of documents (text order, repeats kept), stored flat in batches of
 /// up to [`KEY_BATCH`] documents: one allocation per batch instead of one per document.
@@ -184,15 +184,8 @@ fn column(
         .zip(shingles.par_chunks_mut(KEY_BATCH))
         .enumerate()
         .map_init(
-            || {
-                (
-                    Scratch::default(),
-                    Vec::new(),
-                    Vec::new(),
-                    Probes::default(),
-                )
-            },
-            |(scratch, hashes, buf, probes), (b, (sigs, counts))| {
+            || (Scratch::default(), Vec::new(), Probes::default()),
+            |(scratch, buf, probes), (b, (sigs, counts))| {
                 // About one key per 4 bytes of text or fewer (words average more, a CJK char is
                 // 3 bytes): reserving that saves the growth copies of the batch's keys.
                 let first = b * KEY_BATCH;
@@ -211,22 +204,32 @@ fn column(
                         batch.keys.clear();
                     }
                     if let Some(text) = texts.get(first + j) {
-                        shingle_hashes(text, tokenizer, ngram, scratch, hashes);
-                        if let Some(hit) =
-                            reference.and_then(|r| r.find(scratch.token_hashes(), probes))
-                        {
+                        let tokens = token_hashes_of(text, tokenizer, scratch);
+                        if let Some(hit) = reference.and_then(|r| r.find(tokens, probes)) {
                             batch.hits.push((j as u32, hit));
                         }
-                        if keep {
-                            batch.exact[j] = exact_hash(scratch.token_hashes(), hashes.len(), buf);
-                        }
                         let start = batch.keys.len();
-                        batch.keys.extend(hashes.iter().map(|&h| shingle_key(h)));
-                        let keys = &batch.keys[start..];
-                        if let Some(perms) = perms {
-                            perms.signature(keys, &mut sigs[j * k..(j + 1) * k]);
+                        let keys = ngram_hashes(tokens, ngram).map(shingle_key);
+                        let sig = &mut sigs[j * k..(j + 1) * k];
+                        match perms {
+                            // One pass: each key is binned as it is made.
+                            Some(p) if p.is_oph() => {
+                                let mut sketch = p.oph_sketch(sig);
+                                batch.keys.extend(sketch.binned(keys));
+                                sketch.finish();
+                            }
+                            _ => {
+                                batch.keys.extend(keys);
+                                if let Some(p) = perms {
+                                    p.signature(&batch.keys[start..], sig);
+                                }
+                            }
                         }
-                        *count = u32::try_from(keys.len()).unwrap_or(u32::MAX);
+                        let shingles = batch.keys.len() - start;
+                        if keep {
+                            batch.exact[j] = exact_hash(tokens, shingles, buf);
+                        }
+                        *count = u32::try_from(shingles).unwrap_or(u32::MAX);
                     }
                     batch.ends.push(batch.keys.len());
                 }
@@ -263,6 +266,43 @@ mod tests {
             xxhash_rust::xxh3::xxh3_128(&bytes).max(1)
         );
         assert_eq!(exact_hash(&tokens, 0, &mut buf), 0);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 200,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(60),
+            failure_persistence: None,
+            ..Default::default()
+        })]
+        /// The column kernel, which bins each key as the n-gram loop makes it, gives each text
+        /// the keys and signature of the steps taken one after another, for both sketches.
+        #[test]
+        fn one_pass_equals_the_steps(
+            texts in proptest::collection::vec(proptest::option::of("\\PC{0,60}|[a-zA-Z .]{0,90}"), 0..70),
+            n in 1usize..6,
+        ) {
+            let col: StringChunked = texts.iter().map(|t| t.as_deref()).collect();
+            for sketch in [crate::config::Sketch::Oph, crate::config::Sketch::Classic] {
+                let perms = Permutations::with_sketch(32, 9, sketch);
+                let (sigs, keys) = signature_column(&col, Some(&perms), Tokenizer::Chars, n, None);
+                let mut scratch = Scratch::default();
+                for (d, t) in texts.iter().enumerate() {
+                    let mut hashes = Vec::new();
+                    if let Some(t) = t {
+                        shingle_hashes(t, Tokenizer::Chars, n, &mut scratch, &mut hashes);
+                    }
+                    let expected: Vec<u32> = hashes.iter().map(|&h| shingle_key(h)).collect();
+                    let mut sig = vec![u32::MAX; 32];
+                    if t.is_some() {
+                        perms.signature(&expected, &mut sig);
+                    }
+                    proptest::prop_assert_eq!(keys.get(d), &expected[..]);
+                    proptest::prop_assert_eq!(sigs.get(d as u32), &sig[..]);
+                    proptest::prop_assert_eq!(sigs.shingles[d] as usize, expected.len());
+                }
+            }
+        }
     }
 
     #[test]
