@@ -262,6 +262,16 @@ pub fn ngrams(hs: &[u64], n: usize, out: &mut Vec<u64>) {
     out.extend(ngram_hashes(hs, n));
 }
 
+/// The number of n-gram hashes [`ngram_hashes`] gives for `tokens` token hashes, without making
+/// them.
+pub(crate) fn shingle_count(tokens: usize, n: usize) -> usize {
+    match tokens {
+        0 => 0,
+        _ if tokens < n => 1,
+        _ => tokens + 1 - n,
+    }
+}
+
 /// The n-gram hashes of a token-hash sequence, in order, with an exact length (so a `Vec`
 /// extends by them without a capacity check per hash): one per n tokens from the first, or for
 /// 1..n-1 tokens one of all of them.
@@ -327,6 +337,7 @@ mod tests {
             let mut rolled = Vec::new();
             ngrams(&tokens, n, &mut rolled);
             proptest::prop_assert_eq!(&rolled, &direct);
+            proptest::prop_assert_eq!(shingle_count(tokens.len(), n), direct.len());
             proptest::prop_assert_eq!(ngram_hashes(&tokens, n).collect::<Vec<_>>(), direct);
         }
     }

@@ -9,7 +9,7 @@ use crate::config::Tokenizer;
 use crate::minhash::{Permutations, Signatures};
 use crate::reference::{Hit, Probes, Table};
 pub(super) use crate::text::shingle::exact_hash;
-use crate::text::shingle::{ngram_hashes, shingle_hashes, shingle_key, token_hashes_of, Scratch};
+use crate::text::shingle::{ngram_hashes, shingle_count, shingle_key, token_hashes_of, Scratch};
 
 /// The shingle keys of a run of documents (text order, repeats kept), stored flat in batches of
 /// up to [`KEY_BATCH`] documents: one allocation per batch instead of one per document.
@@ -47,19 +47,12 @@ pub(crate) fn exact_column(
         .into_par_iter()
         .with_min_len(KEY_BATCH)
         .map_init(
-            || {
-                (
-                    Scratch::default(),
-                    Vec::new(),
-                    Vec::new(),
-                    Probes::default(),
-                )
-            },
-            |(scratch, hashes, buf, probes), i| match texts.get(i) {
+            || (Scratch::default(), Vec::new(), Probes::default()),
+            |(scratch, buf, probes), i| match texts.get(i) {
                 Some(t) => {
-                    shingle_hashes(t, tokenizer, ngram, scratch, hashes);
-                    let exact = exact_hash(scratch.token_hashes(), hashes.len(), buf);
-                    let hit = reference.and_then(|r| r.find(scratch.token_hashes(), probes));
+                    let tokens = token_hashes_of(t, tokenizer, scratch);
+                    let exact = exact_hash(tokens, shingle_count(tokens.len(), ngram), buf);
+                    let hit = reference.and_then(|r| r.find(tokens, probes));
                     (exact, hit)
                 }
                 None => (0, None),
@@ -253,6 +246,7 @@ fn column(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::shingle::shingle_hashes;
     use polars::prelude::*;
 
     #[test]
