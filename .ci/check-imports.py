@@ -9,10 +9,12 @@ anywhere):
 - a bare path into a child module the file declares (`mod compact;` then `compact::run(..)`).
 Each points at the longest prefix that is a module file.
 
-A cycle (a strongly connected component of more than one module) is allowed only inside one
-module's subtree: a folder's `mod.rs` and the modules under it may call each other (a parent
-runs its children, which share its helpers). Any other cycle (across folders, or between two
-siblings) is printed, and the script fails.
+A cycle (a strongly connected component of more than one module) is allowed only through one
+module's subtree root: a folder's `mod.rs` and the modules under it may call each other (a parent
+runs its children, which share its helpers). The cycles left among the children once their parent
+is taken out are checked the same way, so two siblings that call each other (directly, or
+through a third) fail even when both also call their parent. Any other cycle (across folders,
+or between siblings) is printed, and the script fails.
 """
 import pathlib
 import re
@@ -117,50 +119,62 @@ def module_of_child(module, child):
 
 graph = {m: imports(p) - {m} for m, p in files.items()}
 
-# Tarjan's strongly connected components.
-index, low, on, stack, sccs, counter = {}, {}, set(), [], [], [0]
+def cycles(nodes):
+    """Strongly connected components of more than one module among `nodes` (Tarjan)."""
+    index, low, on, stack, sccs, counter = {}, {}, set(), [], [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v] & nodes:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                sccs.append(sorted(comp))
+
+    for v in sorted(nodes):
+        if v not in index:
+            visit(v)
+    return sccs
 
 
-def visit(v):
-    index[v] = low[v] = counter[0]
-    counter[0] += 1
-    stack.append(v)
-    on.add(v)
-    for w in graph[v]:
-        if w not in index:
-            visit(w)
-            low[v] = min(low[v], low[w])
-        elif w in on:
-            low[v] = min(low[v], index[w])
-    if low[v] == index[v]:
-        comp = []
-        while True:
-            w = stack.pop()
-            on.discard(w)
-            comp.append(w)
-            if w == v:
-                break
-        if len(comp) > 1:
-            sccs.append(sorted(comp))
+def subtree_root(comp):
+    """The module of the cycle that holds all the others under it, if one does."""
+    return next((r for r in comp if all(m == r or m.startswith(r + "::") for m in comp)), None)
 
 
-def within_one_subtree(comp):
-    """Whether one module of the cycle holds all the others under it."""
-    return any(all(m == r or m.startswith(r + "::") for m in comp) for r in comp)
+def outside_one_subtree(comp):
+    """The cycles of `comp` not allowed: itself when no module of it holds the rest; else those
+    left among the others once that root is taken out, checked the same way."""
+    root = subtree_root(comp)
+    if root is None:
+        return [comp]
+    return [bad for c in cycles(set(comp) - {root}) for bad in outside_one_subtree(c)]
 
 
 sys.setrecursionlimit(10000)
-for v in sorted(graph):
-    if v not in index:
-        visit(v)
-bad = [c for c in sccs if not within_one_subtree(c)]
+sccs = cycles(set(graph))
+bad = [b for c in sccs for b in outside_one_subtree(c)]
 for c in bad:
     print("import cycle outside one module's subtree: " + " <-> ".join(c))
     for m in c:
         print(f"  {m} imports " + ", ".join(sorted(graph[m] & set(c))))
 edges = sum(len(v) for v in graph.values())
 print(
-    f"check-imports: {len(files)} modules, {edges} imports, {len(sccs) - len(bad)} cycles inside "
-    f"one module's subtree, {len(bad)} outside one"
+    f"check-imports: {len(files)} modules, {edges} imports, {len(sccs)} cycles through a subtree's "
+    f"root, {len(bad)} outside one"
 )
 sys.exit(1 if bad else 0)

@@ -147,7 +147,7 @@ impl<W: Write> ToParquet<W> {
         path: String,
     ) -> Result<ToParquet<W>> {
         let schema = columns.schema();
-        let writer = super::parquet::shard_writer(
+        let writer = super::shard_writer(
             w,
             ParquetCompression::Zstd(None),
             ROWS_PER_GROUP,

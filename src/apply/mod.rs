@@ -366,6 +366,30 @@ struct Outputs<'a> {
     pb: &'a indicatif::ProgressBar,
 }
 
+/// The Parquet writer of an output shard.
+/// `arrow_schema`: the input's Arrow schema (its `ARROW:schema` metadata), kept for the kept
+/// rows' file, so Arrow readers see the input's types (say `string`, where polars would record
+/// `string_view`); the physical Parquet types are the same either way.
+fn shard_writer<W: std::io::Write>(
+    w: W,
+    codec: ParquetCompression,
+    row_group: usize,
+    tag: &str,
+    arrow_schema: Option<&str>,
+) -> ParquetWriter<W> {
+    let mut kv = vec![(TAG_KEY.to_string(), tag.to_string())];
+    if let Some(s) = arrow_schema {
+        kv.insert(0, (ARROW_SCHEMA_KEY.to_string(), s.to_string()));
+    }
+    ParquetWriter::new(w)
+        .with_compression(codec)
+        .with_row_group_size(Some(row_group))
+        .with_key_value_metadata(Some(KeyValueMetadata::from_static(kv)))
+}
+
+/// The metadata key of a Parquet file's Arrow schema.
+const ARROW_SCHEMA_KEY: &str = "ARROW:schema";
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -10,7 +10,7 @@ use crate::io::output::OutputDir;
 use crate::results::Manifest;
 
 use super::options::OutputFormat;
-use super::{jsonl, Outputs, Shard, AUDIT_COLUMNS, TAG_KEY};
+use super::{jsonl, Outputs, Shard, ARROW_SCHEMA_KEY, AUDIT_COLUMNS, TAG_KEY};
 
 /// The tag of an existing output file, `None` when there is none (or it has no tag).
 pub(super) fn existing_tag(dir: &OutputDir, name: &str) -> Result<Option<String>> {
@@ -190,7 +190,7 @@ impl Shard<'_> {
             return Ok(Batches::Jsonl(Box::new(jsonl::RowLines::new(sink))));
         }
         let (codec, row_group, tag, arrow_schema) = parquet;
-        match shard_writer(w, codec, row_group, tag, arrow_schema).batched(schema) {
+        match super::shard_writer(w, codec, row_group, tag, arrow_schema).batched(schema) {
             Ok(bw) => Ok(Batches::Parquet(Box::new(bw), path)),
             Err(e) => Err(Error::Output {
                 path,
@@ -312,30 +312,6 @@ impl Batches<'_> {
         }
     }
 }
-
-/// The Parquet writer of an output shard.
-/// `arrow_schema`: the input's Arrow schema (its `ARROW:schema` metadata), kept for the kept
-/// rows' file, so Arrow readers see the input's types (say `string`, where polars would record
-/// `string_view`); the physical Parquet types are the same either way.
-pub(super) fn shard_writer<W: std::io::Write>(
-    w: W,
-    codec: ParquetCompression,
-    row_group: usize,
-    tag: &str,
-    arrow_schema: Option<&str>,
-) -> ParquetWriter<W> {
-    let mut kv = vec![(TAG_KEY.to_string(), tag.to_string())];
-    if let Some(s) = arrow_schema {
-        kv.insert(0, (ARROW_SCHEMA_KEY.to_string(), s.to_string()));
-    }
-    ParquetWriter::new(w)
-        .with_compression(codec)
-        .with_row_group_size(Some(row_group))
-        .with_key_value_metadata(Some(KeyValueMetadata::from_static(kv)))
-}
-
-/// The metadata key of a Parquet file's Arrow schema.
-const ARROW_SCHEMA_KEY: &str = "ARROW:schema";
 
 /// The writer codec for an input's codec (Parquet does not record the level: defaults are used).
 fn codec(c: polars_parquet::parquet::compression::Compression) -> ParquetCompression {

@@ -30,20 +30,13 @@ use crate::io::output::OutputDir;
 use crate::io::{u32_at, u32s_le, u64_at};
 
 pub(crate) use super::batch_write::{
-    fragment, push, put, write_band, write_exact, Written, BAND_RECORD,
+    band_file, fragment, push, put, write_band, write_exact, Written, BAND_RECORD, EXACT,
 };
 pub(crate) use super::records::{
     bbit_estimate, id_record, keys_record, minhash_record, minhash_record_shingles, simhash_record,
     simhash_record_parts,
 };
 
-/// Band (or block table) `b`'s key file.
-pub(crate) fn band_file(b: usize) -> String {
-    format!("bands/b{b:03}.bin")
-}
-
-/// The exact-text hash file.
-pub(crate) const EXACT: &str = "exact.bin";
 /// The per-document records.
 pub(crate) const DOCS: &str = "docs.bin";
 /// The ids.

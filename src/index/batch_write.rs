@@ -8,7 +8,13 @@ use crate::index::blocks::{meta_name, Writer};
 use crate::index::filter::Bloom;
 use crate::io::output::OutputDir;
 
-use super::batch::{band_file, EXACT};
+/// Band (or block table) `b`'s key file.
+pub(crate) fn band_file(b: usize) -> String {
+    format!("bands/b{b:03}.bin")
+}
+
+/// The exact-text hash file.
+pub(crate) const EXACT: &str = "exact.bin";
 
 /// Bytes of a written file pair: (on disk, held in memory by a reader).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
