@@ -9,7 +9,8 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/corpus-dedup-target}
 VENV=${CORPUS_DEDUP_PY_VENV:-$HOME/.cache/corpus-dedup-py-venv}
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 # Pinned, so a test run does not change with PyPI.
-"$VENV/bin/pip" install -q maturin==1.16.0 pytest==9.2.0 pyarrow==26.0.1 polars==2.1.0
+"$VENV/bin/pip" install -q maturin==1.16.0 pytest==9.2.0 pyarrow==26.0.1 polars==2.1.0 \
+  numpy==2.4.6 pydivsufsort==0.0.20
 rm -rf "$CARGO_TARGET_DIR/wheels"
 "$VENV/bin/maturin" build --release --locked --quiet --manifest-path python/Cargo.toml \
   --interpreter "$VENV/bin/python" --out "$CARGO_TARGET_DIR/wheels"

@@ -147,18 +147,13 @@ impl<W: Write> ToParquet<W> {
         path: String,
     ) -> Result<ToParquet<W>> {
         let schema = columns.schema();
-        let writer = super::shard_writer(
-            w,
-            ParquetCompression::Zstd(None),
-            ROWS_PER_GROUP,
-            tag,
-            None,
-        )
-        .batched(&schema)
-        .map_err(|e| Error::Output {
-            path: path.clone(),
-            source: e.into(),
-        })?;
+        let writer =
+            super::shard_writer(w, ParquetCompression::Zstd(None), ROWS_PER_GROUP, tag, None)
+                .batched(&schema)
+                .map_err(|e| Error::Output {
+                    path: path.clone(),
+                    source: e.into(),
+                })?;
         let mut out = ToParquet {
             columns,
             values: Vec::new(),

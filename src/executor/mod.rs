@@ -45,7 +45,9 @@ pub(crate) fn run_task(
         Stage::Cluster => to_json(cluster::run(work, plan)?),
         Stage::Paragraphs => to_json(paragraphs::run(work, plan, task)?),
         Stage::Substrings => to_json(substrings::run(work, plan, task)?),
-        Stage::Sources => to_json(sources::run(work, plan, task)?),
+        Stage::Sources | Stage::Recheck | Stage::Settle => {
+            to_json(sources::run(work, plan, stage, task)?)
+        }
         Stage::Manifest => to_json(manifest::run(work, plan, task)?),
         Stage::Merge => merge::run(work, plan, walls)?,
     };

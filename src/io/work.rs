@@ -99,9 +99,10 @@ pub(crate) fn substring_drops_file(range: usize, part: usize) -> String {
     format!("substrings/drops-r{range:03}-p{part:05}.parquet")
 }
 
-/// `--substrings`: the first copies of part `part`'s windows that its own removals cut.
-pub(crate) fn substring_cut_file(part: usize) -> String {
-    format!("substrings/cut-p{part:05}.parquet")
+/// `--substrings`: the first copies of part `part`'s windows that round `round` (`sources`,
+/// `recheck`, `settle`) lists.
+pub(crate) fn substring_round_file(round: &str, part: usize) -> String {
+    format!("substrings/{round}-p{part:05}.parquet")
 }
 
 /// `--paragraphs` with `--substrings`: the paragraphs of part `part` that retain a paragraph

@@ -203,7 +203,9 @@ impl Plan {
             Stage::Index => usize::from(self.index.is_some()) * (self.bands() + 1),
             Stage::Paragraphs => self.paragraph_ranges(),
             Stage::Substrings => self.substring_ranges(),
-            Stage::Sources => usize::from(self.config.substrings.is_some()) * self.parts.len(),
+            Stage::Sources | Stage::Recheck | Stage::Settle => {
+                usize::from(self.config.substrings.is_some()) * self.parts.len()
+            }
         }
     }
 

@@ -29,9 +29,12 @@ pub(crate) enum Stage {
     /// `--substrings`: the windows of one hash range -> those whose bytes an earlier kept
     /// document (or the same one, earlier) retains, and the retained copies they need.
     Substrings,
-    /// `--substrings`: a part's first copies that its own removals would cut (they retain
-    /// nothing).
+    /// `--substrings`, three rounds: a part's first copies that no possible removal of their
+    /// document cuts, those a certain one cuts, and those that stay whole
+    /// ([`crate::stages::sources`]).
     Sources,
+    Recheck,
+    Settle,
     /// Clusters of a part -> manifest rows.
     Manifest,
     /// `--index`: tonight's batch files for the retained index (one task per band, one for the
@@ -42,7 +45,7 @@ pub(crate) enum Stage {
 }
 
 /// All stages in run order (a plan runs those with tasks: [`Plan::stages`]).
-pub(crate) const STAGES: [Stage; 13] = [
+pub(crate) const STAGES: [Stage; 15] = [
     Stage::Sample,
     Stage::Frequencies,
     Stage::Signatures,
@@ -53,6 +56,8 @@ pub(crate) const STAGES: [Stage; 13] = [
     Stage::Paragraphs,
     Stage::Substrings,
     Stage::Sources,
+    Stage::Recheck,
+    Stage::Settle,
     Stage::Manifest,
     Stage::Index,
     Stage::Merge,
@@ -105,6 +110,8 @@ impl Stage {
             Stage::Paragraphs => "paragraphs",
             Stage::Substrings => "substrings",
             Stage::Sources => "sources",
+            Stage::Recheck => "recheck",
+            Stage::Settle => "settle",
             Stage::Manifest => "manifest",
             Stage::Merge => "merge",
         }

@@ -3,11 +3,10 @@
 //!
 //! The manifest task reads what the paragraphs tasks removed (whole paragraphs) and what the
 //! substrings tasks decided (windows removed against a first copy, and those first copies), and
-//! merges them per document ([`merge_spans`]). A first copy that its own document's removals
-//! would cut (a seam between a repeated run and new text, say) retains nothing: the sources task
-//! lists them per part ([`PartInputs::cut_sources`]) and windows removed against them are left
-//! in. Every other first copy overlaps no removal of its document, so it stays whole without
-//! holding back a byte. With both rules, a paragraph that retains a removed paragraph's text is
+//! merges them per document ([`merge_spans`]). A window is removed only against a first copy
+//! that stays whole: the sources rounds ([`crate::stages::sources`]) list them per part; a first
+//! copy that its own document's removals cut (a seam between a repeated run and new text, say)
+//! retains nothing, and windows removed against it are left in. With both rules, a paragraph that retains a removed paragraph's text is
 //! not cut by the other rule. A byte is counted once, under the paragraph rule when a removed
 //! paragraph holds it.
 
@@ -264,49 +263,17 @@ impl PartInputs {
         out.windows.sort();
         Ok(out)
     }
-
-    /// The first copies of this part's windows that its own removals would cut: a removed
-    /// paragraph or a window removed against an earlier copy overlaps them (document, start;
-    /// in order). Removals against them are not made, so every copy a removal relies on stays
-    /// whole without holding back a byte of its own document.
-    pub(crate) fn cut_sources(&self) -> Vec<(u32, u32)> {
-        let mut out = Vec::new();
-        let mut i = 0;
-        let mut removed: Vec<(u32, u32)> = Vec::new();
-        let docs = self.windows.chunk_by(|a, b| a.0 == b.0);
-        for ws in docs {
-            let d = ws[0].0;
-            removed.clear();
-            while i < self.paragraphs.len() && self.paragraphs[i].0 < d {
-                i += 1;
-            }
-            while i < self.paragraphs.len() && self.paragraphs[i].0 == d {
-                removed.push((self.paragraphs[i].1, self.paragraphs[i].2));
-                i += 1;
-            }
-            removed.extend(ws.iter().filter(|w| w.3 != FIRST_COPY).map(|w| (w.1, w.2)));
-            removed.sort_unstable();
-            let removed = union(&removed);
-            for w in ws.iter().filter(|w| w.3 == FIRST_COPY) {
-                // The first removed span ending after the window's start.
-                let k = removed.partition_point(|r| r.1 <= w.1);
-                if removed.get(k).is_some_and(|r| r.0 < w.2) {
-                    out.push((d, w.1));
-                }
-            }
-        }
-        out
-    }
 }
 
 impl PartSpans {
-    /// The part's spans: its removed paragraphs and windows, less the windows whose retaining
-    /// copy is cut (`cut`: each part's [`PartInputs::cut_sources`], read as needed).
+    /// The part's spans: its removed paragraphs, and the windows whose first copy stays whole:
+    /// one that `cut` (given the documents the windows rely on) does not list (the `settle`
+    /// round's lists, [`crate::stages::sources`]; a first copy as document, start, length).
     pub(crate) fn read(
         work: &OutputDir,
         plan: &Plan,
         p: usize,
-        cut: impl Fn(usize) -> Result<Vec<(u32, u32)>>,
+        cut: impl FnOnce(&mut dyn Iterator<Item = u32>) -> Result<ahash::AHashSet<(u32, u32, u32)>>,
     ) -> Result<PartSpans> {
         let inputs = PartInputs::read(work, plan, p)?;
         let mut out = PartSpans {
@@ -316,19 +283,10 @@ impl PartSpans {
             paragraph_bytes: inputs.paragraph_bytes,
             ..Default::default()
         };
-        // The cut retaining copies of the parts this part's windows rely on.
-        let mut parts: Vec<usize> = (inputs.windows.iter())
-            .filter(|w| w.3 != FIRST_COPY)
-            .map(|w| plan.part_of(w.3))
-            .collect();
-        parts.sort_unstable();
-        parts.dedup();
-        let mut unusable = ahash::AHashSet::new();
-        for q in parts {
-            unusable.extend(cut(q)?);
-        }
-        let windows: Vec<(u32, u32, u32, u32)> = (inputs.windows.iter())
-            .filter(|w| w.3 != FIRST_COPY && !unusable.contains(&(w.3, w.4)))
+        let removable = inputs.windows.iter().filter(|w| w.3 != FIRST_COPY);
+        let cut = cut(&mut removable.clone().map(|w| w.3))?;
+        let windows: Vec<(u32, u32, u32, u32)> = removable
+            .filter(|w| !cut.contains(&(w.3, w.4, w.2 - w.1)))
             .map(|w| (w.0, w.1, w.2, w.3))
             .collect();
         let (paragraphs, held) = (inputs.paragraphs, inputs.held);

@@ -29,9 +29,10 @@ use crate::io::output::{OutputDir, ParquetUse};
 use crate::io::store::{self, PartIds};
 use crate::io::work::{part_file, polars_err, series, u32s};
 use crate::minhash::SigSource;
-use crate::plan::Plan;
+use crate::plan::{Plan, Stage};
 use crate::stages::cluster::NOT_TONIGHT;
 use crate::stages::drop_spans::PartSpans;
+use crate::stages::sources;
 use crate::stages::verify;
 use crate::tally::{count, length_bucket, Breakdown, Cut, LENGTH_BUCKETS};
 use crate::text::script;
@@ -335,8 +336,8 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> 
         rows.contamination = Some([by.clone(), share.clone()]);
     }
     let spans = match plan.config.paragraphs.is_some() || plan.config.substrings.is_some() {
-        true => Some(PartSpans::read(work, plan, p, |q| {
-            crate::stages::sources::read(work, q)
+        true => Some(PartSpans::read(work, plan, p, |docs| {
+            sources::listed_in_parts(work, plan, Stage::Settle, docs)
         })?),
         false => None,
     };

@@ -252,8 +252,9 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<se
         crate::stages::substrings::SubstringSummary::gather(
             sc.min_bytes,
             of(Stage::Substrings).iter().map(TaskReport::stats),
-            (of(Stage::Sources).iter())
-                .map(|t| t.stats::<crate::stages::sources::SourceStats>().cut)
+            (of(Stage::Settle).iter())
+                .map(|t| t.stats::<crate::stages::sources::SourceStats>())
+                .map(|s| s.listed)
                 .sum(),
             &breakdown.by_file,
         )

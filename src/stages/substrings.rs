@@ -260,6 +260,7 @@ mod tests {
     use super::*;
     use crate::text::substrings::tests::prose;
     use crate::text::substrings::{windows, Scratch};
+    use crate::text::word_edges::is_edge;
 
     /// Runs the rule over `texts` (all kept, in keep order) with `ranges` hash ranges and merges
     /// as the manifest task does; returns each text's removed spans with their holders.
@@ -288,8 +289,7 @@ mod tests {
             all.extend(decide(copies, |k| k).windows);
         }
         all.sort_unstable();
-        // As the sources and manifest tasks do: first copies their own document cuts retain
-        // nothing.
+        // As the sources rounds and manifest tasks do: only first copies that stay whole retain.
         let inputs = crate::stages::drop_spans::PartInputs {
             windows: all
                 .iter()
@@ -297,11 +297,11 @@ mod tests {
                 .collect(),
             ..Default::default()
         };
-        let cut: std::collections::HashSet<(u32, u32)> = inputs.cut_sources().into_iter().collect();
+        let cut = crate::stages::sources::settle_in_one_part(&inputs);
         (0..texts.len() as u32)
             .map(|d| {
                 let mine: Vec<_> = (all.iter())
-                    .filter(|x| x.0 == d && x.3 != FIRST_COPY && !cut.contains(&(x.3, x.4)))
+                    .filter(|x| x.0 == d && x.3 != FIRST_COPY && !cut.contains(&(x.3, x.4, x.2)))
                     .map(|x| (x.1, x.1 + x.2, x.3))
                     .collect();
                 let merged = crate::stages::drop_spans::merge_spans(&[], &mine, &[]);
@@ -351,6 +351,10 @@ mod tests {
                         let t = std::str::from_utf8(t).unwrap();
                         t.is_char_boundary(a) && t.is_char_boundary(b)
                     }
+                );
+                assert!(
+                    is_edge(t, a) && is_edge(t, b),
+                    "a span of text {d} cuts a word at {a}..{b}"
                 );
                 prev_end = b;
                 removed += b - a;
@@ -417,14 +421,17 @@ mod tests {
 
     #[test]
     fn degenerate_documents_keep_one_copy_in_linear_time() {
-        let ten_mb = "a".repeat(10 << 20);
+        let ten_mb = "a ".repeat(5 << 20);
         let texts: [&[u8]; 1] = [ten_mb.as_bytes()];
         let spans = spans_of(&texts, 200, 2);
         let kept: usize =
             ten_mb.len() - spans[0].iter().map(|s| (s.1 - s.0) as usize).sum::<usize>();
         assert!((200..200 + 2 * 64).contains(&kept), "{kept}");
+        // One 10 MB word: never cut inside.
+        let word = "a".repeat(10 << 20);
+        assert!(spans_of(&[word.as_bytes()], 200, 2)[0].is_empty());
         // Smaller ones checked by brute force.
-        let abc = "abc".repeat(2000);
+        let abc = "abc.".repeat(1500);
         let nul = "\0".repeat(3000);
         let ws = " \n\t".repeat(1000);
         let mixed = "ไทย字".repeat(400);

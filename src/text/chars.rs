@@ -38,6 +38,7 @@ pub(crate) struct Chars(Box<[u8]>);
 const IGNORABLE_BIT: u8 = 0x80;
 const PLAIN_BIT: u8 = 0x40;
 const INERT_BIT: u8 = 0x20;
+const WORD_BIT: u8 = 0x10;
 const CLASS_BITS: u8 = 0x07;
 
 /// The Default_Ignorable_Code_Point set of the Unicode Character Database.
@@ -89,6 +90,14 @@ impl Chars {
     pub(crate) fn inert(&self, c: char) -> bool {
         self.entry(c) & INERT_BIT != 0
     }
+
+    /// Whether `c` is part of a word of a space-delimited script (a letter or digit of class
+    /// [`Class::Word`]) or a combining mark (part of the character before it): `--substrings`
+    /// never cuts between two such characters, nor before a mark.
+    #[inline]
+    pub(crate) fn in_word(&self, c: char) -> bool {
+        self.entry(c) & WORD_BIT != 0
+    }
 }
 
 /// The table entry of `c`.
@@ -102,6 +111,10 @@ fn entry(c: char) -> u8 {
     }
     if inert(c) {
         e |= INERT_BIT;
+    }
+    let class = ALL[usize::from(e & CLASS_BITS)];
+    if class == Class::Mark || class == Class::Word && c.is_alphanumeric() {
+        e |= WORD_BIT;
     }
     e
 }

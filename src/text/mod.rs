@@ -10,6 +10,8 @@ pub(crate) mod sets;
 pub mod shingle;
 pub(crate) mod substrings;
 pub(crate) mod tokenize;
+pub(crate) mod window_hash;
+pub(crate) mod word_edges;
 
 #[cfg(test)]
 mod tests {

@@ -9,11 +9,13 @@
 //!   cut anyway).
 //! - A window ends at each chunk edge `p` (and at the text's end) and starts `min_bytes` before
 //!   it, or at the chunk's start when that is further (so windows cover the text from the first
-//!   on), moved back to a character start. Windows ending at edges reach both ends of a repeated
-//!   run: the first starts within a chunk of the run's start (its edge lies `min_bytes` in,
-//!   where the copies are cut alike), the last ends within a chunk of the run's end, or at it
-//!   when the run ends a line. And a window starts at each line, to the first edge `min_bytes`
-//!   on, so a run that starts a line (boilerplate mostly does) is found from its first byte.
+//!   on); both ends moved back to a word edge ([`super::word_edges`]: never inside a word of a
+//!   spaced script), so a span made of windows never cuts a word. Windows ending at edges reach
+//!   both ends of a repeated run: the first starts within a chunk of the run's start (its edge
+//!   lies `min_bytes` in, where the copies are cut alike), the last ends within a chunk of the
+//!   run's end, or at it when the run ends a line. And a window starts at each line, to the
+//!   first edge `min_bytes` on, so a run that starts a line (boilerplate mostly does) is found
+//!   from its first byte.
 //! - Its hash: two polynomial hashes of the bytes (prefix sums, so a window costs O(1) whatever
 //!   its length), one modulo 2^61 - 1 and one modulo 2^64, folded with the length into 64 bits.
 //!   The first bounds collisions for any text; the second, whose arithmetic needs no reduction
@@ -21,6 +23,11 @@
 //!   substrings stage compares windows by (hash, length).
 //! - Windows start and end on character boundaries, so spans made of them do too. Work is
 //!   linear: one pass, a window per chunk and line, memory for `min_bytes` and a chunk of sums.
+
+use super::window_hash::{extend, minus_shifted, times, BASES, BLOCK};
+#[cfg(test)]
+use super::window_hash::{mul_mod, P};
+use super::word_edges::{self, is_edge, MAX_WORD};
 
 /// The gear hash's bits whose being clear ends a chunk: 3 bits (a chunk per 8 bytes on
 /// average, after [`MIN_CHUNK`]), taken from bits 12-14, which depend on the last 15 bytes
@@ -53,90 +60,6 @@ const GEAR: [u64; 256] = {
     t
 };
 
-/// The first polynomial's modulus (a Mersenne prime) and the two polynomials' bases (the
-/// second's odd, so its powers never vanish modulo 2^64).
-const P: u64 = (1 << 61) - 1;
-const BASES: [u64; 2] = [0x1d2c_3b4a_5968_7f1b % P, 0x0a3f_9e27_c41d_6b55];
-
-/// `a * b` modulo [`P`].
-#[inline]
-const fn mul_mod(a: u64, b: u64) -> u64 {
-    let x = a as u128 * b as u128;
-    let r = (x as u64 & P) + (x >> 61) as u64;
-    if r >= P {
-        r - P
-    } else {
-        r
-    }
-}
-
-/// `x` modulo [`P`], for any `x`.
-#[inline]
-const fn reduce(x: u64) -> u64 {
-    let r = (x & P) + (x >> 61);
-    if r >= P {
-        r - P
-    } else {
-        r
-    }
-}
-
-/// Values of both polynomials: the first modulo [`P`], the second modulo 2^64.
-type Sums = [u64; 2];
-
-/// `a * b` in each polynomial's ring.
-#[inline]
-const fn times(a: Sums, b: Sums) -> Sums {
-    [mul_mod(a[0], b[0]), a[1].wrapping_mul(b[1])]
-}
-
-/// `a * shift + d`: the sums of `a`'s bytes followed by bytes whose sums are `d`, `shift` the
-/// bases to the power of their count; `d[0]` any sum of values below [`P`].
-#[inline]
-fn shifted_plus(a: Sums, shift: Sums, d: Sums) -> Sums {
-    let x = times(a, shift);
-    [reduce(x[0] + reduce(d[0])), x[1].wrapping_add(d[1])]
-}
-
-/// `b - a * shift`: the sums of the bytes after `a`'s in `b`'s.
-#[inline]
-fn minus_shifted(b: Sums, a: Sums, shift: Sums) -> Sums {
-    let x = times(a, shift);
-    [reduce(b[0] + P - x[0]), b[1].wrapping_sub(x[1])]
-}
-
-/// The prefix sums are kept every [`BLOCK`] bytes: a block's sum is a sum of table values (no
-/// multiply chained byte to byte), and a sum at any byte is its block's plus at most 7 values.
-const BLOCK: usize = 8;
-
-/// BASES^j for j in 0..=BLOCK.
-const POWERS: [Sums; BLOCK + 1] = {
-    let mut t = [[1u64; 2]; BLOCK + 1];
-    let mut j = 1;
-    while j <= BLOCK {
-        t[j] = times(t[j - 1], BASES);
-        j += 1;
-    }
-    t
-};
-
-/// Per place `j` and byte `b`, `(b + 1) * BASES^j` in each polynomial's ring: byte `b` `j`
-/// places before the end of what is summed. Eight of the first's (below P) add up without
-/// overflow.
-static DIGITS: [[Sums; 256]; BLOCK] = {
-    let mut t = [[[0u64; 2]; 256]; BLOCK];
-    let mut j = 0;
-    while j < BLOCK {
-        let mut b = 0;
-        while b < 256 {
-            t[j][b] = times([b as u64 + 1; 2], POWERS[j]);
-            b += 1;
-        }
-        j += 1;
-    }
-    t
-};
-
 /// One window: its span in the text and the hash of its bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Window {
@@ -155,19 +78,6 @@ pub struct Scratch {
     powers_for: usize,
 }
 
-/// `prev` (the prefix sum before `bytes`) followed by `bytes` (at most [`BLOCK`] of them, the
-/// last at place 0).
-#[inline]
-fn extend(prev: Sums, bytes: &[u8]) -> Sums {
-    let n = bytes.len();
-    let mut d = [0u64; 2];
-    for (j, &b) in bytes.iter().enumerate() {
-        let v = DIGITS[n - 1 - j][b as usize];
-        d = [d[0] + v[0], d[1].wrapping_add(v[1])];
-    }
-    shifted_plus(prev, POWERS[n], d)
-}
-
 /// Positions `64 * w + j` of a word's bits, from `at` on (all when `at` is at or before the
 /// word, none when past it).
 #[inline]
@@ -176,6 +86,37 @@ fn from(word_start: usize, at: usize) -> u64 {
         None | Some(0) => u64::MAX,
         Some(d) if d >= 64 => 0,
         Some(d) => u64::MAX << d,
+    }
+}
+
+/// Where the window ending at word edge `e` (moved back from the chunk edge after the chunk
+/// starting at `last`) starts: `min_bytes` before `e`, or at the chunk's start when that is
+/// further, moved back to a word edge; none when a word longer than [`MAX_WORD`] leaves no edge
+/// within reach.
+#[inline]
+fn window_start(text: &[u8], min: usize, last: usize, e: usize) -> Option<usize> {
+    word_edges::at_or_before(text, (e - min).min(last))
+}
+
+/// The windows from line starts that chunk edge `p` (whose word edge is `end`) closes: each line
+/// start `l` of `lines[*open..]` with `l + min` at or before `p` gets the window `[l, end)` when
+/// that holds `min` bytes; one left short waits for the next edge, one a chunk past due (no
+/// word edge within reach) is given up, so a window stays within a chunk or two of `min`.
+fn line_windows(
+    lines: &[usize],
+    open: &mut usize,
+    min: usize,
+    p: usize,
+    end: Option<usize>,
+    mut emit: impl FnMut(usize, usize),
+) {
+    while let Some(&l) = lines.get(*open).filter(|&&l| l + min <= p) {
+        match end {
+            Some(e) if l + min <= e => emit(l, e),
+            _ if p < l + min + MAX_CHUNK + 8 => break,
+            _ => {}
+        }
+        *open += 1;
     }
 }
 
@@ -197,9 +138,10 @@ pub(crate) fn for_each_window(
     if n < min {
         return;
     }
-    // A window is at most a chunk and 3 bytes longer than `min`; the edges of a 64-byte word are
-    // found before their windows are made: the block sums that far back are kept.
-    let longest = MAX_CHUNK + 8;
+    // A window is at most a chunk, 3 bytes and two walks back to a word edge longer than `min`;
+    // the edges of a 64-byte word are found before their windows are made: the block sums that
+    // far back are kept.
+    let longest = MAX_CHUNK + 8 + 2 * MAX_WORD;
     let blocks = ((min + longest + 64) / BLOCK + 2).next_power_of_two();
     let Scratch {
         ring,
@@ -247,19 +189,16 @@ pub(crate) fn for_each_window(
     };
     let mut open = 0;
     let mut edge = |last: usize, p: usize, ring: &[[u64; 2]]| {
-        if p >= min {
-            let end_sum = sum_at(p, ring);
-            let mut s = (p - min).min(last);
-            while s > 0 && !char_start(text[s]) {
-                s -= 1;
-            }
-            emit(window(s, p, end_sum, ring));
-            while open < lines.len() && lines[open] + min <= p {
-                emit(window(lines[open], p, end_sum, ring));
-                open += 1;
+        let end = word_edges::at_or_before(text, p).filter(|&e| e >= min);
+        if let Some(e) = end {
+            if let Some(s) = window_start(text, min, last, e) {
+                emit(window(s, e, sum_at(e, ring), ring));
             }
         }
-        if p < n && (p == 0 || text[p - 1] == b'\n') {
+        line_windows(lines, &mut open, min, p, end, |l, e| {
+            emit(window(l, e, sum_at(e, ring), ring))
+        });
+        if p < n && (p == 0 || text[p - 1] == b'\n') && is_edge(text, p) {
             lines.push(p);
         }
     };
@@ -277,21 +216,23 @@ pub(crate) fn for_each_window(
             ring[k & mask] = extend(ring[(k - 1) & mask], &text[k * BLOCK - BLOCK..k * BLOCK]);
             k += 1;
         }
-        let (mut strong, mut weak, mut starts) = (0u64, 0u64, 0u64);
+        let (mut strong, mut weak, mut starts, mut lines_at) = (0u64, 0u64, 0u64, 0u64);
         for i in word_start.max(1)..word_end {
             let b = text[i - 1];
             gear = (gear << 1).wrapping_add(GEAR[b as usize]);
             let j = i - word_start;
-            strong |= u64::from(b == b'\n' || gear & MASK == 0) << j;
+            strong |= u64::from(gear & MASK == 0) << j;
+            lines_at |= u64::from(b == b'\n') << j;
             weak |= u64::from(gear & EASY_MASK == 0) << j;
             starts |= u64::from(char_start(text[i])) << j;
         }
         loop {
             let found = starts
-                & from(word_start, last + MIN_CHUNK)
-                & (strong
-                    | (weak & from(word_start, last + LONG_CHUNK))
-                    | from(word_start, last + MAX_CHUNK));
+                & ((lines_at & from(word_start, last + MIN_CHUNK))
+                    | (from(word_start, last + MIN_CHUNK)
+                        & (strong
+                            | (weak & from(word_start, last + LONG_CHUNK))
+                            | from(word_start, last + MAX_CHUNK))));
             if found == 0 {
                 break;
             }
@@ -358,9 +299,9 @@ pub(crate) mod tests {
         if n < min {
             return;
         }
-        // A window is at most a chunk and 3 bytes longer than `min`: the prefix sums of that many
-        // last positions are kept.
-        let longest = MAX_CHUNK + 8;
+        // A window is at most a chunk, 3 bytes and two walks to a word edge longer than `min`: the
+        // prefix sums of that many last positions are kept.
+        let longest = MAX_CHUNK + 8 + 2 * MAX_WORD;
         let size = (min + longest).next_power_of_two();
         let mut ring = vec![[0u64; 2]; size];
         let mut lines: Vec<usize> = Vec::new();
@@ -398,30 +339,22 @@ pub(crate) mod tests {
                 hash: folded ^ (folded >> 31),
             }
         };
-        // The window ending at edge `p`: back to the previous edge when that is further (windows
-        // then cover the text from their first on), else to a character start (the text's first
-        // byte is one).
-        let ending = |prev: usize, p: usize, ring: &[[u64; 2]]| {
-            let mut s = (p - min).min(prev);
-            while s > 0 && !char_start(text[s]) {
-                s -= 1;
-            }
-            window(s, p, ring)
-        };
         // Lines' first edges whose window (to the first edge `min` bytes on) is not yet made.
         let mut open = 0;
         let mut gear: u64 = 0;
         let mut sums = [0u64; 2];
         let mut last = 0;
         let mut edge = |i: usize, last: usize, ring: &[[u64; 2]], out: &mut Vec<Window>| {
-            if i >= min {
-                out.push(ending(last, i, ring));
+            let end = word_edges::at_or_before(text, i).filter(|&e| e >= min);
+            if let Some(e) = end {
+                if let Some(s) = window_start(text, min, last, e) {
+                    out.push(window(s, e, ring));
+                }
             }
-            while open < lines.len() && lines[open] + min <= i {
-                out.push(window(lines[open], i, ring));
-                open += 1;
-            }
-            if i < n && (i == 0 || text[i - 1] == b'\n') {
+            line_windows(&lines, &mut open, min, i, end, |l, e| {
+                out.push(window(l, e, ring))
+            });
+            if i < n && (i == 0 || text[i - 1] == b'\n') && is_edge(text, i) {
                 lines.push(i);
             }
         };
@@ -445,7 +378,7 @@ pub(crate) mod tests {
             // A line starts a chunk (copied runs often start at a line); else the gear hash says.
             let m = if len >= LONG_CHUNK { EASY_MASK } else { MASK };
             let cut = b == b'\n' || gear & m == 0 || len >= MAX_CHUNK;
-            if char_start(text[i]) && len >= MIN_CHUNK && cut {
+            if char_start(text[i]) && len >= MIN_CHUNK && (b == b'\n' || cut) {
                 edge(i, last, &ring, out);
                 last = i;
             }
@@ -536,9 +469,11 @@ pub(crate) mod tests {
 
     #[test]
     fn degenerate_texts_are_cut_in_linear_time() {
+        // One long word has no edge within reach: no window.
+        assert!(all(&"a".repeat(1 << 20), 200).is_empty());
         for t in [
-            "a".repeat(1 << 20),
-            "abc".repeat(300_000),
+            "a ".repeat(1 << 19),
+            "abc.".repeat(300_000),
             "\0".repeat(100_000),
             " \n".repeat(100_000),
             "字".repeat(200_000),
