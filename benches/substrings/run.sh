@@ -4,10 +4,12 @@
 # cost of --substrings on CORPUS (default /tmp/dev-large).
 #
 #   BIN=path/to/corpus-dedup [DTD=path/to/dedup_dataset] [CORPUS=dir] [ROUNDS=7] [TOOL_ROUNDS=3]
-#     [EXACT=0] bash benches/substrings/run.sh
+#     [TOOL_INPUT='shard glob'] [EXACT=0] bash benches/substrings/run.sh
 #
 # EXACT=0 skips the exactness checks (for a build whose manifests are known to be unchanged).
-# TOOL_ROUNDS: rounds of the side-by-side run (each: plain, --substrings, the tool).
+# TOOL_ROUNDS: rounds of the side-by-side run (each: plain, --substrings, the tool); TOOL_INPUT:
+# the shards whose kept text it runs on (default dev-small's; data-samples/rust-docs.parquet or
+# ../shared/corpus/real-docs/real-docs.parquet for real templated pages).
 #
 # DTD: google-research/deduplicate-text-datasets built with `cargo build --release` (not part of
 # this project; fetch and build it beside it). Without it that part is skipped.
@@ -42,12 +44,13 @@ fi
 
 # The kept text of a plain run, as one Parquet shard (ours) and as the suffix-array tool's
 # input (each document after b"\xff\xff" and its 4-byte index, as its loaders write it).
-"$BIN" run --quiet --input "$small/shard-*.parquet" --output "$work/plain" > /dev/null
-"$PY" - "$work" "$small" <<'PY'
+TOOL_INPUT=${TOOL_INPUT:-$small/shard-*.parquet}
+"$BIN" run --quiet --input "$TOOL_INPUT" --output "$work/plain" > /dev/null
+"$PY" - "$work" "$TOOL_INPUT" <<'PY'
 import glob, struct, sys
 import polars as pl
-work, small = sys.argv[1:3]
-texts = pl.concat([pl.read_parquet(f, columns=["id", "text"]) for f in sorted(glob.glob(f"{small}/shard-*.parquet"))])
+work, pattern = sys.argv[1:3]
+texts = pl.concat([pl.read_parquet(f, columns=["id", "text"]) for f in sorted(glob.glob(pattern))])
 keep = pl.read_parquet(f"{work}/plain/manifest.parquet", columns=["keep"])["keep"]
 kept = texts.filter(keep)
 kept.write_parquet(f"{work}/kept.parquet")

@@ -16,7 +16,8 @@
 //! | `cluster`     | one                          | `edges/*` (streamed), `docs/*`      | `cluster/pP.parquet`            |
 //! | `paragraphs`  | per hash range (`--paragraphs`) | its range of `paragraphs/p*.bin`, `cluster/*` | `paragraphs/drops-rR-pP.parquet` |
 //! | `substrings`  | per hash range (`--substrings`) | its range of `substrings/p*.bin`, `cluster/*` | `substrings/drops-rR-pP.parquet` |
-//! | `sources`     | one per part (`--substrings`) | the part's drops                   | `substrings/cut-pP.parquet`     |
+//! | `sources`     | one per part (`--substrings`) | the part's drops                   | `substrings/{sources,relies}-pP.parquet` |
+//! | `recheck`, `settle` | one per part each (`--substrings`) | the part's lists, the previous round's | `substrings/{recheck,settle}-pP.parquet` |
 //! | `manifest`    | one per part                 | `cluster/pP.parquet`, stores, drops | `manifest/pP.parquet`           |
 //! | `index`       | bands + 1 (`--index`)        | band rows / stores, exact hashes    | INDEX/batches/NAME-HASH/*       |
 //! | `merge`       | one                          | `manifest/*`, `done/*`              | OUTPUT/manifest.parquet, summary.json |

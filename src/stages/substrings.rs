@@ -6,8 +6,8 @@
 //! its content says) whose exact bytes are retained earlier: by an earlier kept document, or
 //! earlier in the same document without overlapping the window. "Retained" is what `apply`
 //! leaves, and removing bytes from the earlier copy could take that copy away. So a window is
-//! removed only against a first copy that its own document's removals leave whole (the sources
-//! stage lists the others, [`crate::stages::drop_spans`]): what is removed is always held,
+//! removed only against a first copy that its own document's removals leave whole (three rounds
+//! per part settle which, [`crate::stages::sources`]): what is removed is always held,
 //! contiguous, by a copy that stays, earlier in keep order. That is the keeper guarantee for
 //! substrings with no order between one removal and the next, so the rule needs no serial pass.
 //!
@@ -18,8 +18,8 @@
 //! their part's row file; a task reads its range from every part, sorts the kept documents'
 //! windows, and writes per part the removed windows and the first copies they rely on
 //! (`substrings/drops-rR-pP.parquet`: document, offset, length, the document that retains it or
-//! [`FIRST_COPY`] for a first copy, and the first copy's offset), which the part's sources and
-//! manifest tasks read.
+//! [`FIRST_COPY`] for a first copy, and the first copy's offset), which the part's sources rounds
+//! and manifest tasks read.
 //!
 //! Memory: 8 bytes per document (keep positions) and 24 per window of a kept document in the
 //! range, plus 2-4 per window to find the windows whose hash occurs once (most of them: they

@@ -1,12 +1,13 @@
 //! Windows of a text for `--substrings`: runs of at least `min_bytes` bytes that begin or end
 //! where the text's content says, each with a hash of its exact bytes.
 //!
-//! - The text is cut into small chunks: a chunk ends before a line, or before byte `i` when a
-//!   gear hash of the 16 bytes up to `i` has [`MASK`]'s bits clear (content-defined chunking),
-//!   in both cases only where byte `i` starts a character. So two copies of a run are cut the
-//!   same way from 16 bytes in, wherever the run sits. Chunks hold at least [`MIN_CHUNK`] bytes
-//!   and at most about [`MAX_CHUNK`] (a run of one repeated byte, whose hash never changes, is
-//!   cut anyway).
+//! - The text is cut into small chunks: a chunk ends before a line (however short: a run that
+//!   ends a line is then found to its end), or before byte `i` when a gear hash of the 16 bytes
+//!   up to `i` has [`MASK`]'s bits clear (content-defined chunking), in both cases only where
+//!   byte `i` starts a character. So two copies of a run are cut the same way from 16 bytes in,
+//!   wherever the run sits. Chunks hold at least [`MIN_CHUNK`] bytes (but before a line) and at
+//!   most about [`MAX_CHUNK`] (a run of one repeated byte, whose hash never changes, is cut
+//!   anyway).
 //! - A window ends at each chunk edge `p` (and at the text's end) and starts `min_bytes` before
 //!   it, or at the chunk's start when that is further (so windows cover the text from the first
 //!   on); both ends moved back to a word edge ([`super::word_edges`]: never inside a word of a
@@ -228,7 +229,7 @@ pub(crate) fn for_each_window(
         }
         loop {
             let found = starts
-                & ((lines_at & from(word_start, last + MIN_CHUNK))
+                & ((lines_at & from(word_start, last + 1))
                     | (from(word_start, last + MIN_CHUNK)
                         & (strong
                             | (weak & from(word_start, last + LONG_CHUNK))
@@ -378,7 +379,7 @@ pub(crate) mod tests {
             // A line starts a chunk (copied runs often start at a line); else the gear hash says.
             let m = if len >= LONG_CHUNK { EASY_MASK } else { MASK };
             let cut = b == b'\n' || gear & m == 0 || len >= MAX_CHUNK;
-            if char_start(text[i]) && len >= MIN_CHUNK && (b == b'\n' || cut) {
+            if char_start(text[i]) && (b == b'\n' || len >= MIN_CHUNK && cut) {
                 edge(i, last, &ring, out);
                 last = i;
             }
@@ -408,7 +409,7 @@ pub(crate) mod tests {
         let w = all(&t, 64);
         assert!(!w.is_empty());
         for x in &w {
-            assert!((64..64 + MAX_CHUNK + 8).contains(&(x.end - x.start)));
+            assert!((64..64 + MAX_CHUNK + 8 + 2 * MAX_WORD).contains(&(x.end - x.start)));
             assert!(t.is_char_boundary(x.start) && t.is_char_boundary(x.end));
         }
         assert!(w.iter().any(|x| x.start == 0) && w.iter().any(|x| x.end == t.len()));
@@ -479,9 +480,10 @@ pub(crate) mod tests {
             "字".repeat(200_000),
         ] {
             let w = all(&t, 200);
-            // A window per chunk and one per line, chunks of at most MAX_CHUNK (+ a character).
+            // A window per chunk and one per line; chunks of at least MIN_CHUNK but before a
+            // line, of at most MAX_CHUNK (+ a character).
             let lines = t.matches('\n').count() + 1;
-            assert!(w.len() <= t.len() / MIN_CHUNK + lines);
+            assert!(w.len() <= t.len() / MIN_CHUNK + 2 * lines);
             assert!(w.len() >= t.len() / (MAX_CHUNK + 4) - 64);
             assert!(w
                 .iter()
@@ -505,7 +507,7 @@ pub(crate) mod tests {
                 proptest::prop_assert!(w.is_empty());
             }
             for x in &w {
-                proptest::prop_assert!(x.end - x.start >= min && x.end - x.start < min + MAX_CHUNK + 8);
+                proptest::prop_assert!(x.end - x.start >= min && x.end - x.start < min + MAX_CHUNK + 8 + 2 * MAX_WORD);
                 proptest::prop_assert!(x.end <= s.len());
                 proptest::prop_assert!(s.is_char_boundary(x.start) && s.is_char_boundary(x.end));
             }
