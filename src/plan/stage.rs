@@ -29,11 +29,13 @@ pub(crate) enum Stage {
     /// `--substrings`: the windows of one hash range -> those whose bytes an earlier kept
     /// document (or the same one, earlier) retains, and the retained copies they need.
     Substrings,
-    /// `--substrings`, three rounds: a part's first copies that no possible removal of their
-    /// document cuts, those a certain one cuts, and those that stay whole
-    /// ([`crate::stages::sources`]).
+    /// `--substrings`, round 1 of 3: a part's first copies that a possible removal of their
+    /// document overlaps (the others stay whole).
     Sources,
+    /// `--substrings`, round 2 of 3: those a certain removal overlaps (they are cut).
     Recheck,
+    /// `--substrings`, round 3 of 3: those that may be cut, the rest settled from round 2 (no
+    /// window is removed against them).
     Settle,
     /// Clusters of a part -> manifest rows.
     Manifest,
