@@ -41,8 +41,9 @@ use crate::stages::drop_spans::{PartInputs, FIRST_COPY};
 /// A first copy: document, start, length.
 pub(crate) type Copy = (u32, u32, u32);
 
-/// Counters of a round's task: the part's first copies that windows are removable against, and
-/// those the round lists.
+/// Counters of a round's task: the part's first copies that windows are removable against
+/// (counted by the `sources` round, which reads them; 0 in the others), and those the round
+/// lists.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct SourceStats {
     pub sources: u64,
@@ -52,7 +53,8 @@ pub(crate) struct SourceStats {
 /// What the `sources` round finds in a part.
 #[derive(Debug, Default)]
 pub(crate) struct Sources {
-    /// Every first copy of the part, and those a possible removal overlaps, in order.
+    /// The part's first copies (0 when read back from the `sources` files), and those a possible
+    /// removal overlaps, in order.
     pub copies: u64,
     pub listed: Vec<Copy>,
     /// Of those, the ones only windows overlap: (copy, a first copy one of them relies on), in
