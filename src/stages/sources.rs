@@ -53,9 +53,7 @@ pub(crate) struct SourceStats {
 /// What the `sources` round finds in a part.
 #[derive(Debug, Default)]
 pub(crate) struct Sources {
-    /// The part's first copies (0 when read back from the `sources` files), and those a possible
-    /// removal overlaps, in order.
-    pub copies: u64,
+    /// The first copies a possible removal overlaps, in order.
     pub listed: Vec<Copy>,
     /// Of those, the ones only windows overlap: (copy, a first copy one of them relies on), in
     /// copy order.
@@ -83,7 +81,6 @@ impl Sources {
             removable.extend(ws.iter().filter(|w| w.3 != FIRST_COPY));
             let longest = removable.iter().map(|w| w.2 - w.1).max().unwrap_or(0);
             for w in ws.iter().filter(|w| w.3 == FIRST_COPY) {
-                out.copies += 1;
                 let (s, e) = (w.1, w.2);
                 let copy = (d, s, e - s);
                 let k = paragraphs.partition_point(|r| r.1 <= s);
@@ -150,19 +147,17 @@ impl Sources {
         let relies = (0..d.len())
             .map(|i| ((d[i], s[i], l[i]), (rd[i], rs[i], rl[i])))
             .collect();
-        Ok(Sources {
-            copies: 0,
-            listed,
-            relies,
-        })
+        Ok(Sources { listed, relies })
     }
 }
 
 /// The task of round `round` (`sources`, `recheck` or `settle`) for part `p`.
 pub(crate) fn run(work: &OutputDir, plan: &Plan, round: Stage, p: usize) -> Result<SourceStats> {
-    let (sources, listed) = match round {
+    let (copies, listed) = match round {
         Stage::Sources => {
-            let sources = Sources::of(&PartInputs::read(work, plan, p)?);
+            let inputs = PartInputs::read(work, plan, p)?;
+            let copies = inputs.windows.iter().filter(|w| w.3 == FIRST_COPY).count();
+            let sources = Sources::of(&inputs);
             let (copy, relied): (Vec<Copy>, Vec<Copy>) = sources.relies.iter().copied().unzip();
             let mut columns = copy_columns(&copy, "");
             columns.extend(copy_columns(&relied, "relied_"));
@@ -172,21 +167,18 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, round: Stage, p: usize) -> Resu
                 "sources",
                 columns,
             )?;
-            let listed = sources.listed.clone();
-            (sources, listed)
+            (copies as u64, sources.listed)
         }
         Stage::Recheck => {
             let sources = Sources::read(work, p)?;
             let maybe =
                 listed_in_parts(work, plan, Stage::Sources, &mut sources.relied_documents())?;
-            let listed = sources.recheck(|c| !maybe.contains(c));
-            (sources, listed)
+            (0, sources.recheck(|c| !maybe.contains(c)))
         }
         _ => {
             let sources = Sources::read(work, p)?;
             let cut = listed_in_parts(work, plan, Stage::Recheck, &mut sources.relied_documents())?;
-            let listed = sources.settle(|c| cut.contains(c));
-            (sources, listed)
+            (0, sources.settle(|c| cut.contains(c)))
         }
     };
     work::write_frame(
@@ -196,7 +188,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, round: Stage, p: usize) -> Resu
         copy_columns(&listed, ""),
     )?;
     Ok(SourceStats {
-        sources: sources.copies,
+        sources: copies,
         listed: listed.len() as u64,
     })
 }

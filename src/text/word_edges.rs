@@ -25,9 +25,10 @@ pub(crate) fn is_edge(text: &[u8], i: usize) -> bool {
 
 /// [`is_edge`] where a byte on either side is not ASCII.
 fn is_edge_beside_non_ascii(text: &[u8], i: usize) -> bool {
-    // Before white space or punctuation, or before a CJK ideograph (U+4000..U+9FFF, three bytes
-    // led by 0xE4..=0xE9: never part of a spaced word, never a mark).
-    if matches!(text[i], 0..=0x2f | 0x3a..=0x40 | 0x5b..=0x60 | 0x7b..=0x7f | 0xe4..=0xe9) {
+    // Before ASCII white space or punctuation, or before a CJK ideograph (U+4000..U+9FFF, three
+    // bytes led by 0xE4..=0xE9: never part of a spaced word, never a mark).
+    let at = text[i];
+    if at.is_ascii() && !at.is_ascii_alphanumeric() || (0xe4..=0xe9).contains(&at) {
         return true;
     }
     let chars = Chars::get();
@@ -43,25 +44,10 @@ fn is_edge_beside_non_ascii(text: &[u8], i: usize) -> bool {
 /// The last edge at or before byte `x` of `text`, at most [`MAX_WORD`] bytes back.
 #[inline]
 pub(crate) fn at_or_before(text: &[u8], x: usize) -> Option<usize> {
-    let floor = x.saturating_sub(MAX_WORD);
-    if x == 0 || x >= text.len() {
-        return Some(x);
-    }
-    let mut j = x;
-    while j > floor {
-        let (before, at) = (text[j - 1], text[j]);
-        // Two ASCII bytes decide it; else the characters, from a character start.
-        if (before | at) < 0x80 {
-            if !(before.is_ascii_alphanumeric() && at.is_ascii_alphanumeric()) {
-                return Some(j);
-            }
-        } else if (at & 0xc0) != 0x80 && is_edge_beside_non_ascii(text, j) {
-            return Some(j);
-        }
-        j -= 1;
-    }
-    let char_start = (text[j] & 0xc0) != 0x80;
-    (char_start && is_edge(text, j)).then_some(j)
+    let char_start = |j: usize| text.get(j).is_none_or(|&b| (b & 0xc0) != 0x80);
+    (x.saturating_sub(MAX_WORD)..=x)
+        .rev()
+        .find(|&j| char_start(j) && is_edge(text, j))
 }
 
 /// The character starting at byte `i`, if the bytes there are one.
