@@ -13,7 +13,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-ab bench-same bench-ratios bench-peers bench-kernels bench-scale bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-signals bench-decontam bench-paragraphs bench-substrings bench-jsonl bench-export bench-index-soak soak s3-demo clean-out
+.PHONY: build dedup test samples bench bench-ab bench-same bench-ratios bench-peers bench-kernels bench-scale bench-work-bytes bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-signals bench-decontam bench-paragraphs bench-substrings bench-jsonl bench-export bench-index-soak soak s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -132,6 +132,10 @@ bench-export: build
 ## make bench-index-soak [NIGHTS=24] [NEW=800] [RECRAWL=800] [WINDOW=2] [ARGS=...]
 bench-index-soak: build
 	NIGHTS=$(or $(NIGHTS),24) NEW=$(or $(NEW),800) RECRAWL=$(or $(RECRAWL),800) WINDOW=$(or $(WINDOW),2) ARGS='$(ARGS)' bash benches/soak-index/run.sh
+
+## Work-directory bytes per document by stage, --work-keys stored and remade: make bench-work-bytes [CORPUS='dir/*.parquet'] [ARGS=...]
+bench-work-bytes: build
+	bash benches/work-bytes.sh
 
 ## Memory and time per stage with every task its own process: make bench-scale INPUT='dir/*.parquet' NAME=1M
 bench-scale: build

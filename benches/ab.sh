@@ -45,11 +45,14 @@ for line in open(sys.argv[1]):
 print(f"{sys.argv[2]} alternated pairs, --threads {sys.argv[3]}, cores {sys.argv[4]}; medians:")
 print("| stage | old | new | new/old, median pair (order-balanced) |")
 print("|---|---|---|---|")
-for k in by["old"][0]:
-    o = statistics.median(x[k] for x in by["old"])
-    n = statistics.median(x[k] for x in by["new"])
+# Stages of either binary, in run order (a stage one of them lacks counts 0 s there).
+stages = list(dict.fromkeys([*by["new"][0], *by["old"][0]]))
+stages = [k for k in stages if k not in ("report", "wall")] + ["report", "wall"]
+for k in stages:
+    o = statistics.median(x.get(k, 0) for x in by["old"])
+    n = statistics.median(x.get(k, 0) for x in by["new"])
     # Per pair, then the order-balanced median as for the wall below (stages under 1 ms: -).
-    r = [b[k] / a[k] for a, b in zip(by["old"], by["new"]) if a[k] > 0.001]
+    r = [b.get(k, 0) / a[k] for a, b in zip(by["old"], by["new"]) if a.get(k, 0) > 0.001]
     ratio = "-"
     if len(r) >= 2:
         ratio = f"{(statistics.median(r[0::2]) * statistics.median(r[1::2])) ** 0.5:.3f}"

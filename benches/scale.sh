@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Memory per stage at scale: plans a task run over INPUT, then runs every task as its own process
 # with one thread (two processes at a time on two cores), the way a cluster would, and reports per
-# stage the task count, the largest peak RSS of one task process, the summed task time, and the
-# stage's wall time. Appends a table to benches/results/scale.md.
+# stage the task count, the largest peak RSS of one task process, the summed task time, the
+# stage's wall time and the bytes it wrote, beside what the plan estimated it would write.
+# Appends a table to benches/results/scale.md.
 #
 #   bash benches/scale.sh 'DIR/*.parquet' NAME [extra plan flags, e.g. --tasks 8]
 set -euo pipefail
@@ -20,20 +21,26 @@ out=benches/results/scale.md
   echo
   echo "Command: bash benches/scale.sh '$INPUT' $NAME $*"
   echo
-  echo "| stage | tasks | max task peak RSS MiB | task seconds (sum) | stage wall s |"
-  echo "|---|---|---|---|---|"
+  echo "| stage | tasks | max task peak RSS MiB | task seconds (sum) | stage wall s | written MB | plan's estimate MB |"
+  echo "|---|---|---|---|---|---|---|"
 } >> "$out"
 for stage in $(python3 -c 'import json,sys; print(" ".join(json.loads(sys.argv[1])["stages"]))' "$counts"); do
   n=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["tasks"][sys.argv[2]])' "$counts" "$stage")
+  before=$(du -sb "$W/work" | cut -f1)
   t0=$(date +%s.%N)
   seq 0 $((n - 1)) | xargs -P 2 -I{} "$BIN" task "$stage" --task {} --tasks "$n" --work "$W/work" --threads 1 > "$W/$stage.jsonl"
   t1=$(date +%s.%N)
-  python3 - "$stage" "$n" "$t0" "$t1" "$W/$stage.jsonl" >> "$out" <<'PY'
+  written=$(( $(du -sb "$W/work" | cut -f1) - before ))
+  python3 - "$stage" "$n" "$t0" "$t1" "$W/$stage.jsonl" "$written" "$counts" >> "$out" <<'PY'
 import json, sys
 stage, n, t0, t1, path = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+written, estimate = int(sys.argv[6]), json.loads(sys.argv[7])["estimate"]["stages"].get(stage, {})
 rows = [json.loads(l) for l in open(path) if l.strip()]
-print(f"| {stage} | {n} | {max(r['peak_rss_mib'] for r in rows):.0f} | {sum(r['seconds'] for r in rows):.1f} | {t1 - t0:.1f} |")
+guess = estimate.get("written_bytes")
+guess = "-" if guess is None else f"{guess / 1e6:,.1f}"
+print(f"| {stage} | {n} | {max(r['peak_rss_mib'] for r in rows):.0f} | {sum(r['seconds'] for r in rows):.1f} | {t1 - t0:.1f} | {written / 1e6:,.1f} | {guess} |")
 PY
 done
-du -sb "$W/work" | awk -v d="$docs" '{printf "\nWork directory: %.2f GB (%.0f bytes per document).\n", $1/1e9, $1/d}' >> "$out"
+est=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["estimate"]["work_bytes"])' "$counts")
+du -sb "$W/work" | awk -v d="$docs" -v e="$est" '{printf "\nWork directory: %.2f GB (%.0f bytes per document); the plan estimated %.2f GB (%.2fx).\n", $1/1e9, $1/d, e/1e9, e/$1}' >> "$out"
 tail -n 14 "$out"

@@ -245,6 +245,10 @@ pub enum Error {
     #[error("input shard '{file}' changed after the run was planned ({what}). Rerun the same command: `run` plans again over the shards as they are now (a cluster job: run `plan` again with a new --work)")]
     InputChanged { file: String, what: String },
 
+    /// The work directory's disk has less free space than the plan's estimate of the run.
+    #[error("the work directory '{dir}' {what}. Free space there, point --work (or --output) at a larger disk, or rerun with --work-keys remade (shingle keys made again for the documents that need them: a much smaller work directory, for a second read of the input); --skip-space-check starts anyway")]
+    NoSpace { dir: String, what: String },
+
     /// Another run holds the lock of an output or work directory.
     #[error("'{dir}' is in use by {holder}: another corpus-dedup run is writing there. Wait for it to finish (or rerun with --wait), or use another --output / --work; do not delete the directory while that run is alive (a lock left by a process that died on this host is taken over automatically)")]
     DirInUse { dir: String, holder: String },
@@ -317,9 +321,10 @@ impl Error {
             | Error::SameOutputName { .. }
             | Error::OutputOverInput { .. }
             | Error::Reference { .. } => ErrorKind::Input,
-            Error::Output { .. } | Error::WorkFile { .. } | Error::ObjectStore { .. } => {
-                ErrorKind::Storage
-            }
+            Error::Output { .. }
+            | Error::WorkFile { .. }
+            | Error::ObjectStore { .. }
+            | Error::NoSpace { .. } => ErrorKind::Storage,
             Error::IndexInUse { .. } | Error::DirInUse { .. } => ErrorKind::Busy,
             Error::IndexFile { .. } | Error::Index { .. } => ErrorKind::Index,
             Error::Panicked(_) | Error::Internal(_) | Error::Polars { .. } => ErrorKind::Internal,

@@ -13,6 +13,8 @@
 //!   task may seek to (tests use tiny groups); it never changes a result.
 //! - `CORPUS_DEDUP_COMPACT=never`: no lingering batch is compacted (tests compare the decisions
 //!   of an index with and without compaction).
+//! - `CORPUS_DEDUP_FREE_BYTES=N`: the free space `run` sees on its work directory's disk (tests
+//!   of the space check).
 
 /// The signatures chunk size: `default`, unless the chunk-size hook sets it.
 pub(crate) fn chunk_rows(default: u64) -> u64 {
@@ -33,6 +35,14 @@ fn number(var: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// The free space the free-space hook sets (test builds only).
+pub(crate) fn free_bytes() -> Option<u64> {
+    match cfg!(feature = "test-hooks") {
+        true => std::env::var("CORPUS_DEDUP_FREE_BYTES").ok()?.parse().ok(),
+        false => None,
+    }
 }
 
 /// Whether the compaction hook turns compaction off.

@@ -130,10 +130,14 @@ pub(super) fn plan(job: Job, work: String) -> anyhow::Result<()> {
         };
         let plan = crate::plan::Plan::build(&cfg, layout.tasks, layout.bucket_ranges, index)?;
         executor::local::install_plan(&dir, &plan, cfg.quiet)?;
-        Ok(plan)
+        let estimate = executor::estimate::estimate(&plan)?;
+        Ok((plan, estimate))
     })
     .with_context(|| format!("corpus-dedup plan failed (work '{work}')"))?;
-    println!("{}", crate::plan::task_counts(&plan));
+    let (plan, estimate) = plan;
+    let mut counts = crate::plan::task_counts(&plan);
+    counts["estimate"] = serde_json::to_value(&estimate)?;
+    println!("{counts}");
     Ok(())
 }
 

@@ -93,6 +93,19 @@ pub enum IndexKeys {
     Short,
 }
 
+/// Where the exact checks get shingle keys (four bytes per token): the same results either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkKeys {
+    /// Written by the signatures stage for every document as its signature is made: the
+    /// fastest run, and most of the work directory.
+    #[default]
+    Stored,
+    /// Made again from the shards, after the estimates, for the documents an exact check needs:
+    /// a third of the work directory or less, for a second read of the input.
+    Remade,
+}
+
 /// How verified pairs become kept and dropped documents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -234,6 +247,9 @@ pub struct Config {
     /// Shingle keys the index keeps.
     #[serde(default)]
     pub index_keys: IndexKeys,
+    /// Where the exact checks get shingle keys (no result depends on it).
+    #[serde(default)]
+    pub work_keys: WorkKeys,
     pub threads: usize,
     pub keep: Keep,
     /// Absent in plans, manifests and index heads written before it existed: components.
@@ -338,6 +354,7 @@ impl Config {
         let mut v = self.to_json();
         if let Some(o) = v.as_object_mut() {
             o.remove("threads");
+            o.remove("work_keys");
             o.remove("output");
             o.remove("index");
         }

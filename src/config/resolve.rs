@@ -69,6 +69,7 @@ impl Settings {
             batch: self.batch,
             window,
             index_keys: self.index_keys.unwrap_or_default(),
+            work_keys: self.work_keys.unwrap_or_default(),
             threads,
             keep: self.keep.unwrap_or(Keep::First),
             cluster,

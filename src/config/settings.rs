@@ -108,6 +108,12 @@ pub struct Settings {
     /// short (compact: short documents only).
     #[arg(long, value_enum)]
     pub index_keys: Option<IndexKeys>,
+    /// Where exact verification gets shingle keys: stored (written for every document by the
+    /// signatures stage: fastest) or remade (made again from the shards for the documents that
+    /// need them: a third of the work directory or less, for a second read of the input). The
+    /// same results either way.
+    #[arg(long, value_enum)]
+    pub work_keys: Option<WorkKeys>,
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -254,6 +260,7 @@ impl Settings {
             batch: self.batch.or(base.batch),
             window: self.window.or(base.window),
             index_keys: self.index_keys.or(base.index_keys),
+            work_keys: self.work_keys.or(base.work_keys),
             threads: self.threads.or(base.threads),
             keep: self.keep.or(base.keep),
             cluster: self.cluster.or(base.cluster),

@@ -40,6 +40,57 @@ pub struct TaskOptions {
     /// of failing.
     #[arg(long)]
     pub wait: bool,
+    /// Start even when the work directory's disk has less free space than the plan's estimate
+    /// of the run.
+    #[arg(long)]
+    pub skip_space_check: bool,
+}
+
+/// Input bytes per byte of the work directory above which the space check measures nothing: a
+/// run's work directory has stayed under 2.5x its Parquet input (and under 1x its text).
+const PLENTY: u64 = 8;
+
+/// Fails when a local work directory's disk has less free space than the plan's estimate of the
+/// run ([`crate::executor::estimate`], measured only when the space is not plenty).
+fn check_space(work: &OutputDir, name: &str, plan: &Plan, quiet: bool) -> Result<()> {
+    let Some(free) = work.local_dir().and_then(free_bytes) else {
+        return Ok(());
+    };
+    let input: u64 = plan.files.iter().map(|f| f.bytes).sum();
+    if free / PLENTY >= input {
+        return Ok(());
+    }
+    let estimate = crate::executor::estimate::estimate(plan)?;
+    if !quiet {
+        eprintln!("corpus-dedup: {}", estimate.summary(Some(free)));
+    }
+    if free >= estimate.work_bytes {
+        return Ok(());
+    }
+    let bytes = crate::report::numbers::bytes;
+    Err(Error::NoSpace {
+        dir: name.to_string(),
+        what: format!(
+            "has {} free, and this run needs about {} there at its largest (the plan's estimate)",
+            bytes(free),
+            bytes(estimate.work_bytes)
+        ),
+    })
+}
+
+/// Free bytes for an unprivileged writer on the disk holding `dir` (None when unknown); the
+/// free-space hook may set it in test builds.
+fn free_bytes(dir: &std::path::Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    if let Some(free) = crate::hooks::free_bytes() {
+        return Some(free);
+    }
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs is plain data; the call fills it from a NUL-terminated path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated and `st` a statvfs for the call to fill.
+    let rc = unsafe { libc::statvfs(path.as_ptr(), &mut st) };
+    (rc == 0).then(|| st.f_bavail.saturating_mul(st.f_frsize))
 }
 
 /// The lock file `run` holds in its output and work directories.
@@ -230,6 +281,12 @@ fn run_tasks(
     let work = work.scratch();
     if let Some(dir) = work.local_dir() {
         crate::io::output::prepare_dir(dir)?;
+    }
+    // A new run's disk is checked before anything is written to it (a rerun after a refusal is
+    // refused again); a run that resumes has its room already.
+    let resumes = matches!(read_plan(&work), Ok(Some(old)) if old.same_work(&plan));
+    if !resumes && !layout.skip_space_check {
+        pool.install(|| check_space(&work, &work_name, &plan, quiet))?;
     }
     let resumed = install_plan(&work, &plan, cfg.quiet)?;
     let mut walls = Vec::new();

@@ -2,6 +2,7 @@
 //! `corpus-dedup task` runs on a cluster node); [`local`] runs a whole plan in this process
 //! (`corpus-dedup run`), as many tasks at a time as there are threads, resumable.
 
+pub(crate) mod estimate;
 pub(crate) mod local;
 
 use std::time::Instant;
@@ -13,7 +14,7 @@ use crate::io::output::OutputDir;
 use crate::io::work::{peak_rss_mib, write_marker, TaskReport};
 use crate::plan::{Plan, Stage};
 use crate::stages::{
-    candidates, cluster, frequencies, index, lookup, manifest, merge, paragraphs, sample,
+    candidates, cluster, frequencies, index, keys, lookup, manifest, merge, paragraphs, sample,
     signatures, sources, substrings, verify,
 };
 
@@ -42,6 +43,8 @@ pub(crate) fn run_task(
         Stage::Index => to_json(index::run(work, plan, task)?),
         Stage::Candidates => to_json(candidates::run(work, plan, task)?),
         Stage::Verify => to_json(verify::run(work, plan, task)?),
+        Stage::Keys => to_json(keys::run(work, plan, task)?),
+        Stage::Exact => to_json(verify::exact::run(work, plan, task)?),
         Stage::Cluster => to_json(cluster::run(work, plan)?),
         Stage::Paragraphs => to_json(paragraphs::run(work, plan, task)?),
         Stage::Substrings => to_json(substrings::run(work, plan, task)?),

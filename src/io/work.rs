@@ -54,9 +54,35 @@ pub(crate) fn sample_file(p: usize) -> String {
     format!("sample/p{p:05}.bin")
 }
 
-/// Part `p`'s store files: records, ids, shingle keys.
-pub(crate) fn store_files(p: usize) -> [String; 3] {
-    ["sig", "ids", "keys"].map(|ext| format!("store/p{p:05}.{ext}"))
+/// Part `p`'s store files: records, ids.
+pub(crate) fn store_files(p: usize) -> [String; 2] {
+    ["sig", "ids"].map(|ext| format!("store/p{p:05}.{ext}"))
+}
+
+/// Part `p`'s shingle keys and their index ([`crate::io::keys`]).
+pub(crate) fn keys_file(p: usize) -> String {
+    format!("keys/p{p:05}.keys")
+}
+
+/// See [`keys_file`].
+pub(crate) fn keys_index_file(p: usize) -> String {
+    format!("keys/p{p:05}.index")
+}
+
+/// The documents verify task `t` needs shingle keys of, by part (`stages::keys`).
+pub(crate) fn needs_file(t: usize) -> String {
+    format!("needs/t{t:05}.bin")
+}
+
+/// Verify task `p`'s edges decided on the estimate, and its checks that need the shingle keys
+/// (`stages::verify`; the exact stage writes the part's edges from both).
+pub(crate) fn estimated_file(p: usize) -> String {
+    part_file("estimated", p)
+}
+
+/// See [`estimated_file`].
+pub(crate) fn checks_file(p: usize) -> String {
+    part_file("checks", p)
 }
 
 /// Part `p`'s exact-text hashes (16 bytes per document, little-endian, document order).
@@ -217,6 +243,16 @@ pub(crate) fn series(df: &DataFrame, name: &str, stage: &'static str) -> Result<
         .map_err(polars_err(stage))?
         .as_materialized_series()
         .rechunk())
+}
+
+/// A column of a work file as an f32 vector (nulls as NaN).
+pub(crate) fn f32s(df: &DataFrame, name: &str, stage: &'static str) -> Result<Vec<f32>> {
+    let s = series(df, name, stage)?;
+    Ok(s.f32()
+        .map_err(polars_err(stage))?
+        .iter()
+        .map(|x| x.unwrap_or(f32::NAN))
+        .collect())
 }
 
 /// A column of a work file as a u32 vector.

@@ -36,7 +36,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Config, Method};
+use crate::config::{Config, Method, WorkKeys};
 use crate::error::{Error, Result};
 use crate::io::input;
 use crate::io::jsonl::GroupStart;
@@ -51,7 +51,7 @@ pub(crate) use stage::{Stage, STAGES};
 
 /// Plan file format version, raised whenever the meaning of a work file changes, so that a work
 /// directory left by another build is discarded instead of resumed.
-pub(crate) const FORMAT: u32 = 12;
+pub(crate) const FORMAT: u32 = 13;
 
 /// Documents per part when `--tasks` is not given. A part's tasks hold its signatures and band
 /// keys (~700 bytes per document: ~170 MB) but only one chunk of its text at a time.
@@ -194,7 +194,11 @@ impl Plan {
         match stage {
             Stage::Sample => usize::from(self.samples_features()) * self.parts.len(),
             Stage::Frequencies => usize::from(self.samples_features()),
-            Stage::Signatures | Stage::Verify | Stage::Manifest => self.parts.len(),
+            Stage::Signatures | Stage::Verify | Stage::Exact | Stage::Manifest => self.parts.len(),
+            Stage::Keys => match self.config.work_keys {
+                WorkKeys::Remade => self.parts.len(),
+                WorkKeys::Stored => 0,
+            },
             Stage::Candidates => self.bands() * self.bucket_ranges,
             Stage::Cluster | Stage::Merge => 1,
             Stage::Lookup => match &self.index {
@@ -393,9 +397,14 @@ pub(crate) fn require_stage(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::corpus::Slice;
+
+    /// A plan of one file of ten rows in one part, default settings (for other modules' tests).
+    pub(crate) fn tiny_plan() -> Plan {
+        plan(&[10], vec![(0, 10)])
+    }
 
     fn plan(rows: &[u64], parts: Vec<(u64, u64)>) -> Plan {
         let mut files = Vec::new();

@@ -19,8 +19,14 @@ pub(crate) enum Stage {
     Lookup,
     /// Band rows of one band (bucket range) -> candidate pairs.
     Candidates,
-    /// Candidate pairs of a part -> verified edges.
+    /// Candidate pairs of a part -> the edges the estimate decides, and the checks that need
+    /// shingle keys.
     Verify,
+    /// A part's documents that a check needs the shingle keys of -> their keys, made from the
+    /// shards again.
+    Keys,
+    /// A part's checks on shingle keys -> its verified edges.
+    Exact,
     /// All edges (streamed) -> clusters and keepers.
     Cluster,
     /// `--paragraphs`: the paragraphs of one hash range -> those an earlier kept document (or
@@ -47,13 +53,15 @@ pub(crate) enum Stage {
 }
 
 /// All stages in run order (a plan runs those with tasks: [`Plan::stages`]).
-pub(crate) const STAGES: [Stage; 15] = [
+pub(crate) const STAGES: [Stage; 17] = [
     Stage::Sample,
     Stage::Frequencies,
     Stage::Signatures,
     Stage::Lookup,
     Stage::Candidates,
     Stage::Verify,
+    Stage::Keys,
+    Stage::Exact,
     Stage::Cluster,
     Stage::Paragraphs,
     Stage::Substrings,
@@ -70,7 +78,13 @@ impl Stage {
     pub(crate) fn per_part(self) -> bool {
         matches!(
             self,
-            Stage::Sample | Stage::Signatures | Stage::Lookup | Stage::Verify | Stage::Manifest
+            Stage::Sample
+                | Stage::Signatures
+                | Stage::Lookup
+                | Stage::Verify
+                | Stage::Keys
+                | Stage::Exact
+                | Stage::Manifest
         )
     }
 
@@ -108,6 +122,8 @@ impl Stage {
             Stage::Index => "index",
             Stage::Candidates => "candidates",
             Stage::Verify => "verify",
+            Stage::Keys => "keys",
+            Stage::Exact => "exact",
             Stage::Cluster => "cluster",
             Stage::Paragraphs => "paragraphs",
             Stage::Substrings => "substrings",

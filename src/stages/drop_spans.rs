@@ -300,10 +300,7 @@ impl PartSpans {
         holders.sort_unstable();
         holders.dedup();
         if !holders.is_empty() {
-            let wanted = store::Wanted {
-                ids: true,
-                keys: false,
-            };
+            let wanted = store::Wanted { ids: true };
             let f = store::fetch(work, &plan.parts, plan.store_k(), holders.clone(), wanted)?;
             out.window_ids = holders
                 .into_iter()

@@ -17,7 +17,7 @@
 //! as in the run. Either way it records where each held document came from (`origins.bin`,
 //! [`crate::index::origins`]), for `explain` on a later night.
 
-use crate::config::{ClusterRule, IndexKeys, Method};
+use crate::config::{ClusterRule, Method};
 use crate::error::{Error, Result};
 use crate::index::batch::{self, Written};
 use crate::index::{copies, labels, origins, paragraphs, renew};
@@ -27,6 +27,7 @@ use crate::minhash::SigSource;
 use crate::plan::Plan;
 use crate::results::recorded_inputs;
 use crate::simhash;
+use crate::stages::keys::{keeps_keys, KeySource};
 use crate::stages::lookup::read_exact;
 
 /// Counters of an index task: bytes written and bytes a reader holds in memory.
@@ -114,15 +115,6 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats>
     }
     let cfg = &plan.config;
     let simhash = cfg.method == Method::Simhash;
-    let keeps_keys = |shingles: u32, rec: &[u32]| -> bool {
-        if simhash {
-            cfg.simhash_min_features > 0
-                && (simhash::record_features(rec) as usize) < cfg.simhash_min_features
-        } else {
-            cfg.index_keys == IndexKeys::All
-                || f64::from(shingles) < cfg.min_shingles as f64 / cfg.threshold
-        }
-    };
     // The records and the ids are streamed together in one pass over the store, a window of
     // documents at a time, so the task holds one window, never the batch.
     let windows: Vec<Vec<u32>> = (0..plan.parts.len())
@@ -131,8 +123,8 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats>
             docs.chunks(WINDOW).map(<[u32]>::to_vec).collect::<Vec<_>>()
         })
         .collect();
-    let fetch = |docs: &[u32], ids: bool, keys: bool| {
-        let wanted = store::Wanted { ids, keys };
+    let fetch = |docs: &[u32]| {
+        let wanted = store::Wanted { ids: true };
         store::fetch(work, &plan.parts, plan.store_k(), docs.to_vec(), wanted)
     };
     // The documents whose keys the batch keeps, found while their records are written.
@@ -141,10 +133,10 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats>
     let mut w = batch::put(&dir, batch::DOCS, None, |out| {
         ids_written = batch::put(&dir, batch::IDS, None, |ids_out| {
             for docs in &windows {
-                let f = fetch(docs, true, false)?;
+                let f = fetch(docs)?;
                 for &d in docs {
                     let rec = f.sig(d);
-                    if f.shingles(d) > 0 && keeps_keys(f.shingles(d), rec) {
+                    if keeps_keys(cfg, f.shingles(d), rec) {
                         short.push(d);
                     }
                     let record = if simhash {
@@ -164,9 +156,10 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats>
         Ok(())
     })?;
     w += ids_written;
+    let mut keys = KeySource::new(work, plan, true);
     w += batch::put(&dir, batch::KEYS, None, |out| {
         for docs in short.chunks(WINDOW) {
-            let mut sets = fetch(docs, false, true)?.into_sets();
+            let mut sets = keys.sets(docs.to_vec())?;
             sets.sort_dedup();
             for &d in docs {
                 let keys = sets.get(d).unwrap_or(&[]);

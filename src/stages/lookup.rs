@@ -35,6 +35,7 @@ use crate::io::{store, u64_at};
 use crate::minhash::SigSource;
 use crate::plan::Plan;
 use crate::simhash;
+use crate::stages::keys::KeySource;
 use crate::text::sets::jaccard;
 
 /// Counters of a lookup task.
@@ -452,12 +453,9 @@ fn verify(
     let mut tx: Vec<u32> = pairs_short.iter().map(|&(_, x)| x).collect();
     tx.sort_unstable();
     tx.dedup();
-    let wanted = store::Wanted {
-        ids: false,
-        keys: true,
-    };
-    // Both sides as sorted sets: the store keeps keys in text order, the index sorted.
-    let mut tonight = store::fetch(work, &plan.parts, plan.store_k(), tq, wanted)?.into_sets();
+    // Both sides as sorted sets: keys come in text order, the index keeps them sorted. This
+    // stage runs before the keys stage: tonight's are made from the shards.
+    let mut tonight = KeySource::new(work, plan, false).sets(tq)?;
     tonight.sort_dedup();
     let theirs: AHashMap<u32, Vec<u32>> = r.keys(&tx)?;
     let exact_j = |q: usize, x: u32| -> Option<f64> {

@@ -379,7 +379,7 @@ impl Totals {
             cand.giant_buckets += s.giant_buckets;
         }
         let mut ver = VerifyStats::default();
-        for r in of(Stage::Verify) {
+        for r in of(Stage::Verify).iter().chain(of(Stage::Exact)) {
             let s: VerifyStats = r.stats();
             ver.candidate_pairs += s.candidate_pairs;
             ver.verified_pairs += s.verified_pairs;

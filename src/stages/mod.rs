@@ -2,7 +2,8 @@
 //! and the algorithms only it uses. The stage list is [`crate::plan::Stage`]; what each task reads
 //! and writes is in [`crate::plan`] and [`crate::io::work`].
 //!
-//! sample, frequencies (SimHash only) -> signatures -> candidates -> verify -> cluster ->
+//! sample, frequencies (SimHash only) -> signatures -> candidates -> verify -> keys -> exact ->
+//! cluster ->
 //! paragraphs (`--paragraphs`) -> substrings, sources (`--substrings`) -> manifest -> merge.
 
 pub(crate) mod candidates;
@@ -10,6 +11,7 @@ pub(crate) mod cluster;
 pub(crate) mod drop_spans;
 pub(crate) mod frequencies;
 pub(crate) mod index;
+pub(crate) mod keys;
 pub(crate) mod lookup;
 pub(crate) mod manifest;
 pub(crate) mod merge;

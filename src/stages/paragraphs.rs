@@ -270,10 +270,7 @@ impl<'a> Names<'a> {
         tonight.dedup();
         indexed.sort_unstable();
         indexed.dedup();
-        let wanted = store::Wanted {
-            ids: true,
-            keys: false,
-        };
+        let wanted = store::Wanted { ids: true };
         let f = store::fetch(work, &plan.parts, plan.store_k(), tonight.clone(), wanted)?;
         let tonight = tonight
             .into_iter()

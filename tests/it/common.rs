@@ -52,10 +52,11 @@ pub(crate) fn write_docs(path: &Path, docs: &[Doc]) {
 }
 
 /// The task stages of a MinHash run, in order.
-pub(crate) const STAGES: [&str; 6] = [
+pub(crate) const STAGES: [&str; 7] = [
     "signatures",
     "candidates",
     "verify",
+    "exact",
     "cluster",
     "manifest",
     "merge",

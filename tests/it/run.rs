@@ -596,7 +596,7 @@ fn sigterm_and_sigint_stop_the_run_and_a_rerun_resumes() {
         let part = out.join(format!(
             "_work/{}/p00000.parquet",
             if stage == "verify" {
-                "edges"
+                "estimated"
             } else {
                 "manifest"
             }
@@ -619,6 +619,83 @@ fn sigterm_and_sigint_stop_the_run_and_a_rerun_resumes() {
         run_ok(&glob, &out, &["--tasks", "2"]);
         assert_eq!(manifest_bytes(&out), manifest_bytes(&whole), "after {code}");
     }
+}
+
+/// The plan says how large the work directory gets, and `run` refuses to start on a disk with
+/// less free space than that, saying what to do, unless told to go on.
+#[test]
+fn the_plan_estimates_the_work_directory_and_run_refuses_a_disk_too_small() {
+    let dir = temp_dir("run-estimate");
+    let (glob, _) = three_shards(&dir.join("in"));
+    let p = cd(["plan", "--quiet", "--input", &glob, "--output"])
+        .arg(dir.join("planned"))
+        .arg("--work")
+        .arg(dir.join("planned-work"))
+        .ok();
+    let counts: serde_json::Value = serde_json::from_slice(&p.stdout).unwrap();
+    let estimate = &counts["estimate"];
+    let work_bytes = estimate["work_bytes"].as_u64().unwrap();
+    assert!(estimate["sample_documents"].as_u64().unwrap() > 0);
+    for stage in counts["stages"].as_array().unwrap() {
+        let s = &estimate["stages"][stage.as_str().unwrap()];
+        assert_eq!(
+            s["tasks"],
+            counts["tasks"][stage.as_str().unwrap()],
+            "{stage}"
+        );
+        assert!(s["written_bytes"].as_u64().is_some(), "{stage}");
+    }
+    // Against the work directory of the run itself (every work file kept until it succeeds).
+    let kept = dir.join("kept");
+    run_ok(&glob, &kept, &["--keep-work"]);
+    let actual: u64 = walk_bytes(&kept.join("_work"));
+    let ratio = work_bytes as f64 / actual as f64;
+    assert!(
+        (0.75..=1.25).contains(&ratio),
+        "{work_bytes} against {actual}"
+    );
+
+    // A disk with less free space than that: refused before any task, naming the directory and
+    // the ways on; the output holds no manifest.
+    let out = dir.join("small-disk");
+    let free = (work_bytes / 2).to_string();
+    let err = run_cmd(&glob, &out, &[])
+        .env("CORPUS_DEDUP_FREE_BYTES", &free)
+        .fails();
+    assert!(err.contains("_work") && err.contains("free"), "{err}");
+    assert!(
+        err.contains("--work-keys remade") && err.contains("--skip-space-check"),
+        "{err}"
+    );
+    assert!(!out.join("manifest.parquet").exists());
+    assert!(!out.join("_work/done").exists());
+    // Told to go on, it runs to the manifest of a run with room.
+    run_cmd(&glob, &out, &["--skip-space-check"])
+        .env("CORPUS_DEDUP_FREE_BYTES", &free)
+        .ok();
+    assert!(manifest_bytes(&out) == manifest_bytes(&kept));
+    // Room enough: the estimate is said and the run goes on.
+    let roomy = dir.join("roomy");
+    let err = cd(["run", "--input", &glob, "--output"])
+        .arg(&roomy)
+        .env("CORPUS_DEDUP_FREE_BYTES", (work_bytes * 2).to_string())
+        .stderr();
+    assert!(
+        err.contains("estimate: the work directory takes up to"),
+        "{err}"
+    );
+}
+
+/// Bytes of the files under `dir`.
+fn walk_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| match e.file_type().unwrap().is_dir() {
+            true => walk_bytes(&e.path()),
+            false => e.metadata().unwrap().len(),
+        })
+        .sum()
 }
 
 /// A full disk (a 2 MB tmpfs, when the test may mount one) ends the run with "no space left on
@@ -655,14 +732,25 @@ fn a_full_disk_is_named_and_a_rerun_after_freeing_space_resumes() {
     let whole = dir.join("whole");
     run_ok(&glob, &whole, &[]);
     let out = disk.join("out");
-    let err = run_cmd(&glob, &out, &[]).fails();
+    // The plan's estimate says it will not fit: refused before anything is written, again on a
+    // rerun.
+    for _ in 0..2 {
+        let err = run_cmd(&glob, &out, &[]).fails();
+        assert!(
+            err.contains("needs about") && err.contains("--skip-space-check"),
+            "{err}"
+        );
+        assert!(!out.join("_work/plan.json").exists());
+    }
+    // Started anyway, the disk fills part way through the run.
+    let err = run_cmd(&glob, &out, &["--skip-space-check"]).fails();
     assert!(err.contains("no space left on device writing '"), "{err}");
     assert!(err.contains("rerun the same command"), "{err}");
     assert!(!err.contains("input changed"), "{err}");
     assert!(!out.join("manifest.parquet").exists());
     // More room, the same command: it resumes and finishes.
     assert!(mount("remount,size=256m"));
-    run_ok(&glob, &out, &[]);
+    run_ok(&glob, &out, &["--skip-space-check"]);
     assert_eq!(manifest_bytes(&out), manifest_bytes(&whole));
     // A read-only file system.
     assert!(mount("remount,ro"));

@@ -442,8 +442,8 @@ fn s3_work_files_larger_than_a_part_are_streamed() {
         ],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    // The store's key file (4-byte shingle keys) went up in several parts.
-    let store = server.root.join("crawl/runs/big/_work/store/p00000.keys");
+    // The key file (4-byte shingle keys) went up in several parts.
+    let store = server.root.join("crawl/runs/big/_work/keys/p00000.keys");
     let keys = std::fs::metadata(&store).unwrap().len() as usize;
     assert!(keys > corpus_dedup::testing::PART_SIZE, "{keys}");
     let local = temp_dir("s3-big-local");

@@ -139,6 +139,58 @@ fn plan_and_tasks_by_hand_give_the_run_manifest() {
 }
 
 #[test]
+fn remade_keys_give_the_same_manifests_in_a_smaller_work_directory() {
+    // `--work-keys remade`: the keys stage makes the keys the exact checks need from the shards
+    // again. Every method and rule, local and by hand, and kill -9 in the new stages.
+    let dir = temp_dir("tasks-remade-keys");
+    let (glob, docs) = three_shards(&dir);
+    let remade = ["--work-keys", "remade"];
+    let families: [&[&str]; 4] = [
+        &[],
+        &["--cluster", "components"],
+        &["--method", "simhash", "--simhash-min-features", "400"],
+        &["--verify", "exact"],
+    ];
+    for (f, family) in families.iter().enumerate() {
+        let reference = dir.join(format!("ref-{f}"));
+        run_ok(&glob, &reference, family);
+        let want = manifest_bytes(&reference);
+        let out = dir.join(format!("remade-{f}"));
+        let mut args: Vec<&str> = family.to_vec();
+        args.extend(remade);
+        args.extend(["--tasks", "3", "--keep-work"]);
+        run_ok(&glob, &out, &args);
+        assert!(manifest_bytes(&out) == want, "{family:?}");
+        // Keys of the checked documents only, none of the others.
+        let listed: u64 = (0..3)
+            .map(|p| {
+                let index = out.join(format!("_work/keys/p{p:05}.index"));
+                let bytes = std::fs::read(index).unwrap();
+                u64::from_le_bytes(bytes[8..16].try_into().unwrap())
+            })
+            .sum();
+        assert!(
+            listed > 0 && listed < docs.len() as u64 / 2,
+            "{family:?}: {listed}"
+        );
+        let by_hand_out = dir.join(format!("hand-{f}"));
+        let mut hand: Vec<&str> = family.to_vec();
+        hand.extend(remade);
+        let stages = by_hand(&glob, &dir.join(format!("work-{f}")), &by_hand_out, &hand);
+        assert!(stages.iter().any(|s| s == "keys"), "{stages:?}");
+        assert!(manifest_bytes(&by_hand_out) == want, "{family:?} by hand");
+    }
+    let want = manifest_bytes(&dir.join("ref-0"));
+    for at in ["keys:1", "exact:2"] {
+        let out = dir.join(format!("crash-{}", at.replace(':', "-")));
+        let args = ["--tasks", "3", "--work-keys", "remade"];
+        run_cmd(&glob, &out, &args).killed_at(at);
+        run_ok(&glob, &out, &args);
+        assert!(manifest_bytes(&out) == want, "{at}");
+    }
+}
+
+#[test]
 fn simhash_runs_as_tasks_by_hand_and_resumes() {
     let dir = temp_dir("tasks-simhash");
     let (glob, _) = three_shards(&dir);

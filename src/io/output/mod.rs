@@ -241,25 +241,6 @@ impl OutputDir {
         name: &str,
         write: impl FnOnce(&mut (dyn Write + Send)) -> Result<()>,
     ) -> Result<()> {
-        self.write_stream(name, true, write)
-    }
-
-    /// [`Self::write_with`] for a writer of large or vectored pieces (the store's keys): a local
-    /// file gets no buffer, so each `write_vectored` is one `writev` and nothing is copied first.
-    pub(crate) fn write_unbuffered_with(
-        &self,
-        name: &str,
-        write: impl FnOnce(&mut (dyn Write + Send)) -> Result<()>,
-    ) -> Result<()> {
-        self.write_stream(name, false, write)
-    }
-
-    fn write_stream(
-        &self,
-        name: &str,
-        buffered: bool,
-        write: impl FnOnce(&mut (dyn Write + Send)) -> Result<()>,
-    ) -> Result<()> {
         match self {
             OutputDir::Local(dir) | OutputDir::Scratch(dir) => {
                 let sync = self.synced();
@@ -273,17 +254,12 @@ impl OutputDir {
                         fs::File::create(&tmp).map_err(|e| out_err(&path, e))?,
                         sync,
                     );
-                    let f = if buffered {
-                        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-                        write(&mut w)?;
-                        w.into_inner()
-                            .map_err(|e| out_err(&path, e.into_error()))?
-                            .file
-                    } else {
-                        let mut w = f;
-                        write(&mut w)?;
-                        w.file
-                    };
+                    let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+                    write(&mut w)?;
+                    let f = w
+                        .into_inner()
+                        .map_err(|e| out_err(&path, e.into_error()))?
+                        .file;
                     if sync {
                         f.sync_all().map_err(|e| out_err(&path, e))?;
                     }

@@ -15,6 +15,7 @@ use crate::io::store;
 use crate::io::work::{self, u32s};
 use crate::plan::{Plan, Stage};
 use crate::stages::candidates::CandidateStats;
+use crate::stages::keys::KeySource;
 use crate::stages::verify;
 use crate::text::sets::ShingleSets;
 
@@ -172,8 +173,8 @@ pub(super) fn write_renewals(
 /// copies). Signatures of every member are held; shingle sets only for the kept documents
 /// still compared with, and the current member's.
 struct Giants<'a> {
-    work: &'a OutputDir,
     plan: &'a Plan,
+    keys: KeySource<'a>,
     /// Each member's buckets.
     buckets_of: ahash::AHashMap<u32, Vec<u32>>,
     /// Each bucket's kept members so far, in keep order, by `--across` key (one list under key
@@ -231,8 +232,8 @@ impl<'a> Giants<'a> {
         let wanted = store::Wanted::default();
         let sigs = store::fetch(work, &plan.parts, plan.store_k(), members, wanted)?;
         Ok(Giants {
-            work,
             plan,
+            keys: KeySource::new(work, plan, true),
             buckets_of,
             kept: vec![Vec::new(); buckets as usize],
             sigs,
@@ -288,15 +289,10 @@ impl Lazy for Giants<'_> {
                 None => missing.push(d),
             }
         }
-        let wanted = store::Wanted {
-            ids: false,
-            keys: true,
-        };
-        let (work, plan) = (self.work, self.plan);
-        let read = store::fetch(work, &plan.parts, plan.store_k(), missing, wanted)?;
+        let read = self.keys.sets(missing)?;
         let (docs, sets): (Vec<u32>, Vec<Vec<u32>>) = held.into_iter().unzip();
-        let sets = ShingleSets::new(docs, sets).merge(read.into_sets());
-        let edges = verify::check_pairs(plan, &pairs, &self.sigs, &sets);
+        let sets = ShingleSets::new(docs, sets).merge(read);
+        let edges = verify::check_pairs(self.plan, &pairs, &self.sigs, &sets);
         // The kept documents' sets go back; the member's waits to see if it is kept.
         for (d, set) in sets.into_pairs() {
             match d == node {

@@ -142,10 +142,7 @@ fn check_unique_ids(work: &OutputDir, plan: &Plan) -> Result<()> {
         );
     }
     hashes.par_sort_unstable();
-    let ids = store::Wanted {
-        ids: true,
-        keys: false,
-    };
+    let ids = store::Wanted { ids: true };
     // Report the id that repeats first in input order (as a sequential scan would).
     let mut first_repeat: Option<(u32, u32)> = None;
     for w in hashes.windows(2) {

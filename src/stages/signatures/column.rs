@@ -138,7 +138,29 @@ pub(crate) fn signature_column(
     ngram: usize,
     reference: Option<&Table>,
 ) -> (Signatures, ShingleKeys) {
-    column(texts, perms, tokenizer, ngram, true, reference)
+    signature_column_keeping(texts, perms, tokenizer, ngram, reference, true)
+}
+
+/// [`signature_column`], keeping the shingle keys only when `keys` (else each document's live
+/// only until its signature and shingle count are made: `--work-keys remade`, where the keys
+/// stage makes them again for the documents that need them).
+pub(crate) fn signature_column_keeping(
+    texts: &StringChunked,
+    perms: Option<&Permutations>,
+    tokenizer: Tokenizer,
+    ngram: usize,
+    reference: Option<&Table>,
+    keys: bool,
+) -> (Signatures, ShingleKeys) {
+    let kept = Kept { keys, exact: true };
+    column(texts, perms, tokenizer, ngram, kept, reference)
+}
+
+/// What [`column()`] keeps of each document besides its signature and shingle count.
+#[derive(Clone, Copy)]
+struct Kept {
+    keys: bool,
+    exact: bool,
 }
 
 /// The signatures of [`signature_column`] alone: each document's keys are dropped once its
@@ -150,17 +172,21 @@ pub fn signatures_only(
     tokenizer: Tokenizer,
     ngram: usize,
 ) -> Signatures {
-    column(texts, Some(perms), tokenizer, ngram, false, None).0
+    let kept = Kept {
+        keys: false,
+        exact: false,
+    };
+    column(texts, Some(perms), tokenizer, ngram, kept, None).0
 }
 
-/// [`signature_column`], keeping the shingle keys and exact hashes when `keep` (else each
-/// document's keys live only until its signature is made).
+/// [`signature_column`], keeping the shingle keys and exact hashes as `kept` says (a document's
+/// keys not kept live only until its signature is made).
 fn column(
     texts: &StringChunked,
     perms: Option<&Permutations>,
     tokenizer: Tokenizer,
     ngram: usize,
-    keep: bool,
+    kept: Kept,
     reference: Option<&Table>,
 ) -> (Signatures, ShingleKeys) {
     let k = perms.map_or(0, Permutations::len);
@@ -187,15 +213,12 @@ fn column(
                     .map(str::len)
                     .sum();
                 let mut batch = KeyBatch {
-                    keys: Vec::with_capacity(if keep { bytes / 4 } else { 0 }),
+                    keys: Vec::with_capacity(if kept.keys { bytes / 4 } else { 0 }),
                     ends: Vec::with_capacity(counts.len()),
                     exact: vec![0; counts.len()],
                     hits: Vec::new(),
                 };
                 for (j, count) in counts.iter_mut().enumerate() {
-                    if !keep {
-                        batch.keys.clear();
-                    }
                     if let Some(text) = texts.get(first + j) {
                         let tokens = token_hashes_of(text, tokenizer, scratch);
                         if let Some(hit) = reference.and_then(|r| r.find(tokens, probes)) {
@@ -219,10 +242,13 @@ fn column(
                             }
                         }
                         let shingles = batch.keys.len() - start;
-                        if keep {
+                        if kept.exact {
                             batch.exact[j] = exact_hash(tokens, shingles, buf);
                         }
                         *count = u32::try_from(shingles).unwrap_or(u32::MAX);
+                    }
+                    if !kept.keys {
+                        batch.keys.clear();
                     }
                     batch.ends.push(batch.keys.len());
                 }

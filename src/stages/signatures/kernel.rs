@@ -4,7 +4,7 @@
 use polars::prelude::StringChunked;
 use rayon::prelude::*;
 
-use crate::config::{Config, Method};
+use crate::config::{Config, Method, WorkKeys};
 use crate::corpus::Corpus;
 use crate::error::Result;
 use crate::io::output::OutputDir;
@@ -14,13 +14,15 @@ use crate::reference::Table;
 use crate::simhash::{self, BlockIndex, DocFrequency, FeatureParams, Features};
 use crate::stages::{frequencies, sample};
 
-use super::column::{exact_column, signature_column, ShingleKeys};
+use super::column::{exact_column, signature_column_keeping, ShingleKeys};
 
 /// What a task computes per document, by method.
 pub(super) enum Kernel {
     Minhash {
         perms: Permutations,
         rows: usize,
+        /// Whether the chunk's shingle keys are kept (`--work-keys stored`).
+        keys: bool,
     },
     Simhash {
         index: BlockIndex,
@@ -28,7 +30,10 @@ pub(super) enum Kernel {
         df: Option<DocFrequency>,
         /// Features of the part's sampled documents (global index, features), ascending.
         sampled: Vec<(u64, Features)>,
-        /// Whether short documents are re-checked on their shingle sets (keys are stored).
+        /// Whether short documents are re-checked on their shingle sets.
+        short: bool,
+        /// Whether the chunk's shingle keys are kept (short-document checks, `--work-keys
+        /// stored`).
         keys: bool,
     },
 }
@@ -49,6 +54,7 @@ impl Kernel {
             Method::Minhash => Kernel::Minhash {
                 perms: Permutations::of(cfg),
                 rows: cfg.rows,
+                keys: cfg.work_keys == WorkKeys::Stored,
             },
             Method::Simhash => {
                 let indexed = plan
@@ -67,7 +73,8 @@ impl Kernel {
                     params: sample::params(cfg),
                     df,
                     sampled,
-                    keys: cfg.simhash_min_features > 0,
+                    short: cfg.simhash_min_features > 0,
+                    keys: cfg.simhash_min_features > 0 && cfg.work_keys == WorkKeys::Stored,
                 }
             }
         })
@@ -111,13 +118,15 @@ impl Kernel {
         let mut keys = ShingleKeys::default();
         for (s, text) in texts.iter().enumerate() {
             let (sg, kk) = match self {
-                Kernel::Minhash { perms, .. } => {
-                    signature_column(text, Some(perms), tokenizer, cfg.ngram, reference)
+                Kernel::Minhash { perms, keys, .. } => {
+                    let (p, n) = (Some(perms), cfg.ngram);
+                    signature_column_keeping(text, p, tokenizer, n, reference, *keys)
                 }
                 Kernel::Simhash {
                     params,
                     df,
                     sampled,
+                    short,
                     keys: with_keys,
                     ..
                 } => {
@@ -130,9 +139,10 @@ impl Kernel {
                             .map(|j| sampled[j].1.as_slice())
                     };
                     let fps = simhash::fingerprint_column(text, of, *params, df.as_ref());
-                    let (counts, keys) = if *with_keys {
-                        let (counts, keys) =
-                            signature_column(text, None, tokenizer, cfg.ngram, reference);
+                    let (counts, keys) = if *short {
+                        let (counts, keys) = signature_column_keeping(
+                            text, None, tokenizer, cfg.ngram, reference, *with_keys,
+                        );
                         (counts.shingles, keys)
                     } else {
                         let keys = exact_column(text, tokenizer, cfg.ngram, reference);

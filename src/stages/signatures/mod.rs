@@ -1,8 +1,9 @@
 //! Stage `signatures`: a part's rows -> what every later stage needs to know about its documents.
 //!
 //! Per document: a MinHash signature (`--method minhash`) or a 64-bit SimHash fingerprint
-//! (`--method simhash`), its shingle keys, its id; written to the document store
-//! ([`crate::io::store`]), plus one band row per band (MinHash: a hash of the band's signature
+//! (`--method simhash`) and its id, written to the document store ([`crate::io::store`]); with
+//! `--work-keys stored` its shingle keys ([`crate::io::keys`]; with `remade` the keys stage makes
+//! the few that are needed later); plus one band row per band (MinHash: a hash of the band's signature
 //! values; SimHash: one row per block table, keyed by the table's bits of the fingerprint)
 //! into the file of that band and bucket range ([`crate::io::band_rows`]), its exact-text hash
 //! (`exact/pP.bin`: 16 bytes per document, [`crate::text::shingle::exact_hash`]), plus the keep data
@@ -20,7 +21,7 @@
 //! - MinHash: a raw copy (a text byte for byte an earlier one's in the part, with the same
 //!   `--partition-by` and `--across` values: 128-bit hash of the bytes and the values) is not
 //!   normalised, shingled or signed again: it takes its original's exact-text hash,
-//!   and its store record names the original instead of repeating signature and keys. Every file
+//!   and its store record (and key entry) names the original instead of repeating them. Every file
 //!   is the same function of the documents as when copies were computed, except the store's
 //!   records. That holds because a MinHash document has band rows exactly when it has an
 //!   exact-text hash, which its copy then repeats; a SimHash document can have weighted features
@@ -30,9 +31,9 @@
 //!
 //! The MinHash column kernel is [`column::signature_column`]: rayon splits the column into batches of
 //! [`column::KEY_BATCH`] documents, each thread reuses its normalisation and shingle buffers and writes K
-//! values per document into one flat row-major buffer, and each document's shingle keys come out
-//! beside the signatures, so exact verification later reads them instead of shingling the text
-//! again. SimHash stores its fingerprint and feature count as a three-value "signature"
+//! values per document into one flat row-major buffer, and (`--work-keys stored`) each document's
+//! shingle keys come out beside the signatures, so exact verification later reads them instead
+//! of shingling the text again. SimHash stores its fingerprint and feature count as a three-value "signature"
 //! ([`simhash::to_record`]), and shingle keys for the short-document check.
 //!
 //! Files: this one the task (a chunk at a time: read, compute, absorb, write); [`kernel`] what
@@ -47,18 +48,19 @@ mod read;
 mod rows;
 
 pub use column::signatures_only;
-pub(crate) use column::ShingleKeys;
+pub(crate) use column::{signature_column, ShingleKeys};
 
 use polars::prelude::Column;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::config::WorkKeys;
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
 use crate::io::paragraph_rows;
 use crate::io::work::{self, part_file, write_frame};
-use crate::io::{band_rows, store};
+use crate::io::{band_rows, keys, store};
 use crate::minhash::Signatures;
 use crate::partition;
 use crate::plan::{Plan, DOCS_PER_CHUNK, DOCS_PER_CHUNK_SUBSTRINGS};
@@ -91,7 +93,7 @@ pub(crate) struct SignatureStats {
 
 /// Fails when a shard of part `p` is not the one the plan counted (its size or Parquet footer
 /// differs, or it is gone): the plan's row ranges would not fit it.
-fn check_inputs(plan: &Plan, p: usize) -> Result<()> {
+pub(crate) fn check_inputs(plan: &Plan, p: usize) -> Result<()> {
     let names: std::collections::BTreeSet<String> =
         plan.slices(p).into_iter().map(|(f, _)| f).collect();
     for f in plan.files.iter().filter(|f| names.contains(&f.file)) {
@@ -338,6 +340,37 @@ impl PartDocs {
     }
 }
 
+/// Runs `write` with a writer of part `p`'s key files when `stored` (else none).
+fn with_key_files(
+    work: &OutputDir,
+    p: usize,
+    stored: bool,
+    write: impl FnOnce(Option<&mut keys::KeyWriter>) -> Result<()>,
+) -> Result<()> {
+    match stored {
+        true => keys::write_part(work, p, |w| write(Some(w))),
+        false => write(None),
+    }
+}
+
+/// Appends a chunk's keys (its first document `base`; the part's first `first`): a raw copy
+/// (`copies[i]`, its original's part position) is listed with its original's keys.
+fn append_keys(
+    w: &mut keys::KeyWriter,
+    (base, first): (u64, u64),
+    keys: &ShingleKeys,
+    copies: &[Option<u32>],
+) -> std::io::Result<()> {
+    for (i, copy) in copies.iter().enumerate() {
+        let doc = (base + i as u64) as u32;
+        match copy {
+            Some(o) => w.push_copy(doc, (first + u64::from(*o)) as u32)?,
+            None => w.push(doc, keys.get(i))?,
+        }
+    }
+    Ok(())
+}
+
 /// The signatures task of part `p` (see the module documentation).
 pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureStats> {
     let cfg = &plan.config;
@@ -407,129 +440,136 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
     let (paragraph_ranges, substring_ranges) = (plan.paragraph_ranges(), plan.substring_ranges());
     with_rows(work, &paragraph_files, paragraph_ranges, |paragraph_rows| {
         with_rows(work, &substring_files, substring_ranges, |substring_rows| {
-            store::write_part(work, p, |files| {
-                let store =
-                    store::Writer::new(files, kernel.k(), first, count).map_err(store_err)?;
-                // Three chunks in flight: the next one is read while this one is computed, and the
-                // previous one is appended to the store by its own thread.
-                std::thread::scope(|scope| {
-                    type Stored = (Signatures, ShingleKeys, Vec<String>, Vec<Option<u32>>);
-                    let (tx, rx) = std::sync::mpsc::sync_channel::<Stored>(0);
-                    let writer = scope.spawn(move || {
-                        let mut store = store;
-                        for (sigs, keys, ids, copies) in rx {
-                            store.append(&sigs, |i| keys.get(i), |i| &ids[i], |i| copies[i])?;
-                        }
-                        store.finish()
-                    });
-                    // The hash rows too, so the main thread does not wait on the disk.
-                    type Rows = (Vec<paragraph_rows::Rows>, Vec<Vec<paragraph_rows::Rows>>);
-                    let (rows_tx, rows_rx) = std::sync::mpsc::sync_channel::<Rows>(1);
-                    let (paragraph_files, substring_files) = (&paragraph_files, &substring_files);
-                    let rows_writer = scope.spawn(move || {
-                        let (mut paragraph_rows, mut substring_rows) =
-                            (paragraph_rows, substring_rows);
-                        for (mut paragraphs, windows) in rows_rx {
-                            flush_rows(
-                                work,
-                                paragraph_rows.as_deref_mut(),
-                                &mut paragraphs,
-                                paragraph_files,
-                            )?;
-                            for mut block in windows {
+            with_key_files(work, p, cfg.work_keys == WorkKeys::Stored, |key_writer| {
+                store::write_part(work, p, |files| {
+                    let store =
+                        store::Writer::new(files, kernel.k(), first, count).map_err(store_err)?;
+                    // Three chunks in flight: the next one is read while this one is computed, and the
+                    // previous one is appended to the store by its own thread.
+                    std::thread::scope(|scope| {
+                        type Stored = (u64, Signatures, ShingleKeys, Vec<String>, Vec<Option<u32>>);
+                        let (tx, rx) = std::sync::mpsc::sync_channel::<Stored>(0);
+                        let writer = scope.spawn(move || {
+                            let (mut store, mut key_writer) = (store, key_writer);
+                            for (base, sigs, keys, ids, copies) in rx {
+                                store.append(&sigs, |i| &ids[i], |i| copies[i])?;
+                                if let Some(w) = key_writer.as_deref_mut() {
+                                    append_keys(w, (base, first), &keys, &copies)?;
+                                }
+                            }
+                            store.finish()
+                        });
+                        // The hash rows too, so the main thread does not wait on the disk.
+                        type Rows = (Vec<paragraph_rows::Rows>, Vec<Vec<paragraph_rows::Rows>>);
+                        let (rows_tx, rows_rx) = std::sync::mpsc::sync_channel::<Rows>(1);
+                        let (paragraph_files, substring_files) =
+                            (&paragraph_files, &substring_files);
+                        let rows_writer = scope.spawn(move || {
+                            let (mut paragraph_rows, mut substring_rows) =
+                                (paragraph_rows, substring_rows);
+                            for (mut paragraphs, windows) in rows_rx {
                                 flush_rows(
                                     work,
-                                    substring_rows.as_deref_mut(),
-                                    &mut block,
-                                    substring_files,
+                                    paragraph_rows.as_deref_mut(),
+                                    &mut paragraphs,
+                                    paragraph_files,
                                 )?;
+                                for mut block in windows {
+                                    flush_rows(
+                                        work,
+                                        substring_rows.as_deref_mut(),
+                                        &mut block,
+                                        substring_files,
+                                    )?;
+                                }
                             }
-                        }
-                        Ok::<_, Error>(())
-                    });
-                    let mut next = first_chunk.take().unwrap_or_else(|| load(0));
-                    let mut i = 0;
-                    while let Some(loaded) = next.take() {
-                        let (
-                            corpus,
-                            ReadPass {
-                                hashes,
+                            Ok::<_, Error>(())
+                        });
+                        let mut next = first_chunk.take().unwrap_or_else(|| load(0));
+                        let mut i = 0;
+                        while let Some(loaded) = next.take() {
+                            let (
+                                corpus,
+                                ReadPass {
+                                    hashes,
+                                    scripts,
+                                    paragraphs,
+                                    windows,
+                                },
+                            ) = loaded?;
+                            let n = corpus.len();
+                            let (base, at) = (first + read, read as usize);
+                            let pkeys = chunk_label_keys(&corpus, |s| s.partition.as_ref());
+                            let akeys = chunk_label_keys(&corpus, |s| s.across.as_ref());
+                            // A raw copy is one of a text and its labels: a copy with other labels meets
+                            // other documents, so it gets band rows of its own.
+                            let hashes: Vec<Option<u128>> = (hashes.into_iter().enumerate())
+                                .map(|(d, h)| {
+                                    h.map(|h| {
+                                        partition::copy_group(
+                                            partition::exact_key(h, pkeys[d]),
+                                            akeys[d],
+                                        )
+                                    })
+                                })
+                                .collect();
+                            let copy_of = raw_copies(&hashes, at as u32, &mut first_seen);
+                            read += n as u64;
+                            if read > count {
+                                return Err(changed(read));
+                            }
+                            let texts = without_copies(&corpus, &copy_of);
+                            let compute =
+                                || kernel.compute(&corpus, &texts, base, bands, cfg, table);
+                            let (chunk, following) = match second_chunk.take() {
+                                Some(second) => (compute(), second),
+                                None => rayon::join(compute, || load(i + 1)),
+                            };
+                            next = following;
+                            i += 1;
+                            let c = ChunkDocs {
+                                corpus: &corpus,
                                 scripts,
+                                chunk: &chunk,
+                                copy_of: &copy_of,
+                                pkeys,
+                                akeys,
                                 paragraphs,
                                 windows,
-                            },
-                        ) = loaded?;
-                        let n = corpus.len();
-                        let (base, at) = (first + read, read as usize);
-                        let pkeys = chunk_label_keys(&corpus, |s| s.partition.as_ref());
-                        let akeys = chunk_label_keys(&corpus, |s| s.across.as_ref());
-                        // A raw copy is one of a text and its labels: a copy with other labels meets
-                        // other documents, so it gets band rows of its own.
-                        let hashes: Vec<Option<u128>> = (hashes.into_iter().enumerate())
-                            .map(|(d, h)| {
-                                h.map(|h| {
-                                    partition::copy_group(
-                                        partition::exact_key(h, pkeys[d]),
-                                        akeys[d],
-                                    )
-                                })
-                            })
-                            .collect();
-                        let copy_of = raw_copies(&hashes, at as u32, &mut first_seen);
-                        read += n as u64;
-                        if read > count {
+                            };
+                            docs.absorb(c, (base, at), &kernel, plan, table.is_some(), &mut stats);
+                            let fresh = (0..docs.paragraphs.len()).map(|_| Default::default());
+                            let rows = (
+                                std::mem::replace(&mut docs.paragraphs, fresh.collect()),
+                                std::mem::take(&mut docs.substrings),
+                            );
+                            if rows_tx.send(rows).is_err() {
+                                break; // the rows writer stopped on an error, reported below
+                            }
+                            drop(corpus);
+                            crate::progress::advance(n as u64);
+                            if tx
+                                .send((base, chunk.sigs, chunk.keys, chunk.ids, copy_of))
+                                .is_err()
+                            {
+                                break; // the writer stopped on an error, reported below
+                            }
+                        }
+                        // The writer's error (a full disk, say) comes first: a short read after it is its
+                        // consequence, not a changed input.
+                        drop((tx, rows_tx));
+                        let written = writer.join().map_err(|_| {
+                            Error::Panicked(format!("part {p}: the store writer panicked"))
+                        })?;
+                        written.map_err(store_err)?;
+                        rows_writer.join().map_err(|_| {
+                            Error::Panicked(format!("part {p}: the hash rows writer panicked"))
+                        })??;
+                        if read != count {
                             return Err(changed(read));
                         }
-                        let texts = without_copies(&corpus, &copy_of);
-                        let compute = || kernel.compute(&corpus, &texts, base, bands, cfg, table);
-                        let (chunk, following) = match second_chunk.take() {
-                            Some(second) => (compute(), second),
-                            None => rayon::join(compute, || load(i + 1)),
-                        };
-                        next = following;
-                        i += 1;
-                        let c = ChunkDocs {
-                            corpus: &corpus,
-                            scripts,
-                            chunk: &chunk,
-                            copy_of: &copy_of,
-                            pkeys,
-                            akeys,
-                            paragraphs,
-                            windows,
-                        };
-                        docs.absorb(c, (base, at), &kernel, plan, table.is_some(), &mut stats);
-                        let fresh = (0..docs.paragraphs.len()).map(|_| Default::default());
-                        let rows = (
-                            std::mem::replace(&mut docs.paragraphs, fresh.collect()),
-                            std::mem::take(&mut docs.substrings),
-                        );
-                        if rows_tx.send(rows).is_err() {
-                            break; // the rows writer stopped on an error, reported below
-                        }
-                        drop(corpus);
-                        crate::progress::advance(n as u64);
-                        if tx
-                            .send((chunk.sigs, chunk.keys, chunk.ids, copy_of))
-                            .is_err()
-                        {
-                            break; // the writer stopped on an error, reported below
-                        }
-                    }
-                    // The writer's error (a full disk, say) comes first: a short read after it is its
-                    // consequence, not a changed input.
-                    drop((tx, rows_tx));
-                    let written = writer.join().map_err(|_| {
-                        Error::Panicked(format!("part {p}: the store writer panicked"))
-                    })?;
-                    written.map_err(store_err)?;
-                    rows_writer.join().map_err(|_| {
-                        Error::Panicked(format!("part {p}: the hash rows writer panicked"))
-                    })??;
-                    if read != count {
-                        return Err(changed(read));
-                    }
-                    Ok(())
+                        Ok(())
+                    })
                 })
             })
         })

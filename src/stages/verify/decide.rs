@@ -238,6 +238,52 @@ pub(crate) fn exact_batch(
     Ok((edges, sets, skipped))
 }
 
+/// SimHash pairs within Hamming distance `k` as the verify task decides them: edges at
+/// 1 - distance / 64, except a pair with a document of fewer than `min_features` features
+/// (0: none), which becomes a check on the shingle sets ([`jaccard_edges`]) with that
+/// similarity as its estimate.
+pub(crate) fn hamming_batch(
+    pairs: &[(u32, u32)],
+    fps: &impl SigSource,
+    k: usize,
+    min_features: usize,
+) -> (Vec<Edge>, Vec<ExactPair>) {
+    let few = |x: u32| (simhash::record_features(fps.sig(x)) as usize) < min_features;
+    let mut edges = Vec::new();
+    let mut checks = Vec::new();
+    for &(a, b) in pairs {
+        let d = simhash::hamming(fingerprint(fps, a), fingerprint(fps, b));
+        if d as usize > k {
+            continue;
+        }
+        let similarity = simhash::similarity(d) as f32;
+        match min_features > 0 && (few(a) || few(b)) {
+            true => checks.push(ExactPair {
+                a,
+                b,
+                estimate: similarity,
+            }),
+            false => edges.push(Edge { a, b, similarity }),
+        }
+    }
+    (edges, checks)
+}
+
+/// The checks of [`hamming_batch`] whose shingle sets (held in `sets`) reach `threshold`, as
+/// edges at their Hamming similarity.
+pub(crate) fn jaccard_edges(checks: &[ExactPair], sets: &ShingleSets, threshold: f64) -> Vec<Edge> {
+    checks
+        .par_iter()
+        .with_min_len(64)
+        .filter(|c| held_jaccard(c.a, c.b, sets).unwrap_or(0.0) >= threshold)
+        .map(|c| Edge {
+            a: c.a,
+            b: c.b,
+            similarity: c.estimate,
+        })
+        .collect()
+}
+
 /// SimHash verification: keeps pairs within Hamming distance `k`; when either document has fewer
 /// than `min_features` features (too few for a stable fingerprint), the pair must also reach the
 /// Jaccard `threshold` on its shingle sets (held in `sets`). Similarity is 1 - distance / 64.

@@ -1,15 +1,18 @@
-//! Stage `verify`: the candidate pairs whose first document is in the part -> edges
-//! (`edges/pP.parquet`: a, b, similarity).
+//! Stage `verify`: the candidate pairs whose first document is in the part -> the edges the
+//! signature estimate decides (`estimated/pP.parquet`) and the checks it leaves to the shingle
+//! keys (`checks/pP.parquet`); with `--work-keys remade`, also the documents of those checks by
+//! part (`needs/tT.bin`), for the keys stage. Stage `exact` ([`exact`]) then makes the checks and
+//! writes the part's edges (`edges/pP.parquet`: a, b, similarity).
 //!
 //! MinHash:
 //! LSH candidates include false positives (pairs below the threshold that collided in one band), so
 //! each pair is checked:
 //! - `Verify::Exact`: exact Jaccard of the two shingle sets (of 32-bit shingle keys, see
 //!   [`crate::text::shingle::shingle_key`]), counted in a hash table from the keys as stored
-//!   ([`crate::text::sets::KeyTable`]), without sorting them. The keys are read for the candidate documents only,
-//!   from the store the signatures stage wrote, so nothing but the signatures is held for the
-//!   whole corpus. Precision against an exact ground truth is then 1 (up to a 2^-32 key collision), and
-//!   recall is only lost in LSH.
+//!   ([`crate::text::sets::KeyTable`]), without sorting them. The keys are read for the
+//!   candidate documents only ([`crate::stages::keys::KeySource`]), so nothing but the
+//!   signatures is held for the whole corpus. Precision against an exact ground truth is then 1
+//!   (up to a 2^-32 key collision), and recall is only lost in LSH.
 //! - `Verify::Auto` (default): the estimate decides a pair when it is more than 3 standard errors
 //!   (`3 sqrt(t (1 - t) / K)`, 0.106 at t = 0.8, K = 128) from the threshold t, where a wrong call
 //!   has probability ~0.1%; pairs inside that band, and pairs with a short document, are checked
@@ -18,30 +21,31 @@
 //!   pairs where either document has fewer than `min_shingles` shingles: there one differing token
 //!   moves J by a large step, the estimate means little, and the exact check is used.
 //!
-//! A verify task first takes the edges the estimate decides ([`estimate_batch`]), then makes the
-//! exact checks ([`exact_batch`]). Under `--cluster components` only connectivity matters
-//! downstream, so it skips a check where the two documents are already linked by its edges
-//! (about a third of the exact checks on the development corpora; the manifest is unchanged);
-//! under `keeper` every check is made, since any edge can decide who is kept.
+//! Under `--cluster components` only connectivity matters downstream, so the exact task skips a
+//! check where the two documents are already linked by its edges (about a third of the exact
+//! checks on the development corpora; the manifest is unchanged); under `keeper` every check is
+//! made, since any edge can decide who is kept.
 //!
 //! `decide.rs` holds how a pair is decided (estimate or exact, the batches, SimHash's check);
-//! this file the task around it (windows, fetches, the edges file).
+//! this file the verify task around it (windows, fetches, its files), `exact.rs` the exact task.
 //!
 //! SimHash: the candidates task already kept only pairs within Hamming distance k; a pair with a
 //! short document (fewer than `--simhash-min-features` features, too few for a stable
-//! fingerprint) must also reach the Jaccard threshold on its shingle sets ([`verify_hamming`]).
+//! fingerprint) must also reach the Jaccard threshold on its shingle sets ([`hamming_batch`],
+//! [`jaccard_edges`]).
 //!
-//! A task works through its pairs in windows of [`WINDOW`] first documents: the signatures and
-//! sets of one window's documents are fetched from the stores at once (plus the sets carried to
-//! later windows within a budget), so its memory follows its pairs, not the corpus.
+//! Both tasks work through their pairs in windows of [`WINDOW`] first documents: the signatures
+//! or sets of one window's documents are fetched at once (the exact task carries sets to later
+//! windows within a budget), so memory follows the pairs, not the corpus.
 
 mod decide;
+pub(crate) mod exact;
 
 use decide::fingerprint;
 
 pub(crate) use decide::{
-    docs_needing_sets, docs_of_pairs, estimate_batch, exact_batch, exact_edges, needs_exact,
-    short_docs, similarity, verify_hamming, Edge,
+    docs_needing_sets, docs_of_pairs, estimate_batch, exact_batch, exact_edges, hamming_batch,
+    jaccard_edges, needs_exact, short_docs, similarity, verify_hamming, Edge, ExactPair,
 };
 
 use polars::prelude::Column;
@@ -51,24 +55,31 @@ use serde::{Deserialize, Serialize};
 use crate::config::{ClusterRule, Method};
 use crate::error::Result;
 use crate::io::output::OutputDir;
-use crate::io::work::{self, part_file, write_frame};
+use crate::io::work::{self, polars_err as pe, series, u32s, write_frame};
 use crate::io::{pairs, store};
 use crate::minhash::{estimate_jaccard, SigSource};
 use crate::plan::{Plan, Stage};
 use crate::simhash;
+use crate::stages::keys::KeySource;
 use crate::text::sets::ShingleSets;
 use crate::unionfind::SparseUnionFind;
 
-/// Counters of a verify task.
+/// Counters of a verify task, or of an exact task (its own fields; the merge adds the two).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct VerifyStats {
     /// Distinct candidate pairs whose first document is in the part.
     pub candidate_pairs: u64,
     pub verified_pairs: u64,
+    /// Pairs the estimate left to the exact check (SimHash: with a short document).
+    #[serde(default)]
+    pub exact_checks: u64,
     pub documents_exact_sets: u64,
     /// Pairs that needed the exact check but were skipped: their documents were already joined
     /// by this task's edges.
     pub exact_checks_skipped: u64,
+    /// Documents whose keys no key file held, made from the shards by the exact task.
+    #[serde(default)]
+    pub keys_remade: u64,
 }
 
 /// Documents per window of the verify and manifest tasks: the pairs of one window share one
@@ -145,38 +156,32 @@ pub(crate) fn check_pairs(
     }
 }
 
-/// Signatures (and ids, when `ids`) of the documents of `pairs` and of `also`.
+/// Signatures (and ids, when `also` is given) of the documents of `pairs` and of `also`.
 fn fetch_sigs(
     work: &OutputDir,
     plan: &Plan,
     pairs: &[(u32, u32)],
-    also: Vec<u32>,
-    ids: bool,
+    also: Option<Vec<u32>>,
 ) -> Result<store::Fetched> {
     let mut docs = docs_of_pairs(pairs, |_, _| true);
-    docs.extend(also);
+    let ids = also.is_some();
+    docs.extend(also.unwrap_or_default());
     docs.par_sort_unstable();
     docs.dedup();
-    let wanted = store::Wanted { ids, keys: false };
+    let wanted = store::Wanted { ids };
     store::fetch(work, &plan.parts, plan.store_k(), docs, wanted)
 }
 
 /// The shingle sets of `need` (sorted, unique): those found in `held` are moved out of it
-/// instead of being read again; the second value counts the sets read from the stores.
+/// instead of being read again; the second value counts the sets read from `keys`.
 fn fetch_sets(
-    work: &OutputDir,
-    plan: &Plan,
+    keys: &mut KeySource,
     need: Vec<u32>,
     held: &mut ShingleSets,
 ) -> Result<(ShingleSets, u64)> {
     let (reused, missing) = held.take(&need);
     let read = missing.len() as u64;
-    let wanted = store::Wanted {
-        ids: false,
-        keys: true,
-    };
-    let sets = store::fetch(work, &plan.parts, plan.store_k(), missing, wanted)?.into_sets();
-    Ok((reused.merge(sets), read))
+    Ok((reused.merge(keys.sets(missing)?), read))
 }
 
 /// What comparing `pairs` needs from the stores: signatures and ids of their documents and of
@@ -188,15 +193,17 @@ pub(crate) fn fetch_for_pairs(
     pairs: &[(u32, u32)],
     also: Vec<u32>,
 ) -> Result<(store::Fetched, ShingleSets)> {
+    let also = Some(also);
     let cfg = &plan.config;
-    let sigs = fetch_sigs(work, plan, pairs, also, true)?;
+    let sigs = fetch_sigs(work, plan, pairs, also)?;
     let need = match cfg.method {
         Method::Minhash => {
             docs_needing_sets(pairs, &sigs, cfg.verify, cfg.threshold, cfg.min_shingles)
         }
         Method::Simhash => Vec::new(),
     };
-    let (sets, _) = fetch_sets(work, plan, need, &mut ShingleSets::default())?;
+    let mut keys = KeySource::new(work, plan, true);
+    let (sets, _) = fetch_sets(&mut keys, need, &mut ShingleSets::default())?;
     Ok((sigs, sets))
 }
 
@@ -206,7 +213,8 @@ pub(crate) fn fetch_for_pairs(
 const CARRY_KEYS: usize = 16 << 20;
 
 /// The verify task of part `p`: the distinct candidate pairs whose first document is in the
-/// part -> edges.
+/// part -> the edges the estimate (SimHash: the Hamming distance) decides, the checks that need
+/// shingle keys, and the documents of those checks by part (for the keys stage).
 pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
     let mut pairs: Vec<(u32, u32)> = Vec::new();
     for t in 0..plan.tasks(Stage::Candidates) {
@@ -215,103 +223,93 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats
     }
     pairs.par_sort_unstable();
     pairs.dedup();
-    let (mut edges, exact_sets, skipped) = match plan.config.method {
-        Method::Minhash => minhash_edges(work, plan, &pairs)?,
-        Method::Simhash => simhash_edges(work, plan, &pairs)?,
-    };
-    edges.sort_unstable_by_key(|e| (e.a, e.b));
+    let cfg = &plan.config;
+    let (mut edges, mut checks) = (Vec::new(), Vec::new());
+    for batch in pairs.chunk_by(|x, y| window(x.0) == window(y.0)) {
+        let sigs = fetch_sigs(work, plan, batch, None)?;
+        let (found, exact) = match cfg.method {
+            Method::Minhash => {
+                estimate_batch(batch, &sigs, cfg.verify, cfg.threshold, cfg.min_shingles)
+            }
+            Method::Simhash => hamming_batch(batch, &sigs, cfg.hamming, cfg.simhash_min_features),
+        };
+        edges.extend(found);
+        checks.extend(exact);
+    }
+    if plan.tasks(Stage::Keys) > 0 {
+        write_needs(work, plan, p, &edges, &checks)?;
+    }
+    write_edges(work, &work::estimated_file(p), &edges)?;
+    write_frame(
+        work,
+        &work::checks_file(p),
+        "verify",
+        vec![
+            Column::new("a".into(), checks.iter().map(|c| c.a).collect::<Vec<u32>>()),
+            Column::new("b".into(), checks.iter().map(|c| c.b).collect::<Vec<u32>>()),
+            Column::new(
+                "estimate".into(),
+                checks.iter().map(|c| c.estimate).collect::<Vec<f32>>(),
+            ),
+        ],
+    )?;
+    Ok(VerifyStats {
+        candidate_pairs: pairs.len() as u64,
+        verified_pairs: edges.len() as u64,
+        exact_checks: checks.len() as u64,
+        ..VerifyStats::default()
+    })
+}
+
+/// `--work-keys remade`: writes the documents of verify task `p`'s `checks` by part, for the
+/// keys stage. Under `components` a check whose documents the estimate's `edges` already link
+/// is skipped ([`exact::run`]): its documents need no keys for it.
+fn write_needs(
+    work: &OutputDir,
+    plan: &Plan,
+    p: usize,
+    edges: &[Edge],
+    checks: &[ExactPair],
+) -> Result<()> {
+    let mut joined = SparseUnionFind::default();
+    if plan.config.cluster == ClusterRule::Components {
+        for e in edges {
+            joined.union(e.a, e.b);
+        }
+    }
+    let open: Vec<(u32, u32)> = (checks.iter())
+        .filter(|c| !joined.connected(c.a, c.b))
+        .map(|c| (c.a, c.b))
+        .collect();
+    let needs = docs_of_pairs(&open, |_, _| true);
+    let starts: Vec<u64> = plan.parts.iter().map(|&(first, _)| first).collect();
+    work.write_bytes(&work::needs_file(p), pairs::encode_docs(&needs, &starts))
+}
+
+/// Writes `edges` (sorted by (a, b)) as a frame of a, b, similarity.
+fn write_edges(work: &OutputDir, name: &str, edges: &[Edge]) -> Result<()> {
     let a: Vec<u32> = edges.iter().map(|e| e.a).collect();
     let b: Vec<u32> = edges.iter().map(|e| e.b).collect();
     let similarity: Vec<f32> = edges.iter().map(|e| e.similarity).collect();
     write_frame(
         work,
-        &part_file("edges", p),
+        name,
         "verify",
         vec![
             Column::new("a".into(), a),
             Column::new("b".into(), b),
             Column::new("similarity".into(), similarity),
         ],
-    )?;
-    Ok(VerifyStats {
-        candidate_pairs: pairs.len() as u64,
-        verified_pairs: edges.len() as u64,
-        documents_exact_sets: exact_sets,
-        exact_checks_skipped: skipped,
-    })
+    )
 }
 
-/// SimHash edges of `pairs` (sorted): the Hamming check, and the Jaccard check of pairs with a
-/// short document. Returns the edges, the sets read and 0 (nothing is skipped).
-fn simhash_edges(
-    work: &OutputDir,
-    plan: &Plan,
-    pairs: &[(u32, u32)],
-) -> Result<(Vec<Edge>, u64, u64)> {
-    let cfg = &plan.config;
-    let min_features = cfg.simhash_min_features;
-    let (mut edges, mut sets_read) = (Vec::new(), 0);
-    for batch in pairs.chunk_by(|x, y| window(x.0) == window(y.0)) {
-        let fps = fetch_sigs(work, plan, batch, Vec::new(), false)?;
-        let sets = if min_features > 0 {
-            let need = short_docs(batch, &fps, min_features);
-            let (sets, read) = fetch_sets(work, plan, need, &mut ShingleSets::default())?;
-            sets_read += read;
-            Some(sets)
-        } else {
-            None
-        };
-        let short = sets.as_ref().map(|s| (s, cfg.threshold, min_features));
-        edges.extend(verify_hamming(batch, &fps, cfg.hamming, short));
-    }
-    Ok((edges, sets_read, 0))
-}
-
-/// MinHash edges of `pairs` (sorted); returns the edges, the sets read and the exact checks
-/// skipped.
-fn minhash_edges(
-    work: &OutputDir,
-    plan: &Plan,
-    pairs: &[(u32, u32)],
-) -> Result<(Vec<Edge>, u64, u64)> {
-    let cfg = &plan.config;
-    // Two passes over windows of first documents: signatures and sets are held for one window
-    // at a time (plus the carried sets), the part's pairs, exact checks and edges (8-12 bytes
-    // each) for the whole task.
-    // 1: one fetch of signatures per window; the estimate decides most pairs, and their edges
-    //    link documents in `joined`.
-    // 2: one or two fetches of sets per window for the pairs that need the exact check, skipping
-    //    the pairs whose documents are already linked (see verify::exact_batch). The keeper rule
-    //    needs every verified pair (which pairs matter depends on what is kept), so nothing is
-    //    skipped there.
-    let mut edges = Vec::new();
-    let mut checks = Vec::new();
-    for batch in pairs.chunk_by(|x, y| window(x.0) == window(y.0)) {
-        let sigs = fetch_sigs(work, plan, batch, Vec::new(), false)?;
-        let (found, exact) =
-            estimate_batch(batch, &sigs, cfg.verify, cfg.threshold, cfg.min_shingles);
-        edges.extend(found);
-        checks.extend(exact);
-    }
-    let mut joined = SparseUnionFind::default();
-    for e in &edges {
-        joined.union(e.a, e.b);
-    }
-    let (mut exact_sets, mut skipped) = (0u64, 0u64);
-    let mut carry = ShingleSets::default();
-    for batch in checks.chunk_by(|x, y| window(x.a) == window(y.a)) {
-        let links = (cfg.cluster == ClusterRule::Components).then_some(&mut joined);
-        let (found, sets, skip) = exact_batch(batch, cfg.threshold, links, |need| {
-            let (sets, read) = fetch_sets(work, plan, need, &mut carry)?;
-            exact_sets += read;
-            Ok(sets)
-        })?;
-        edges.extend(found);
-        skipped += skip;
-        // Checks are sorted by first document: what later windows can use lies beyond this one.
-        let next = ((window(batch[0].a) + 1) * WINDOW).min(u32::MAX as u64) as u32;
-        carry = std::mem::take(&mut carry).merge(sets);
-        carry.keep_from(next, CARRY_KEYS);
-    }
-    Ok((edges, exact_sets, skipped))
+/// Reads a frame written by [`write_edges`].
+fn read_edges(work: &OutputDir, name: &str, stage: &'static str) -> Result<Vec<Edge>> {
+    let df = work.read_parquet(name)?;
+    let (a, b) = (u32s(&df, "a", stage)?, u32s(&df, "b", stage)?);
+    let s = series(&df, "similarity", stage)?;
+    let s = s.f32().map_err(pe(stage))?;
+    Ok((a.into_iter().zip(b).zip(s.into_no_null_iter()))
+        .map(|((a, b), similarity)| Edge { a, b, similarity })
+        .collect())
 }

@@ -1,0 +1,260 @@
+//! What a run will need on disk, said before it starts: the work directory at its largest, and
+//! per stage its tasks and the bytes it writes.
+//!
+//! Measured, not guessed: the plan's stages run on a sample of the input (the first rows of up to
+//! [`SAMPLE_FILES`] files spread over the list, [`SAMPLE_DOCS`] documents in all, one thread, a
+//! scratch directory), and again on half of it; what a document more wrote between the two (a
+//! task's fixed bytes cancel out) is scaled to the whole input. The sample never reads more than
+//! its rows (the start of a file; an object-store file is fetched whole, so only the smallest of
+//! those is sampled). The index stage is not run on the sample (it writes into the index), nor
+//! the lookup stage (it needs the index), and `--reference` is not loaded: neither writes much.
+//! The store, key and band files, most of the work directory, grow with the documents: within
+//! 6% on the development corpora. What grows with the pairs does not: a sample holds a fraction
+//! of each document's near-duplicates when they are spread over the corpus, so with
+//! `--work-keys remade` the keys stage is underestimated (0.45-0.92 of the work directory
+//! there); a disk that fills anyway fails naming the file, and the rerun resumes.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::executor::run_task;
+use crate::io::output::OutputDir;
+use crate::plan::{Plan, Stage};
+
+/// Documents the sample holds at most.
+pub(crate) const SAMPLE_DOCS: u64 = 2_048;
+/// Files the sample's rows come from at most.
+pub(crate) const SAMPLE_FILES: usize = 8;
+/// What a run will need.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub(crate) struct Estimate {
+    /// Documents of the sample the rates were measured on.
+    pub sample_documents: u64,
+    /// The work directory at its largest (every work file stays until the run succeeds).
+    pub work_bytes: u64,
+    pub stages: BTreeMap<String, StageEstimate>,
+}
+
+/// One stage's needs.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub(crate) struct StageEstimate {
+    pub tasks: u64,
+    /// Work files the stage writes (the merge: the output).
+    pub written_bytes: u64,
+}
+
+impl Estimate {
+    /// One line for a person.
+    pub(crate) fn summary(&self, free: Option<u64>) -> String {
+        let free = free.map_or(String::new(), |f| {
+            format!(" ({} free there)", crate::report::numbers::bytes(f))
+        });
+        format!(
+            "estimate: the work directory takes up to {}{free}, measured on {} sampled documents",
+            crate::report::numbers::bytes(self.work_bytes),
+            self.sample_documents
+        )
+    }
+}
+
+/// Measures `plan`'s stages on a sample of its input and scales them to the whole.
+pub(crate) fn estimate(plan: &Plan) -> Result<Estimate> {
+    let (Some(half), Some(whole)) = (
+        sample_plan(plan, SAMPLE_DOCS / 2),
+        sample_plan(plan, SAMPLE_DOCS),
+    ) else {
+        return Ok(Estimate::default());
+    };
+    let dir = scratch_dir();
+    let result = (|| {
+        let small = run_sample(&half, &dir.join("half"))?;
+        let large = run_sample(&whole, &dir.join("whole"))?;
+        Ok(scale(plan, &small, &large))
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// A plan of the first rows of up to [`SAMPLE_FILES`] files spread over `plan`'s list, `docs`
+/// documents at most, one part, no index and no reference; None for an empty input.
+fn sample_plan(plan: &Plan, docs: u64) -> Option<Plan> {
+    let with_rows: Vec<&crate::plan::InputFile> =
+        plan.files.iter().filter(|f| f.rows > 0).collect();
+    // Object-store files are fetched whole to read any row of them: only the smallest is
+    // sampled when the input holds one.
+    let remote = with_rows
+        .iter()
+        .filter(|f| crate::io::object::is_url(&f.file))
+        .min_by_key(|f| f.bytes);
+    let chosen: Vec<&crate::plan::InputFile> = match remote {
+        Some(f) => vec![*f],
+        None => {
+            let n = with_rows.len().min(SAMPLE_FILES);
+            (0..n)
+                .map(|i| with_rows[i * with_rows.len() / n.max(1)])
+                .collect()
+        }
+    };
+    if chosen.is_empty() {
+        return None;
+    }
+    let per_file = (docs / chosen.len() as u64).max(1);
+    let mut files = Vec::with_capacity(chosen.len());
+    let mut next = 0u64;
+    for f in chosen {
+        // Its first row group (or the share of it the sample takes), read from the file's start.
+        let first_group = f.row_groups.first().copied().unwrap_or(f.rows);
+        let rows = per_file.min(f.rows).min(first_group.max(1));
+        let mut g = f.clone();
+        g.rows = rows;
+        g.first_doc = next;
+        g.row_groups = vec![rows];
+        g.group_starts = Vec::new();
+        next += rows;
+        files.push(g);
+    }
+    let mut config = plan.config.clone();
+    config.index = None;
+    config.batch = None;
+    config.reference = None;
+    config.threads = 1;
+    config.quiet = true;
+    Some(Plan {
+        config,
+        files,
+        documents: next,
+        parts: vec![(0, next)],
+        bucket_ranges: 1,
+        index: None,
+        reference: Vec::new(),
+        ..plan.clone()
+    })
+}
+
+fn scratch_dir() -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    std::env::temp_dir().join(format!(
+        "corpus-dedup-estimate-{}-{nanos}",
+        std::process::id()
+    ))
+}
+
+/// Bytes of the files under `dir`.
+fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+            _ => e.metadata().map_or(0, |m| m.len()),
+        })
+        .sum()
+}
+
+/// What one sample's run wrote and spent.
+struct SampleRun {
+    documents: u64,
+    /// Per stage: bytes written.
+    stages: Vec<(Stage, u64)>,
+    /// The work directory at the end (every work file is kept until success).
+    work_bytes: u64,
+}
+
+/// Runs `sample`'s stages with work and output under `dir`.
+fn run_sample(sample: &Plan, dir: &Path) -> Result<SampleRun> {
+    let mut sample = sample.clone();
+    let (out, work_dir) = (dir.join("out"), dir.join("work"));
+    sample.config.output = out.display().to_string();
+    std::fs::create_dir_all(&out).map_err(|e| Error::Output {
+        path: out.display().to_string(),
+        source: e.into(),
+    })?;
+    let work = OutputDir::Local(work_dir.clone()).scratch();
+    work.write_bytes(crate::io::work::PLAN, sample.to_json())?;
+    let mut stages = Vec::new();
+    for stage in sample.stages() {
+        let before = dir_bytes(dir);
+        for t in 0..sample.tasks(stage) {
+            run_task(&work, &sample, stage, t, None)?;
+        }
+        stages.push((stage, dir_bytes(dir).saturating_sub(before)));
+    }
+    Ok(SampleRun {
+        documents: sample.documents,
+        stages,
+        work_bytes: dir_bytes(&work_dir),
+    })
+}
+
+/// The whole run's needs from two samples: the larger one's figures plus, for each further
+/// document, what a document more cost between the two.
+fn scale(plan: &Plan, small: &SampleRun, large: &SampleRun) -> Estimate {
+    let n = plan.documents as f64;
+    let (s1, s2) = (small.documents as f64, large.documents as f64);
+    let extra = (n - s2).max(0.0);
+    let grown = |a: f64, b: f64| match s2 > s1 {
+        true => b + extra * ((b - a) / (s2 - s1)).max(0.0),
+        false => b * n / s2.max(1.0),
+    };
+    let mut est = Estimate {
+        sample_documents: large.documents,
+        work_bytes: grown(small.work_bytes as f64, large.work_bytes as f64) as u64,
+        ..Estimate::default()
+    };
+    for (i, &(stage, written)) in large.stages.iter().enumerate() {
+        let before = small
+            .stages
+            .get(i)
+            .filter(|x| x.0 == stage)
+            .map_or(0, |x| x.1);
+        let bytes = grown(before as f64, written as f64);
+        est.stages.insert(
+            stage.name().to_string(),
+            StageEstimate {
+                tasks: plan.tasks(stage) as u64,
+                written_bytes: bytes as u64,
+            },
+        );
+    }
+    est
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(documents: u64, work_bytes: u64, written: u64) -> SampleRun {
+        SampleRun {
+            documents,
+            stages: vec![(Stage::Signatures, written)],
+            work_bytes,
+        }
+    }
+
+    #[test]
+    fn a_document_more_costs_what_it_cost_between_the_samples() {
+        // 100 fixed bytes, then 10 per document: 10,100 for a thousand documents.
+        let plan_of = |documents| Plan {
+            documents,
+            ..crate::plan::tests::tiny_plan()
+        };
+        let (small, large) = (sample(100, 1_100, 1_000), sample(200, 2_100, 2_000));
+        let e = scale(&plan_of(1_000), &small, &large);
+        assert_eq!(e.work_bytes, 10_100);
+        assert_eq!(e.stages["signatures"].written_bytes, 10_000);
+        assert_eq!(e.sample_documents, 200);
+        // A corpus no larger than the sample: the sample's own figures.
+        let e = scale(&plan_of(200), &small, &large);
+        assert_eq!(e.work_bytes, 2_100);
+        // Both samples the whole corpus (fewer documents than the half sample asks for).
+        let e = scale(&plan_of(50), &sample(50, 700, 600), &sample(50, 700, 600));
+        assert_eq!(e.work_bytes, 700);
+    }
+}

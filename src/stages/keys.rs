@@ -1,0 +1,284 @@
+//! Stage `keys` (one task per part): the shingle keys of the part's documents that an exact check
+//! needs, made again from the shards (`keys/pP.bin`, [`crate::io::keys`]).
+//!
+//! Keys are four bytes per token: storing every document's, as the signatures stage once did,
+//! was three quarters of the work directory, for the few documents that verification checks
+//! exactly. Which ones is known once the estimates are: a part's task takes the documents the
+//! verify tasks listed for it (both documents of every pair near the threshold or with a short
+//! document), the members of giant buckets (the keeper rule compares them as it goes), and with
+//! `--index` the documents whose keys the index batch keeps ([`keeps_keys`]). It reads
+//! its part's shards again, skipping the chunks that hold none of them, and makes their keys as
+//! the signatures stage made them (the same function of the text and settings).
+//!
+//! [`KeySource`] is how every later stage gets keys: from the key files, and for a document no
+//! file holds (the lookup stage runs before this one; a giant bucket's first copy can be
+//! another part's document) from the shards, the same way.
+
+use polars::prelude::{NewChunkedArray, PlSmallStr, StringChunked};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ClusterRule, Config, IndexKeys, Method, WorkKeys};
+use crate::corpus::Corpus;
+use crate::error::{Error, Result};
+use crate::io::keys::{self, KeyIndex};
+use crate::io::output::OutputDir;
+use crate::io::work::{self, u32s};
+use crate::io::{pairs, store};
+use crate::minhash::SigSource;
+use crate::plan::{Plan, Stage, DOCS_PER_CHUNK};
+use crate::simhash;
+use crate::stages::candidates::CandidateStats;
+use crate::stages::signatures::{check_inputs, signature_column};
+use crate::text::sets::ShingleSets;
+
+/// Counters of a keys task.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct KeyStats {
+    /// Documents whose keys the task made (each once, whatever needed it).
+    pub documents: u64,
+    pub keys: u64,
+    /// Of them: listed by the verify tasks, members of giant buckets, kept by the index batch.
+    pub for_verify: u64,
+    pub for_giants: u64,
+    pub for_index: u64,
+}
+
+/// The keys task of part `q`.
+pub(crate) fn run(work: &OutputDir, plan: &Plan, q: usize) -> Result<KeyStats> {
+    let range = plan.part_range(q);
+    let mut stats = KeyStats::default();
+    let mut docs: Vec<u32> = Vec::new();
+    for t in 0..plan.tasks(Stage::Verify) {
+        docs.extend(pairs::read_part_docs(
+            work,
+            &work::needs_file(t),
+            plan.parts.len(),
+            q,
+        )?);
+    }
+    docs.sort_unstable();
+    docs.dedup();
+    stats.for_verify = docs.len() as u64;
+    let giants = giant_members(work, plan, range.clone())?;
+    stats.for_giants = giants.len() as u64;
+    let kept = index_keys(work, plan, q)?;
+    stats.for_index = kept.len() as u64;
+    docs.extend(giants);
+    docs.extend(kept);
+    docs.sort_unstable();
+    docs.dedup();
+    let keys = remake(plan, q, &docs)?;
+    stats.documents = docs.len() as u64;
+    stats.keys = keys.iter().map(|k| k.len() as u64).sum();
+    let written = |w: &mut keys::KeyWriter| -> std::io::Result<()> {
+        for (&d, k) in docs.iter().zip(&keys) {
+            w.push(d, k)?;
+        }
+        Ok(())
+    };
+    let file = work.location(&work::keys_file(q));
+    keys::write_part(work, q, |w| {
+        written(w).map_err(|e| Error::Output {
+            path: file.clone(),
+            source: e.into(),
+        })
+    })?;
+    Ok(stats)
+}
+
+/// `--cluster keeper`: the documents of `range` in a giant bucket (none elsewhere).
+fn giant_members(work: &OutputDir, plan: &Plan, range: std::ops::Range<u64>) -> Result<Vec<u32>> {
+    if plan.config.cluster != ClusterRule::Keeper {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    let reports = crate::plan::require_stage(work, plan, Stage::Candidates)?;
+    for (t, r) in reports.iter().enumerate() {
+        if r.stats::<CandidateStats>().giant_buckets == 0 {
+            continue;
+        }
+        let df = work.read_parquet(&work::giant_file(t))?;
+        let docs = u32s(&df, "doc", "keys")?;
+        out.extend(docs.into_iter().filter(|&d| range.contains(&u64::from(d))));
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// Store records read at a time while listing the documents whose keys an index batch keeps.
+const RECORDS_PER_READ: usize = 16_384;
+
+/// `--index`: the documents of part `q` whose keys the index batch would keep, were they kept.
+fn index_keys(work: &OutputDir, plan: &Plan, q: usize) -> Result<Vec<u32>> {
+    let Some(_) = &plan.index else {
+        return Ok(Vec::new());
+    };
+    let cfg = &plan.config;
+    if cfg.method == Method::Simhash && cfg.simhash_min_features == 0 {
+        return Ok(Vec::new());
+    }
+    let range = plan.part_range(q);
+    let all: Vec<u32> = (range.start as u32..range.end as u32).collect();
+    let mut out = Vec::new();
+    for window in all.chunks(RECORDS_PER_READ) {
+        let f = store::fetch(
+            work,
+            &plan.parts,
+            plan.store_k(),
+            window.to_vec(),
+            store::Wanted::default(),
+        )?;
+        out.extend(
+            window
+                .iter()
+                .copied()
+                .filter(|&d| keeps_keys(cfg, f.shingles(d), f.sig(d))),
+        );
+    }
+    Ok(out)
+}
+
+/// Whether the batch keeps the shingle keys of a document with `shingles` shingles and store
+/// record `rec` (see [`crate::stages::index`]; a document without shingles has none to keep).
+pub(crate) fn keeps_keys(cfg: &Config, shingles: u32, rec: &[u32]) -> bool {
+    if shingles == 0 {
+        return false;
+    }
+    match cfg.method {
+        Method::Simhash => {
+            cfg.simhash_min_features > 0
+                && (simhash::record_features(rec) as usize) < cfg.simhash_min_features
+        }
+        Method::Minhash => {
+            cfg.index_keys == IndexKeys::All
+                || f64::from(shingles) < cfg.min_shingles as f64 / cfg.threshold
+        }
+    }
+}
+
+/// The shingle keys of `docs` (ascending, all of part `p`), made from the part's shards again:
+/// each chunk that holds one of them is read whole (as the signatures task read it), the next
+/// one while this one's keys are made; the others are skipped.
+fn remake(plan: &Plan, p: usize, docs: &[u32]) -> Result<Vec<Vec<u32>>> {
+    let mut out = Vec::with_capacity(docs.len());
+    if docs.is_empty() {
+        return Ok(out);
+    }
+    check_inputs(plan, p)?;
+    let cfg = &plan.config;
+    // The chunks that hold wanted documents: (slices, global number of the first row, rows,
+    // the wanted documents' range in `docs`).
+    let mut wanted = Vec::new();
+    let (mut at, mut i) = (plan.part_range(p).start, 0);
+    for chunk in plan.chunks(p, DOCS_PER_CHUNK) {
+        let n: u64 = (chunk.iter().filter_map(|s| s.rows.as_ref()))
+            .map(|r| r.end - r.start)
+            .sum();
+        let end = docs[i..].partition_point(|&d| u64::from(d) < at + n) + i;
+        if end > i {
+            wanted.push((chunk, at, n, i..end));
+        }
+        (at, i) = (at + n, end);
+    }
+    if i != docs.len() {
+        return Err(Error::Internal(format!(
+            "part {p}: document {} is past the part's rows",
+            docs[i]
+        )));
+    }
+    let load = |c: usize| -> Option<Result<Corpus>> {
+        let (chunk, _, n, _) = wanted.get(c)?;
+        Some(Corpus::load_slices(chunk, cfg, |_| {}).and_then(|corpus| {
+            match corpus.len() as u64 == *n {
+                true => Ok(corpus),
+                false => Err(Error::RowsChanged {
+                    part: p,
+                    planned: *n,
+                    read: corpus.len() as u64,
+                }),
+            }
+        }))
+    };
+    let mut next = load(0);
+    for (c, (_, first, _, range)) in wanted.iter().enumerate() {
+        let corpus = next.take().transpose()?;
+        let Some(corpus) = corpus else { break };
+        let make = || {
+            let texts = StringChunked::from_iter_options(
+                PlSmallStr::EMPTY,
+                docs[range.clone()]
+                    .iter()
+                    .map(|&d| corpus.text((u64::from(d) - first) as u32)),
+            );
+            let tokenizer = cfg.effective_tokenizer();
+            signature_column(&texts, None, tokenizer, cfg.ngram, None).1
+        };
+        let (keys, following) = rayon::join(make, || load(c + 1));
+        next = following;
+        out.extend((0..range.len()).map(|j| keys.get(j).to_vec()));
+    }
+    Ok(out)
+}
+
+/// Where the stages after `keys` get shingle keys: the key files (each part's index read once),
+/// and the shards for a document no file holds.
+pub(crate) struct KeySource<'a> {
+    work: &'a OutputDir,
+    plan: &'a Plan,
+    /// Whether key files exist: written by the signatures stage (`--work-keys stored`), or by
+    /// the keys stage when this stage runs after it.
+    stored: bool,
+    indices: Vec<Option<KeyIndex>>,
+    /// Documents whose keys were read from key files, and made from the shards again.
+    pub(crate) read: u64,
+    pub(crate) remade: u64,
+}
+
+impl<'a> KeySource<'a> {
+    /// A source for a stage after the keys stage (`after_keys`), or before it (lookup).
+    pub(crate) fn new(work: &'a OutputDir, plan: &'a Plan, after_keys: bool) -> KeySource<'a> {
+        KeySource {
+            work,
+            plan,
+            stored: after_keys || plan.config.work_keys == WorkKeys::Stored,
+            indices: (0..plan.parts.len()).map(|_| None).collect(),
+            read: 0,
+            remade: 0,
+        }
+    }
+
+    /// The shingle keys of `docs` (sorted, unique), as the signatures stage makes them.
+    pub(crate) fn sets(&mut self, docs: Vec<u32>) -> Result<ShingleSets> {
+        let mut sets: Vec<Vec<u32>> = Vec::with_capacity(docs.len());
+        for (p, of_part) in self.plan.by_part(&docs, |&d| d).into_iter().enumerate() {
+            if of_part.is_empty() {
+                continue;
+            }
+            if self.stored && self.indices[p].is_none() {
+                self.indices[p] = Some(KeyIndex::read(self.work, p)?);
+            }
+            let (held, missing): (Vec<u32>, Vec<u32>) = match &self.indices[p] {
+                Some(index) => of_part.iter().partition(|&&d| index.holds(d)),
+                None => (Vec::new(), of_part.to_vec()),
+            };
+            let mut from_file = match &self.indices[p] {
+                Some(index) if !held.is_empty() => index.keys(self.work, &held)?,
+                _ => Vec::new(),
+            }
+            .into_iter();
+            let mut remade = remake(self.plan, p, &missing)?.into_iter();
+            self.read += held.len() as u64;
+            self.remade += missing.len() as u64;
+            // Back in document order.
+            for d in of_part {
+                let next = match held.binary_search(d) {
+                    Ok(_) => from_file.next(),
+                    Err(_) => remade.next(),
+                };
+                sets.push(next.unwrap_or_default());
+            }
+        }
+        Ok(ShingleSets::new(docs, sets))
+    }
+}
