@@ -186,6 +186,26 @@ fn s3_input_and_output_give_the_local_manifest() {
     let (r, l) = (manifest(&remote), manifest(&local));
     assert_eq!(r.len(), l.len());
     assert_eq!(comparable(&r), comparable(&l));
+    // Shingle keys made again from the shards on S3, key files on S3: the same manifest.
+    let o = run_s3(
+        &server,
+        SECRET,
+        &[
+            "--input",
+            "s3://crawl/2026-11-22/*.parquet",
+            "--output",
+            "s3://crawl/runs/r2",
+            "--paragraphs",
+            "--substrings",
+            "--work-keys",
+            "remade",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        comparable(&manifest(&server.root.join("crawl/runs/r2"))),
+        comparable(&r)
+    );
     // The paragraph and window rows streamed to S3 and read back by range give the local spans.
     let spans = |dir: &std::path::Path| {
         read_df(&dir.join("manifest.parquet"))
