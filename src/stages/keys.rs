@@ -1,5 +1,5 @@
 //! Stage `keys` (one task per part): the shingle keys of the part's documents that an exact check
-//! needs, made again from the shards (`keys/pP.bin`, [`crate::io::keys`]).
+//! needs, made again from the shards (`keys/pP.{keys,index}`, [`crate::io::keys`]).
 //!
 //! Keys are four bytes per token: storing every document's, as the signatures stage once did,
 //! was three quarters of the work directory, for the few documents that verification checks

@@ -156,16 +156,16 @@ pub(crate) fn check_pairs(
     }
 }
 
-/// Signatures (and ids, when `also` is given) of the documents of `pairs` and of `also`.
+/// Signatures (and ids, when `ids`) of the documents of `pairs` and of `also`.
 fn fetch_sigs(
     work: &OutputDir,
     plan: &Plan,
     pairs: &[(u32, u32)],
-    also: Option<Vec<u32>>,
+    also: Vec<u32>,
+    ids: bool,
 ) -> Result<store::Fetched> {
     let mut docs = docs_of_pairs(pairs, |_, _| true);
-    let ids = also.is_some();
-    docs.extend(also.unwrap_or_default());
+    docs.extend(also);
     docs.par_sort_unstable();
     docs.dedup();
     let wanted = store::Wanted { ids };
@@ -193,9 +193,8 @@ pub(crate) fn fetch_for_pairs(
     pairs: &[(u32, u32)],
     also: Vec<u32>,
 ) -> Result<(store::Fetched, ShingleSets)> {
-    let also = Some(also);
     let cfg = &plan.config;
-    let sigs = fetch_sigs(work, plan, pairs, also)?;
+    let sigs = fetch_sigs(work, plan, pairs, also, true)?;
     let need = match cfg.method {
         Method::Minhash => {
             docs_needing_sets(pairs, &sigs, cfg.verify, cfg.threshold, cfg.min_shingles)
@@ -226,7 +225,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats
     let cfg = &plan.config;
     let (mut edges, mut checks) = (Vec::new(), Vec::new());
     for batch in pairs.chunk_by(|x, y| window(x.0) == window(y.0)) {
-        let sigs = fetch_sigs(work, plan, batch, None)?;
+        let sigs = fetch_sigs(work, plan, batch, Vec::new(), false)?;
         let (found, exact) = match cfg.method {
             Method::Minhash => {
                 estimate_batch(batch, &sigs, cfg.verify, cfg.threshold, cfg.min_shingles)
