@@ -128,7 +128,8 @@ pub(super) fn plan(job: Job, work: String) -> anyhow::Result<()> {
             }
             None => None,
         };
-        let plan = crate::plan::Plan::build(&cfg, layout.tasks, layout.bucket_ranges, index)?;
+        let mut plan = crate::plan::Plan::build(&cfg, layout.tasks, layout.bucket_ranges, index)?;
+        plan.settle_work_keys(dir.local_dir().is_none());
         executor::local::install_plan(&dir, &plan, cfg.quiet)?;
         let estimate = executor::estimate::estimate(&plan)?;
         Ok((plan, estimate))

@@ -97,9 +97,12 @@ pub enum IndexKeys {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum WorkKeys {
-    /// Written by the signatures stage for every document as its signature is made: the
-    /// fastest run, and most of the work directory.
+    /// `stored` while the stored keys fit in this machine's memory and the work directory is
+    /// local, `remade` beyond (settled when the run is planned).
     #[default]
+    Auto,
+    /// Written by the signatures stage for every document as its signature is made: the
+    /// fastest run while they stay in memory, and most of the work directory.
     Stored,
     /// Made again from the shards, after the estimates, for the documents an exact check needs:
     /// a third of the work directory or less, for a second read of the input.

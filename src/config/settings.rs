@@ -109,9 +109,11 @@ pub struct Settings {
     #[arg(long, value_enum)]
     pub index_keys: Option<IndexKeys>,
     /// Where exact verification gets shingle keys: stored (written for every document by the
-    /// signatures stage: fastest) or remade (made again from the shards for the documents that
-    /// need them: a third of the work directory or less, for a second read of the input). The
-    /// same results either way.
+    /// signatures stage: fastest while they fit in memory) or remade (made again from the shards
+    /// for the documents that need them: a third to a half of the work directory, for a second
+    /// read of the input; faster once stored keys would not fit in memory); auto (the default)
+    /// picks remade for an object-store work directory or keys beyond half the memory, stored
+    /// otherwise. The same results always.
     #[arg(long, value_enum)]
     pub work_keys: Option<WorkKeys>,
     /// Worker threads (default: all cores).
@@ -288,13 +290,14 @@ impl Settings {
 
 /// Settings without a fixed default: the required ones, and those that follow from other
 /// settings or the machine (their help says how).
-const NO_FIXED_DEFAULT: [&str; 6] = [
+const NO_FIXED_DEFAULT: [&str; 7] = [
     "input",
     "output",
     "bands",
     "rows",
     "simhash_blocks",
     "threads",
+    "work_keys",
 ];
 
 /// `cmd` (a command that takes the [`Settings`] flags) with each option's default at the end of

@@ -263,7 +263,7 @@ fn run_tasks(
         }
         None => (None, None),
     };
-    let plan = pool.install(|| Plan::build(cfg, layout.tasks, layout.bucket_ranges, index))?;
+    let mut plan = pool.install(|| Plan::build(cfg, layout.tasks, layout.bucket_ranges, index))?;
     // One run per output and work directory at a time.
     let _out_lock = crate::io::lock::waiting(wait, quiet, || dir_lock(&cfg.output))?;
     let out = OutputDir::parse(&cfg.output);
@@ -282,9 +282,18 @@ fn run_tasks(
     if let Some(dir) = work.local_dir() {
         crate::io::output::prepare_dir(dir)?;
     }
+    plan.settle_work_keys(work.local_dir().is_none());
     // A new run's disk is checked before anything is written to it (a rerun after a refusal is
     // refused again); a run that resumes has its room already.
-    let resumes = matches!(read_plan(&work), Ok(Some(old)) if old.same_work(&plan));
+    let installed = read_plan(&work)
+        .ok()
+        .flatten()
+        .filter(|old| old.same_work(&plan));
+    // A resumed run keeps the keys' place its first start chose (its files are in the work).
+    if let Some(old) = &installed {
+        plan.config.work_keys = old.config.work_keys;
+    }
+    let resumes = installed.is_some();
     if !resumes && !layout.skip_space_check {
         pool.install(|| check_space(&work, &work_name, &plan, quiet))?;
     }

@@ -205,6 +205,14 @@ pub(crate) fn write_marker(work: &OutputDir, report: &TaskReport, stage: &str) -
 }
 
 /// Process peak RSS in MiB (Linux `VmHWM`); 0 where unavailable.
+/// This machine's memory in bytes (Linux `MemTotal`), if known.
+pub(crate) fn memory_bytes() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
 pub(crate) fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()

@@ -189,6 +189,29 @@ impl Plan {
         })
     }
 
+    /// Settles `--work-keys auto`: keys made again when the work directory is on object storage
+    /// (where writing and reading back keys costs more than a second read of the input) or when
+    /// the stored keys would not fit in this machine's memory (beyond the page cache, reading them
+    /// back made the exact stage slower than making them again: 10M documents, PERFORMANCE.md);
+    /// stored otherwise.
+    pub(crate) fn settle_work_keys(&mut self, remote_work: bool) {
+        if self.config.work_keys != WorkKeys::Auto {
+            return;
+        }
+        // A Parquet input's work directory with stored keys: 1.9-2.6x its bytes (PERFORMANCE.md).
+        let stored: u64 = self
+            .files
+            .iter()
+            .map(|f| f.bytes)
+            .sum::<u64>()
+            .saturating_mul(3);
+        let memory = crate::io::work::memory_bytes().unwrap_or(u64::MAX);
+        self.config.work_keys = match remote_work || stored > memory / 2 {
+            true => WorkKeys::Remade,
+            false => WorkKeys::Stored,
+        };
+    }
+
     /// Number of tasks of `stage` (0: the stage does not run for this plan's method).
     pub(crate) fn tasks(&self, stage: Stage) -> usize {
         match stage {
@@ -197,7 +220,7 @@ impl Plan {
             Stage::Signatures | Stage::Verify | Stage::Exact | Stage::Manifest => self.parts.len(),
             Stage::Keys => match self.config.work_keys {
                 WorkKeys::Remade => self.parts.len(),
-                WorkKeys::Stored => 0,
+                WorkKeys::Stored | WorkKeys::Auto => 0,
             },
             Stage::Candidates => self.bands() * self.bucket_ranges,
             Stage::Cluster | Stage::Merge => 1,
@@ -440,6 +463,29 @@ pub(crate) mod tests {
             index: None,
             reference: Vec::new(),
         }
+    }
+
+    #[test]
+    fn auto_work_keys_are_remade_on_object_storage_or_beyond_memory() {
+        let settled = |bytes: u64, remote: bool, asked: WorkKeys| {
+            let mut p = plan(&[10], vec![(0, 10)]);
+            p.files[0].bytes = bytes;
+            p.config.work_keys = asked;
+            p.settle_work_keys(remote);
+            p.config.work_keys
+        };
+        assert_eq!(settled(1_000, false, WorkKeys::Auto), WorkKeys::Stored);
+        assert_eq!(settled(1_000, true, WorkKeys::Auto), WorkKeys::Remade);
+        assert_eq!(
+            settled(u64::MAX / 4, false, WorkKeys::Auto),
+            WorkKeys::Remade
+        );
+        // An explicit choice stands.
+        assert_eq!(
+            settled(u64::MAX / 4, true, WorkKeys::Stored),
+            WorkKeys::Stored
+        );
+        assert_eq!(settled(1_000, false, WorkKeys::Remade), WorkKeys::Remade);
     }
 
     #[test]

@@ -241,7 +241,7 @@ impl<'a> KeySource<'a> {
         KeySource {
             work,
             plan,
-            stored: after_keys || plan.config.work_keys == WorkKeys::Stored,
+            stored: after_keys || plan.config.work_keys != WorkKeys::Remade,
             indices: (0..plan.parts.len()).map(|_| None).collect(),
             read: 0,
             remade: 0,

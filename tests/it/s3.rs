@@ -459,6 +459,9 @@ fn s3_work_files_larger_than_a_part_are_streamed() {
             "--output",
             "s3://crawl/runs/big",
             "--keep-work",
+            // Every document's keys, in one large file (auto makes them again on S3).
+            "--work-keys",
+            "stored",
         ],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

@@ -54,7 +54,7 @@ impl Kernel {
             Method::Minhash => Kernel::Minhash {
                 perms: Permutations::of(cfg),
                 rows: cfg.rows,
-                keys: cfg.work_keys == WorkKeys::Stored,
+                keys: cfg.work_keys != WorkKeys::Remade,
             },
             Method::Simhash => {
                 let indexed = plan
@@ -74,7 +74,7 @@ impl Kernel {
                     df,
                     sampled,
                     short: cfg.simhash_min_features > 0,
-                    keys: cfg.simhash_min_features > 0 && cfg.work_keys == WorkKeys::Stored,
+                    keys: cfg.simhash_min_features > 0 && cfg.work_keys != WorkKeys::Remade,
                 }
             }
         })

@@ -440,7 +440,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
     let (paragraph_ranges, substring_ranges) = (plan.paragraph_ranges(), plan.substring_ranges());
     with_rows(work, &paragraph_files, paragraph_ranges, |paragraph_rows| {
         with_rows(work, &substring_files, substring_ranges, |substring_rows| {
-            with_key_files(work, p, cfg.work_keys == WorkKeys::Stored, |key_writer| {
+            with_key_files(work, p, cfg.work_keys != WorkKeys::Remade, |key_writer| {
                 store::write_part(work, p, |files| {
                     let store =
                         store::Writer::new(files, kernel.k(), first, count).map_err(store_err)?;
