@@ -47,14 +47,13 @@ pub(crate) struct StageEstimate {
 }
 
 impl Estimate {
-    /// One line for a person.
-    pub(crate) fn summary(&self, free: Option<u64>) -> String {
-        let free = free.map_or(String::new(), |f| {
-            format!(" ({} free there)", crate::report::numbers::bytes(f))
-        });
+    /// One line for a person, beside the `free` bytes of the work directory's disk.
+    pub(crate) fn summary(&self, free: u64) -> String {
+        let bytes = crate::report::numbers::bytes;
         format!(
-            "estimate: the work directory takes up to {}{free}, measured on {} sampled documents",
-            crate::report::numbers::bytes(self.work_bytes),
+            "estimate: the work directory takes up to {} ({} free there), measured on {} sampled documents",
+            bytes(self.work_bytes),
+            bytes(free),
             self.sample_documents
         )
     }

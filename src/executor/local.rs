@@ -62,7 +62,7 @@ fn check_space(work: &OutputDir, name: &str, plan: &Plan, quiet: bool) -> Result
     }
     let estimate = crate::executor::estimate::estimate(plan)?;
     if !quiet {
-        eprintln!("corpus-dedup: {}", estimate.summary(Some(free)));
+        eprintln!("corpus-dedup: {}", estimate.summary(free));
     }
     if free >= estimate.work_bytes {
         return Ok(());
@@ -218,15 +218,11 @@ fn same_boot(work: &OutputDir) -> Result<bool> {
 /// a scratch directory, was written in this boot). Returns whether an existing plan was kept
 /// (finished tasks will be reused).
 pub(crate) fn install_plan(work: &OutputDir, plan: &Plan, quiet: bool) -> Result<bool> {
-    // An unreadable plan (damaged, or another version's) counts as different work.
-    let mut same_work = false;
-    if let Ok(Some(old)) = read_plan(work) {
-        same_work = old.same_work(plan);
-        if same_work && same_boot(work)? {
-            return Ok(true);
-        }
+    if resumable(work, plan)?.is_some() {
+        return Ok(true);
     }
     if work.read(PLAN)?.is_some() {
+        let same_work = matches!(read_plan(work), Ok(Some(old)) if old.same_work(plan));
         if !quiet {
             let why = if same_work {
                 "was written before the machine restarted (or not by `run`), and its files are not synced to disk"
@@ -242,6 +238,15 @@ pub(crate) fn install_plan(work: &OutputDir, plan: &Plan, quiet: bool) -> Result
     }
     work.write_bytes(PLAN, plan.to_json())?;
     Ok(false)
+}
+
+/// The plan `work` holds when a run of `plan` resumes it: the same work, written in this boot.
+/// An unreadable plan (damaged, or another version's) counts as different work.
+fn resumable(work: &OutputDir, plan: &Plan) -> Result<Option<Plan>> {
+    match read_plan(work) {
+        Ok(Some(old)) if old.same_work(plan) && same_boot(work)? => Ok(Some(old)),
+        _ => Ok(None),
+    }
 }
 
 fn run_tasks(
@@ -285,10 +290,7 @@ fn run_tasks(
     plan.settle_work_keys(work.local_dir().is_none());
     // A new run's disk is checked before anything is written to it (a rerun after a refusal is
     // refused again); a run that resumes has its room already.
-    let installed = read_plan(&work)
-        .ok()
-        .flatten()
-        .filter(|old| old.same_work(&plan));
+    let installed = resumable(&work, &plan)?;
     // A resumed run keeps the keys' place its first start chose (its files are in the work).
     if let Some(old) = &installed {
         plan.config.work_keys = old.config.work_keys;

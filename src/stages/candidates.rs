@@ -31,9 +31,9 @@ use polars::prelude::Column;
 use crate::config::ClusterRule;
 use crate::error::Result;
 use crate::io::output::OutputDir;
-use crate::io::work::write_frame;
+use crate::io::work::{u32s, write_frame};
 use crate::io::{band_rows, pairs, work};
-use crate::plan::Plan;
+use crate::plan::{Plan, Stage};
 use crate::simhash::hamming;
 
 /// Counters for the summary.
@@ -192,6 +192,26 @@ fn bucket_pairs(
         }
     }
     out
+}
+
+/// Calls `f` with the (bucket, doc) rows of each candidates task's giant file (`--cluster
+/// keeper`), in task order, for the tasks that found giant buckets; `stage` names the reader in
+/// errors.
+pub(crate) fn each_giant_file(
+    work: &OutputDir,
+    plan: &Plan,
+    stage: &'static str,
+    mut f: impl FnMut(Vec<u32>, Vec<u32>),
+) -> Result<()> {
+    let reports = crate::plan::require_stage(work, plan, Stage::Candidates)?;
+    for (t, r) in reports.iter().enumerate() {
+        if r.stats::<CandidateStats>().giant_buckets == 0 {
+            continue;
+        }
+        let df = work.read_parquet(&work::giant_file(t))?;
+        f(u32s(&df, "bucket", stage)?, u32s(&df, "doc", stage)?);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

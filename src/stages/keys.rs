@@ -22,12 +22,12 @@ use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::io::keys::{self, KeyIndex};
 use crate::io::output::OutputDir;
-use crate::io::work::{self, u32s};
+use crate::io::work;
 use crate::io::{pairs, store};
 use crate::minhash::SigSource;
 use crate::plan::{Plan, Stage, DOCS_PER_CHUNK};
 use crate::simhash;
-use crate::stages::candidates::CandidateStats;
+use crate::stages::candidates;
 use crate::stages::signatures::{check_inputs, signature_column};
 use crate::text::sets::ShingleSets;
 
@@ -92,15 +92,9 @@ fn giant_members(work: &OutputDir, plan: &Plan, range: std::ops::Range<u64>) -> 
         return Ok(Vec::new());
     }
     let mut out = Vec::new();
-    let reports = crate::plan::require_stage(work, plan, Stage::Candidates)?;
-    for (t, r) in reports.iter().enumerate() {
-        if r.stats::<CandidateStats>().giant_buckets == 0 {
-            continue;
-        }
-        let df = work.read_parquet(&work::giant_file(t))?;
-        let docs = u32s(&df, "doc", "keys")?;
+    candidates::each_giant_file(work, plan, "keys", |_, docs| {
         out.extend(docs.into_iter().filter(|&d| range.contains(&u64::from(d))));
-    }
+    })?;
     out.sort_unstable();
     out.dedup();
     Ok(out)

@@ -159,19 +159,20 @@ fn s3_input_and_output_give_the_local_manifest() {
         return;
     };
     let files = upload_samples(&server, "crawl", "2026-11-22");
-    let o = run_s3(
-        &server,
-        SECRET,
-        &[
+    // The samples from S3 with spans removed, to `out` (more flags: `extra`).
+    let run_spans = |out: &str, extra: &[&str]| {
+        let mut args = vec![
             "--input",
             "s3://crawl/2026-11-22/*.parquet",
             "--output",
-            "s3://crawl/runs/r1",
-            "--paragraphs",
-            "--substrings",
-        ],
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            out,
+        ];
+        args.extend(["--paragraphs", "--substrings"]);
+        args.extend(extra);
+        let o = run_s3(&server, SECRET, &args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    run_spans("s3://crawl/runs/r1", &[]);
     let remote = server.root.join("crawl/runs/r1");
     assert!(remote.join("summary.json").exists());
     let local = temp_dir("s3-e2e-local");
@@ -187,21 +188,7 @@ fn s3_input_and_output_give_the_local_manifest() {
     assert_eq!(r.len(), l.len());
     assert_eq!(comparable(&r), comparable(&l));
     // Shingle keys made again from the shards on S3, key files on S3: the same manifest.
-    let o = run_s3(
-        &server,
-        SECRET,
-        &[
-            "--input",
-            "s3://crawl/2026-11-22/*.parquet",
-            "--output",
-            "s3://crawl/runs/r2",
-            "--paragraphs",
-            "--substrings",
-            "--work-keys",
-            "remade",
-        ],
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    run_spans("s3://crawl/runs/r2", &["--work-keys", "remade"]);
     assert_eq!(
         comparable(&manifest(&server.root.join("crawl/runs/r2"))),
         comparable(&r)

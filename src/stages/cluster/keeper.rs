@@ -12,9 +12,9 @@ use crate::error::Result;
 use crate::index::renew::{self, Renewals};
 use crate::io::output::OutputDir;
 use crate::io::store;
-use crate::io::work::{self, u32s};
-use crate::plan::{Plan, Stage};
-use crate::stages::candidates::CandidateStats;
+use crate::io::work;
+use crate::plan::Plan;
+use crate::stages::candidates;
 use crate::stages::keys::KeySource;
 use crate::stages::verify;
 use crate::text::sets::ShingleSets;
@@ -199,16 +199,7 @@ impl<'a> Giants<'a> {
     ) -> Result<Giants<'a>> {
         let mut buckets_of: ahash::AHashMap<u32, Vec<u32>> = ahash::AHashMap::new();
         let mut buckets = 0u32;
-        let reports = crate::plan::require_stage(work, plan, Stage::Candidates)?;
-        for (t, r) in reports.iter().enumerate() {
-            if r.stats::<CandidateStats>().giant_buckets == 0 {
-                continue;
-            }
-            let df = work.read_parquet(&work::giant_file(t))?;
-            let (bucket, doc) = (
-                u32s(&df, "bucket", "cluster")?,
-                u32s(&df, "doc", "cluster")?,
-            );
+        candidates::each_giant_file(work, plan, "cluster", |bucket, doc| {
             let base = buckets;
             for (b, d) in bucket.into_iter().zip(doc) {
                 let list = buckets_of.entry(first_copy[d as usize]).or_default();
@@ -217,7 +208,7 @@ impl<'a> Giants<'a> {
                 }
                 buckets = buckets.max(base + b + 1);
             }
-        }
+        })?;
         let mut members: Vec<u32> = buckets_of.keys().copied().collect();
         members.sort_unstable();
         let cap = match plan.config.method {

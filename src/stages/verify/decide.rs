@@ -1,6 +1,6 @@
 //! How a candidate pair is decided: on the signature estimate or on the exact Jaccard of the
 //! stored shingle keys ([`needs_exact`]), in batches ([`estimate_batch`], [`exact_batch`]), and
-//! SimHash's Hamming check with its short-document rule ([`verify_hamming`]).
+//! SimHash's Hamming check with its short-document rule ([`hamming_batch`], [`jaccard_edges`]).
 
 use rayon::prelude::*;
 
@@ -284,38 +284,6 @@ pub(crate) fn jaccard_edges(checks: &[ExactPair], sets: &ShingleSets, threshold:
         .collect()
 }
 
-/// SimHash verification: keeps pairs within Hamming distance `k`; when either document has fewer
-/// than `min_features` features (too few for a stable fingerprint), the pair must also reach the
-/// Jaccard `threshold` on its shingle sets (held in `sets`). Similarity is 1 - distance / 64.
-pub(crate) fn verify_hamming(
-    pairs: &[(u32, u32)],
-    fps: &impl SigSource,
-    k: usize,
-    short: Option<(&ShingleSets, f64, usize)>,
-) -> Vec<Edge> {
-    pairs
-        .par_iter()
-        .with_min_len(64)
-        .filter_map(|&(a, b)| {
-            let d = simhash::hamming(fingerprint(fps, a), fingerprint(fps, b));
-            if d as usize > k {
-                return None;
-            }
-            if let Some((sets, threshold, min_features)) = short {
-                let few = |x: u32| (simhash::record_features(fps.sig(x)) as usize) < min_features;
-                if (few(a) || few(b)) && held_jaccard(a, b, sets).unwrap_or(0.0) < threshold {
-                    return None;
-                }
-            }
-            Some(Edge {
-                a,
-                b,
-                similarity: simhash::similarity(d) as f32,
-            })
-        })
-        .collect()
-}
-
 /// Both documents of every SimHash candidate pair in which a document has fewer than
 /// `min_features` features (its Jaccard check needs both sets); sorted and unique.
 pub(crate) fn short_docs(
@@ -473,21 +441,24 @@ mod tests {
             shingles: vec![10; 4],
         };
         let pairs = [(0, 1), (0, 2), (0, 3)];
-        let e = verify_hamming(&pairs, &fps, 3, None);
+        // Without the short check: every pair within distance 3 is an edge.
+        let (e, checks) = hamming_batch(&pairs, &fps, 3, 0);
         assert_eq!(
             e.iter().map(|e| (e.a, e.b)).collect::<Vec<_>>(),
             vec![(0, 1), (0, 3)]
         );
+        assert!(checks.is_empty());
         assert_eq!(e[0].similarity, 1.0 - 3.0 / 64.0);
         assert_eq!(short_docs(&pairs, &fps, 10), vec![0, 3]);
         // Doc 3 is short: its pair needs Jaccard >= 0.8 too.
-        let sets = ShingleSets::new(vec![0, 3], vec![vec![1, 2, 3, 4, 5], vec![1, 2, 3, 4, 6]]);
-        let e = verify_hamming(&pairs, &fps, 3, Some((&sets, 0.8, 10)));
+        let (e, checks) = hamming_batch(&pairs, &fps, 3, 10);
         assert_eq!(e.len(), 1);
+        assert_eq!((checks[0].a, checks[0].b), (0, 3));
+        assert_eq!(checks[0].estimate, 1.0 - 1.0 / 64.0);
+        let sets = ShingleSets::new(vec![0, 3], vec![vec![1, 2, 3, 4, 5], vec![1, 2, 3, 4, 6]]);
+        assert!(jaccard_edges(&checks, &sets, 0.8).is_empty());
         let sets = ShingleSets::new(vec![0, 3], vec![vec![1, 2, 3, 4, 5], vec![1, 2, 3, 4, 5]]);
-        assert_eq!(
-            verify_hamming(&pairs, &fps, 3, Some((&sets, 0.8, 10))).len(),
-            2
-        );
+        let e = jaccard_edges(&checks, &sets, 0.8);
+        assert_eq!((e.len(), e[0].similarity), (1, 1.0 - 1.0 / 64.0));
     }
 }

@@ -45,7 +45,7 @@ use decide::fingerprint;
 
 pub(crate) use decide::{
     docs_needing_sets, docs_of_pairs, estimate_batch, exact_batch, exact_edges, hamming_batch,
-    jaccard_edges, needs_exact, short_docs, similarity, verify_hamming, Edge, ExactPair,
+    jaccard_edges, needs_exact, short_docs, similarity, Edge, ExactPair,
 };
 
 use polars::prelude::Column;
@@ -149,9 +149,10 @@ pub(crate) fn check_pairs(
             edges
         }
         Method::Simhash => {
-            let min = cfg.simhash_min_features;
-            let short = (min > 0).then_some((sets, cfg.threshold, min));
-            verify_hamming(pairs, sigs, cfg.hamming, short)
+            let (mut edges, checks) =
+                hamming_batch(pairs, sigs, cfg.hamming, cfg.simhash_min_features);
+            edges.extend(jaccard_edges(&checks, sets, cfg.threshold));
+            edges
         }
     }
 }
