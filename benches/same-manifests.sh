@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Whether two binaries give byte-identical manifests for every option family on the development
 # corpora (dev-small, and multi when present): the check for a change meant to alter no result
-# (a refactor, a speed-up). Two nights through an index, and a rerun of the second, compare the
-# index heads too.
+# (a refactor, a speed-up). Each family's report is rebuilt by both from the same output
+# (`corpus-dedup report`) and compared too. Two nights through an index, and a rerun of the
+# second, compare the index heads too.
 #   make bench-same OLD=old-binary NEW=new-binary
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +33,14 @@ same() {
   else
     echo "DIFFERENT  $glob $*"; differ=1
   fi
+  same_report "$work/new-$n" "$glob $*"
+}
+# same_report OUT WHAT: the report both binaries rebuild from one output.
+same_report() {
+  "$OLD" report "$1" > /dev/null 2>&1 && mv "$1/report.html" "$work/report-old.html" \
+    && "$NEW" report "$1" > /dev/null 2>&1 \
+    && cmp -s "$work/report-old.html" "$1/report.html" \
+    && echo "same       report: $2" || { echo "DIFFERENT  report: $2"; differ=1; }
 }
 s="$small/shard-*.parquet"
 same "$s"
@@ -62,6 +71,7 @@ done
 for night in n1 n2; do
   cmp -s "$work/old-idx-$night/manifest.parquet" "$work/new-idx-$night/manifest.parquet" \
     && echo "same       index night $night" || { echo "DIFFERENT  index night $night"; differ=1; }
+  same_report "$work/new-idx-$night" "index night $night"
 done
 strip() { "$PY" -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1])), sort_keys=True, indent=0))" "$1" | grep -v -e time -e seconds; }
 diff <(strip "$work/idx-old/index.json") <(strip "$work/idx-new/index.json") > /dev/null \

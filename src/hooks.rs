@@ -11,6 +11,8 @@
 //!   chunk and shard boundaries); it never changes a result.
 //! - `CORPUS_DEDUP_JSONL_GROUP_ROWS=N`: the documents of a JSON Lines row group, each a place a
 //!   task may seek to (tests use tiny groups); it never changes a result.
+//! - `CORPUS_DEDUP_MANIFEST_SLICE_ROWS=N`: the report reads the manifest N rows at a time
+//!   instead of a row group at a time (tests cross many slices); it never changes the report.
 //! - `CORPUS_DEDUP_COMPACT=never`: no lingering batch is compacted (tests compare the decisions
 //!   of an index with and without compaction).
 //! - `CORPUS_DEDUP_FREE_BYTES=N`: the free space `run` sees on its work directory's disk (tests
@@ -24,6 +26,12 @@ pub(crate) fn chunk_rows(default: u64) -> u64 {
 /// The rows of a JSON Lines row group: `default`, unless the group-size hook sets it.
 pub(crate) fn jsonl_group_rows(default: u64) -> u64 {
     number("CORPUS_DEDUP_JSONL_GROUP_ROWS", default).max(1)
+}
+
+/// The manifest rows the report reads at a time, at most: `default`, unless the slice hook sets
+/// it.
+pub(crate) fn manifest_slice_rows(default: usize) -> usize {
+    number("CORPUS_DEDUP_MANIFEST_SLICE_ROWS", default as u64).max(1) as usize
 }
 
 /// The number `var` holds (test builds only), else `default`.

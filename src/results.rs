@@ -67,6 +67,83 @@ pub(crate) struct Manifest {
     pub reference: Vec<crate::reference::ReferenceFile>,
 }
 
+/// Where a manifest's bytes are: a local file (read in place) or an object fetched whole.
+enum Source {
+    File(std::fs::File),
+    Bytes(Vec<u8>),
+}
+
+/// A Parquet reader over a manifest's bytes.
+type Reader<'a> = ParquetReader<Box<dyn polars::io::mmap::MmapBytesReader + 'a>>;
+
+impl Source {
+    fn reader(&self) -> Result<Reader<'_>> {
+        let inner: Box<dyn polars::io::mmap::MmapBytesReader + '_> = match self {
+            Source::File(f) => Box::new(std::io::BufReader::new(f)),
+            Source::Bytes(b) => Box::new(std::io::Cursor::new(b.as_slice())),
+        };
+        Ok(ParquetReader::new(inner))
+    }
+}
+
+/// A manifest's rows, read a few columns and a row group at a time (the report's passes: what
+/// it holds does not grow with the manifest's strings).
+pub(crate) struct ManifestRows {
+    location: String,
+    source: Source,
+    metadata: polars::io::parquet::metadata::FileMetadataRef,
+    columns: Vec<String>,
+}
+
+impl ManifestRows {
+    /// Whether the manifest has the column `name` (some exist only with some options).
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.columns.iter().any(|c| c == name)
+    }
+
+    /// The manifest's error for a column it cannot read.
+    pub(crate) fn error(&self, e: PolarsError) -> Error {
+        Error::Manifest {
+            path: self.location.clone(),
+            source: e.into(),
+        }
+    }
+
+    /// Columns `columns` (all when `None`) of rows `slice` (all when `None`).
+    fn read(&self, columns: Option<&[&str]>, slice: Option<(usize, usize)>) -> Result<DataFrame> {
+        let mut reader = self.source.reader()?;
+        reader.set_metadata(self.metadata.clone());
+        let columns = columns.map(|c| c.iter().map(|s| s.to_string()).collect());
+        reader
+            .with_columns(columns)
+            .with_slice(slice)
+            .finish()
+            .map_err(|e| self.error(e))
+    }
+
+    /// Calls `each(first row, frame)` with columns `columns` of each row group in order (those
+    /// the manifest lacks left out). A row group is read whole, but only the columns asked for.
+    pub(crate) fn each_group(
+        &self,
+        columns: &[&str],
+        mut each: impl FnMut(usize, &DataFrame) -> Result<()>,
+    ) -> Result<()> {
+        let present: Vec<&str> = columns.iter().copied().filter(|c| self.has(c)).collect();
+        let mut first = 0usize;
+        for g in self.metadata.row_groups.iter() {
+            let end = first + g.num_rows();
+            let step = crate::hooks::manifest_slice_rows(g.num_rows());
+            while first < end {
+                let n = step.min(end - first);
+                let df = self.read(Some(&present), Some((first, n)))?;
+                each(first, &df)?;
+                first += n;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Reads a whole local file or `s3://` object; `None` when it does not exist.
 pub fn read_location(location: &str) -> Result<Option<Vec<u8>>> {
     if object::is_url(location) {
@@ -91,17 +168,35 @@ impl Manifest {
     /// Reads `manifest.parquet` (a local path or `s3://` URL) with its recorded settings and
     /// inputs.
     pub(crate) fn read(location: &str) -> Result<Manifest> {
+        let (mut m, rows) = Manifest::open(location)?;
+        m.frame = rows.read(None, None)?;
+        Ok(m)
+    }
+
+    /// The manifest's recorded settings and inputs (its frame left empty), and its rows to read
+    /// a few columns and row groups at a time.
+    pub(crate) fn open(location: &str) -> Result<(Manifest, ManifestRows)> {
         let err = |msg: String| Error::Manifest {
             path: location.to_string(),
             source: msg.into(),
         };
-        let bytes = read_location(location)?.ok_or_else(|| {
-            err("no such file; pass the manifest.parquet a `corpus-dedup run` wrote".into())
-        })?;
-        let mut reader = ParquetReader::new(std::io::Cursor::new(bytes));
-        let kv: BTreeMap<String, String> = reader
+        let missing =
+            || err("no such file; pass the manifest.parquet a `corpus-dedup run` wrote".into());
+        let source = if object::is_url(location) {
+            Source::Bytes(read_location(location)?.ok_or_else(missing)?)
+        } else {
+            match std::fs::File::open(location) {
+                Ok(f) => Source::File(f),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(missing()),
+                Err(e) => return Err(err(e.to_string())),
+            }
+        };
+        let metadata = source
+            .reader()?
             .get_metadata()
             .map_err(|e| err(e.to_string()))?
+            .clone();
+        let kv: BTreeMap<String, String> = metadata
             .key_value_metadata()
             .iter()
             .flatten()
@@ -135,14 +230,26 @@ impl Manifest {
             .get(REFERENCE_KEY)
             .and_then(|s| serde_json::from_str(s).ok())
             .unwrap_or_default();
-        let frame = reader.finish().map_err(|e| err(e.to_string()))?;
-        Ok(Manifest {
+        let columns = metadata
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().to_string())
+            .collect();
+        let manifest = Manifest {
             location: location.to_string(),
-            frame,
+            frame: DataFrame::empty(),
             config,
             inputs,
             reference,
-        })
+        };
+        let rows = ManifestRows {
+            location: location.to_string(),
+            source,
+            metadata,
+            columns,
+        };
+        Ok((manifest, rows))
     }
 
     /// A column of the manifest.
@@ -335,18 +442,22 @@ pub(crate) fn read_row_at(
 /// A read of texts: a file, its rows to read, and the manifest rows in them.
 type Span<'a> = (&'a str, Range<u64>, Vec<usize>);
 
-/// The texts of manifest rows `which`: the wanted span of each small row group read once, each
-/// row of a large group read alone, all in parallel; an `s3://` shard fetched once.
-pub(crate) fn read_texts(
+/// Where manifest row `i` is: its shard and row.
+pub(crate) type At<'a> = dyn Fn(usize) -> (&'a str, u64) + Sync + 'a;
+
+/// The texts of manifest rows `which` (`at` says where each is): the wanted span of each small
+/// row group read once, each row of a large group read alone, all in parallel; an `s3://` shard
+/// fetched once.
+pub(crate) fn read_texts<'a>(
     m: &Manifest,
     groups: &RowGroups,
     which: &[usize],
+    at: &At<'a>,
 ) -> Result<BTreeMap<usize, Option<String>>> {
     use rayon::prelude::*;
-    let c = m.columns()?;
-    let mut spans: BTreeMap<(usize, usize, u64), Span> = BTreeMap::new();
+    let mut spans: BTreeMap<(usize, usize, u64), Span<'a>> = BTreeMap::new();
     for &i in which {
-        let at = (c.file.get(i).unwrap_or(""), c.row.get(i).unwrap_or(0));
+        let at = at(i);
         let Some(((f, g), _, small)) = groups.group(at) else {
             continue;
         };
@@ -368,7 +479,7 @@ pub(crate) fn read_texts(
             } else {
                 (None, Some(span.clone()))
             };
-            let row = |i: usize| c.row.get(i).unwrap_or(0);
+            let row = |i: usize| at(i).1;
             if jsonl::is_jsonl(file) {
                 // One pass over the file, parsing and keeping the wanted lines only.
                 let mut rows: Vec<u64> = idx.iter().map(|&i| row(i)).collect();
@@ -388,7 +499,7 @@ pub(crate) fn read_texts(
             Ok(idx
                 .into_iter()
                 .map(|i| {
-                    let r = (c.row.get(i).unwrap_or(0) - first) as usize;
+                    let r = (at(i).1 - first) as usize;
                     (i, shard.text.get(r).map(str::to_string))
                 })
                 .collect())

@@ -140,7 +140,8 @@ pub(crate) fn explain(out: &str, id: &str, limit: usize) -> Result<Explanation> 
     members.sort_by_key(|&i| (Some(i) != kept_member, i != at, i));
     let shown: Vec<usize> = members.iter().copied().take(limit.max(2)).collect();
     let shown_files: Vec<&str> = shown.iter().filter_map(|&i| files.get(i)).collect();
-    let text = read_texts(&m, &RowGroups::of(&m, Some(&shown_files))?, &shown)?;
+    let place = |i: usize| (files.get(i).unwrap_or(""), rows.get(i).unwrap_or(0));
+    let text = read_texts(&m, &RowGroups::of(&m, Some(&shown_files))?, &shown, &place)?;
     // A keeper in an earlier batch: its text from the shard the index recorded for it.
     let earlier = (!keeper.in_this_run).then(|| earlier_keeper(out, &m.config, &keeper));
     let mut keeper_text = kept_member.and_then(|k| text.get(&k).cloned().flatten());

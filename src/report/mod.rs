@@ -13,6 +13,7 @@ pub(crate) mod numbers;
 mod shown;
 mod spans;
 mod svg;
+mod view;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -185,21 +186,18 @@ fn flagged_items(m: &Manifest, flagged: &[(usize, u64)]) -> Vec<Option<ItemRow>>
 /// The contaminated documents shown (manifest rows `flagged`, their items `read` by
 /// [`flagged_items`]), each with where its item sits in it: a text only if it is the item the
 /// manifest names.
-fn contaminated(
-    c: &crate::results::Columns,
+fn contaminated<'a>(
     flagged: &[(usize, u64)],
     read: Vec<Option<ItemRow>>,
     doc: &dyn Fn(usize) -> Doc,
+    row_at: &dyn Fn(usize) -> &'a view::RowAt,
 ) -> Vec<Contaminated> {
-    let Some(by) = c.contaminated_by else {
-        return Vec::new();
-    };
     flagged
         .iter()
         .zip(read)
         .map(|(&(i, _), read)| {
             let d = doc(i);
-            let item = by.get(i).unwrap_or("").to_string();
+            let item = row_at(i).contaminated_by.clone().unwrap_or_default();
             let text = read
                 .as_ref()
                 .filter(|x| x.id == item)
@@ -209,12 +207,25 @@ fn contaminated(
                 _ => Vec::new(),
             };
             Contaminated {
-                share: c.contamination.and_then(|s| s.get(i)).unwrap_or(0.0),
+                share: row_at(i).contamination.unwrap_or(0.0),
                 item,
                 matched,
                 doc: d,
             }
         })
+        .collect()
+}
+
+/// The items hit most that the report shows a contaminated document of: (position in the
+/// reference, id), from the summary (none without `--reference`).
+fn shown_items(summary: &serde_json::Value, reference: bool) -> Vec<(u64, String)> {
+    if !reference {
+        return Vec::new();
+    }
+    (summary["contamination"]["most_hit"].as_array().into_iter())
+        .flatten()
+        .filter_map(|h| Some((h["item"].as_u64()?, h["id"].as_str()?.to_string())))
+        .take(CONTAMINATED_SHOWN)
         .collect()
 }
 
@@ -259,101 +270,6 @@ impl Slices {
     }
 }
 
-/// Cluster sizes, and the [`LARGEST`] clusters: each one's kept member (manifest row), up to
-/// [`MEMBER_CANDIDATES`] dropped members, and the keeper's id when it is not in this run.
-struct Largest {
-    cluster_sizes: BTreeMap<u64, u64>,
-    /// (cluster id, size), largest first.
-    largest: Vec<(u64, u64)>,
-    keepers: Vec<Option<usize>>,
-    candidates: Vec<Vec<usize>>,
-    elsewhere: Vec<Option<String>>,
-}
-
-impl Largest {
-    fn of(c: &crate::results::Columns) -> Largest {
-        let (keep, cluster, dup_of) = (c.keep, c.cluster, c.duplicate_of);
-        let mut size: HashMap<u64, u64> = HashMap::new();
-        for c in cluster.iter().flatten() {
-            *size.entry(c).or_default() += 1;
-        }
-        let mut cluster_sizes: BTreeMap<u64, u64> = BTreeMap::new();
-        for &s in size.values() {
-            *cluster_sizes.entry(s).or_default() += 1;
-        }
-        let mut largest: Vec<(u64, u64)> = size.iter().map(|(&c, &n)| (c, n)).collect();
-        largest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        largest.truncate(LARGEST);
-        let wanted: HashMap<u64, usize> = largest
-            .iter()
-            .enumerate()
-            .map(|(i, &(c, _))| (c, i))
-            .collect();
-        let mut keepers: Vec<Option<usize>> = vec![None; largest.len()];
-        let mut candidates: Vec<Vec<usize>> = vec![Vec::new(); largest.len()];
-        let mut elsewhere: Vec<Option<String>> = vec![None; largest.len()];
-        for (i, c) in cluster.iter().enumerate() {
-            let Some(&slot) = c.and_then(|c| wanted.get(&c)) else {
-                continue;
-            };
-            if keep.get(i) == Some(true) {
-                keepers[slot] = Some(i);
-            } else {
-                if candidates[slot].len() < MEMBER_CANDIDATES {
-                    candidates[slot].push(i);
-                }
-                if elsewhere[slot].is_none() {
-                    elsewhere[slot] = dup_of.get(i).map(str::to_string);
-                }
-            }
-        }
-        Largest {
-            cluster_sizes,
-            largest,
-            keepers,
-            candidates,
-            elsewhere,
-        }
-    }
-}
-
-/// The lowest similarity of a drop (MinHash: the threshold; SimHash: its Hamming bound's), and
-/// the dropped documents within [`NEAR`] above it with their keepers (manifest rows), a
-/// deterministic sample of [`PAIR_CANDIDATES`] by id hash.
-fn near_threshold(m: &Manifest, c: &crate::results::Columns) -> (f64, Vec<(usize, usize)>) {
-    let (keep, sims, ids, dup_of) = (c.keep, c.similarity, c.id, c.duplicate_of);
-    let lo = match m.config.method {
-        Method::Minhash => m.config.threshold,
-        Method::Simhash => crate::simhash::similarity(m.config.hamming as u32),
-    };
-    let mut near: Vec<(u64, usize)> = (0..m.frame.height())
-        .filter(|&i| keep.get(i) == Some(false))
-        .filter(|&i| {
-            sims.get(i)
-                .is_some_and(|s| f64::from(s) >= lo - 1e-6 && f64::from(s) < lo + NEAR)
-        })
-        .map(|i| {
-            let h = xxhash_rust::xxh3::xxh3_64(ids.get(i).unwrap_or("").as_bytes());
-            (h, i)
-        })
-        .collect();
-    near.sort_unstable();
-    near.truncate(PAIR_CANDIDATES);
-    let want: std::collections::HashSet<&str> =
-        near.iter().filter_map(|&(_, i)| dup_of.get(i)).collect();
-    let id_row: HashMap<&str, usize> = ids
-        .iter()
-        .enumerate()
-        .filter_map(|(i, id)| id.filter(|x| want.contains(x)).map(|x| (x, i)))
-        .filter(|&(_, i)| keep.get(i) == Some(true))
-        .collect();
-    let pairs = near
-        .iter()
-        .filter_map(|&(_, i)| dup_of.get(i).and_then(|d| id_row.get(d)).map(|&k| (i, k)))
-        .collect();
-    (lo, pairs)
-}
-
 /// Gathers the report of the output `out` (local directory or `s3://` prefix) from its
 /// summary.json and manifest.
 pub(crate) fn build(out: &str) -> Result<Report> {
@@ -367,9 +283,17 @@ pub(crate) fn build(out: &str) -> Result<Report> {
     build_with(out, summary)
 }
 
+/// The lowest similarity of a drop (MinHash: the threshold; SimHash: its Hamming bound's).
+fn lowest(config: &crate::Config) -> f64 {
+    match config.method {
+        Method::Minhash => config.threshold,
+        Method::Simhash => crate::simhash::similarity(config.hamming as u32),
+    }
+}
+
 /// Gathers the report of the output `out` with its summary given.
 pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report> {
-    let m = Manifest::read(&in_output(out, "manifest.parquet"))?;
+    let (m, manifest_rows) = Manifest::open(&in_output(out, "manifest.parquet"))?;
     let breakdown: Breakdown =
         serde_json::from_value(summary["breakdown"].clone()).unwrap_or_default();
     let Slices {
@@ -379,31 +303,56 @@ pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report
         groups_total,
     } = Slices::of(&summary, &breakdown);
 
-    let c = m.columns()?;
-    let (keep, sims, ids) = (c.keep, c.similarity, c.id);
-    let (files_col, rows_col) = (c.file, c.row);
-    let similarities: Vec<f32> = keep
-        .iter()
-        .zip(sims.iter())
-        .filter(|(k, _)| *k == Some(false))
-        .filter_map(|(_, s)| s)
-        .collect();
-
-    let Largest {
+    let lo = lowest(&m.config);
+    let items = shown_items(&summary, m.config.reference.is_some());
+    let item_ids: Vec<&str> = items.iter().map(|(_, id)| id.as_str()).collect();
+    let view::First {
+        similarities,
         cluster_sizes,
         largest,
+        near,
+        item_rows,
+        spans: mut longest_spans,
+    } = view::first_pass(&manifest_rows, lo, &item_ids, m.config.substrings.is_some())?;
+    let wanted: std::collections::HashSet<&str> =
+        near.iter().filter_map(|x| x.2.as_deref()).collect();
+    let view::Second {
         keepers,
         candidates,
         elsewhere,
-    } = Largest::of(&c);
-
-    // Pairs just above the threshold, a deterministic sample (by id hash).
-    let (lo, near_pairs) = near_threshold(&m, &c);
+        id_row,
+    } = view::second_pass(&manifest_rows, &largest, &wanted)?;
+    // Pairs just above the threshold, a deterministic sample (by id hash): (drop, keeper) rows.
+    let near_pairs: Vec<(usize, usize)> = near
+        .iter()
+        .filter_map(|(_, i, d)| d.as_deref().and_then(|d| id_row.get(d)).map(|&k| (*i, k)))
+        .collect();
+    // `--paragraphs`: the documents retaining the texts removed most.
+    let repeated_rows: Vec<Option<usize>> = (summary["paragraphs"]["most_repeated"]
+        .as_array()
+        .into_iter())
+    .flatten()
+    .map(|r| r["doc"].as_u64().map(|d| d as usize))
+    .collect();
+    let mut candidate_rows: std::collections::HashSet<usize> =
+        keepers.iter().flatten().copied().collect();
+    candidate_rows.extend(near_pairs.iter().flat_map(|&(i, k)| [i, k]));
+    candidate_rows.extend(candidates.iter().flatten());
+    candidate_rows.extend(item_rows.iter().flatten());
+    candidate_rows.extend(repeated_rows.iter().flatten());
+    candidate_rows.extend(longest_spans.iter().map(|s| s.row));
+    let info = view::rows_at(&manifest_rows, &candidate_rows)?;
+    drop(manifest_rows);
+    let none = view::RowAt::default();
+    let row_at = |i: usize| info.get(&i).unwrap_or(&none);
 
     // Which texts are read, within the row-group budget: keepers of the largest clusters first,
     // then pairs, then members in row groups already chosen.
     let mut budget = Budget::new(&m)?;
-    let at = |i: usize| (files_col.get(i).unwrap_or(""), rows_col.get(i).unwrap_or(0));
+    let at = |i: usize| {
+        let r = row_at(i);
+        (r.file.as_str(), r.row)
+    };
     let mut read: std::collections::BTreeSet<usize> = std::collections::BTreeSet::new();
     for k in keepers.iter().flatten() {
         if budget.take(&[at(*k)]) {
@@ -414,15 +363,14 @@ pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report
     read.extend(pair_rows.iter().flat_map(|&(i, k)| [i, k]));
     let members = pick_members(&candidates, &mut budget, &at);
     read.extend(members.iter().flatten());
-    let flagged = pick_contaminated(&summary, c.contaminated_by, &mut budget, &at);
+    let flagged = pick_contaminated(&items, &item_rows, &mut budget, &at);
     read.extend(flagged.iter().map(|&(i, _)| i));
-    // `--paragraphs`: the retaining documents of the texts removed most, as the budget allows.
     let repeated: Vec<(u64, Option<usize>, u64, String)> = (summary["paragraphs"]["most_repeated"]
         .as_array()
         .into_iter())
     .flatten()
-    .map(|r| {
-        let doc = r["doc"].as_u64().map(|d| d as usize);
+    .zip(repeated_rows)
+    .map(|(r, doc)| {
         let doc = doc.filter(|&d| budget.free(at(d)) || budget.take(&[at(d)]));
         let by = r["retained_by"].as_str().unwrap_or("").to_string();
         (
@@ -436,10 +384,9 @@ pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report
     read.extend(repeated.iter().filter_map(|r| r.1));
     // `--substrings`: the longest spans removed whose documents the budget lets it read (the
     // longest overall when it reads none of them).
-    let mut longest_spans = match m.config.substrings {
-        Some(_) => spans::longest(&m)?,
-        None => Vec::new(),
-    };
+    for s in &mut longest_spans {
+        s.id = row_at(s.row).id.clone();
+    }
     let mut readable = Vec::new();
     for (i, s) in longest_spans.iter().enumerate() {
         if readable.len() == spans::SHOWN_SPANS {
@@ -457,16 +404,19 @@ pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report
     }
     // The input's texts and the reference's items are read side by side.
     let rows: Vec<usize> = read.into_iter().collect();
-    let (texts, items) = rayon::join(
-        || read_texts(&m, &budget.groups, &rows),
+    let (texts, items_read) = rayon::join(
+        || read_texts(&m, &budget.groups, &rows, &at),
         || flagged_items(&m, &flagged),
     );
     let texts = texts?;
-    let doc = |i: usize| Doc {
-        id: ids.get(i).unwrap_or("").to_string(),
-        file: files_col.get(i).unwrap_or("").to_string(),
-        row: rows_col.get(i).unwrap_or(0),
-        text: texts.get(&i).cloned(),
+    let doc = |i: usize| {
+        let r = row_at(i);
+        Doc {
+            id: r.id.clone(),
+            file: r.file.clone(),
+            row: r.row,
+            text: texts.get(&i).cloned(),
+        }
     };
     let clusters = largest
         .iter()
@@ -481,14 +431,14 @@ pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report
                 .flatten(),
             members: members[slot]
                 .iter()
-                .map(|&i| (doc(i), sims.get(i)))
+                .map(|&i| (doc(i), row_at(i).similarity))
                 .collect(),
         })
         .collect();
     let texts_read = budget.reads();
     let row_groups = budget.groups.total;
-    let pairs = pairs_shown(&pair_rows, &doc, &|i| sims.get(i), &m.config);
-    let contaminated = contaminated(&c, &flagged, items, &doc);
+    let pairs = pairs_shown(&pair_rows, &doc, &|i| row_at(i).similarity, &m.config);
+    let contaminated = contaminated(&flagged, items_read, &doc, &row_at);
     let min_bytes = m.config.paragraphs.as_ref().map_or(1, |p| p.min_bytes);
     let repeated_paragraphs = repeated
         .into_iter()

@@ -2,6 +2,7 @@
 //! near the threshold, cluster members, contaminated documents, a paragraph's text.
 
 use crate::explain::Similarity;
+use crate::results::At;
 use crate::text::diff::word_diff;
 
 use super::*;
@@ -31,9 +32,6 @@ pub(super) fn pairs_shown(
         })
         .collect()
 }
-
-/// Where manifest row `i` is: its shard and row.
-pub(super) type At<'a> = dyn Fn(usize) -> (&'a str, u64) + 'a;
 
 /// The near-threshold pairs shown: those whose two texts are in row groups already chosen first
 /// (they cost nothing), then others while the budget allows; in sample order.
@@ -91,27 +89,18 @@ pub(super) fn pick_members(
     members
 }
 
-/// The contaminated documents shown: for each of the items hit most, its first document the
-/// budget allows, with the item's position in the reference.
+/// The contaminated documents shown: for each of the items hit most (`items`, the rows naming
+/// each `item_rows`), its first document the budget allows, with the item's position in the
+/// reference.
 pub(super) fn pick_contaminated(
-    summary: &serde_json::Value,
-    contaminated_by: Option<&polars::prelude::StringChunked>,
+    items: &[(u64, String)],
+    item_rows: &[Vec<usize>],
     budget: &mut Budget,
     at: &At,
 ) -> Vec<(usize, u64)> {
-    let Some(by) = contaminated_by else {
-        return Vec::new();
-    };
-    let shown_items = (summary["contamination"]["most_hit"].as_array().into_iter())
-        .flatten()
-        .filter_map(|h| Some((h["item"].as_u64()?, h["id"].as_str()?)))
-        .take(CONTAMINATED_SHOWN);
     let mut flagged = Vec::new();
-    for (item, id) in shown_items {
-        let rows = by.iter().enumerate().filter(|(_, x)| *x == Some(id));
-        let pick = rows
-            .map(|(i, _)| i)
-            .find(|&i| budget.free(at(i)) || budget.take(&[at(i)]));
+    for (&(item, _), rows) in items.iter().zip(item_rows) {
+        let pick = (rows.iter().copied()).find(|&i| budget.free(at(i)) || budget.take(&[at(i)]));
         flagged.extend(pick.map(|i| (i, item)));
     }
     flagged

@@ -157,29 +157,24 @@ pub(crate) struct RemovedSpan {
 const LONGEST: usize = 64;
 pub(super) const SHOWN_SPANS: usize = 5;
 
-/// The [`LONGEST`] longest spans of the manifest's `drop_spans`, longest first (ties to the
-/// earlier row), without their texts.
-pub(super) fn longest(m: &crate::results::Manifest) -> crate::error::Result<Vec<RemovedSpan>> {
-    let Ok(c) = m.frame.column("drop_spans") else {
-        return Ok(Vec::new());
-    };
-    let bad = |e: polars::prelude::PolarsError| crate::error::Error::Manifest {
-        path: m.location.clone(),
-        source: e.into(),
-    };
-    let ids = m.columns()?.id;
-    let list = c.list().map_err(bad)?;
-    let mut best: Vec<(u64, usize, u64, u64, String)> = Vec::new();
-    for (row, spans) in list.amortized_iter().enumerate() {
+/// Adds the spans of a row group's `drop_spans` (its first row `first`) to `best`, the
+/// [`LONGEST`] longest so far, longest first (ties to the earlier row): (bytes, row, start, end,
+/// retained by).
+pub(super) fn longest(
+    c: &polars::prelude::Column,
+    first: usize,
+    best: &mut Vec<(u64, usize, u64, u64, String)>,
+) -> polars::prelude::PolarsResult<()> {
+    let list = c.list()?;
+    for (j, spans) in list.amortized_iter().enumerate() {
         let Some(spans) = spans else { continue };
-        let st = spans.as_ref().struct_().map_err(bad)?;
-        let field = |n: &str| st.field_by_name(n).map_err(bad);
-        let (start, end, by) = (field("start")?, field("end")?, field("retained_by")?);
+        let st = spans.as_ref().struct_()?;
         let (start, end, by) = (
-            start.u64().map_err(bad)?,
-            end.u64().map_err(bad)?,
-            by.str().map_err(bad)?,
+            st.field_by_name("start")?,
+            st.field_by_name("end")?,
+            st.field_by_name("retained_by")?,
         );
+        let (start, end, by) = (start.u64()?, end.u64()?, by.str()?);
         for i in 0..start.len() {
             let (Some(s), Some(e)) = (start.get(i), end.get(i)) else {
                 continue;
@@ -187,22 +182,26 @@ pub(super) fn longest(m: &crate::results::Manifest) -> crate::error::Result<Vec<
             let len = e.saturating_sub(s);
             if best.len() < LONGEST || len > best[LONGEST - 1].0 {
                 let by = by.get(i).unwrap_or("").to_string();
-                best.push((len, row, s, e, by));
+                best.push((len, first + j, s, e, by));
                 best.sort_by_key(|x| (std::cmp::Reverse(x.0), x.1));
                 best.truncate(LONGEST);
             }
         }
     }
-    Ok(best
-        .into_iter()
+    Ok(())
+}
+
+/// The spans [`longest`] found, without their ids (the report fills them) and texts.
+pub(super) fn removed(best: Vec<(u64, usize, u64, u64, String)>) -> Vec<RemovedSpan> {
+    best.into_iter()
         .map(|(bytes, row, start, end, retained_by)| RemovedSpan {
             bytes,
             row,
-            id: ids.get(row).unwrap_or("").to_string(),
+            id: String::new(),
             retained_by,
             start,
             end,
             text: None,
         })
-        .collect())
+        .collect()
 }

@@ -77,6 +77,18 @@ pub(crate) fn cd<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -
     .args(args)
 }
 
+/// Rebuilds the report of `out` reading its manifest 3 rows at a time (the report's passes
+/// across many slices) and checks it is the page the run wrote.
+pub(crate) fn report_rebuilds_in_slices(out: &Path) {
+    let page = std::fs::read(out.join("report.html")).unwrap();
+    cd(["report"])
+        .arg(out)
+        .env("CORPUS_DEDUP_MANIFEST_SLICE_ROWS", "3")
+        .ok();
+    let again = std::fs::read(out.join("report.html")).unwrap();
+    assert!(page == again, "the report read in slices differs");
+}
+
 /// `corpus-dedup run --quiet --input GLOB --output OUT EXTRA...`.
 pub(crate) fn run_cmd(input: &str, out: &Path, extra: &[&str]) -> Cmd {
     cd(["run", "--quiet", "--input", input, "--output"])

@@ -278,6 +278,7 @@ fn reference_items_are_found_whole_inside_edited_and_in_part_and_never_kept() {
         s["documents_kept"].as_u64().unwrap(),
         rows.iter().filter(|r| r.keep).count() as u64
     );
+    report_rebuilds_in_slices(&out);
 }
 
 #[test]

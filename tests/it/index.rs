@@ -304,6 +304,7 @@ fn a_recrawl_renews_its_keepers_past_the_window_and_the_rest_expires() {
     assert_eq!(ix(3)["documents_indexed"], 50);
     let report = std::fs::read_to_string(dir.join("out3").join("report.html")).unwrap();
     assert!(report.contains("<tr><td>night-1 (lingering)</td>"));
+    report_rebuilds_in_slices(&dir.join("out3"));
     // Night 4: B was forgotten (kept again); A0..A19 renewed once more.
     assert_eq!(ix(4)["lingering"], serde_json::json!(["night-1"]));
     assert_eq!(ix(4)["documents_indexed"], 40);

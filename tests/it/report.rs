@@ -97,6 +97,7 @@ fn the_report_is_self_contained_flags_a_wiped_out_source_and_is_rebuilt() {
         std::fs::read_to_string(out.join("report.html")).unwrap(),
         html
     );
+    report_rebuilds_in_slices(&out);
 }
 
 #[test]

@@ -148,6 +148,7 @@ fn repeated_runs_are_removed_and_apply_keeps_a_copy_of_each() {
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(report.contains("<h2>Repeated runs</h2>") && report.contains("Longest spans removed"));
     assert!(report.contains("<h3>Repeated runs</h3>"));
+    report_rebuilds_in_slices(&out);
 }
 
 #[test]
