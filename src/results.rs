@@ -93,6 +93,8 @@ pub(crate) struct ManifestRows {
     source: Source,
     metadata: polars::io::parquet::metadata::FileMetadataRef,
     columns: Vec<String>,
+    /// A manifest of one row group, read once with every column for all passes.
+    whole: std::cell::OnceCell<DataFrame>,
 }
 
 impl ManifestRows {
@@ -129,6 +131,22 @@ impl ManifestRows {
         mut each: impl FnMut(usize, &DataFrame) -> Result<()>,
     ) -> Result<()> {
         let present: Vec<&str> = columns.iter().copied().filter(|c| self.has(c)).collect();
+        let groups = &self.metadata.row_groups;
+        let step = crate::hooks::manifest_slice_rows(usize::MAX);
+        if groups.len() == 1 && step >= groups[0].num_rows() {
+            // One row group (up to 262,144 documents): its columns decoded once, not per pass.
+            let whole = match self.whole.get() {
+                Some(df) => df,
+                None => {
+                    let df = self.read(None, None)?;
+                    self.whole.get_or_init(|| df)
+                }
+            };
+            let df = whole
+                .select(present.iter().copied())
+                .map_err(|e| self.error(e))?;
+            return each(0, &df);
+        }
         let mut first = 0usize;
         for g in self.metadata.row_groups.iter() {
             let end = first + g.num_rows();
@@ -248,6 +266,7 @@ impl Manifest {
             source,
             metadata,
             columns,
+            whole: std::cell::OnceCell::new(),
         };
         Ok((manifest, rows))
     }

@@ -314,19 +314,6 @@ pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report
         item_rows,
         spans: mut longest_spans,
     } = view::first_pass(&manifest_rows, lo, &item_ids, m.config.substrings.is_some())?;
-    let wanted: std::collections::HashSet<&str> =
-        near.iter().filter_map(|x| x.2.as_deref()).collect();
-    let view::Second {
-        keepers,
-        candidates,
-        elsewhere,
-        id_row,
-    } = view::second_pass(&manifest_rows, &largest, &wanted)?;
-    // Pairs just above the threshold, a deterministic sample (by id hash): (drop, keeper) rows.
-    let near_pairs: Vec<(usize, usize)> = near
-        .iter()
-        .filter_map(|(_, i, d)| d.as_deref().and_then(|d| id_row.get(d)).map(|&k| (*i, k)))
-        .collect();
     // `--paragraphs`: the documents retaining the texts removed most.
     let repeated_rows: Vec<Option<usize>> = (summary["paragraphs"]["most_repeated"]
         .as_array()
@@ -334,15 +321,25 @@ pub(crate) fn build_with(out: &str, summary: serde_json::Value) -> Result<Report
     .flatten()
     .map(|r| r["doc"].as_u64().map(|d| d as usize))
     .collect();
-    let mut candidate_rows: std::collections::HashSet<usize> =
-        keepers.iter().flatten().copied().collect();
-    candidate_rows.extend(near_pairs.iter().flat_map(|&(i, k)| [i, k]));
-    candidate_rows.extend(candidates.iter().flatten());
-    candidate_rows.extend(item_rows.iter().flatten());
-    candidate_rows.extend(repeated_rows.iter().flatten());
-    candidate_rows.extend(longest_spans.iter().map(|s| s.row));
-    let info = view::rows_at(&manifest_rows, &candidate_rows)?;
+    let wanted: std::collections::HashSet<&str> =
+        near.iter().filter_map(|x| x.2.as_deref()).collect();
+    let mut known: std::collections::HashSet<usize> = near.iter().map(|x| x.1).collect();
+    known.extend(item_rows.iter().flatten());
+    known.extend(repeated_rows.iter().flatten());
+    known.extend(longest_spans.iter().map(|s| s.row));
+    let view::Second {
+        keepers,
+        candidates,
+        elsewhere,
+        id_row,
+        at: info,
+    } = view::second_pass(&manifest_rows, &largest, &wanted, &known)?;
     drop(manifest_rows);
+    // Pairs just above the threshold, a deterministic sample (by id hash): (drop, keeper) rows.
+    let near_pairs: Vec<(usize, usize)> = near
+        .iter()
+        .filter_map(|(_, i, d)| d.as_deref().and_then(|d| id_row.get(d)).map(|&k| (*i, k)))
+        .collect();
     let none = view::RowAt::default();
     let row_at = |i: usize| info.get(&i).unwrap_or(&none);
 

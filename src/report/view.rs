@@ -1,13 +1,12 @@
-//! The manifest as the report reads it: three passes over its row groups, a few columns each,
+//! The manifest as the report reads it: two passes over its row groups, a few columns each,
 //! keeping per document only the cluster ids of clustered ones and the similarities of drops
-//! (the strings of the few dozen rows shown are fetched in the last pass), so the report's
+//! (the strings of the rows it may show are kept as the second pass meets them), so the report's
 //! memory does not grow with the manifest's ids and file names.
 //!
 //! 1. [`first_pass`]: cluster sizes, the similarities of drops, the near-threshold sample, the
 //!    rows of the contaminated items shown, the longest spans removed;
-//! 2. [`second_pass`]: the members of the largest clusters, and the kept rows of the ids the
-//!    near-threshold drops name;
-//! 3. [`rows_at`]: where the candidate rows are, and their strings.
+//! 2. [`second_pass`]: the members of the largest clusters, the kept rows of the ids the
+//!    near-threshold drops name, and where each row the report may show is.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -157,59 +156,11 @@ pub(super) struct Second {
     /// The row of each kept document whose id a near-threshold drop names (the last one, should
     /// an id repeat).
     pub id_row: HashMap<String, usize>,
+    /// Where each of those rows is, and of the rows `known` (what the report may show of them).
+    pub at: HashMap<usize, RowAt>,
 }
 
-/// Pass 2 over the manifest: the members of the `largest` clusters, and the kept rows of the ids
-/// `wanted`.
-pub(super) fn second_pass(
-    rows: &ManifestRows,
-    largest: &[(u64, u64)],
-    wanted: &HashSet<&str>,
-) -> Result<Second> {
-    let slot_of: HashMap<u64, usize> = (largest.iter().enumerate())
-        .map(|(i, &(c, _))| (c, i))
-        .collect();
-    let mut out = Second {
-        keepers: vec![None; largest.len()],
-        candidates: vec![Vec::new(); largest.len()],
-        elsewhere: vec![None; largest.len()],
-        id_row: HashMap::new(),
-    };
-    rows.each_group(
-        &["keep", "cluster_id", "id", "duplicate_of"],
-        |first, df| {
-            let keep = need(rows, df, "keep", |c| c.bool())?;
-            let cluster = need(rows, df, "cluster_id", |c| c.u64())?;
-            let ids = need(rows, df, "id", |c| c.str())?;
-            let dup_of = need(rows, df, "duplicate_of", |c| c.str())?;
-            for (j, (k, c)) in keep.iter().zip(cluster.iter()).enumerate() {
-                let i = first + j;
-                if k == Some(true) {
-                    if let Some(id) = ids.get(j).filter(|id| wanted.contains(id)) {
-                        out.id_row.insert(id.to_string(), i);
-                    }
-                }
-                let Some(&slot) = c.and_then(|c| slot_of.get(&c)) else {
-                    continue;
-                };
-                if k == Some(true) {
-                    out.keepers[slot] = Some(i);
-                } else {
-                    if out.candidates[slot].len() < MEMBER_CANDIDATES {
-                        out.candidates[slot].push(i);
-                    }
-                    if out.elsewhere[slot].is_none() {
-                        out.elsewhere[slot] = dup_of.get(j).map(str::to_string);
-                    }
-                }
-            }
-            Ok(())
-        },
-    )?;
-    Ok(out)
-}
-
-/// A candidate row: where it is and what the report shows of it.
+/// A row the report may show: where it is, and its strings.
 #[derive(Debug, Clone, Default)]
 pub(super) struct RowAt {
     pub file: String,
@@ -220,44 +171,79 @@ pub(super) struct RowAt {
     pub contamination: Option<f32>,
 }
 
-/// Pass 3 over the manifest: rows `which`.
-pub(super) fn rows_at(
+/// Pass 2 over the manifest: the members of the `largest` clusters, the kept rows of the ids
+/// `wanted`, and where those rows and the rows `known` are.
+pub(super) fn second_pass(
     rows: &ManifestRows,
-    which: &HashSet<usize>,
-) -> Result<HashMap<usize, RowAt>> {
-    let mut out = HashMap::with_capacity(which.len());
+    largest: &[(u64, u64)],
+    wanted: &HashSet<&str>,
+    known: &HashSet<usize>,
+) -> Result<Second> {
+    let slot_of: HashMap<u64, usize> = (largest.iter().enumerate())
+        .map(|(i, &(c, _))| (c, i))
+        .collect();
+    let mut out = Second {
+        keepers: vec![None; largest.len()],
+        candidates: vec![Vec::new(); largest.len()],
+        elsewhere: vec![None; largest.len()],
+        id_row: HashMap::new(),
+        at: HashMap::with_capacity(known.len()),
+    };
     let columns = [
+        "keep",
+        "cluster_id",
+        "id",
+        "duplicate_of",
         "file",
         "row",
-        "id",
         "similarity",
         "contaminated_by",
         "contamination",
     ];
     rows.each_group(&columns, |first, df| {
-        let end = first + df.height();
-        if !which.iter().any(|i| (first..end).contains(i)) {
-            return Ok(());
-        }
+        let keep = need(rows, df, "keep", |c| c.bool())?;
+        let cluster = need(rows, df, "cluster_id", |c| c.u64())?;
+        let ids = need(rows, df, "id", |c| c.str())?;
+        let dup_of = need(rows, df, "duplicate_of", |c| c.str())?;
         let file = need(rows, df, "file", |c| c.str())?;
         let row = need(rows, df, "row", |c| c.u64())?;
-        let ids = need(rows, df, "id", |c| c.str())?;
         let sims = need(rows, df, "similarity", |c| c.f32())?;
         let by = col(rows, df, "contaminated_by", |c| c.str())?;
         let share = col(rows, df, "contamination", |c| c.f32())?;
-        for i in which.iter().copied().filter(|i| (first..end).contains(i)) {
-            let j = i - first;
-            out.insert(
-                i,
-                RowAt {
+        for (j, (k, c)) in keep.iter().zip(cluster.iter()).enumerate() {
+            let i = first + j;
+            let mut shown = known.contains(&i);
+            if k == Some(true) {
+                if let Some(id) = ids.get(j).filter(|id| wanted.contains(id)) {
+                    out.id_row.insert(id.to_string(), i);
+                    shown = true;
+                }
+            }
+            if let Some(&slot) = c.and_then(|c| slot_of.get(&c)) {
+                if k == Some(true) {
+                    out.keepers[slot] = Some(i);
+                    shown = true;
+                } else {
+                    if out.candidates[slot].len() < MEMBER_CANDIDATES {
+                        out.candidates[slot].push(i);
+                        shown = true;
+                    }
+                    if out.elsewhere[slot].is_none() {
+                        out.elsewhere[slot] = dup_of.get(j).map(str::to_string);
+                    }
+                }
+            }
+            if shown {
+                let at = RowAt {
                     file: file.get(j).unwrap_or("").to_string(),
                     row: row.get(j).unwrap_or(0),
                     id: ids.get(j).unwrap_or("").to_string(),
                     similarity: sims.get(j),
                     contaminated_by: by.and_then(|b| b.get(j)).map(str::to_string),
                     contamination: share.and_then(|s| s.get(j)),
-                },
-            );
+                };
+                out.at.insert(i, at);
+            }
         }
         Ok(())
     })?;
