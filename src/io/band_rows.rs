@@ -5,6 +5,9 @@
 //! ```text
 //! header  "CDBANDS1" | rows: u64 | xxh3-64 of the body: u64     (24 bytes)
 //! body    bucket: [u64; rows] | doc: [u32; rows]                 (12 bytes per row)
+//!         (`doc`: the document's position in its part, which a reader adds the part's first
+//!         document number to: a signatures task need not know how many documents the parts
+//!         before its own hold)
 //!         SimHash only: fingerprint: [u64; rows]                 (8 more bytes per row)
 //! ```
 //! SimHash rows carry each document's fingerprint, so the candidates task checks the Hamming

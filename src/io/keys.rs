@@ -9,7 +9,9 @@
 //!                 entries per document, ascending: doc: u32 | keys: u32 | offset: u64
 //!                         | xxh3-64 of its key bytes: u64                           (24 bytes each)
 //! ```
-//! A raw copy's entry points at its original's keys (they are not written twice). Every checksum
+//! `doc` is the document's position in its part ([`KeyIndex::read`] adds the part's first
+//! document number). A raw copy's entry points at its original's keys (they are not written
+//! twice). Every checksum
 //! is verified on each read of what it covers. Each file is written under a temporary name (or as
 //! one object) and renamed, the index last: an index names a complete keys file.
 
@@ -60,7 +62,8 @@ pub(crate) struct KeyWriter<'w> {
 }
 
 impl KeyWriter<'_> {
-    /// Appends document `doc`'s keys (documents in ascending order).
+    /// Appends the keys of the part's document `doc` (its position in the part; documents in
+    /// ascending order).
     pub(crate) fn push(&mut self, doc: u32, keys: &[u32]) -> std::io::Result<()> {
         let bytes = &mut self.bytes;
         bytes.clear();
@@ -114,8 +117,9 @@ pub(crate) struct KeyIndex {
 }
 
 impl KeyIndex {
-    /// Reads and checks part `p`'s key index.
-    pub(crate) fn read(work: &OutputDir, p: usize) -> Result<KeyIndex> {
+    /// Reads and checks part `p`'s key index; `first` is the part's first document number.
+    pub(crate) fn read(work: &OutputDir, p: usize, first: u64) -> Result<KeyIndex> {
+        let first = first as u32;
         let name = keys_index_file(p);
         let bad = damaged(work, &name);
         let bytes = work.read(&name)?.ok_or_else(|| bad("missing"))?;
@@ -135,7 +139,7 @@ impl KeyIndex {
         };
         for e in entries.chunks_exact(ENTRY) {
             let (keys, offset) = (u64::from(u32_at(e, 4)), u64_at(e, 8));
-            out.docs.push(u32_at(e, 0));
+            out.docs.push(first + u32_at(e, 0));
             out.ranges.push(offset..offset + 4 * keys);
             out.checks.push(u64_at(e, 16));
         }
@@ -203,11 +207,15 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        let index = KeyIndex::read(&work, 0).unwrap();
+        let index = KeyIndex::read(&work, 0, 0).unwrap();
         assert!(index.holds(8) && !index.holds(4));
         let got = index.keys(&work, &[3, 8, 9]).unwrap();
         assert_eq!(got, vec![keys[0].clone(), keys[0].clone(), keys[2].clone()]);
         assert_eq!(index.keys(&work, &[7]).unwrap(), vec![Vec::<u32>::new()]);
+        // Read as part of a run whose part starts at document 100: the same keys, numbered so.
+        let shifted = KeyIndex::read(&work, 0, 100).unwrap();
+        assert!(shifted.holds(108) && !shifted.holds(8));
+        assert_eq!(shifted.keys(&work, &[109]).unwrap(), vec![keys[2].clone()]);
         assert!(index.keys(&work, &[4]).is_err());
         // A flipped key byte is caught when that document is read; a flipped index byte at once.
         let body = std::fs::read(dir.join(keys_file(0))).unwrap();
@@ -221,8 +229,8 @@ mod tests {
         let mut b = std::fs::read(dir.join(keys_index_file(0))).unwrap();
         b[HEADER as usize + 1] ^= 1;
         work.write_bytes(&keys_index_file(0), b).unwrap();
-        assert!(KeyIndex::read(&work, 0).is_err());
-        let e = KeyIndex::read(&work, 1).unwrap_err().to_string();
+        assert!(KeyIndex::read(&work, 0, 0).is_err());
+        let e = KeyIndex::read(&work, 1, 0).unwrap_err().to_string();
         assert!(e.contains("p00001.index") && e.contains("missing"), "{e}");
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -10,7 +10,8 @@
 //!                          per range: (offset: u64, rows: u32, xxh3-64 of the slice: u64) per block
 //!                                     | xxh3-64 of the range's entries: u64
 //! ```
-//! `doc` is the global document number, `start` and `len` the paragraph's span in the text
+//! `doc` is the document's position in its part ([`read_range`] adds the part's first
+//! document number: a signatures task need not know it), `start` and `len` the paragraph's span in the text
 //! (Parquet stores a text's bytes with a 32-bit length, so 32-bit offsets hold any of them). A
 //! range's rows are in document order, and a document's in text order. A reader of one range
 //! reads the meta's header and that range's entries (a range's slices of every block, a few
@@ -131,6 +132,8 @@ impl<'w> Writer<'w> {
 #[derive(Debug, Default)]
 pub(crate) struct RangeRows {
     blocks: RangeBytes,
+    /// The part's first document number, added to each row's position.
+    first: u32,
 }
 
 impl RangeRows {
@@ -155,7 +158,7 @@ impl RangeRows {
             {
                 each(Row {
                     hash: u64_at(h, 0),
-                    doc: d,
+                    doc: self.first + d,
                     start: s,
                     len: l,
                 });
@@ -172,14 +175,16 @@ impl RangeRows {
 }
 
 /// Reads the rows of range `r` (of `ranges`) that a signatures task wrote to `files` (data,
-/// meta: [`crate::io::work::paragraph_rows_files`] or [`crate::io::work::substring_rows_files`]):
-/// every slice checked, held as read (a task decodes them as it goes, into what it keeps).
+/// meta: [`crate::io::work::paragraph_rows_files`] or [`crate::io::work::substring_rows_files`]),
+/// the part's first document being `first`: every slice checked, held as read (a task decodes
+/// them as it goes, into what it keeps).
 pub(crate) fn read_range(
     work: &OutputDir,
     files: &[String; 2],
-    r: usize,
-    ranges: usize,
+    (r, ranges): (usize, usize),
+    first: u64,
 ) -> Result<RangeRows> {
+    let first = first as u32;
     let [data, meta] = files;
     let bad = |name: &str, msg: String| Error::WorkFile {
         path: work.location(name),
@@ -222,7 +227,10 @@ pub(crate) fn read_range(
         .map(|e| e.offset..e.offset + ROW as u64 * u64::from(e.rows))
         .collect();
     if slices.is_empty() {
-        return Ok(RangeRows::default());
+        return Ok(RangeRows {
+            first,
+            ..RangeRows::default()
+        });
     }
     let blocks = work.read_ranges(data, &slices)?;
     for (i, e) in entries.iter().enumerate() {
@@ -231,7 +239,7 @@ pub(crate) fn read_range(
             return Err(bad(data, "checksum mismatch (damaged file)".into()));
         }
     }
-    Ok(RangeRows { blocks })
+    Ok(RangeRows { blocks, first })
 }
 
 #[cfg(test)]
@@ -277,7 +285,7 @@ mod tests {
         (0..3)
             .map(|r| {
                 let mut rows = Vec::new();
-                read_range(work, &work::paragraph_rows_files(1), r, 3)
+                read_range(work, &work::paragraph_rows_files(1), (r, 3), 0)
                     .map(|x| x.for_each(|row| rows.push(row)))
                     .map(|()| rows)
             })
@@ -290,7 +298,12 @@ mod tests {
         let work = OutputDir::Local(dir.clone());
         let want = write(&work);
         assert_eq!(read_all(&work).unwrap(), want);
-        let err = read_range(&work, &work::paragraph_rows_files(1), 0, 4)
+        // Rows name documents by position in their part: the reader adds the part's first.
+        let shifted = read_range(&work, &work::paragraph_rows_files(1), (0, 3), 10).unwrap();
+        let docs: Vec<u32> = shifted.to_rows().iter().map(|r| r.doc).collect();
+        let want_docs: Vec<u32> = want[0].iter().map(|r| r.doc + 10).collect();
+        assert_eq!(docs, want_docs);
+        let err = read_range(&work, &work::paragraph_rows_files(1), (0, 4), 0)
             .unwrap_err()
             .to_string();
         assert!(err.contains("3 hash ranges"), "{err}");

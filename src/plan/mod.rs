@@ -51,7 +51,7 @@ pub(crate) use stage::{Stage, STAGES};
 
 /// Plan file format version, raised whenever the meaning of a work file changes, so that a work
 /// directory left by another build is discarded instead of resumed.
-pub(crate) const FORMAT: u32 = 13;
+pub(crate) const FORMAT: u32 = 14;
 
 /// Documents per part when `--tasks` is not given. A part's tasks hold its signatures and band
 /// keys (~700 bytes per document: ~170 MB) but only one chunk of its text at a time.

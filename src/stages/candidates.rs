@@ -64,7 +64,10 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateSt
     // SimHash: each document's fingerprint (a document has one row per band).
     let mut fps: ahash::AHashMap<u32, u64> = ahash::AHashMap::new();
     for p in 0..plan.parts.len() {
-        band_rows::read(work, &work::band_rows_file(b, r, p), |bucket, doc, fp| {
+        // The file numbers the part's documents from 0.
+        let first = plan.parts[p].0 as u32;
+        band_rows::read(work, &work::band_rows_file(b, r, p), |bucket, local, fp| {
+            let doc = first + local;
             rows.push((b as u32, bucket, doc));
             if simhash {
                 fps.insert(doc, fp);

@@ -195,7 +195,7 @@ impl PartInputs {
         let ranges = plan.paragraph_ranges();
         for r in 0..ranges {
             let files = work::paragraph_rows_files(p);
-            let rows = paragraph_rows::read_range(work, &files, r, ranges)?.to_rows();
+            let rows = paragraph_rows::read_range(work, &files, (r, ranges), first)?.to_rows();
             for d in rows.iter().map(|r| r.doc) {
                 if let Some(c) = local(d).and_then(|i| out.listed.get_mut(i)) {
                     *c += 1;

@@ -103,8 +103,9 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats>
         let mut rows = Vec::new();
         for r in 0..plan.bucket_ranges {
             for p in 0..plan.parts.len() {
-                band_rows::read(work, &work::band_rows_file(t, r, p), |key, doc, fp| {
-                    if let Some(x) = number(doc) {
+                let first = plan.parts[p].0 as u32;
+                band_rows::read(work, &work::band_rows_file(t, r, p), |key, local, fp| {
+                    if let Some(x) = number(first + local) {
                         rows.push((key, x, fp));
                     }
                 })?;

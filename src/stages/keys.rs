@@ -70,9 +70,10 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, q: usize) -> Result<KeyStats> {
     let keys = remake(plan, q, &docs)?;
     stats.documents = docs.len() as u64;
     stats.keys = keys.iter().map(|k| k.len() as u64).sum();
+    let first = plan.parts[q].0 as u32;
     let written = |w: &mut keys::KeyWriter| -> std::io::Result<()> {
         for (&d, k) in docs.iter().zip(&keys) {
-            w.push(d, k)?;
+            w.push(d - first, k)?;
         }
         Ok(())
     };
@@ -250,7 +251,7 @@ impl<'a> KeySource<'a> {
                 continue;
             }
             if self.stored && self.indices[p].is_none() {
-                self.indices[p] = Some(KeyIndex::read(self.work, p)?);
+                self.indices[p] = Some(KeyIndex::read(self.work, p, self.plan.parts[p].0)?);
             }
             let (held, missing): (Vec<u32>, Vec<u32>) = match &self.indices[p] {
                 Some(index) => of_part.iter().partition(|&&d| index.holds(d)),

@@ -193,8 +193,8 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, r: usize) -> Result<ParagraphSt
         let rows = paragraph_rows::read_range(
             work,
             &work::paragraph_rows_files(q),
-            r,
-            plan.paragraph_ranges(),
+            (r, plan.paragraph_ranges()),
+            plan.parts[q].0,
         )?;
         paras.reserve_exact(rows.len());
         rows.for_each(|row| {

@@ -208,7 +208,12 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, r: usize) -> Result<SubstringSt
     let mut copies: Vec<Copy> = Vec::new();
     for q in 0..plan.parts.len() {
         let files = work::substring_rows_files(q);
-        let rows = paragraph_rows::read_range(work, &files, r, plan.substring_ranges())?;
+        let rows = paragraph_rows::read_range(
+            work,
+            &files,
+            (r, plan.substring_ranges()),
+            plan.parts[q].0,
+        )?;
         // Exactly: doubling would leave up to half the task's largest buffer unused.
         copies.reserve_exact(rows.len());
         rows.for_each(|row| {

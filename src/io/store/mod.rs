@@ -3,7 +3,7 @@
 //!
 //! Two files per part, little-endian:
 //! ```text
-//! store/pNNNNN.sig   header  "CDSTORE6" | k: u32 | docs: u32 | first_doc: u64        (24 bytes)
+//! store/pNNNNN.sig   header  "CDSTORE6" | k: u32 | docs: u32 | 0: u64                (24 bytes)
 //!                    record  signature [u32; k] | shingles: u32 | id_len: u32
 //!                            | id_offset: u64 | copy_of: u64
 //!                            | check_record: u64 | check_id: u64                   (4k + 40 bytes)
@@ -344,10 +344,9 @@ mod tests {
     use super::*;
     use crate::minhash::Signatures;
 
-    /// A store of `docs` documents from `first`, k = 2, written by `write` (then finished): its
-    /// two files' bytes, or the writer's first error.
+    /// A store of `docs` documents, k = 2, written by `write` (then finished): its two files'
+    /// bytes, or the writer's first error.
     fn store_bytes(
-        first: u64,
         docs: u64,
         write: impl FnOnce(&mut Writer) -> std::io::Result<()>,
     ) -> std::io::Result<[Vec<u8>; 2]> {
@@ -356,7 +355,7 @@ mod tests {
             sig: &mut sig,
             ids: &mut idb,
         };
-        let mut w = Writer::new(files, 2, first, docs)?;
+        let mut w = Writer::new(files, 2, docs)?;
         write(&mut w)?;
         w.finish()?;
         Ok([sig, idb])
@@ -370,7 +369,7 @@ mod tests {
             values: sigs.values[2..].to_vec(),
             shingles: sigs.shingles[1..].to_vec(),
         };
-        store_bytes(10, 3, |w| {
+        store_bytes(3, |w| {
             w.append(&head_of(sigs), |i| ids[i], |_| None)?;
             w.append(&tail, |i| ids[i + 1], |_| None)
         })
@@ -427,7 +426,7 @@ mod tests {
         assert!(e.contains("p00001.sig") && e.contains("checksum"), "{e}");
         assert!(fetch(&work, &parts, 2, vec![13], all).is_err());
         // A writer that gets fewer documents than announced fails at the end.
-        assert!(store_bytes(0, 1, |_| Ok(())).is_err());
+        assert!(store_bytes(1, |_| Ok(())).is_err());
         let _ = std::fs::remove_dir_all(dir);
     }
 
@@ -443,7 +442,7 @@ mod tests {
         };
         let ids = ["a", "b", "c", "d"];
         let copy_of = |i: usize| [None, None, Some(0), Some(1)][i];
-        let [sig, idb] = store_bytes(0, 4, |w| w.append(&sigs, |i| ids[i], copy_of)).unwrap();
+        let [sig, idb] = store_bytes(4, |w| w.append(&sigs, |i| ids[i], copy_of)).unwrap();
         work.write_bytes(&sig_name(0), sig).unwrap();
         work.write_bytes(&ids_name(0), idb).unwrap();
         let all = Wanted { ids: true };
@@ -458,7 +457,7 @@ mod tests {
         }
         // A copy must name an earlier document.
         let later = |i: usize| (i == 1).then_some(1);
-        assert!(store_bytes(0, 4, |w| w.append(&sigs, |i| ids[i], later)).is_err());
+        assert!(store_bytes(4, |w| w.append(&sigs, |i| ids[i], later)).is_err());
         let _ = std::fs::remove_dir_all(dir);
     }
 

@@ -46,17 +46,12 @@ pub(crate) struct Writer<'w> {
 }
 
 impl<'w> Writer<'w> {
-    /// Starts a store for `docs` documents from global index `first_doc`, signatures of `k` values.
-    pub(crate) fn new(
-        files: Files<'w>,
-        k: usize,
-        first_doc: u64,
-        docs: u64,
-    ) -> std::io::Result<Self> {
+    /// Starts a store for `docs` documents, signatures of `k` values.
+    pub(crate) fn new(files: Files<'w>, k: usize, docs: u64) -> std::io::Result<Self> {
         files.sig.write_all(MAGIC)?;
         files.sig.write_all(&(k as u32).to_le_bytes())?;
         files.sig.write_all(&(docs as u32).to_le_bytes())?;
-        files.sig.write_all(&first_doc.to_le_bytes())?;
+        files.sig.write_all(&0u64.to_le_bytes())?;
         Ok(Writer {
             files,
             k,

@@ -113,8 +113,8 @@ pub(crate) fn check_inputs(plan: &Plan, p: usize) -> Result<()> {
 /// What the signatures task gathers per document of its part, chunk by chunk, for the files it
 /// writes at the end (band rows, exact-text hashes, `docs/pP.parquet`).
 struct PartDocs {
-    /// Band rows per (band, range) file: bucket keys, global document indices, and for SimHash
-    /// the fingerprints.
+    /// Band rows per (band, range) file: bucket keys, documents' positions in the part, and for
+    /// SimHash the fingerprints.
     band_rows: Vec<(Vec<u64>, Vec<u32>, Vec<u64>)>,
     text_len: Vec<u32>,
     /// For the report: each document's script class, and its `--report-group` value.
@@ -187,8 +187,8 @@ impl PartDocs {
         }
     }
 
-    /// Adds a chunk's documents: `base` is the global index of its first, `at` its part
-    /// position.
+    /// Adds a chunk's documents: `base` is its first's position in the part (which the work
+    /// files number documents by), as is `at`.
     fn absorb(
         &mut self,
         c: ChunkDocs,
@@ -353,18 +353,18 @@ fn with_key_files(
     }
 }
 
-/// Appends a chunk's keys (its first document `base`; the part's first `first`): a raw copy
+/// Appends a chunk's keys (`base`: its first document's position in the part): a raw copy
 /// (`copies[i]`, its original's part position) is listed with its original's keys.
 fn append_keys(
     w: &mut keys::KeyWriter,
-    (base, first): (u64, u64),
+    base: u64,
     keys: &ShingleKeys,
     copies: &[Option<u32>],
 ) -> std::io::Result<()> {
     for (i, copy) in copies.iter().enumerate() {
         let doc = (base + i as u64) as u32;
         match copy {
-            Some(o) => w.push_copy(doc, (first + u64::from(*o)) as u32)?,
+            Some(o) => w.push_copy(doc, *o)?,
             None => w.push(doc, keys.get(i))?,
         }
     }
@@ -442,8 +442,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
         with_rows(work, &substring_files, substring_ranges, |substring_rows| {
             with_key_files(work, p, cfg.work_keys != WorkKeys::Remade, |key_writer| {
                 store::write_part(work, p, |files| {
-                    let store =
-                        store::Writer::new(files, kernel.k(), first, count).map_err(store_err)?;
+                    let store = store::Writer::new(files, kernel.k(), count).map_err(store_err)?;
                     // Three chunks in flight: the next one is read while this one is computed, and the
                     // previous one is appended to the store by its own thread.
                     std::thread::scope(|scope| {
@@ -454,7 +453,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
                             for (base, sigs, keys, ids, copies) in rx {
                                 store.append(&sigs, |i| &ids[i], |i| copies[i])?;
                                 if let Some(w) = key_writer.as_deref_mut() {
-                                    append_keys(w, (base, first), &keys, &copies)?;
+                                    append_keys(w, base, &keys, &copies)?;
                                 }
                             }
                             store.finish()
@@ -498,7 +497,10 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
                                 },
                             ) = loaded?;
                             let n = corpus.len();
-                            let (base, at) = (first + read, read as usize);
+                            // Work files number the part's documents from 0 (a task need not
+                            // know how many the parts before its own hold); SimHash's sample is
+                            // numbered in the whole input.
+                            let (base, at) = (read, read as usize);
                             let pkeys = chunk_label_keys(&corpus, |s| s.partition.as_ref());
                             let akeys = chunk_label_keys(&corpus, |s| s.across.as_ref());
                             // A raw copy is one of a text and its labels: a copy with other labels meets
@@ -520,7 +522,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
                             }
                             let texts = without_copies(&corpus, &copy_of);
                             let compute =
-                                || kernel.compute(&corpus, &texts, base, bands, cfg, table);
+                                || kernel.compute(&corpus, &texts, first + base, bands, cfg, table);
                             let (chunk, following) = match second_chunk.take() {
                                 Some(second) => (compute(), second),
                                 None => rayon::join(compute, || load(i + 1)),
