@@ -9,7 +9,7 @@ use std::ops::Range;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::io::input::{read_shard, Shard};
-use crate::io::jsonl::GroupStart;
+use crate::io::jsonl::{read_uncounted, GroupStart};
 use crate::io::object;
 
 /// Rows of one input file to read: all of them, or a range; for a plain JSON Lines file, where
@@ -19,6 +19,9 @@ pub(crate) struct Slice {
     pub file: String,
     pub rows: Option<Range<u64>>,
     pub start: Option<GroupStart>,
+    /// A JSON Lines file the plan did not count ([`crate::io::jsonl::counted_by_tasks`]): it may
+    /// end before `rows.end`.
+    pub open: bool,
 }
 
 impl Slice {
@@ -28,6 +31,7 @@ impl Slice {
             file: file.to_string(),
             rows: None,
             start: None,
+            open: false,
         }
     }
 }
@@ -38,6 +42,8 @@ pub struct Corpus {
     pub shards: Vec<Shard>,
     /// `starts[s]` is the global index of shard `s`'s first row; the last entry is the total.
     starts: Vec<usize>,
+    /// Per shard read from an open slice to its file's end: the file's blank lines in all.
+    pub(crate) ends: Vec<Option<u64>>,
 }
 
 impl Corpus {
@@ -56,6 +62,7 @@ impl Corpus {
     ) -> Result<Corpus> {
         let mut shards = Vec::with_capacity(slices.len());
         let mut starts = vec![0usize];
+        let mut ends = Vec::with_capacity(slices.len());
         // Object-store shards are fetched whole, a window at a time with requests in parallel.
         for window in slices.chunks(16) {
             let remote: Vec<String> = window
@@ -69,21 +76,30 @@ impl Corpus {
                 .map(|s| (s, object::is_url(&s.file).then(|| fetched.next()).flatten()))
                 .collect();
             // Slices (row groups of a chunk) are decoded in parallel, kept in order.
-            let read: Vec<Shard> = inputs
+            let read: Vec<(Shard, Option<u64>)> = inputs
                 .into_par_iter()
-                .map(|(s, bytes)| read_shard(&s.file, bytes, s.rows.clone(), s.start.as_ref(), cfg))
+                .map(|(s, bytes)| match s.open {
+                    true => read_uncounted(&s.file, bytes, s.rows.clone(), cfg),
+                    false => read_shard(&s.file, bytes, s.rows.clone(), s.start.as_ref(), cfg)
+                        .map(|shard| (shard, None)),
+                })
                 .collect::<Result<_>>()?;
-            for shard in read {
+            for (shard, end) in read {
                 on_shard(&shard);
                 starts.push(starts[starts.len() - 1] + shard.len());
                 shards.push(shard);
+                ends.push(end);
             }
         }
         let total = starts[starts.len() - 1];
         if total >= u32::MAX as usize {
             return Err(Error::TooManyDocuments(total as u64));
         }
-        Ok(Corpus { shards, starts })
+        Ok(Corpus {
+            shards,
+            starts,
+            ends,
+        })
     }
 
     /// Number of documents.

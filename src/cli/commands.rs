@@ -244,9 +244,13 @@ pub(super) fn task(
         stage.name()
     );
     let report = executor::local::in_pool(threads, || {
-        let plan = crate::plan::read_plan(&dir)?.ok_or_else(|| crate::Error::NoPlan {
+        let mut plan = crate::plan::read_plan(&dir)?.ok_or_else(|| crate::Error::NoPlan {
             work: work.to_string(),
         })?;
+        // A stage after the signatures sees the documents its tasks counted.
+        if stage.after(Stage::Signatures) {
+            plan.settle_from(&dir)?;
+        }
         let n = plan.tasks(stage);
         if n != tasks {
             return Err(crate::Error::NoSuchTask(format!(

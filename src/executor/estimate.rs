@@ -61,27 +61,59 @@ impl Estimate {
 
 /// Measures `plan`'s stages on a sample of its input and scales them to the whole.
 pub(crate) fn estimate(plan: &Plan) -> Result<Estimate> {
+    let heads = heads(plan)?;
     let (Some(half), Some(whole)) = (
-        sample_plan(plan, SAMPLE_DOCS / 2),
-        sample_plan(plan, SAMPLE_DOCS),
+        sample_plan(plan, &heads, SAMPLE_DOCS / 2),
+        sample_plan(plan, &heads, SAMPLE_DOCS),
     ) else {
         return Ok(Estimate::default());
     };
+    let documents = plan.documents_or_estimate();
     let dir = scratch_dir();
     let result = (|| {
         let small = run_sample(&half, &dir.join("half"))?;
         let large = run_sample(&whole, &dir.join("whole"))?;
-        Ok(scale(plan, &small, &large))
+        Ok(scale(plan, documents, &small, &large))
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
 
+/// The files the plan did not count, with the documents whose lines end in their first MiB and
+/// the bytes of it ([`crate::io::jsonl::head_documents`]): a sample's rows.
+fn heads(plan: &Plan) -> Result<BTreeMap<usize, (u64, u64)>> {
+    use rayon::prelude::*;
+    let uncounted: Vec<usize> = (0..plan.files.len())
+        .filter(|&i| plan.files[i].uncounted)
+        .collect();
+    // Spread over the list as the sample's files are (a file's first MiB each).
+    let n = uncounted.len().min(SAMPLE_FILES);
+    let chosen: Vec<usize> = (0..n)
+        .map(|i| uncounted[i * uncounted.len() / n.max(1)])
+        .collect();
+    chosen
+        .par_iter()
+        .map(|&i| crate::io::jsonl::head_documents(&plan.files[i].file).map(|h| (i, h)))
+        .collect()
+}
+
 /// A plan of the first rows of up to [`SAMPLE_FILES`] files spread over `plan`'s list, `docs`
-/// documents at most, one part, no index and no reference; None for an empty input.
-fn sample_plan(plan: &Plan, docs: u64) -> Option<Plan> {
-    let with_rows: Vec<&crate::plan::InputFile> =
-        plan.files.iter().filter(|f| f.rows > 0).collect();
+/// documents at most, one part, no index and no reference; None for an empty input. A file
+/// the plan did not count gives the documents of its first MiB at most (`heads`).
+fn sample_plan(plan: &Plan, heads: &BTreeMap<usize, (u64, u64)>, docs: u64) -> Option<Plan> {
+    let known: Vec<crate::plan::InputFile> = (plan.files.iter().enumerate())
+        .filter_map(|(i, f)| match f.uncounted {
+            false => Some(f.clone()),
+            true => heads.get(&i).map(|&(rows, _)| {
+                let mut g = f.clone();
+                g.rows = rows;
+                g.row_groups = vec![rows];
+                g.uncounted = false;
+                g
+            }),
+        })
+        .collect();
+    let with_rows: Vec<&crate::plan::InputFile> = known.iter().filter(|f| f.rows > 0).collect();
     // Object-store files are fetched whole to read any row of them: only the smallest is
     // sampled when the input holds one.
     let remote = with_rows
@@ -126,6 +158,7 @@ fn sample_plan(plan: &Plan, docs: u64) -> Option<Plan> {
         files,
         documents: next,
         parts: vec![(0, next)],
+        part_files: Vec::new(),
         bucket_ranges: 1,
         index: None,
         reference: Vec::new(),
@@ -192,10 +225,10 @@ fn run_sample(sample: &Plan, dir: &Path) -> Result<SampleRun> {
     })
 }
 
-/// The whole run's needs from two samples: the larger one's figures plus, for each further
-/// document, what a document more cost between the two.
-fn scale(plan: &Plan, small: &SampleRun, large: &SampleRun) -> Estimate {
-    let n = plan.documents as f64;
+/// The whole run's needs (of `documents` documents) from two samples: the larger one's figures
+/// plus, for each further document, what a document more cost between the two.
+fn scale(plan: &Plan, documents: u64, small: &SampleRun, large: &SampleRun) -> Estimate {
+    let n = documents as f64;
     let (s1, s2) = (small.documents as f64, large.documents as f64);
     let extra = (n - s2).max(0.0);
     let grown = |a: f64, b: f64| match s2 > s1 {
@@ -245,15 +278,20 @@ mod tests {
             ..crate::plan::tests::tiny_plan()
         };
         let (small, large) = (sample(100, 1_100, 1_000), sample(200, 2_100, 2_000));
-        let e = scale(&plan_of(1_000), &small, &large);
+        let e = scale(&plan_of(1_000), 1_000, &small, &large);
         assert_eq!(e.work_bytes, 10_100);
         assert_eq!(e.stages["signatures"].written_bytes, 10_000);
         assert_eq!(e.sample_documents, 200);
         // A corpus no larger than the sample: the sample's own figures.
-        let e = scale(&plan_of(200), &small, &large);
+        let e = scale(&plan_of(200), 200, &small, &large);
         assert_eq!(e.work_bytes, 2_100);
         // Both samples the whole corpus (fewer documents than the half sample asks for).
-        let e = scale(&plan_of(50), &sample(50, 700, 600), &sample(50, 700, 600));
+        let e = scale(
+            &plan_of(50),
+            50,
+            &sample(50, 700, 600),
+            &sample(50, 700, 600),
+        );
         assert_eq!(e.work_bytes, 700);
     }
 }

@@ -336,8 +336,9 @@ fn run_tasks(
         result?;
         if stage == Stage::Signatures {
             // No later stage reads the input by parts: the JSON Lines readers kept open for
-            // the next part are closed.
+            // the next part are closed. Files the plan left to the tasks are counted now.
             crate::io::jsonl::close_readers();
+            plan.settle_from(&work)?;
         }
         walls.push((stage, start.elapsed().as_secs_f64()));
     }

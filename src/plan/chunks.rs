@@ -1,5 +1,6 @@
 //! A part's rows as the signatures (and sample) tasks read them: its slice of each input file,
-//! cut into chunks along row groups.
+//! cut into chunks along row groups ([`Plan::chunks`]), or for a plan with files its tasks
+//! count, each file in turn a chunk at a time ([`Chunker`]).
 
 use std::ops::Range;
 
@@ -9,20 +10,6 @@ use crate::io::jsonl::GroupStart;
 use super::{InputFile, Plan};
 
 impl Plan {
-    /// The (file, row range) slices that make up part `p`, in order.
-    pub(crate) fn slices(&self, p: usize) -> Vec<(String, Option<Range<u64>>)> {
-        let r = self.part_range(p);
-        self.files
-            .iter()
-            .filter(|f| f.rows > 0 && f.first_doc < r.end && f.first_doc + f.rows > r.start)
-            .map(|f| {
-                let lo = r.start.max(f.first_doc) - f.first_doc;
-                let hi = r.end.min(f.first_doc + f.rows) - f.first_doc;
-                (f.file.clone(), Some(lo..hi))
-            })
-            .collect()
-    }
-
     /// Part `p`'s slices cut into chunks of at most `max_docs` rows each (local files only: an
     /// object-store shard is fetched whole, so its slice stays one chunk rather than being
     /// downloaded once per chunk). A signatures task reads and processes one chunk at a time.
@@ -48,6 +35,7 @@ impl Plan {
             file: f.file.clone(),
             rows: Some(rows),
             start: start.copied(),
+            open: false,
         };
         for f in &self.files {
             let (lo, hi) = (r.start.max(f.first_doc), r.end.min(f.first_doc + f.rows));
@@ -117,5 +105,89 @@ impl Plan {
             chunks.push(cur);
         }
         chunks
+    }
+}
+
+/// Where a signatures task is in its part: the chunk it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum At {
+    /// Chunk `i` of [`Plan::chunks`] (a plan that counted its files).
+    Planned(usize),
+    /// Rows from `from` of the plan's file `file` (a plan with files its tasks count).
+    File { file: usize, from: u64 },
+}
+
+/// The chunks of part `p` one after another: the plan's; or for a plan with files its tasks
+/// count, `max_docs` rows at a time of each of the part's files in turn, a file its task counts
+/// read until a chunk comes back short (one on object storage in one chunk: it is fetched whole).
+pub(crate) struct Chunker<'a> {
+    plan: &'a Plan,
+    p: usize,
+    max_docs: u64,
+    planned: Vec<Vec<Slice>>,
+}
+
+impl<'a> Chunker<'a> {
+    pub(crate) fn new(plan: &'a Plan, p: usize, max_docs: u64) -> Chunker<'a> {
+        let planned = match plan.counted() {
+            true => plan.chunks(p, max_docs),
+            false => Vec::new(),
+        };
+        Chunker {
+            plan,
+            p,
+            max_docs: max_docs.max(1),
+            planned,
+        }
+    }
+
+    /// The part's first chunk (None: the part has no rows).
+    pub(crate) fn first(&self) -> Option<(At, Vec<Slice>)> {
+        match self.plan.counted() {
+            true => self.planned(0),
+            false => self.file_from(self.plan.part_files.get(self.p)?.0, 0),
+        }
+    }
+
+    /// The chunk after the one at `at`, which read `rows` rows (None: the part is done).
+    pub(crate) fn after(&self, at: At, rows: u64) -> Option<(At, Vec<Slice>)> {
+        let (file, from) = match at {
+            At::Planned(i) => return self.planned(i + 1),
+            At::File { file, from } => (file, from),
+        };
+        let f = &self.plan.files[file];
+        let remote = crate::io::object::is_url(&f.file);
+        let more = match f.uncounted {
+            true => !remote && rows == self.max_docs,
+            false => !remote && from + rows < f.rows,
+        };
+        match more {
+            true => self.file_from(file, from + rows),
+            false => self.file_from(file + 1, 0),
+        }
+    }
+
+    fn planned(&self, i: usize) -> Option<(At, Vec<Slice>)> {
+        (self.planned.get(i)).map(|c| (At::Planned(i), c.clone()))
+    }
+
+    /// Rows from `from` of the plan's file `file`, or when it is past the part's files, none.
+    fn file_from(&self, file: usize, from: u64) -> Option<(At, Vec<Slice>)> {
+        let end = self.plan.part_files.get(self.p)?.1;
+        let f = self.plan.files.get(file).filter(|_| file < end)?;
+        let remote = crate::io::object::is_url(&f.file);
+        let rows = match (f.uncounted, remote) {
+            (true, true) => None,
+            (true, false) => Some(from..from + self.max_docs),
+            (false, true) => Some(0..f.rows),
+            (false, false) => Some(from..(from + self.max_docs).min(f.rows)),
+        };
+        let slice = Slice {
+            file: f.file.clone(),
+            rows,
+            start: None,
+            open: f.uncounted,
+        };
+        Some((At::File { file, from }, vec![slice]))
     }
 }

@@ -3,7 +3,9 @@
 //!
 //! Documents get dense global indices in input order (files sorted, rows in file order). The
 //! documents are cut into `parts`, contiguous index ranges of about equal size (a part may cover
-//! several files or a row range of one). Stages and their tasks:
+//! several files or a row range of one); with files the plan does not count ([`count`]), parts
+//! of whole files, numbered once their signatures tasks have counted them. Stages and their
+//! tasks:
 //!
 //! | stage         | tasks                        | reads                               | writes                          |
 //! |---------------|------------------------------|-------------------------------------|---------------------------------|
@@ -46,8 +48,11 @@ use crate::io::output::OutputDir;
 use crate::io::work;
 
 mod chunks;
+mod count;
 mod stage;
-pub(crate) use stage::{Stage, STAGES};
+pub(crate) use chunks::{At, Chunker};
+pub(crate) use count::FileCount;
+pub(crate) use stage::{task_counts, Stage, STAGES};
 
 /// Plan file format version, raised whenever the meaning of a work file changes, so that a work
 /// directory left by another build is discarded instead of resumed.
@@ -90,6 +95,13 @@ pub(crate) struct InputFile {
     /// Plain local JSON Lines: where each row group after the first starts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub group_starts: Vec<GroupStart>,
+    /// Counted by the signatures task that reads it, not by the plan ([`count`]): `rows`,
+    /// `first_doc` and `row_groups` are 0 and empty until the plan is settled.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub uncounted: bool,
+    /// An uncounted file's documents as the plan estimates them (for spreading work only).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub estimated_rows: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -114,6 +126,10 @@ pub(crate) struct Plan {
     /// `--reference`: the benchmark reference files, as listed when the plan was made.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reference: Vec<crate::reference::ReferenceFile>,
+    /// A plan with files its tasks count ([`count`]): each part's range of whole files (`parts`
+    /// is filled in when the plan is settled). Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub part_files: Vec<(usize, usize)>,
 }
 
 impl Plan {
@@ -132,9 +148,19 @@ impl Plan {
             Some(r) => crate::reference::list(r)?,
             None => Vec::new(),
         };
+        // SimHash's document-frequency sample needs every document's number before the
+        // signatures stage: such a run counts every file here.
+        let sampled = cfg.method == Method::Simhash
+            && cfg.simhash_max_df < 1.0
+            && index.as_ref().is_none_or(|ip| ip.frequencies.is_none());
         let counted: Vec<input::Counted> = names
             .par_iter()
-            .map(|f| input::count_rows(f, cfg))
+            .map(
+                |f| match !sampled && crate::io::jsonl::counted_by_tasks(f) {
+                    true => input::list_uncounted(f, cfg),
+                    false => input::count_rows(f, cfg),
+                },
+            )
             .collect::<Result<_>>()?;
         let mut files = Vec::with_capacity(names.len());
         let mut next = 0u64;
@@ -148,28 +174,45 @@ impl Plan {
                 fingerprint: c.fingerprint,
                 blank_lines: c.blank_lines,
                 group_starts: c.group_starts,
+                uncounted: c.uncounted,
+                estimated_rows: 0,
             });
             next += c.rows;
         }
+        count::estimate_rows(&mut files)?;
         let documents = next;
         if documents >= u32::MAX as u64 {
             return Err(Error::TooManyDocuments(documents));
         }
+        let uncounted = files.iter().any(|f| f.uncounted);
+        let estimate: u64 = match uncounted {
+            true => files.iter().map(count::weight).sum(),
+            false => documents,
+        };
         let n_parts = match tasks {
             Some(0) => return Err(Error::Config("--tasks must be at least 1".into())),
             Some(t) => t as u64,
-            None => documents.div_ceil(DOCS_PER_PART).max(1),
+            None => estimate.div_ceil(DOCS_PER_PART).max(1),
         };
         let per = documents.div_ceil(n_parts).max(1);
         // More tasks than documents: the surplus parts are empty, which every stage accepts.
-        let parts: Vec<(u64, u64)> = (0..n_parts)
-            .map(|i| (i * per).min(documents))
-            .map(|first| (first, per.min(documents - first)))
-            .collect();
+        let (parts, part_files) = match uncounted {
+            false => {
+                let parts = (0..n_parts)
+                    .map(|i| (i * per).min(documents))
+                    .map(|first| (first, per.min(documents - first)))
+                    .collect();
+                (parts, Vec::new())
+            }
+            true => (
+                vec![(0, 0); n_parts as usize],
+                count::cut_by_files(&files, n_parts),
+            ),
+        };
         let bucket_ranges = match bucket_ranges {
             Some(0) => return Err(Error::Config("--bucket-ranges must be at least 1".into())),
             Some(r) => r,
-            None => documents.div_ceil(ROWS_PER_CANDIDATES_TASK).max(1) as usize,
+            None => estimate.div_ceil(ROWS_PER_CANDIDATES_TASK).max(1) as usize,
         };
         // What tonight's batch is made of names its directory in the index.
         let fingerprint = {
@@ -186,6 +229,7 @@ impl Plan {
             bucket_ranges,
             index: index.map(|ip| ip.named(fingerprint)),
             reference,
+            part_files,
         })
     }
 
@@ -346,6 +390,7 @@ impl Plan {
             && self.version == other.version
             && self.files == other.files
             && self.parts == other.parts
+            && self.part_files == other.part_files
             && self.bucket_ranges == other.bucket_ranges
             && self.config.result_json() == other.config.result_json()
             && self.index == other.index
@@ -379,17 +424,6 @@ impl Plan {
         }
         Ok(plan)
     }
-}
-
-/// The stages this plan runs and their task counts, as printed by `corpus-dedup plan` for drivers.
-pub(crate) fn task_counts(plan: &Plan) -> serde_json::Value {
-    let stages = plan.stages();
-    let mut m = serde_json::Map::new();
-    for &s in &stages {
-        m.insert(s.name().into(), plan.tasks(s).into());
-    }
-    let names: Vec<&str> = stages.iter().map(|s| s.name()).collect();
-    serde_json::json!({ "documents": plan.documents, "stages": names, "tasks": m })
 }
 
 /// Reads the plan of a work directory.
@@ -442,6 +476,8 @@ pub(crate) mod tests {
                 fingerprint: String::new(),
                 blank_lines: 0,
                 group_starts: Vec::new(),
+                uncounted: false,
+                estimated_rows: 0,
             });
             next += r;
         }
@@ -462,6 +498,7 @@ pub(crate) mod tests {
             bucket_ranges: 1,
             index: None,
             reference: Vec::new(),
+            part_files: Vec::new(),
         }
     }
 
@@ -491,14 +528,13 @@ pub(crate) mod tests {
     #[test]
     fn slices_cover_each_part() {
         let p = plan(&[5, 0, 3], vec![(0, 4), (4, 4)]);
-        assert_eq!(p.slices(0), vec![("f0".to_string(), Some(0..4))]);
-        assert_eq!(
-            p.slices(1),
-            vec![
-                ("f0".to_string(), Some(4..5)),
-                ("f2".to_string(), Some(0..3))
-            ]
-        );
+        let names = |part: usize| -> Vec<&str> {
+            (p.files_of_part(part).iter())
+                .map(|f| f.file.as_str())
+                .collect()
+        };
+        assert_eq!(names(0), vec!["f0"]);
+        assert_eq!(names(1), vec!["f0", "f1", "f2"]);
         assert_eq!(p.locate(5), ("f2", 0));
         // Chunks of at most 2 rows cover part 1 in order; f2's 3 rows (one row group) are cut
         // into equal pieces of 2 and 1.
@@ -546,6 +582,7 @@ pub(crate) mod tests {
                     file: "f0".to_string(),
                     rows: Some(i * 7_813..((i + 1) * 7_813).min(31_250)),
                     start: None,
+                    open: false,
                 }])
                 .collect::<Vec<_>>()
         );

@@ -74,6 +74,12 @@ pub(crate) const STAGES: [Stage; 17] = [
 ];
 
 impl Stage {
+    /// True when this stage runs after `other`.
+    pub(crate) fn after(self, other: Stage) -> bool {
+        let at = |s: Stage| STAGES.iter().position(|&x| x == s);
+        at(self) > at(other)
+    }
+
     /// True for a stage with one task per part: its progress is counted in documents.
     pub(crate) fn per_part(self) -> bool {
         matches!(
@@ -107,7 +113,7 @@ impl Stage {
     /// task per part, else the task itself.
     pub(crate) fn progress(self, plan: &Plan, task: usize) -> (u64, &'static str) {
         match self.per_part() {
-            true => (plan.parts.get(task).map_or(1, |p| p.1), "docs"),
+            true => (plan.part_weight(task), "docs"),
             false => (1, "tasks"),
         }
     }
@@ -134,4 +140,17 @@ impl Stage {
             Stage::Merge => "merge",
         }
     }
+}
+
+/// The stages this plan runs and their task counts, as printed by `corpus-dedup plan` for drivers.
+pub(crate) fn task_counts(plan: &Plan) -> serde_json::Value {
+    let stages = plan.stages();
+    let mut m = serde_json::Map::new();
+    for &s in &stages {
+        m.insert(s.name().into(), plan.tasks(s).into());
+    }
+    let names: Vec<&str> = stages.iter().map(|s| s.name()).collect();
+    // Documents the tasks count are numbered after the signatures stage: unknown here.
+    let documents = plan.counted().then_some(plan.documents);
+    serde_json::json!({ "documents": documents, "stages": names, "tasks": m })
 }

@@ -509,3 +509,55 @@ fn apply_format_writes_the_other_format() {
     let again = apply(&outp, "pq-as-jl", &["--format", "jsonl"]);
     assert!(again.contains("\"shards_written\":0"), "{again}");
 }
+
+#[test]
+fn compressed_files_are_counted_by_their_tasks_not_by_the_plan() {
+    let dir = temp_dir("jsonl-uncounted");
+    // A .jsonl.zst of over a MiB compressed (hex text does not shrink much) whose last line is
+    // broken: the plan reads its first MiB only, so it plans; the signatures task names the line.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut lines = String::new();
+    for i in 0..6_000 {
+        let text: String = (0..64)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                format!("{:08x}", state as u32)
+            })
+            .collect();
+        lines.push_str(&format!("{{\"id\": \"d{i}\", \"text\": \"{text}\"}}\n"));
+    }
+    lines.push_str("{\"id\": \"broken\", \"text\": \n");
+    let input = dir.join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    let big = input.join("big.jsonl.zst");
+    write_file(&big, lines.as_bytes());
+    assert!(std::fs::metadata(&big).unwrap().len() > 1 << 20);
+    let glob = format!("{}/*.jsonl.zst", input.display());
+    let (out, work) = (dir.join("out"), dir.join("work"));
+    let plan = cd(["plan", "--quiet", "--input", &glob, "--output"])
+        .arg(&out)
+        .arg("--work")
+        .arg(&work)
+        .ok();
+    let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    assert!(plan["documents"].is_null(), "{plan}");
+    assert_eq!(plan["tasks"]["signatures"], 1);
+    let err = run_cmd(&glob, &dir.join("out2"), &[]).fails();
+    assert!(
+        err.contains("big.jsonl.zst") && err.contains("line 6001"),
+        "{err}"
+    );
+
+    // Killed in a signatures task, then run again: the manifest of a run never killed.
+    let (_, jl) = both_formats(&dir);
+    let clean = dir.join("clean");
+    run_ok(&jl, &clean, &["--tasks", "3"]);
+    let once = dir.join("once");
+    let again = dir.join("again");
+    run_cmd(&jl, &again, &["--tasks", "3"]).killed_at(&format!("signatures:1:{}", once.display()));
+    run_ok(&jl, &again, &["--tasks", "3"]);
+    assert!(decisions(&again).equals_missing(&decisions(&clean)));
+    assert_eq!(summary(&again)["documents_in"], 420);
+}

@@ -265,6 +265,21 @@ pub(crate) struct Counted {
     /// The file's size and fingerprint ([`identity()`]).
     pub bytes: u64,
     pub fingerprint: String,
+    /// The documents are counted by the signatures task that reads the file, not by the plan
+    /// ([`jsonl::counted_by_tasks`]): `rows` and what follows from them are 0 until then.
+    pub uncounted: bool,
+}
+
+/// What the plan reads of a file its tasks count: size, fingerprint, the first document's
+/// fields ([`jsonl::list_uncounted`]).
+pub(crate) fn list_uncounted(file: &str, cfg: &Config) -> Result<Counted> {
+    let (bytes, fingerprint) = jsonl::list_uncounted(file, cfg)?;
+    Ok(Counted {
+        bytes,
+        fingerprint,
+        uncounted: true,
+        ..Counted::default()
+    })
 }
 
 /// Counts the documents of an input file, Parquet (from its footer, after checking its columns)
@@ -288,6 +303,7 @@ pub(crate) fn count_rows(file: &str, cfg: &Config) -> Result<Counted> {
         blank_lines: c.blank_lines,
         bytes,
         fingerprint,
+        uncounted: false,
     })
 }
 

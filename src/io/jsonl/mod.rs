@@ -32,9 +32,12 @@ use crate::io::shard::{ranked_priority, Label, Shard};
 
 pub(crate) mod edit;
 mod fields;
+mod head;
 mod lines;
 
 use fields::{Columns, Fields};
+use head::groups_of;
+pub(crate) use head::{counted_by_tasks, head_documents, identity, list_uncounted, row_groups};
 use lines::Position;
 pub(crate) use lines::{GroupStart, Lines};
 
@@ -169,6 +172,29 @@ pub(crate) fn read_shard(
     start: Option<&GroupStart>,
     cfg: &Config,
 ) -> Result<Shard> {
+    read_rows(file, bytes, rows, start, false, cfg).map(|(shard, _)| shard)
+}
+
+/// Reads rows `rows` (all when `None`) of a JSON Lines shard the plan did not count, which may
+/// end before `rows.end`; with the file's blank lines in all when the read reached its end.
+pub(crate) fn read_uncounted(
+    file: &str,
+    bytes: Option<Vec<u8>>,
+    rows: Option<std::ops::Range<u64>>,
+    cfg: &Config,
+) -> Result<(Shard, Option<u64>)> {
+    read_rows(file, bytes, rows, None, true, cfg)
+}
+
+/// [`read_shard`], or with `open` [`read_uncounted`].
+fn read_rows(
+    file: &str,
+    bytes: Option<Vec<u8>>,
+    rows: Option<std::ops::Range<u64>>,
+    start: Option<&GroupStart>,
+    open: bool,
+    cfg: &Config,
+) -> Result<(Shard, Option<u64>)> {
     let from_store = bytes.is_some() || object::is_url(file);
     let first = rows.as_ref().map_or(0, |r| r.start);
     let end = rows.as_ref().map_or(u64::MAX, |r| r.end);
@@ -179,7 +205,7 @@ pub(crate) fn read_shard(
     let mut cols = Columns::new(&fields, capacity);
     while lines.pos.rows < end {
         let Some((line, doc)) = lines.next_doc()? else {
-            if rows.is_some() {
+            if rows.is_some() && !open {
                 return Err(lines.changed(end));
             }
             break;
@@ -188,7 +214,9 @@ pub(crate) fn read_shard(
         cols.push(&fields, file, line, doc)?;
     }
     // Kept open for the next chunk, unless the file is read to its end.
-    if !from_store && rows.is_some() && !lines.at_end() {
+    let ended = lines.at_end();
+    let blank_lines = ended.then_some(lines.pos.blank);
+    if !from_store && rows.is_some() && !ended {
         keep_open(lines, opened);
     }
     let Columns {
@@ -214,7 +242,7 @@ pub(crate) fn read_shard(
             .priority
             .map(|_| Float64Chunked::from_iter_options("priority".into(), priority.into_iter())),
     };
-    Ok(Shard {
+    let shard = Shard {
         first_row: first,
         file: file.to_string(),
         text: text.finish(),
@@ -224,7 +252,8 @@ pub(crate) fn read_shard(
         partition,
         across,
         line: Some(line),
-    })
+    };
+    Ok((shard, blank_lines))
 }
 
 /// The texts of rows `rows` (sorted, distinct) of a JSON Lines shard, in one pass: only those
@@ -339,15 +368,7 @@ fn count_groups(file: &str, cfg: &Config, per_group: u64) -> Result<Counted> {
     }
     lines.count_until(u64::MAX)?;
     let rows = lines.pos.rows;
-    let groups = if local {
-        let mut g = vec![per_group; (rows / per_group) as usize];
-        if rows % per_group != 0 {
-            g.push(rows % per_group);
-        }
-        g
-    } else {
-        Vec::new()
-    };
+    let groups = groups_of(rows, local, per_group);
     // Blank lines after the last group's end start no group.
     starts.truncate(groups.len().saturating_sub(1));
     Ok(Counted {
@@ -356,23 +377,6 @@ fn count_groups(file: &str, cfg: &Config, per_group: u64) -> Result<Counted> {
         starts,
         blank_lines: lines.pos.blank,
     })
-}
-
-/// Bytes at each end of a JSON Lines file that its fingerprint covers.
-const FINGERPRINT_BYTES: u64 = 1 << 20;
-
-/// The size of a JSON Lines file and a fingerprint of it: xxh3-64 of its size and of its first
-/// and last MiB (two range reads, local or `s3://`), so an appended or rewritten file gets
-/// another one.
-pub(crate) fn identity(file: &str) -> Result<(u64, String)> {
-    let (size, read) = crate::io::range_reader(file, |file, e| at(file, 0, e.to_string()))?;
-    let head = read(0..size.min(FINGERPRINT_BYTES))?;
-    let tail = read(size.saturating_sub(FINGERPRINT_BYTES)..size)?;
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    h.update(&size.to_le_bytes());
-    h.update(&head);
-    h.update(&tail);
-    Ok((size, format!("jsonl-{:016x}", h.digest())))
 }
 
 #[cfg(test)]

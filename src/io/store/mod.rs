@@ -4,6 +4,7 @@
 //! Two files per part, little-endian:
 //! ```text
 //! store/pNNNNN.sig   header  "CDSTORE6" | k: u32 | docs: u32 | 0: u64                (24 bytes)
+//!                    (`docs` 0 for a part whose files its task counted)
 //!                    record  signature [u32; k] | shingles: u32 | id_len: u32
 //!                            | id_offset: u64 | copy_of: u64
 //!                            | check_record: u64 | check_id: u64                   (4k + 40 bytes)
@@ -355,7 +356,7 @@ mod tests {
             sig: &mut sig,
             ids: &mut idb,
         };
-        let mut w = Writer::new(files, 2, docs)?;
+        let mut w = Writer::new(files, 2, Some(docs))?;
         write(&mut w)?;
         w.finish()?;
         Ok([sig, idb])

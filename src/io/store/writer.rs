@@ -37,7 +37,8 @@ pub(crate) fn write_part(
 pub(crate) struct Writer<'w> {
     files: Files<'w>,
     k: usize,
-    docs: u64,
+    /// The documents announced (None: a part whose files its task counts).
+    docs: Option<u64>,
     written: u64,
     id_offset: u64,
     rec: Vec<u8>,
@@ -46,11 +47,14 @@ pub(crate) struct Writer<'w> {
 }
 
 impl<'w> Writer<'w> {
-    /// Starts a store for `docs` documents, signatures of `k` values.
-    pub(crate) fn new(files: Files<'w>, k: usize, docs: u64) -> std::io::Result<Self> {
+    /// Starts a store for `docs` documents (None: as many as are appended), signatures of `k`
+    /// values.
+    pub(crate) fn new(files: Files<'w>, k: usize, docs: Option<u64>) -> std::io::Result<Self> {
         files.sig.write_all(MAGIC)?;
         files.sig.write_all(&(k as u32).to_le_bytes())?;
-        files.sig.write_all(&(docs as u32).to_le_bytes())?;
+        files
+            .sig
+            .write_all(&(docs.unwrap_or(0) as u32).to_le_bytes())?;
         files.sig.write_all(&0u64.to_le_bytes())?;
         Ok(Writer {
             files,
@@ -73,9 +77,10 @@ impl<'w> Writer<'w> {
         copy_of: impl Fn(usize) -> Option<u32>,
     ) -> std::io::Result<()> {
         let k = self.k;
-        if sigs.k != k || self.written + sigs.len() as u64 > self.docs {
+        let over = (self.docs).is_some_and(|d| self.written + sigs.len() as u64 > d);
+        if sigs.k != k || over {
             return Err(std::io::Error::other(format!(
-                "store announced {} documents of {k} values; got {} more of {}",
+                "store announced {:?} documents of {k} values; got {} more of {}",
                 self.docs,
                 sigs.len(),
                 sigs.k
@@ -115,9 +120,9 @@ impl<'w> Writer<'w> {
 
     /// Ends the store; fails unless every announced document was appended.
     pub(crate) fn finish(self) -> std::io::Result<()> {
-        if self.written != self.docs {
+        if self.docs.is_some_and(|d| d != self.written) {
             return Err(std::io::Error::other(format!(
-                "store announced {} documents but {} were written",
+                "store announced {:?} documents but {} were written",
                 self.docs, self.written
             )));
         }

@@ -56,6 +56,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::WorkKeys;
 use crate::corpus::Corpus;
+use crate::corpus::Slice;
 use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
 use crate::io::paragraph_rows;
@@ -63,14 +64,15 @@ use crate::io::work::{self, part_file, write_frame};
 use crate::io::{band_rows, keys, store};
 use crate::minhash::Signatures;
 use crate::partition;
-use crate::plan::{Plan, DOCS_PER_CHUNK, DOCS_PER_CHUNK_SUBSTRINGS};
+use crate::plan::{At, Chunker, FileCount, Plan, DOCS_PER_CHUNK, DOCS_PER_CHUNK_SUBSTRINGS};
 use crate::reference::{Hit, Reference};
 use crate::simhash;
 use crate::text::paragraphs::Paragraph;
+use std::collections::BTreeMap;
 
 use contamination::{contamination_columns, count_items};
 use kernel::{Chunk, Kernel};
-use read::{chunk_label_keys, raw_copies, read_pass, without_copies, ReadPass};
+use read::{chunk_label_keys, count_file, raw_copies, read_pass, without_copies, ReadPass};
 pub(crate) use rows::bucket_range;
 use rows::{flush_rows, with_rows};
 
@@ -78,6 +80,10 @@ use rows::{flush_rows, with_rows};
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct SignatureStats {
     pub documents: u64,
+    /// The documents and blank lines of the files the plan left to this task to count
+    /// ([`Plan::settle`] numbers the documents from them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counted: Vec<FileCount>,
     pub text_bytes: u64,
     pub null_texts: u64,
     /// Non-null texts with no shingle (SimHash: no weighted feature).
@@ -94,9 +100,7 @@ pub(crate) struct SignatureStats {
 /// Fails when a shard of part `p` is not the one the plan counted (its size or Parquet footer
 /// differs, or it is gone): the plan's row ranges would not fit it.
 pub(crate) fn check_inputs(plan: &Plan, p: usize) -> Result<()> {
-    let names: std::collections::BTreeSet<String> =
-        plan.slices(p).into_iter().map(|(f, _)| f).collect();
-    for f in plan.files.iter().filter(|f| names.contains(&f.file)) {
+    for f in plan.files_of_part(p) {
         if f.fingerprint.is_empty() {
             continue;
         }
@@ -382,15 +386,15 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
         Some(_) => DOCS_PER_CHUNK_SUBSTRINGS,
         None => DOCS_PER_CHUNK,
     };
-    let chunks = plan.chunks(p, crate::hooks::chunk_rows(per_chunk));
+    let chunker = Chunker::new(plan, p, crate::hooks::chunk_rows(per_chunk));
     // A chunk is read with its raw texts' hashes for MinHash and its script classes (on the
     // reading thread, beside the previous chunk's signatures); SimHash finds no raw copies (see
     // the module documentation).
-    let load = |i: usize| {
-        chunks.get(i).map(|c| {
-            Corpus::load_slices(c, cfg, |_| {}).map(|corpus| {
+    let load = |chunk: Option<(At, Vec<Slice>)>| {
+        chunk.map(|(at, c)| {
+            Corpus::load_slices(&c, cfg, |_| {}).map(|corpus| {
                 let pass = read_pass(&corpus, !simhash, cfg, plan.substring_ranges());
-                (corpus, pass)
+                (at, corpus, pass)
             })
         })
     };
@@ -406,10 +410,12 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
         None => Ok(None),
     };
     // The second chunk too, when there is a table to build: reading it fills a thread the
-    // build leaves idle, and the first chunk's computing then has both.
+    // build leaves idle, and the first chunk's computing then has both (where the plan knows the
+    // second chunk before the first is read).
     let (reference, (first_chunk, mut second_chunk)) = rayon::join(load_reference, || {
-        let first = load(0);
-        let second = cfg.reference.as_ref().map(|_| load(1));
+        let first = load(chunker.first());
+        let second = (cfg.reference.is_some() && plan.counted())
+            .then(|| load(chunker.after(At::Planned(0), 0)));
         (first, second)
     });
     let reference = reference?;
@@ -422,6 +428,9 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
     };
     let mut docs = PartDocs::new(count, bands * plan.bucket_ranges, plan);
     let mut read = 0u64;
+    // A plan with files its tasks count: what this task counts of them.
+    let counted = plan.counted();
+    let mut files_counted: BTreeMap<usize, FileCount> = BTreeMap::new();
     let changed = |read: u64| Error::RowsChanged {
         part: p,
         planned: count,
@@ -442,7 +451,8 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
         with_rows(work, &substring_files, substring_ranges, |substring_rows| {
             with_key_files(work, p, cfg.work_keys != WorkKeys::Remade, |key_writer| {
                 store::write_part(work, p, |files| {
-                    let store = store::Writer::new(files, kernel.k(), count).map_err(store_err)?;
+                    let store = store::Writer::new(files, kernel.k(), counted.then_some(count))
+                        .map_err(store_err)?;
                     // Three chunks in flight: the next one is read while this one is computed, and the
                     // previous one is appended to the store by its own thread.
                     std::thread::scope(|scope| {
@@ -484,10 +494,10 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
                             }
                             Ok::<_, Error>(())
                         });
-                        let mut next = first_chunk.take().unwrap_or_else(|| load(0));
-                        let mut i = 0;
+                        let mut next = first_chunk.take().unwrap_or_else(|| load(chunker.first()));
                         while let Some(loaded) = next.take() {
                             let (
+                                at_chunk,
                                 corpus,
                                 ReadPass {
                                     hashes,
@@ -517,18 +527,19 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
                                 .collect();
                             let copy_of = raw_copies(&hashes, at as u32, &mut first_seen);
                             read += n as u64;
-                            if read > count {
+                            if read > count && counted {
                                 return Err(changed(read));
                             }
+                            count_file(&mut files_counted, plan, (at_chunk, n as u64), &corpus);
                             let texts = without_copies(&corpus, &copy_of);
                             let compute =
                                 || kernel.compute(&corpus, &texts, first + base, bands, cfg, table);
+                            let after = chunker.after(at_chunk, n as u64);
                             let (chunk, following) = match second_chunk.take() {
                                 Some(second) => (compute(), second),
-                                None => rayon::join(compute, || load(i + 1)),
+                                None => rayon::join(compute, || load(after)),
                             };
                             next = following;
-                            i += 1;
                             let c = ChunkDocs {
                                 corpus: &corpus,
                                 scripts,
@@ -567,7 +578,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
                         rows_writer.join().map_err(|_| {
                             Error::Panicked(format!("part {p}: the hash rows writer panicked"))
                         })??;
-                        if read != count {
+                        if read != count && counted {
                             return Err(changed(read));
                         }
                         Ok(())
@@ -577,5 +588,13 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
         })
     })?;
     docs.write(work, plan, p, reference.as_deref(), &mut stats)?;
+    stats.documents = read;
+    stats.counted = files_counted.into_values().collect();
+    if let Some(f) = stats.counted.iter().find(|c| c.blank_lines == u64::MAX) {
+        return Err(Error::Internal(format!(
+            "{}: read without reaching its end",
+            plan.files[f.file].file
+        )));
+    }
     Ok(stats)
 }

@@ -1,6 +1,6 @@
 //! The read pass of a signatures task: what is computed per document as a chunk is read, while
 //! its text is in cache (raw-copy hashes, script classes, paragraphs, substring windows), and the
-//! chunk's label keys.
+//! chunk's label keys, and the documents counted of a file the plan left to the task.
 
 use polars::prelude::{BooleanChunked, NewChunkedArray, PlSmallStr, StringChunked};
 use rayon::prelude::*;
@@ -14,6 +14,8 @@ use crate::text::script::classify;
 use crate::text::substrings;
 
 use super::rows::bucket_range;
+use crate::plan::{At, FileCount, Plan};
+use std::collections::BTreeMap;
 
 /// Raw copies: each document of `texts` whose text is byte for byte an earlier one's in the part
 /// gets that first occurrence's position in the part (`first_seen`: 128-bit hash of the text ->
@@ -170,4 +172,29 @@ pub(super) fn chunk_label_keys(
         }
     }
     out
+}
+
+/// Counts a chunk's rows (`n`, read at `at`) towards its file when the plan did not count it;
+/// a file's blank lines are known once a chunk reached its end (`u64::MAX` until then).
+pub(super) fn count_file(
+    counts: &mut BTreeMap<usize, FileCount>,
+    plan: &Plan,
+    (at, n): (At, u64),
+    corpus: &Corpus,
+) {
+    let At::File { file, .. } = at else {
+        return;
+    };
+    if !plan.files[file].uncounted {
+        return;
+    }
+    let c = counts.entry(file).or_insert(FileCount {
+        file,
+        rows: 0,
+        blank_lines: u64::MAX,
+    });
+    c.rows += n;
+    if let Some(&Some(blank)) = corpus.ends.first() {
+        c.blank_lines = blank;
+    }
 }
