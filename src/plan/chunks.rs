@@ -115,11 +115,14 @@ pub(crate) enum At {
     Planned(usize),
     /// Rows from `from` of the plan's file `file` (a plan with files its tasks count).
     File { file: usize, from: u64 },
+    /// The plan's small files `first..end`, each whole (its task counts them).
+    Files { first: usize, end: usize },
 }
 
 /// The chunks of part `p` one after another: the plan's; or for a plan with files its tasks
 /// count, `max_docs` rows at a time of each of the part's files in turn, a file its task counts
-/// read until a chunk comes back short (one on object storage in one chunk: it is fetched whole).
+/// read until a chunk comes back short (one on object storage in one chunk: it is fetched whole),
+/// and local files of an estimated quarter chunk or less read whole, several to a chunk.
 pub(crate) struct Chunker<'a> {
     plan: &'a Plan,
     p: usize,
@@ -153,6 +156,7 @@ impl<'a> Chunker<'a> {
     pub(crate) fn after(&self, at: At, rows: u64) -> Option<(At, Vec<Slice>)> {
         let (file, from) = match at {
             At::Planned(i) => return self.planned(i + 1),
+            At::Files { end, .. } => return self.file_from(end, 0),
             At::File { file, from } => (file, from),
         };
         let f = &self.plan.files[file];
@@ -171,10 +175,44 @@ impl<'a> Chunker<'a> {
         (self.planned.get(i)).map(|c| (At::Planned(i), c.clone()))
     }
 
-    /// Rows from `from` of the plan's file `file`, or when it is past the part's files, none.
+    /// Whether the plan's file `i` is read whole in a chunk with others: local, uncounted, and
+    /// estimated at a quarter chunk or less.
+    fn small(&self, i: usize) -> bool {
+        let f = &self.plan.files[i];
+        f.uncounted && !crate::io::object::is_url(&f.file) && f.estimated_rows <= self.max_docs / 4
+    }
+
+    /// Rows from `from` of the plan's file `file` (with the small files after a small one, up to
+    /// an estimated chunk), or when it is past the part's files, none.
     fn file_from(&self, file: usize, from: u64) -> Option<(At, Vec<Slice>)> {
         let end = self.plan.part_files.get(self.p)?.1;
         let f = self.plan.files.get(file).filter(|_| file < end)?;
+        if from == 0 && self.small(file) {
+            let mut last = file + 1;
+            let mut docs = f.estimated_rows;
+            while last < end && self.small(last) {
+                docs += self.plan.files[last].estimated_rows;
+                if docs > self.max_docs {
+                    break;
+                }
+                last += 1;
+            }
+            let slices = (self.plan.files[file..last].iter())
+                .map(|g| Slice {
+                    file: g.file.clone(),
+                    rows: None,
+                    start: None,
+                    open: true,
+                })
+                .collect();
+            return Some((
+                At::Files {
+                    first: file,
+                    end: last,
+                },
+                slices,
+            ));
+        }
         let remote = crate::io::object::is_url(&f.file);
         let rows = match (f.uncounted, remote) {
             (true, true) => None,
@@ -189,5 +227,56 @@ impl<'a> Chunker<'a> {
             open: f.uncounted,
         };
         Some((At::File { file, from }, vec![slice]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_part_of_uncounted_files_is_read_file_by_file_small_ones_together() {
+        let mut plan = crate::plan::tests::tiny_plan();
+        let file = |name: &str, rows: u64, estimated_rows: u64| InputFile {
+            file: name.to_string(),
+            rows,
+            uncounted: estimated_rows > 0,
+            estimated_rows,
+            ..plan.files[0].clone()
+        };
+        plan.files = vec![
+            file("a.parquet", 10, 0),
+            file("b.jsonl.zst", 0, 1),
+            file("c.jsonl.gz", 0, 2),
+            file("d.jsonl.zst", 0, 100),
+        ];
+        plan.part_files = vec![(0, 4)];
+        let c = Chunker::new(&plan, 0, 8);
+        let rows = |s: &[Slice]| -> Vec<(String, Option<Range<u64>>, bool)> {
+            s.iter()
+                .map(|x| (x.file.clone(), x.rows.clone(), x.open))
+                .collect()
+        };
+        let (at, s) = c.first().unwrap();
+        assert_eq!(at, At::File { file: 0, from: 0 });
+        assert_eq!(rows(&s), vec![("a.parquet".into(), Some(0..8), false)]);
+        let (at, s) = c.after(at, 8).unwrap();
+        assert_eq!(rows(&s), vec![("a.parquet".into(), Some(8..10), false)]);
+        // b and c are small (a quarter chunk or less): read whole, together.
+        let (at, s) = c.after(at, 2).unwrap();
+        assert_eq!(at, At::Files { first: 1, end: 3 });
+        assert_eq!(
+            rows(&s),
+            vec![
+                ("b.jsonl.zst".into(), None, true),
+                ("c.jsonl.gz".into(), None, true)
+            ]
+        );
+        // d is read a chunk at a time until one comes back short.
+        let (at, s) = c.after(at, 5).unwrap();
+        assert_eq!(rows(&s), vec![("d.jsonl.zst".into(), Some(0..8), true)]);
+        let (at, s) = c.after(at, 8).unwrap();
+        assert_eq!(rows(&s), vec![("d.jsonl.zst".into(), Some(8..16), true)]);
+        assert!(c.after(at, 3).is_none());
     }
 }

@@ -201,7 +201,12 @@ fn read_rows(
     let opened = stamp(file);
     let mut lines = lines_at(file, bytes, first, start)?;
     let fields = Fields::new(cfg);
-    let capacity = (end - first).min(1 << 16) as usize;
+    // A whole file's documents are not known: its columns grow from a little (a builder keeps
+    // its capacity, and a chunk may hold thousands of small files).
+    let capacity = match rows {
+        Some(_) => (end - first).min(1 << 16) as usize,
+        None => 64,
+    };
     let mut cols = Columns::new(&fields, capacity);
     while lines.pos.rows < end {
         let Some((line, doc)) = lines.next_doc()? else {

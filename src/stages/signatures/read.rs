@@ -182,19 +182,26 @@ pub(super) fn count_file(
     (at, n): (At, u64),
     corpus: &Corpus,
 ) {
-    let At::File { file, .. } = at else {
-        return;
+    // (file, its rows in this chunk, its shard's place in the chunk)
+    let files: Vec<(usize, u64, usize)> = match at {
+        At::Planned(_) => return,
+        At::File { file, .. } => vec![(file, n, 0)],
+        At::Files { first, end } => (first..end)
+            .map(|f| (f, corpus.shards[f - first].len() as u64, f - first))
+            .collect(),
     };
-    if !plan.files[file].uncounted {
-        return;
-    }
-    let c = counts.entry(file).or_insert(FileCount {
-        file,
-        rows: 0,
-        blank_lines: u64::MAX,
-    });
-    c.rows += n;
-    if let Some(&Some(blank)) = corpus.ends.first() {
-        c.blank_lines = blank;
+    for (file, rows, s) in files {
+        if !plan.files[file].uncounted {
+            continue;
+        }
+        let c = counts.entry(file).or_insert(FileCount {
+            file,
+            rows: 0,
+            blank_lines: u64::MAX,
+        });
+        c.rows += rows;
+        if let Some(&Some(blank)) = corpus.ends.get(s) {
+            c.blank_lines = blank;
+        }
     }
 }
