@@ -32,6 +32,10 @@ use crate::io::output::{OutputDir, ParquetUse};
 /// The plan file.
 pub(crate) const PLAN: &str = "plan.json";
 
+/// The documents the signatures tasks counted of the files the plan did not (JSON, written once
+/// by the first later task that settles the plan, so the others read one file, not every marker).
+pub(crate) const COUNTS: &str = "counted.json";
+
 /// The indexed documents the cluster task renewed (`--cluster keeper` with `--index`).
 pub(crate) const RENEWED: &str = "cluster/renewed.bin";
 /// Every indexed document that is some document's best index match tonight, by batch.

@@ -17,6 +17,7 @@ use super::{InputFile, Plan, Stage};
 use crate::error::{Error, Result};
 use crate::io::jsonl;
 use crate::io::output::OutputDir;
+use crate::io::work::COUNTS;
 
 /// Files whose first MiB the plan reads through to estimate how many documents a byte holds.
 const DENSITY_FILES: usize = 8;
@@ -166,10 +167,23 @@ impl Plan {
     }
 
     /// [`Plan::settle`] from the markers of the signatures tasks in `work`, before a task of a
-    /// later stage runs (a no-op for a plan that counted its files).
+    /// later stage runs (a no-op for a plan that counted its files). The counts are gathered from
+    /// every marker once and kept in [`COUNTS`] for the other tasks (written whole, the same
+    /// bytes by whichever task writes them).
     pub(crate) fn settle_from(&mut self, work: &OutputDir) -> Result<()> {
         if self.counted() {
             return Ok(());
+        }
+        if let Some(bytes) = work.read(COUNTS)? {
+            let counts: Vec<FileCount> =
+                serde_json::from_slice(&bytes).map_err(|source| Error::WorkFile {
+                    path: work.location(COUNTS),
+                    source: crate::error::FileError::Parse {
+                        what: "the counted documents",
+                        source,
+                    },
+                })?;
+            return self.settle(&counts);
         }
         let mut counts = Vec::new();
         // The `counted` field of each task's counters (`SignatureStats`).
@@ -182,7 +196,8 @@ impl Plan {
             };
             counts.extend(of_task);
         }
-        self.settle(&counts)
+        self.settle(&counts)?;
+        work.write_bytes(COUNTS, serde_json::to_vec(&counts).unwrap_or_default())
     }
 }
 

@@ -42,6 +42,29 @@ fn need<'a, T>(
     typed(c).map_err(|e| rows.error(e))
 }
 
+/// The columns both passes read, typed.
+struct Core<'a> {
+    keep: &'a BooleanChunked,
+    cluster: &'a UInt64Chunked,
+    sims: &'a Float32Chunked,
+    ids: &'a StringChunked,
+    dup_of: &'a StringChunked,
+}
+
+impl<'a> Core<'a> {
+    const COLUMNS: [&'static str; 5] = ["keep", "cluster_id", "similarity", "id", "duplicate_of"];
+
+    fn of(rows: &ManifestRows, df: &'a DataFrame) -> Result<Core<'a>> {
+        Ok(Core {
+            keep: need(rows, df, "keep", |c| c.bool())?,
+            cluster: need(rows, df, "cluster_id", |c| c.u64())?,
+            sims: need(rows, df, "similarity", |c| c.f32())?,
+            ids: need(rows, df, "id", |c| c.str())?,
+            dup_of: need(rows, df, "duplicate_of", |c| c.str())?,
+        })
+    }
+}
+
 /// What the first pass finds.
 pub(super) struct First {
     /// Similarities of the dropped documents to their keepers.
@@ -72,21 +95,11 @@ pub(super) fn first_pass(
     let mut near: Vec<(u64, usize, Option<String>)> = Vec::new();
     let mut item_rows: Vec<Vec<usize>> = vec![Vec::new(); items.len()];
     let mut best = Vec::new();
-    let columns = [
-        "keep",
-        "cluster_id",
-        "similarity",
-        "id",
-        "duplicate_of",
-        "contaminated_by",
-        "drop_spans",
-    ];
+    let columns = [&Core::COLUMNS[..], &["contaminated_by", "drop_spans"]].concat();
     rows.each_group(&columns, |first, df| {
-        let keep = need(rows, df, "keep", |c| c.bool())?;
-        let cluster = need(rows, df, "cluster_id", |c| c.u64())?;
-        let sims = need(rows, df, "similarity", |c| c.f32())?;
-        let ids = need(rows, df, "id", |c| c.str())?;
-        let dup_of = need(rows, df, "duplicate_of", |c| c.str())?;
+        let core = Core::of(rows, df)?;
+        let (keep, cluster, sims, ids, dup_of) =
+            (core.keep, core.cluster, core.sims, core.ids, core.dup_of);
         for (k, s) in keep.iter().zip(sims.iter()) {
             if let (Some(false), Some(s)) = (k, s) {
                 similarities.push(s);
@@ -189,25 +202,14 @@ pub(super) fn second_pass(
         id_row: HashMap::new(),
         at: HashMap::with_capacity(known.len()),
     };
-    let columns = [
-        "keep",
-        "cluster_id",
-        "id",
-        "duplicate_of",
-        "file",
-        "row",
-        "similarity",
-        "contaminated_by",
-        "contamination",
-    ];
+    let more = ["file", "row", "contaminated_by", "contamination"];
+    let columns = [&Core::COLUMNS[..], &more].concat();
     rows.each_group(&columns, |first, df| {
-        let keep = need(rows, df, "keep", |c| c.bool())?;
-        let cluster = need(rows, df, "cluster_id", |c| c.u64())?;
-        let ids = need(rows, df, "id", |c| c.str())?;
-        let dup_of = need(rows, df, "duplicate_of", |c| c.str())?;
+        let core = Core::of(rows, df)?;
+        let (keep, cluster, ids, dup_of) = (core.keep, core.cluster, core.ids, core.dup_of);
+        let sims = core.sims;
         let file = need(rows, df, "file", |c| c.str())?;
         let row = need(rows, df, "row", |c| c.u64())?;
-        let sims = need(rows, df, "similarity", |c| c.f32())?;
         let by = col(rows, df, "contaminated_by", |c| c.str())?;
         let share = col(rows, df, "contamination", |c| c.f32())?;
         for (j, (k, c)) in keep.iter().zip(cluster.iter()).enumerate() {
