@@ -61,7 +61,9 @@ impl Estimate {
 
 /// Measures `plan`'s stages on a sample of its input and scales them to the whole.
 pub(crate) fn estimate(plan: &Plan) -> Result<Estimate> {
-    let heads = heads(plan)?;
+    // The first MiB of some files the plan did not count: how many documents the sample may
+    // read of them.
+    let heads: BTreeMap<usize, (u64, u64)> = crate::plan::heads(&plan.files)?.into_iter().collect();
     let (Some(half), Some(whole)) = (
         sample_plan(plan, &heads, SAMPLE_DOCS / 2),
         sample_plan(plan, &heads, SAMPLE_DOCS),
@@ -77,24 +79,6 @@ pub(crate) fn estimate(plan: &Plan) -> Result<Estimate> {
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result
-}
-
-/// The files the plan did not count, with the documents whose lines end in their first MiB and
-/// the bytes of it ([`crate::io::jsonl::head_documents`]): a sample's rows.
-fn heads(plan: &Plan) -> Result<BTreeMap<usize, (u64, u64)>> {
-    use rayon::prelude::*;
-    let uncounted: Vec<usize> = (0..plan.files.len())
-        .filter(|&i| plan.files[i].uncounted)
-        .collect();
-    // Spread over the list as the sample's files are (a file's first MiB each).
-    let n = uncounted.len().min(SAMPLE_FILES);
-    let chosen: Vec<usize> = (0..n)
-        .map(|i| uncounted[i * uncounted.len() / n.max(1)])
-        .collect();
-    chosen
-        .par_iter()
-        .map(|&i| crate::io::jsonl::head_documents(&plan.files[i].file).map(|h| (i, h)))
-        .collect()
 }
 
 /// A plan of the first rows of up to [`SAMPLE_FILES`] files spread over `plan`'s list, `docs`
@@ -122,12 +106,7 @@ fn sample_plan(plan: &Plan, heads: &BTreeMap<usize, (u64, u64)>, docs: u64) -> O
         .min_by_key(|f| f.bytes);
     let chosen: Vec<&crate::plan::InputFile> = match remote {
         Some(f) => vec![*f],
-        None => {
-            let n = with_rows.len().min(SAMPLE_FILES);
-            (0..n)
-                .map(|i| with_rows[i * with_rows.len() / n.max(1)])
-                .collect()
-        }
+        None => crate::plan::spread(&with_rows, SAMPLE_FILES),
     };
     if chosen.is_empty() {
         return None;

@@ -19,35 +19,39 @@ use crate::io::jsonl;
 use crate::io::output::OutputDir;
 use crate::io::work::COUNTS;
 
-/// Files whose first MiB the plan reads through to estimate how many documents a byte holds.
-const DENSITY_FILES: usize = 8;
+/// Files whose first MiB is read through to estimate how many documents a byte holds.
+const HEAD_FILES: usize = 8;
 
-/// Sets each uncounted file's `estimated_rows`, for cutting parts and bucket ranges before it is
-/// read (they only spread work over tasks): its bytes times the documents per byte of the first
-/// MiB of up to [`DENSITY_FILES`] such files spread over the list (a thousand bytes a document
-/// when none has a whole line there).
-pub(super) fn estimate_rows(files: &mut [InputFile]) -> Result<()> {
+/// Up to `n` of `items`, spread evenly over the list, in order.
+pub(crate) fn spread<T: Copy>(items: &[T], n: usize) -> Vec<T> {
+    let n = items.len().min(n);
+    (0..n).map(|i| items[i * items.len() / n]).collect()
+}
+
+/// Up to [`HEAD_FILES`] uncounted files spread over the list (their positions), each with the
+/// documents whose lines end in its first MiB and the bytes read
+/// ([`jsonl::head_documents`]).
+pub(crate) fn heads(files: &[InputFile]) -> Result<Vec<(usize, (u64, u64))>> {
     use rayon::prelude::*;
     let uncounted: Vec<usize> = (0..files.len()).filter(|&i| files[i].uncounted).collect();
-    let n = uncounted.len().min(DENSITY_FILES);
-    let chosen: Vec<&str> = (0..n)
-        .map(|i| {
-            files[uncounted[i * uncounted.len() / n.max(1)]]
-                .file
-                .as_str()
-        })
-        .collect();
-    let heads: Vec<(u64, u64)> = chosen
+    spread(&uncounted, HEAD_FILES)
         .par_iter()
-        .map(|f| jsonl::head_documents(f))
-        .collect::<Result<_>>()?;
-    let (docs, bytes) = (heads.iter()).fold((0, 0), |(d, b), h| (d + h.0, b + h.1));
+        .map(|&i| jsonl::head_documents(&files[i].file).map(|h| (i, h)))
+        .collect()
+}
+
+/// Sets each uncounted file's `estimated_rows`, for cutting parts and bucket ranges before it is
+/// read (they only spread work over tasks): its bytes times the documents per byte of the
+/// [`heads`] (a thousand bytes a document when none has a whole line there).
+pub(super) fn estimate_rows(files: &mut [InputFile]) -> Result<()> {
+    let heads = heads(files)?;
+    let (docs, bytes) = (heads.iter()).fold((0, 0), |(d, b), (_, h)| (d + h.0, b + h.1));
     let per_byte = match docs > 0 && bytes > 0 {
         true => docs as f64 / bytes as f64,
         false => 1e-3,
     };
-    for &i in &uncounted {
-        files[i].estimated_rows = ((files[i].bytes as f64 * per_byte).round() as u64).max(1);
+    for f in files.iter_mut().filter(|f| f.uncounted) {
+        f.estimated_rows = ((f.bytes as f64 * per_byte).round() as u64).max(1);
     }
     Ok(())
 }

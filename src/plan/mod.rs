@@ -51,7 +51,7 @@ mod chunks;
 mod count;
 mod stage;
 pub(crate) use chunks::{At, Chunker};
-pub(crate) use count::FileCount;
+pub(crate) use count::{heads, spread, FileCount};
 pub(crate) use stage::{task_counts, Stage, STAGES};
 
 /// Plan file format version, raised whenever the meaning of a work file changes, so that a work
