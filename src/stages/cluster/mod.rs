@@ -12,8 +12,9 @@
 //!   global index is the cluster's stable id.
 //!
 //! Memory: 28-30 bytes per document for `components` (union-find, sizes, keepers, similarity,
-//! the outcome), ~45 bytes per document and 8 per verified edge for `keeper`; plus the keep
-//! column with `--keep longest` or `--keep COLUMN`.
+//! the outcome), ~34 bytes per document and 8 per verified edge for `keeper` (the exact-copy
+//! pre-pass sorts its 32-byte hashes a range of the hash space at a time, [`COPY_PASS_DOCS`]
+//! documents' worth); plus the keep column with `--keep longest` or `--keep COLUMN`.
 
 use polars::prelude::*;
 use rayon::prelude::*;
@@ -198,30 +199,40 @@ impl Outcome {
     }
 }
 
+/// Documents whose exact-text hashes [`first_copies`] sorts at once (32 bytes each): a larger
+/// input is taken in several passes, each over a range of the hash space.
+const COPY_PASS_DOCS: usize = 1 << 22;
+
 /// Each document's first exact copy in the input (itself when it has none): a 128-bit hash of
 /// its normalised text (and partition) from the signatures stage, within its `--across` value
-/// ([`partition::copy_group`]).
+/// ([`partition::copy_group`]). Copies share a hash, so each pass over a range of hashes finds
+/// all of a text's copies.
 fn first_copies(work: &OutputDir, plan: &Plan, across: &[u64]) -> Result<Vec<u32>> {
     let n = plan.documents as usize;
     let mut first_copy: Vec<u32> = (0..n as u32).collect();
-    let mut hashes: Vec<(u128, u32)> = Vec::with_capacity(n);
-    for p in 0..plan.parts.len() {
-        let r = plan.part_range(p);
-        let ex = lookup::read_exact(work, p, (r.end - r.start) as usize)?;
-        hashes.extend(
-            ex.into_iter()
-                .zip(r.start as u32..r.end as u32)
-                .filter(|&(h, _)| h != 0)
-                .map(|(h, d)| {
-                    let a = across.get(d as usize).copied().unwrap_or(0);
-                    (partition::copy_group(h, a), d)
-                }),
-        );
-    }
-    hashes.par_sort_unstable();
-    for run in hashes.chunk_by(|x, y| x.0 == y.0) {
-        for &(_, d) in &run[1..] {
-            first_copy[d as usize] = run[0].1;
+    let passes = n.div_ceil(COPY_PASS_DOCS).max(1) as u128;
+    let in_pass = |key: u128| ((key >> 64) * passes) >> 64;
+    for pass in 0..passes {
+        let mut hashes: Vec<(u128, u32)> = Vec::with_capacity(n / passes as usize + 1);
+        for p in 0..plan.parts.len() {
+            let r = plan.part_range(p);
+            let ex = lookup::read_exact(work, p, (r.end - r.start) as usize)?;
+            hashes.extend(
+                ex.into_iter()
+                    .zip(r.start as u32..r.end as u32)
+                    .filter(|&(h, _)| h != 0)
+                    .map(|(h, d)| {
+                        let a = across.get(d as usize).copied().unwrap_or(0);
+                        (partition::copy_group(h, a), d)
+                    })
+                    .filter(|&(key, _)| in_pass(key) == pass),
+            );
+        }
+        hashes.par_sort_unstable();
+        for run in hashes.chunk_by(|x, y| x.0 == y.0) {
+            for &(_, d) in &run[1..] {
+                first_copy[d as usize] = run[0].1;
+            }
         }
     }
     Ok(first_copy)

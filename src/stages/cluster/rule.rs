@@ -159,17 +159,20 @@ impl Earlier {
         for i in 0..n {
             offsets[i + 1] += offsets[i];
         }
-        let mut fill = offsets.clone();
         let mut adj = vec![(0u32, 0f32); offsets[n]];
+        // Each group's start serves as its cursor (no second array of offsets): once filled it
+        // is the group's end, and the offsets move up one place to be the starts again.
         each_edge(&mut |a, b, s| {
             if let Some((l, e)) = later_earlier(a, b) {
-                let at = &mut fill[l as usize];
+                let at = &mut offsets[l as usize];
                 if let Some(slot) = adj.get_mut(*at) {
                     *slot = (e, s);
                 }
                 *at += 1;
             }
         })?;
+        offsets.copy_within(0..n, 1);
+        offsets[0] = 0;
         Ok(Earlier { offsets, adj })
     }
 
