@@ -41,15 +41,35 @@ pub(crate) fn counted_by_tasks(file: &str) -> bool {
 /// plan's estimate.
 pub(crate) fn head_documents(file: &str) -> Result<(u64, u64)> {
     let (size, _, head) = identity_and_head(file)?;
-    let (whole, read) = (head.len() as u64 == size, head.len() as u64);
-    let mut lines = Lines::open(file, Some(head))?;
+    let read = head.len() as u64;
     let mut docs = 0;
+    whole_documents(file, head, size, |_, _, _| {
+        docs += 1;
+        Ok(true)
+    })?;
+    Ok((docs, read))
+}
+
+/// Calls `each(line number, document, file)` with the documents of `head` (a file's first bytes,
+/// of `size` in all) whose lines end in it, while it returns true. A read error or a line without
+/// its end is the cut at the head's end, not the file's: it ends the documents.
+fn whole_documents(
+    file: &str,
+    head: Vec<u8>,
+    size: u64,
+    mut each: impl FnMut(u64, &[u8], &str) -> Result<bool>,
+) -> Result<()> {
+    let whole = head.len() as u64 == size;
+    let mut lines = Lines::open(file, Some(head))?;
     while let Ok(Some(l)) = lines.next_line() {
-        if l.document && (whole || lines.bytes(&l).ends_with(b"\n")) {
-            docs += 1;
+        if !l.document {
+            continue;
+        }
+        if !(whole || lines.bytes(&l).ends_with(b"\n")) || !each(l.line, lines.content(&l), file)? {
+            break;
         }
     }
-    Ok((docs, read))
+    Ok(())
 }
 
 /// Bytes at each end of a JSON Lines file that its fingerprint covers.
@@ -80,19 +100,11 @@ fn identity_and_head(file: &str) -> Result<(u64, String, Vec<u8>)> {
 /// checked by the task).
 pub(crate) fn list_uncounted(file: &str, cfg: &Config) -> Result<(u64, String)> {
     let (size, fingerprint, head) = identity_and_head(file)?;
-    let whole = head.len() as u64 == size;
     let fields = Fields::new(cfg);
-    let mut lines = Lines::open(file, Some(head))?;
-    // A read error or a line without its end is the cut at the first MiB, not the file's: only
-    // a whole line is checked.
-    while let Ok(Some(l)) = lines.next_line() {
-        if !l.document {
-            continue;
-        }
-        if whole || lines.bytes(&l).ends_with(b"\n") {
-            Columns::new(&fields, 1).push(&fields, file, l.line, lines.content(&l))?;
-        }
-        break;
-    }
+    // The first document only, and only when its line ends in the head.
+    whole_documents(file, head, size, |line, doc, file| {
+        Columns::new(&fields, 1).push(&fields, file, line, doc)?;
+        Ok(false)
+    })?;
     Ok((size, fingerprint))
 }
