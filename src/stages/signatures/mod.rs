@@ -191,12 +191,12 @@ impl PartDocs {
         }
     }
 
-    /// Adds a chunk's documents: `base` is its first's position in the part (which the work
-    /// files number documents by), as is `at`.
+    /// Adds a chunk's documents: `at` is its first's position in the part (which the work files
+    /// number documents by).
     fn absorb(
         &mut self,
         c: ChunkDocs,
-        (base, at): (u64, usize),
+        at: usize,
         kernel: &Kernel,
         plan: &Plan,
         with_hits: bool,
@@ -259,7 +259,7 @@ impl PartDocs {
                 let (bucket, doc, value) =
                     &mut self.band_rows[b * ranges + bucket_range(key, ranges)];
                 bucket.push(partition::band_key(key, pk));
-                doc.push((base + d as u64) as u32);
+                doc.push((at + d) as u32);
                 value.extend(fp);
             }
         }
@@ -282,7 +282,7 @@ impl PartDocs {
                 // Parquet stores a text's bytes with a 32-bit length: its offsets fit.
                 self.paragraphs[bucket_range(p.hash, ranges)].push(paragraph_rows::Row {
                     hash: p.hash,
-                    doc: (base + d as u64) as u32,
+                    doc: (at + d) as u32,
                     start: p.start as u32,
                     len: (p.end - p.start) as u32,
                 });
@@ -290,7 +290,7 @@ impl PartDocs {
         }
         self.substrings = c.windows;
         for rows in self.substrings.iter_mut().flatten() {
-            rows.iter_mut().for_each(|r| r.doc += base as u32);
+            rows.iter_mut().for_each(|r| r.doc += at as u32);
         }
     }
 
@@ -510,7 +510,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
                             // Work files number the part's documents from 0 (a task need not
                             // know how many the parts before its own hold); SimHash's sample is
                             // numbered in the whole input.
-                            let (base, at) = (read, read as usize);
+                            let at = read as usize;
                             let pkeys = chunk_label_keys(&corpus, |s| s.partition.as_ref());
                             let akeys = chunk_label_keys(&corpus, |s| s.across.as_ref());
                             // A raw copy is one of a text and its labels: a copy with other labels meets
@@ -532,8 +532,16 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
                             }
                             count_file(&mut files_counted, plan, (at_chunk, n as u64), &corpus);
                             let texts = without_copies(&corpus, &copy_of);
-                            let compute =
-                                || kernel.compute(&corpus, &texts, first + base, bands, cfg, table);
+                            let compute = || {
+                                kernel.compute(
+                                    &corpus,
+                                    &texts,
+                                    first + at as u64,
+                                    bands,
+                                    cfg,
+                                    table,
+                                )
+                            };
                             let after = chunker.after(at_chunk, n as u64);
                             let (chunk, following) = match second_chunk.take() {
                                 Some(second) => (compute(), second),
@@ -550,7 +558,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
                                 paragraphs,
                                 windows,
                             };
-                            docs.absorb(c, (base, at), &kernel, plan, table.is_some(), &mut stats);
+                            docs.absorb(c, at, &kernel, plan, table.is_some(), &mut stats);
                             let fresh = (0..docs.paragraphs.len()).map(|_| Default::default());
                             let rows = (
                                 std::mem::replace(&mut docs.paragraphs, fresh.collect()),
@@ -562,7 +570,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
                             drop(corpus);
                             crate::progress::advance(n as u64);
                             if tx
-                                .send((base, chunk.sigs, chunk.keys, chunk.ids, copy_of))
+                                .send((at as u64, chunk.sigs, chunk.keys, chunk.ids, copy_of))
                                 .is_err()
                             {
                                 break; // the writer stopped on an error, reported below
