@@ -38,12 +38,13 @@
 //!
 //! Files: this one the task (a chunk at a time: read, compute, absorb, write); [`kernel`] what
 //! is computed per document by method; [`mod@column`] the column kernels; [`read`] the read pass;
-//! [`rows`] the hash rows streamed by range (written by a thread of their own, so the task
+//! [`mod@keys`] the key files of `--work-keys stored`; [`rows`] the hash rows streamed by range (written by a thread of their own, so the task
 //! never waits on the disk); [`contamination`] the `--reference` columns.
 
 mod column;
 mod contamination;
 mod kernel;
+mod keys;
 mod read;
 mod rows;
 
@@ -61,7 +62,7 @@ use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
 use crate::io::paragraph_rows;
 use crate::io::work::{self, part_file, write_frame};
-use crate::io::{band_rows, keys, store};
+use crate::io::{band_rows, store};
 use crate::minhash::Signatures;
 use crate::partition;
 use crate::plan::{At, Chunker, FileCount, Plan, DOCS_PER_CHUNK, DOCS_PER_CHUNK_SUBSTRINGS};
@@ -72,6 +73,7 @@ use std::collections::BTreeMap;
 
 use contamination::{contamination_columns, count_items};
 use kernel::{Chunk, Kernel};
+use keys::{append_keys, with_key_files};
 use read::{chunk_label_keys, count_file, raw_copies, read_pass, without_copies, ReadPass};
 pub(crate) use rows::bucket_range;
 use rows::{flush_rows, with_rows};
@@ -342,37 +344,6 @@ impl PartDocs {
         }
         write_frame(work, &part_file("docs", p), "signatures", columns)
     }
-}
-
-/// Runs `write` with a writer of part `p`'s key files when `stored` (else none).
-fn with_key_files(
-    work: &OutputDir,
-    p: usize,
-    stored: bool,
-    write: impl FnOnce(Option<&mut keys::KeyWriter>) -> Result<()>,
-) -> Result<()> {
-    match stored {
-        true => keys::write_part(work, p, |w| write(Some(w))),
-        false => write(None),
-    }
-}
-
-/// Appends a chunk's keys (`base`: its first document's position in the part): a raw copy
-/// (`copies[i]`, its original's part position) is listed with its original's keys.
-fn append_keys(
-    w: &mut keys::KeyWriter,
-    base: u64,
-    keys: &ShingleKeys,
-    copies: &[Option<u32>],
-) -> std::io::Result<()> {
-    for (i, copy) in copies.iter().enumerate() {
-        let doc = (base + i as u64) as u32;
-        match copy {
-            Some(o) => w.push_copy(doc, *o)?,
-            None => w.push(doc, keys.get(i))?,
-        }
-    }
-    Ok(())
 }
 
 /// The signatures task of part `p` (see the module documentation).
