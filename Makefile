@@ -137,9 +137,11 @@ bench-index-soak: build
 bench-work-bytes: build
 	bash benches/work-bytes.sh
 
-## Memory and time per stage with every task its own process: make bench-scale INPUT='dir/*.parquet' NAME=1M
+## Growth with N generated short documents, task path and local run, scored against planted truth:
+## make bench-scale N=1000000 [ARGS='--work-keys remade'] [KEEP=1]. Per stage on a corpus of yours
+## (task path only): make bench-scale INPUT='dir/*.parquet' NAME=1M
 bench-scale: build
-	bash benches/scale.sh '$(INPUT)' $(or $(NAME),scale)
+	$(if $(N),N='$(N)' ARGS='$(ARGS)' KEEP='$(KEEP)' bash benches/bench-scale.sh,bash benches/scale.sh '$(INPUT)' $(or $(NAME),scale))
 
 ## Kill -9 three times during a run, resume, compare with an uninterrupted run: make soak INPUT='dir/*.parquet'
 soak: build

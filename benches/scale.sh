@@ -3,7 +3,8 @@
 # with one thread (two processes at a time on two cores), the way a cluster would, and reports per
 # stage the task count, the largest peak RSS of one task process, the summed task time, the
 # stage's wall time and the bytes it wrote, beside what the plan estimated it would write.
-# Appends a table to benches/results/scale.md.
+# Appends a table to benches/results/scale.md, and writes the same rows as JSON lines to
+# $W/stages.jsonl.
 #
 #   bash benches/scale.sh 'DIR/*.parquet' NAME [extra plan flags, e.g. --tasks 8]
 set -euo pipefail
@@ -12,6 +13,7 @@ INPUT=$1; NAME=$2; shift 2
 BIN=${CARGO_TARGET_DIR:-$HOME/.cache/corpus-dedup-target}/release/corpus-dedup
 W=${TMPDIR:-/tmp}/corpus-dedup-scale/$NAME
 rm -rf "$W"; mkdir -p "$W"
+# stages.jsonl: one line per stage, for benches/bench-scale.sh's growth table.
 counts=$("$BIN" plan --quiet --input "$INPUT" --output "$W/out" --work "$W/work" "$@")
 docs=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["documents"])' "$counts")
 out=benches/results/scale.md
@@ -38,7 +40,11 @@ written, estimate = int(sys.argv[6]), json.loads(sys.argv[7])["estimate"]["stage
 rows = [json.loads(l) for l in open(path) if l.strip()]
 guess = estimate.get("written_bytes")
 guess = "-" if guess is None else f"{guess / 1e6:,.1f}"
-print(f"| {stage} | {n} | {max(r['peak_rss_mib'] for r in rows):.0f} | {sum(r['seconds'] for r in rows):.1f} | {t1 - t0:.1f} | {written / 1e6:,.1f} | {guess} |")
+rss, cpu = max(r['peak_rss_mib'] for r in rows), sum(r['seconds'] for r in rows)
+print(f"| {stage} | {n} | {rss:.0f} | {cpu:.1f} | {t1 - t0:.1f} | {written / 1e6:,.1f} | {guess} |")
+with open(path.rsplit("/", 1)[0] + "/stages.jsonl", "a") as f:
+    f.write(json.dumps({"stage": stage, "tasks": n, "peak_rss_mib": rss, "task_seconds": cpu,
+                        "wall_seconds": t1 - t0, "written_bytes": written}) + "\n")
 PY
 done
 est=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["estimate"]["work_bytes"])' "$counts")

@@ -208,7 +208,6 @@ pub(crate) fn write_marker(work: &OutputDir, report: &TaskReport, stage: &str) -
     work.write_bytes(&marker_file(stage, report.task), bytes)
 }
 
-/// Process peak RSS in MiB (Linux `VmHWM`); 0 where unavailable.
 /// This machine's memory in bytes (Linux `MemTotal`), if known.
 pub(crate) fn memory_bytes() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
@@ -217,6 +216,7 @@ pub(crate) fn memory_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// Process peak RSS in MiB (Linux `VmHWM`); 0 where unavailable.
 pub(crate) fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()

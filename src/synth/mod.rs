@@ -8,6 +8,8 @@
 
 use std::fmt::Write;
 
+pub mod short;
+
 /// Language of generated documents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lang {
