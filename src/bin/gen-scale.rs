@@ -195,12 +195,23 @@ fn score(corpus: &Path, manifest: &Path) -> anyhow::Result<()> {
         }
     }
     // A drop is right when its text is within the threshold of the one it was dropped against.
-    let right: Vec<bool> = against
+    let similarity: Vec<Option<f64>> = against
         .par_iter()
         .enumerate()
         .map_init(Scratch::default, |scratch, (i, of)| {
-            of.is_some_and(|j| g.similarity(i as u64, j, scratch) >= g.threshold)
+            of.map(|j| g.similarity(i as u64, j, scratch))
         })
+        .collect();
+    let right: Vec<bool> = similarity
+        .iter()
+        .map(|s| s.is_some_and(|s| s >= g.threshold))
+        .collect();
+    // The first wrong drops, to look at: (dropped, kept, exact Jaccard).
+    let wrong: Vec<(String, String, f64)> = (similarity.iter().zip(&against).enumerate())
+        .filter_map(|(i, (s, of))| Some((i, (*s)?, (*of)?)))
+        .filter(|&(_, s, _)| s < g.threshold)
+        .take(5)
+        .map(|(i, s, of)| (format!("d{i}"), format!("d{of}"), s))
         .collect();
     // Per kind: documents, planted, dropped, planted and dropped, dropped rightly.
     let mut by_kind = [[0u64; 5]; 6];
@@ -229,6 +240,7 @@ fn score(corpus: &Path, manifest: &Path) -> anyhow::Result<()> {
     let out = serde_json::json!({
         "documents": n, "planted": planted, "dropped": drops, "dropped_rightly": right,
         "recall": ratio(hits, planted), "precision": ratio(right, drops), "kinds": kinds,
+        "wrong_drops": wrong,
     });
     println!("{out}");
     Ok(())

@@ -42,6 +42,7 @@ use crate::config::{Config, Method, WorkKeys};
 use crate::error::{Error, Result};
 use crate::io::input;
 use crate::io::jsonl::GroupStart;
+use crate::io::object::is_url;
 use crate::simhash::BlockIndex;
 
 use crate::io::output::OutputDir;
@@ -73,6 +74,9 @@ pub(crate) const DOCS_PER_CHUNK_SUBSTRINGS: u64 = 2_048;
 
 /// Band rows per candidates task when `--bucket-ranges` is not given (~16 bytes each in the sort).
 pub(crate) const ROWS_PER_CANDIDATES_TASK: u64 = 32_000_000;
+
+/// Input files whose footers (or first and last MiB) the plan reads at once from object storage.
+const REMOTE_READS: usize = 128;
 
 /// One input file and where its rows sit in the global index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -153,15 +157,20 @@ impl Plan {
         let sampled = cfg.method == Method::Simhash
             && cfg.simhash_max_df < 1.0
             && index.as_ref().is_none_or(|ip| ip.frequencies.is_none());
-        let counted: Vec<input::Counted> = names
-            .par_iter()
-            .map(
-                |f| match !sampled && crate::io::jsonl::counted_by_tasks(f) {
-                    true => input::list_uncounted(f, cfg),
-                    false => input::count_rows(f, cfg),
-                },
-            )
-            .collect::<Result<_>>()?;
+        let count = |f: &String| match !sampled && crate::io::jsonl::counted_by_tasks(f) {
+            true => input::list_uncounted(f, cfg),
+            false => input::count_rows(f, cfg),
+        };
+        let count_all = || names.par_iter().map(count).collect::<Result<Vec<_>>>();
+        let counted: Vec<input::Counted> = match names.iter().any(|f| is_url(f)) {
+            // Object-store reads wait on the network, not on a core: many at once.
+            true => rayon::ThreadPoolBuilder::new()
+                .num_threads(REMOTE_READS)
+                .build()
+                .map_err(|e| Error::Config(format!("cannot start {REMOTE_READS} threads: {e}")))?
+                .install(count_all)?,
+            false => count_all()?,
+        };
         let mut files = Vec::with_capacity(names.len());
         let mut next = 0u64;
         for (file, c) in names.into_iter().zip(counted) {
