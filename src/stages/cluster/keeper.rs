@@ -5,9 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::order::keep_order;
 use super::rule::{self as keeper, Documents, Lazy, NOT_TONIGHT};
 use super::{each_edge, IndexMatches, KeepData, Outcome};
-use crate::config::Keep;
 use crate::error::Result;
 use crate::index::renew::{self, Renewals};
 use crate::io::output::OutputDir;
@@ -32,26 +32,6 @@ pub(crate) struct GiantStats {
     /// first ones: they may resemble a later kept document of the bucket and stay kept (found
     /// only if another band pairs them).
     pub capped: u64,
-}
-
-/// Keep order of the documents: each one's position (a permutation, smaller first).
-pub(super) fn keep_order(plan: &Plan, keep: &KeepData) -> Vec<u32> {
-    let n = plan.documents as usize;
-    match &plan.config.keep {
-        Keep::First => (0..n as u32).collect(),
-        Keep::Longest => keeper::rank_by(n, |d| std::cmp::Reverse(keep.text_len(d))),
-        // Largest first; nulls (and NaN) last; ties to input order (the rank's second key).
-        Keep::Column(_) | Keep::Ranked { .. } => keeper::rank_by(n, |d| match keep.priority(d) {
-            Some(x) if !x.is_nan() => (0, std::cmp::Reverse(order_bits(x))),
-            _ => (1, std::cmp::Reverse(0)),
-        }),
-    }
-}
-
-/// An integer that sorts as the float does (total order).
-fn order_bits(x: f64) -> i64 {
-    let b = x.to_bits() as i64;
-    b ^ (((b >> 63) as u64) >> 1) as i64
 }
 
 /// The keeper rule's outcome for every document, and how its giant buckets went.

@@ -12,9 +12,10 @@
 //!   global index is the cluster's stable id.
 //!
 //! Memory: 28-30 bytes per document for `components` (union-find, sizes, keepers, similarity,
-//! the outcome), ~34 bytes per document and 8 per verified edge for `keeper` (the exact-copy
+//! the outcome), ~24 bytes per document and 8 per verified edge for `keeper` (the exact-copy
 //! pre-pass sorts its 32-byte hashes a range of the hash space at a time, [`COPY_PASS_DOCS`]
-//! documents' worth); plus the keep column with `--keep longest` or `--keep COLUMN`.
+//! documents' worth); plus 12 (a keep order and the rule's view of it) and the keep column with
+//! `--keep longest` or `--keep COLUMN`.
 
 use polars::prelude::*;
 use rayon::prelude::*;
@@ -23,6 +24,7 @@ use serde::{Deserialize, Serialize};
 mod components;
 mod copies;
 mod keeper;
+mod order;
 mod rule;
 
 pub(crate) use rule::NOT_TONIGHT;
@@ -368,8 +370,8 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
     // `--paragraphs`, `--substrings`: each kept document's position in keep order, for their
     // stages.
     let rank = match cfg.paragraphs.is_some() || cfg.substrings.is_some() {
-        true => keeper::keep_order(plan, &KeepData::read(work, plan)?),
-        false => Vec::new(),
+        true => Some(order::keep_order(plan, &KeepData::read(work, plan)?)),
+        false => None,
     };
     for p in 0..plan.parts.len() {
         let r = plan.part_range(p);
@@ -388,9 +390,11 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
             Column::new("cluster_size".into(), size[docs.clone()].to_vec()),
             Column::new("similarity".into(), similarity.clone()),
         ];
-        if !rank.is_empty() {
-            let keep_rank: Vec<Option<u32>> =
-                docs.clone().map(|d| kept(d).then_some(rank[d])).collect();
+        if let Some(rank) = &rank {
+            let keep_rank: Vec<Option<u32>> = docs
+                .clone()
+                .map(|d| kept(d).then_some(rank.of(d as u32)))
+                .collect();
             columns.push(Column::new("keep_rank".into(), keep_rank));
         }
         if let Some(ip) = &plan.index {

@@ -19,6 +19,7 @@
 //!
 //! Memory: ~33 bytes per document and 8 per edge (edges are read twice, never held as a list).
 
+use super::order::Rank;
 use crate::error::Result;
 
 /// The one value that names no document of tonight, wherever the cluster task, the rule and the
@@ -60,8 +61,7 @@ pub(super) struct Keepers {
 
 /// What the rule reads about the documents.
 pub(super) struct Documents<'a> {
-    /// Each document's position in keep order (a permutation of 0..n).
-    pub rank: &'a [u32],
+    pub rank: &'a Rank,
     /// Each document's group: its first exact copy in input order (itself when it has none).
     pub group: &'a [u32],
     /// Whether a kept group keeps all its members (`--across`: copies of one value are all
@@ -100,6 +100,8 @@ pub(super) fn keepers(
 }
 
 /// The keep order of the groups: each group's best member, and the documents in keep order.
+/// Empty in input order, where a group's first member (the group itself) is its best and the
+/// documents are in keep order already.
 struct Order {
     best: Vec<u32>,
     by_rank: Vec<u32>,
@@ -107,12 +109,17 @@ struct Order {
 
 impl Order {
     fn of(docs: &Documents) -> Order {
-        let (rank, group) = (docs.rank, docs.group);
+        let Rank::Of(rank) = docs.rank else {
+            return Order {
+                best: Vec::new(),
+                by_rank: Vec::new(),
+            };
+        };
         let n = rank.len();
         let mut best: Vec<u32> = (0..n as u32).collect();
         let mut by_rank = vec![0u32; n];
         for d in 0..n {
-            let g = group[d] as usize;
+            let g = docs.group[d] as usize;
             if rank[d] < rank[best[g] as usize] {
                 best[g] = d as u32;
             }
@@ -121,9 +128,21 @@ impl Order {
         Order { best, by_rank }
     }
 
+    /// Group `g`'s best member: the first in keep order.
+    #[inline]
+    fn best(&self, g: u32) -> u32 {
+        self.best.get(g as usize).copied().unwrap_or(g)
+    }
+
+    /// The document at position `r` of keep order.
+    #[inline]
+    fn at(&self, r: usize) -> u32 {
+        self.by_rank.get(r).copied().unwrap_or(r as u32)
+    }
+
     /// A group's place in keep order: its best member's.
     fn pos(&self, docs: &Documents, g: u32) -> u32 {
-        docs.rank[self.best[g as usize] as usize]
+        docs.rank.of(self.best(g))
     }
 }
 
@@ -204,9 +223,10 @@ impl Decided {
         let mut state = vec![UNDECIDED; n];
         let mut to = vec![NOT_TONIGHT; n];
         let mut sim = vec![f32::NAN; n];
-        for &d in &order.by_rank {
+        for r in 0..n {
+            let d = order.at(r);
             let g = docs.group[d as usize];
-            if order.best[g as usize] != d {
+            if order.best(g) != d {
                 continue;
             }
             let gi = g as usize;
@@ -252,35 +272,23 @@ impl Decided {
     /// group's members are dropped against the best member of the group it was dropped against.
     fn per_document(&self, docs: &Documents, order: &Order) -> Keepers {
         let n = docs.rank.len();
-        let best = &order.best;
         let mut keeper = vec![NOT_TONIGHT; n];
         let mut similarity = vec![f32::NAN; n];
         for d in 0..n {
             let g = docs.group[d] as usize;
+            let best = order.best(g as u32);
             match self.state[g] {
-                KEPT if best[g] as usize == d || docs.copies_kept => keeper[d] = d as u32,
-                KEPT => (keeper[d], similarity[d]) = (best[g], 1.0),
+                KEPT if best as usize == d || docs.copies_kept => keeper[d] = d as u32,
+                KEPT => (keeper[d], similarity[d]) = (best, 1.0),
                 ALONE => keeper[d] = d as u32,
                 _ if self.to[g] != NOT_TONIGHT => {
-                    (keeper[d], similarity[d]) = (best[self.to[g] as usize], self.sim[g])
+                    (keeper[d], similarity[d]) = (order.best(self.to[g]), self.sim[g])
                 }
                 _ => {}
             }
         }
         Keepers { keeper, similarity }
     }
-}
-
-/// Keep order from a sort key per document: a smaller key comes first, ties to input order.
-pub(super) fn rank_by<K: Ord + Send>(n: usize, key: impl Fn(u32) -> K + Sync) -> Vec<u32> {
-    use rayon::prelude::*;
-    let mut order: Vec<(K, u32)> = (0..n as u32).into_par_iter().map(|d| (key(d), d)).collect();
-    order.par_sort_unstable();
-    let mut rank = vec![0u32; n];
-    for (r, &(_, d)) in order.iter().enumerate() {
-        rank[d as usize] = r as u32;
-    }
-    rank
 }
 
 #[cfg(test)]
@@ -300,6 +308,24 @@ mod tests {
 
     fn run_never(
         rank: &[u32],
+        group: &[u32],
+        edges: &[(u32, u32, f32)],
+        external: &[u32],
+        never_kept: &[bool],
+        lazy: &mut impl Lazy,
+    ) -> Keepers {
+        run_ranked(
+            &Rank::Of(rank.to_vec()),
+            group,
+            edges,
+            external,
+            never_kept,
+            lazy,
+        )
+    }
+
+    fn run_ranked(
+        rank: &Rank,
         group: &[u32],
         edges: &[(u32, u32, f32)],
         external: &[u32],
@@ -361,7 +387,7 @@ mod tests {
             Ok(())
         };
         let docs = Documents {
-            rank: &[0, 1, 2],
+            rank: &Rank::Input(3),
             group: &[0, 1, 0],
             copies_kept: true,
             never_kept: &[],
@@ -370,7 +396,7 @@ mod tests {
         assert_eq!(k.keeper, vec![0, 0, 2]);
         // 1 first: the group is dropped against it, every member.
         let docs = Documents {
-            rank: &[1, 0, 2],
+            rank: &Rank::Of(vec![1, 0, 2]),
             ..docs
         };
         let k = keepers(&docs, |_| false, each, &mut NoLazy).unwrap();
@@ -548,10 +574,18 @@ mod tests {
         }
     }
 
-    #[test]
-    fn rank_by_key_then_input_order() {
-        let lens = [5, 9, 9, 1];
-        let rank = rank_by(4, |d| std::cmp::Reverse(lens[d as usize]));
-        assert_eq!(rank, vec![2, 0, 1, 3]);
+    proptest! {
+        #[test]
+        fn input_order_needs_no_rank((rank, group, raw, external, never_g) in case()) {
+            let n = rank.len();
+            let never: Vec<bool> = (0..n).map(|d| never_g[group[d] as usize]).collect();
+            let edges: Vec<(u32, u32, f32)> = raw.iter().map(|&(a, b, s, _)| (a, b, s)).collect();
+            let identity = Rank::Of((0..n as u32).collect());
+            let want = run_ranked(&identity, &group, &edges, &external, &never, &mut NoLazy);
+            let got = run_ranked(&Rank::Input(n), &group, &edges, &external, &never, &mut NoLazy);
+            let bits = |k: &Keepers| k.similarity.iter().map(|s| s.to_bits()).collect::<Vec<_>>();
+            prop_assert_eq!(bits(&got), bits(&want));
+            prop_assert_eq!(got.keeper, want.keeper);
+        }
     }
 }
