@@ -62,8 +62,8 @@ day = datetime.date.today().isoformat()
 print(f"| {n:,} | {day}, {os.cpu_count()} | {args or '-'} | {inp / 1e9:.2f} "
       f"| {sum(r['wall_seconds'] for r in rows):.0f} | {sum(r['task_seconds'] for r in rows):.0f} "
       f"| {max(r['peak_rss_mib'] for r in rows):.0f} | {tw / 1e9:.2f} ({tw / n:.0f}) "
-      f"| {ts['recall']:.4f} | {ts['precision']:.4f} | {float(wall[0]):.0f} | {int(wall[1]) / 1024:.0f} "
-      f"| {lw / 1e9:.2f} | {ls['recall']:.4f} / {ls['precision']:.4f} | {same} |")
+      f"| {ts['recall']:.4f} | {ts['precision']:.6f} | {float(wall[0]):.0f} | {int(wall[1]) / 1024:.0f} "
+      f"| {lw / 1e9:.2f} | {ls['recall']:.4f} / {ls['precision']:.6f} | {same} |")
 print(json.dumps({"n": n, "generate_seconds": float(sys.argv[10]), "task": ts, "local": ls}),
       file=sys.stderr)
 PY
