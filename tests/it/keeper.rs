@@ -1,6 +1,7 @@
 //! The keeper rule end to end (`--cluster keeper`, the default): a chain of edits keeps its
 //! ends, a giant bucket of near copies is resolved against its kept documents as all pairs
-//! would be, at any thread and task count, and the index refuses to mix rules.
+//! would be, at any thread and task count, and the index refuses to mix rules. The scale
+//! generator's scorer (`make bench-scale`) is checked here too.
 
 use crate::common::*;
 use corpus_dedup::synth::Rng;
@@ -154,4 +155,65 @@ fn an_index_of_components_batches_refuses_the_keeper_rule_and_an_older_format_is
     assert!(err.contains("index format 1"), "{err}");
     assert!(err.contains("Start a new index"), "{err}");
     assert_eq!(std::fs::read(&head).unwrap(), before);
+}
+
+/// `gen-scale` (what `make bench-scale` runs): a run over its corpus scores against the planted
+/// truth, and a run at a lower threshold has its extra drops named as wrong.
+#[test]
+fn the_scale_generator_scores_a_run_against_its_truth() {
+    let dir = temp_dir("keeper-gen-scale");
+    let corpus = dir.join("corpus");
+    let gen = |args: &[&str]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_gen-scale"))
+            .args(args)
+            .output()
+            .expect("gen-scale runs");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        o.stdout
+    };
+    gen(&[
+        "generate",
+        "--out",
+        corpus.to_str().unwrap(),
+        "--docs",
+        "3000",
+        "--shard-docs",
+        "1000",
+    ]);
+    let input = format!("{}/short-*.parquet", corpus.display());
+    let score = |out: &std::path::Path| -> serde_json::Value {
+        let manifest = out.join("manifest.parquet");
+        let args = [
+            "score",
+            "--corpus",
+            corpus.to_str().unwrap(),
+            "--manifest",
+            manifest.to_str().unwrap(),
+        ];
+        serde_json::from_slice(&gen(&args)).expect("one JSON line")
+    };
+    let out = dir.join("out");
+    run_ok(&input, &out, &[]);
+    let s = score(&out);
+    assert_eq!(s["documents"], 3000);
+    let planted = s["planted"].as_u64().unwrap();
+    assert!(planted > 300, "{s}");
+    assert!(s["recall"].as_f64().unwrap() > 0.99, "{s}");
+    assert_eq!(s["precision"], 1.0, "{s}");
+    assert_eq!(s["wrong_drops"], serde_json::json!([]));
+    // Exact copies are all found; far variants are kept.
+    assert_eq!(
+        s["kinds"]["exact"]["dropped"],
+        s["kinds"]["exact"]["documents"]
+    );
+    // At 0.5 the far and mid variants below 0.8 go too: the scorer names them.
+    let low = dir.join("low");
+    run_ok(&input, &low, &["--threshold", "0.5"]);
+    let s = score(&low);
+    assert!(s["precision"].as_f64().unwrap() < 1.0, "{s}");
+    let wrong = s["wrong_drops"].as_array().unwrap();
+    assert!(
+        !wrong.is_empty() && wrong.iter().all(|w| w[2].as_f64().unwrap() < 0.8),
+        "{s}"
+    );
 }
