@@ -245,8 +245,8 @@ impl ShortCorpus {
         (script, words)
     }
 
-    /// Document `i`'s text and facts; `scratch` is reused between calls.
-    pub fn doc(&self, i: u64, scratch: &mut Scratch) -> ShortDoc {
+    /// Document `i`'s kind, base, base text and text.
+    fn made(&self, i: u64) -> (ShortKind, u64, String, String) {
         let kind = self.kind(i);
         let source = if kind == ShortKind::Base {
             i
@@ -277,6 +277,12 @@ impl ShortCorpus {
             ShortKind::Mid => render(script, &replace(0.04, &mut rng), None),
             ShortKind::Far => render(script, &replace(0.33, &mut rng), None),
         };
+        (kind, source, base_text, text)
+    }
+
+    /// Document `i`'s text and facts; `scratch` is reused between calls.
+    pub fn doc(&self, i: u64, scratch: &mut Scratch) -> ShortDoc {
+        let (kind, source, base_text, text) = self.made(i);
         let similarity = match kind {
             ShortKind::Base | ShortKind::Exact => 1.0,
             _ => self.jaccard(&base_text, &text, scratch),
@@ -300,7 +306,7 @@ impl ShortCorpus {
 
     /// The exact Jaccard of documents `i` and `j`, as the planted truth measures it.
     pub fn similarity(&self, i: u64, j: u64, scratch: &mut Scratch) -> f64 {
-        let (a, b) = (self.doc(i, scratch).text, self.doc(j, scratch).text);
+        let (a, b) = (self.made(i).3, self.made(j).3);
         self.jaccard(&a, &b, scratch)
     }
 
