@@ -5,7 +5,7 @@
 # the local `run`; both manifests scored against the planted truth. Appends the row to
 # benches/results/scale-growth.md.
 #
-#   N=1000000 [ARGS='--work-keys remade'] [KEEP=1] bash benches/bench-scale.sh
+#   N=1000000 [ARGS='--work-keys remade'] [KEEP=1] [BIN=a copy of corpus-dedup] bash benches/bench-scale.sh
 #
 # The corpus is kept in $SCALE_DIR/corpus-short-N (made again only if missing); the work directories
 # are removed after measuring unless KEEP=1.
@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${N:?set N, the number of documents}"
 T=${CARGO_TARGET_DIR:-$HOME/.cache/corpus-dedup-target}/release
-BIN=$T/corpus-dedup GEN=$T/gen-scale
+export BIN=${BIN:-$T/corpus-dedup} GEN=${GEN:-$T/gen-scale}
 D=${SCALE_DIR:-${TMPDIR:-/tmp}/corpus-dedup-scale}
 C=$D/corpus-short-$N NAME=short-$N${ARGS:+-$(echo "$ARGS" | tr -c 'a-z0-9\n' '-' | tr -s '-')}
 W=$D/$NAME

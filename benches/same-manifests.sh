@@ -53,10 +53,15 @@ same "$s" --sketch classic
 same "$s" --reference "$work/ref.parquet"
 same "$s" --reference "$work/ref.parquet" --substrings
 same "$s" --tasks 3
+same "$s" --work-keys remade
+same "$s" --work-keys remade --cluster components --tasks 3
+same "$s" --work-keys remade --paragraphs --substrings --verify exact
+same "$s" --work-keys remade --max-bucket-pairs 3
 if [ -d "$multi" ]; then
   same "$multi/*.parquet"
   same "$multi/*.parquet" --paragraphs --substrings
   same "$multi/*.parquet" --method simhash
+  same "$multi/*.parquet" --work-keys remade
 fi
 # Two nights through one index (window 1), then night 2 again: manifests and heads.
 for v in old new; do

@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 INPUT=$1; NAME=$2; shift 2
-BIN=${CARGO_TARGET_DIR:-$HOME/.cache/corpus-dedup-target}/release/corpus-dedup
+BIN=${BIN:-${CARGO_TARGET_DIR:-$HOME/.cache/corpus-dedup-target}/release/corpus-dedup}
 W=${TMPDIR:-/tmp}/corpus-dedup-scale/$NAME
 rm -rf "$W"; mkdir -p "$W"
 # stages.jsonl: one line per stage, for benches/bench-scale.sh's growth table.

@@ -110,10 +110,11 @@ pub struct Settings {
     pub index_keys: Option<IndexKeys>,
     /// Where exact verification gets shingle keys: stored (written for every document by the
     /// signatures stage: fastest while they fit in memory) or remade (made again from the shards
-    /// for the documents that need them: a third to a half of the work directory, for a second
-    /// read of the input; faster once stored keys would not fit in memory); auto (the default)
-    /// picks remade for an object-store work directory or keys beyond half the memory, stored
-    /// otherwise. The same results always.
+    /// for the documents that need them, and under MinHash without --index the signatures too,
+    /// for the documents candidate pairs name: a fifth to a half of the work directory, for a
+    /// second read of the input; faster once stored keys would not fit in memory); auto (the
+    /// default) picks remade for an object-store work directory or keys beyond half the memory,
+    /// stored otherwise. The same results always.
     #[arg(long, value_enum)]
     pub work_keys: Option<WorkKeys>,
     /// Worker threads (default: all cores).

@@ -14,8 +14,8 @@ use crate::io::output::OutputDir;
 use crate::io::work::{peak_rss_mib, write_marker, TaskReport};
 use crate::plan::{Plan, Stage};
 use crate::stages::{
-    candidates, cluster, frequencies, index, keys, lookup, manifest, merge, paragraphs, sample,
-    signatures, sources, substrings, verify,
+    candidates, cluster, frequencies, index, keys, lookup, manifest, merge, pair_signatures,
+    paragraphs, sample, signatures, sources, substrings, verify,
 };
 
 /// Runs task `task` of `stage` and writes its marker (last). `walls` (stage wall times of a
@@ -42,6 +42,7 @@ pub(crate) fn run_task(
         Stage::Lookup => to_json(lookup::run(work, plan, task)?),
         Stage::Index => to_json(index::run(work, plan, task)?),
         Stage::Candidates => to_json(candidates::run(work, plan, task)?),
+        Stage::PairSignatures => to_json(pair_signatures::run(work, plan, task)?),
         Stage::Verify => to_json(verify::run(work, plan, task)?),
         Stage::Keys => to_json(keys::run(work, plan, task)?),
         Stage::Exact => to_json(verify::exact::run(work, plan, task)?),

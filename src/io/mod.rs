@@ -1,15 +1,18 @@
 //! Reading shards and writing outputs and work files: input shards ([`input`]), local and
 //! object-store directories ([`output`], [`object`]), and the work files of a task run ([`work`]
-//! names them; [`store`], [`keys`], [`band_rows`] and [`pairs`] are the binary ones).
+//! names them; [`store`], [`keys`], [`band_rows`], [`pairs`], [`doc_lists`] and [`pair_sigs`]
+//! are the binary ones).
 
 pub(crate) mod band_rows;
 pub(crate) mod doc_columns;
+pub(crate) mod doc_lists;
 pub(crate) mod input;
 pub(crate) mod jsonl;
 pub(crate) mod keys;
 pub(crate) mod lock;
 pub(crate) mod object;
 pub(crate) mod output;
+pub(crate) mod pair_sigs;
 pub(crate) mod pairs;
 pub(crate) mod paragraph_rows;
 pub(crate) mod shard;

@@ -106,27 +106,6 @@ pub(crate) fn read_part(
         .collect())
 }
 
-/// Encodes a list of documents (ascending) in the same format, each as the pair (d, d): the
-/// documents a verify task needs shingle keys of, cut by part so that each keys task reads its
-/// own.
-pub(crate) fn encode_docs(docs: &[u32], part_starts: &[u64]) -> Vec<u8> {
-    let pairs: Vec<(u32, u32)> = docs.iter().map(|&d| (d, d)).collect();
-    encode(&pairs, part_starts)
-}
-
-/// Part `p`'s documents of a list written by [`encode_docs`].
-pub(crate) fn read_part_docs(
-    work: &OutputDir,
-    name: &str,
-    parts: usize,
-    p: usize,
-) -> Result<Vec<u32>> {
-    Ok(read_part(work, name, parts, p)?
-        .into_iter()
-        .map(|(d, _)| d)
-        .collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

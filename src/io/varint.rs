@@ -1,5 +1,5 @@
 //! LEB128 varints, the compact integers of the index's per-document files (`origins.bin`,
-//! `copies.bin`): 7 bits a byte, the high bit set on every byte but the last; and a reader of
+//! `copies.bin`) and of band row files' documents: 7 bits a byte, the high bit set on every byte but the last; and a reader of
 //! such files that also takes fixed-size fields.
 
 /// Appends `v` as a varint.
@@ -51,6 +51,11 @@ impl<'a> Reader<'a> {
         let s = self.bytes.get(self.at..self.at.checked_add(n)?)?;
         self.at += n;
         Some(s)
+    }
+
+    /// The bytes not read yet.
+    pub(crate) fn rest(&self) -> &'a [u8] {
+        &self.bytes[self.at..]
     }
 
     /// Whether every byte was read.

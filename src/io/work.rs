@@ -13,8 +13,15 @@
 //! lookup/pP.parquet              matches in the retained index (stages::lookup)
 //! bands/bB-rR/pP.bin             band rows (io::band_rows)
 //! candidates/tT.bin              candidate pairs cut by part (io::pairs)
+//! pair-docs/tT.bin               --work-keys remade: the documents of those pairs (and of giant
+//!                                buckets), by part (io::doc_lists)
+//! pair-sigs/pP.bin               --work-keys remade: their signatures (io::pair_sigs)
 //! giant/tT.parquet               keeper: members of the task's giant buckets (stages::candidates)
-//! edges/pP.parquet               verified edges (stages::verify)
+//! estimated/pP.parquet           edges the estimate decided (stages::verify)
+//! checks/pP.parquet              pairs left to the exact check (stages::verify)
+//! needs/tT.bin                   --work-keys remade: their documents, by part (io::doc_lists)
+//! keys/pP.{keys,index}           --work-keys remade: those documents' shingle keys (io::keys)
+//! edges/pP.parquet               verified edges (stages::verify::exact)
 //! cluster/pP.parquet             keeper and cluster id per document (stages::cluster)
 //! cluster/renewed.bin            keeper + index: indexed documents renewed (index::renew)
 //! manifest/pP.parquet            manifest rows (stages::manifest)
@@ -71,6 +78,17 @@ pub(crate) fn keys_file(p: usize) -> String {
 /// See [`keys_file`].
 pub(crate) fn keys_index_file(p: usize) -> String {
     format!("keys/p{p:05}.index")
+}
+
+/// `--work-keys remade`: the documents candidates task `t`'s pairs and giant buckets name, by
+/// part (`stages::pair_signatures`).
+pub(crate) fn pair_docs_file(t: usize) -> String {
+    format!("pair-docs/t{t:05}.bin")
+}
+
+/// Part `p`'s signatures of the documents that candidate pairs name ([`crate::io::pair_sigs`]).
+pub(crate) fn pair_sigs_file(p: usize) -> String {
+    format!("pair-sigs/p{p:05}.bin")
 }
 
 /// The documents verify task `t` needs shingle keys of, by part (`stages::keys`).

@@ -5,24 +5,7 @@
 //! documents are cut into `parts`, contiguous index ranges of about equal size (a part may cover
 //! several files or a row range of one); with files the plan does not count ([`count`]), parts
 //! of whole files, numbered once their signatures tasks have counted them. Stages and their
-//! tasks:
-//!
-//! | stage         | tasks                        | reads                               | writes                          |
-//! |---------------|------------------------------|-------------------------------------|---------------------------------|
-//! | `sample`      | one per part (SimHash)       | its rows that fall in the sample    | `sample/pP.bin`                 |
-//! | `frequencies` | one (SimHash)                | `sample/*`                          | `frequencies.bin`               |
-//! | `signatures`  | one per part                 | its rows of the shards              | `store/pP.{sig,ids,keys}`, `docs/pP.parquet`, `bands/bB-rR/pP.bin`, `exact/pP.bin` |
-//! | `lookup`      | one per part (`--index`)     | its store and exact hashes, the index | `lookup/pP.parquet`           |
-//! | `candidates`  | bands (tables) x ranges      | `bands/bB-rR/*`                     | `candidates/tT.bin`             |
-//! | `verify`      | one per part                 | its part of each pair file, stores  | `edges/pP.parquet`              |
-//! | `cluster`     | one                          | `edges/*` (streamed), `docs/*`      | `cluster/pP.parquet`            |
-//! | `paragraphs`  | per hash range (`--paragraphs`) | its range of `paragraphs/p*.bin`, `cluster/*` | `paragraphs/drops-rR-pP.parquet` |
-//! | `substrings`  | per hash range (`--substrings`) | its range of `substrings/p*.bin`, `cluster/*` | `substrings/drops-rR-pP.parquet` |
-//! | `sources`     | one per part (`--substrings`) | the part's drops                   | `substrings/{sources,relies}-pP.parquet` |
-//! | `recheck`, `settle` | one per part each (`--substrings`) | the part's lists, the previous round's | `substrings/{recheck,settle}-pP.parquet` |
-//! | `manifest`    | one per part                 | `cluster/pP.parquet`, stores, drops | `manifest/pP.parquet`           |
-//! | `index`       | bands + 1 (`--index`)        | band rows / stores, exact hashes    | INDEX/batches/NAME-HASH/*       |
-//! | `merge`       | one                          | `manifest/*`, `done/*`              | OUTPUT/manifest.parquet, summary.json |
+//! tasks: [`stage`].
 //!
 //! The two SimHash stages exist only for `--method simhash` with `--simhash-max-df` below 1 (they
 //! find the over-frequent features every fingerprint leaves out); for MinHash they have no tasks
@@ -57,7 +40,7 @@ pub(crate) use stage::{task_counts, Stage, STAGES};
 
 /// Plan file format version, raised whenever the meaning of a work file changes, so that a work
 /// directory left by another build is discarded instead of resumed.
-pub(crate) const FORMAT: u32 = 14;
+pub(crate) const FORMAT: u32 = 15;
 
 /// Documents per part when `--tasks` is not given. A part's tasks hold its signatures and band
 /// keys (~700 bytes per document: ~170 MB) but only one chunk of its text at a time.
@@ -271,6 +254,10 @@ impl Plan {
             Stage::Sample => usize::from(self.samples_features()) * self.parts.len(),
             Stage::Frequencies => usize::from(self.samples_features()),
             Stage::Signatures | Stage::Verify | Stage::Exact | Stage::Manifest => self.parts.len(),
+            Stage::PairSignatures => match self.store_layout().in_records {
+                true => 0,
+                false => self.parts.len(),
+            },
             Stage::Keys => match self.config.work_keys {
                 WorkKeys::Remade => self.parts.len(),
                 WorkKeys::Stored | WorkKeys::Auto => 0,
@@ -329,6 +316,19 @@ impl Plan {
 
     /// Values per document record of the document store: K signature values (MinHash), or the
     /// fingerprint and feature count (SimHash, [`crate::simhash::to_record`]).
+    /// Where the signatures are: in the store's records, except with `--work-keys remade` under
+    /// MinHash without an index, where the pair-signatures stage makes again those that later
+    /// stages compare ([`crate::io::pair_sigs`]).
+    pub(crate) fn store_layout(&self) -> crate::io::store::Layout {
+        let remade = self.config.work_keys == WorkKeys::Remade;
+        let minhash = self.config.method == Method::Minhash;
+        let in_records = !(remade && minhash && self.index.is_none());
+        crate::io::store::Layout {
+            k: self.store_k(),
+            in_records,
+        }
+    }
+
     pub(crate) fn store_k(&self) -> usize {
         match self.config.method {
             Method::Minhash => self.config.num_perm,

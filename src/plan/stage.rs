@@ -1,5 +1,25 @@
 //! The stages of a run, in run order, and what each is called on the command line and in the work
 //! directory.
+//!
+//! | stage         | tasks                        | reads                               | writes                          |
+//! |---------------|------------------------------|-------------------------------------|---------------------------------|
+//! | `sample`      | one per part (SimHash)       | its rows that fall in the sample    | `sample/pP.bin`                 |
+//! | `frequencies` | one (SimHash)                | `sample/*`                          | `frequencies.bin`               |
+//! | `signatures`  | one per part                 | its rows of the shards              | `store/pP.{sig,ids,keys}`, `docs/pP.parquet`, `bands/bB-rR/pP.bin`, `exact/pP.bin` |
+//! | `lookup`      | one per part (`--index`)     | its store and exact hashes, the index | `lookup/pP.parquet`           |
+//! | `candidates`  | bands (tables) x ranges      | `bands/bB-rR/*`                     | `candidates/tT.bin`, `pair-docs/tT.bin` (`--work-keys remade`) |
+//! | `pair-signatures` | one per part (`--work-keys remade`, MinHash, no index) | its part of each `pair-docs/*`, its shards | `pair-sigs/pP.bin` |
+//! | `verify`      | one per part                 | its part of each pair file, stores  | `estimated/pP.parquet`, `checks/pP.parquet`, `needs/tT.bin` |
+//! | `keys`        | one per part (`--work-keys remade`) | its part of each `needs/*`, its shards | `keys/pP.{keys,index}` |
+//! | `exact`       | one per part                 | its estimates and checks, key files | `edges/pP.parquet`              |
+//! | `cluster`     | one                          | `edges/*` (streamed), `docs/*`      | `cluster/pP.parquet`            |
+//! | `paragraphs`  | per hash range (`--paragraphs`) | its range of `paragraphs/p*.bin`, `cluster/*` | `paragraphs/drops-rR-pP.parquet` |
+//! | `substrings`  | per hash range (`--substrings`) | its range of `substrings/p*.bin`, `cluster/*` | `substrings/drops-rR-pP.parquet` |
+//! | `sources`     | one per part (`--substrings`) | the part's drops                   | `substrings/{sources,relies}-pP.parquet` |
+//! | `recheck`, `settle` | one per part each (`--substrings`) | the part's lists, the previous round's | `substrings/{recheck,settle}-pP.parquet` |
+//! | `manifest`    | one per part                 | `cluster/pP.parquet`, stores, drops | `manifest/pP.parquet`           |
+//! | `index`       | bands + 1 (`--index`)        | band rows / stores, exact hashes    | INDEX/batches/NAME-HASH/*       |
+//! | `merge`       | one                          | `manifest/*`, `done/*`              | OUTPUT/manifest.parquet, summary.json |
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +39,9 @@ pub(crate) enum Stage {
     Lookup,
     /// Band rows of one band (bucket range) -> candidate pairs.
     Candidates,
+    /// `--work-keys remade` (MinHash, no index): a part's documents that candidate pairs or
+    /// giant buckets name -> their signatures, made from the shards again.
+    PairSignatures,
     /// Candidate pairs of a part -> the edges the estimate decides, and the checks that need
     /// shingle keys.
     Verify,
@@ -53,12 +76,13 @@ pub(crate) enum Stage {
 }
 
 /// All stages in run order (a plan runs those with tasks: [`Plan::stages`]).
-pub(crate) const STAGES: [Stage; 17] = [
+pub(crate) const STAGES: [Stage; 18] = [
     Stage::Sample,
     Stage::Frequencies,
     Stage::Signatures,
     Stage::Lookup,
     Stage::Candidates,
+    Stage::PairSignatures,
     Stage::Verify,
     Stage::Keys,
     Stage::Exact,
@@ -87,6 +111,7 @@ impl Stage {
             Stage::Sample
                 | Stage::Signatures
                 | Stage::Lookup
+                | Stage::PairSignatures
                 | Stage::Verify
                 | Stage::Keys
                 | Stage::Exact
@@ -127,6 +152,7 @@ impl Stage {
             Stage::Lookup => "lookup",
             Stage::Index => "index",
             Stage::Candidates => "candidates",
+            Stage::PairSignatures => "pair-signatures",
             Stage::Verify => "verify",
             Stage::Keys => "keys",
             Stage::Exact => "exact",

@@ -32,7 +32,7 @@ use crate::config::ClusterRule;
 use crate::error::Result;
 use crate::io::output::OutputDir;
 use crate::io::work::{u32s, write_frame};
-use crate::io::{band_rows, pairs, work};
+use crate::io::{band_rows, doc_lists, pairs, work};
 use crate::plan::{Plan, Stage};
 use crate::simhash::hamming;
 
@@ -98,6 +98,16 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateSt
     let (found, giants, stats) = pairs_of_rows(rows, cap, filter, keeper);
     let starts: Vec<u64> = plan.parts.iter().map(|&(first, _)| first).collect();
     work.write_bytes(&work::pairs_file(t), pairs::encode(&found, &starts))?;
+    if !plan.store_layout().in_records {
+        let mut docs: Vec<u32> = found.iter().flat_map(|&(a, b)| [a, b]).collect();
+        docs.extend(giants.iter().flatten());
+        docs.sort_unstable();
+        docs.dedup();
+        work.write_bytes(
+            &work::pair_docs_file(t),
+            doc_lists::encode(&docs, &plan.parts),
+        )?;
+    }
     // Written only where there are giant buckets (the task's `giant_buckets` says so), since
     // nearly every task has none.
     if keeper && !giants.is_empty() {

@@ -300,8 +300,14 @@ impl PartSpans {
         holders.sort_unstable();
         holders.dedup();
         if !holders.is_empty() {
-            let wanted = store::Wanted { ids: true };
-            let f = store::fetch(work, &plan.parts, plan.store_k(), holders.clone(), wanted)?;
+            let wanted = store::Wanted::IDS;
+            let f = store::fetch(
+                work,
+                &plan.parts,
+                plan.store_layout(),
+                holders.clone(),
+                wanted,
+            )?;
             out.window_ids = holders
                 .into_iter()
                 .map(|d| (d, f.id(d).to_string()))

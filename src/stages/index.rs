@@ -125,8 +125,14 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats>
         })
         .collect();
     let fetch = |docs: &[u32]| {
-        let wanted = store::Wanted { ids: true };
-        store::fetch(work, &plan.parts, plan.store_k(), docs.to_vec(), wanted)
+        let wanted = store::Wanted::ALL;
+        store::fetch(
+            work,
+            &plan.parts,
+            plan.store_layout(),
+            docs.to_vec(),
+            wanted,
+        )
     };
     // The documents whose keys the batch keeps, found while their records are written.
     let mut short: Vec<u32> = Vec::new();

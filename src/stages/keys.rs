@@ -14,21 +14,20 @@
 //! file holds (the lookup stage runs before this one; a giant bucket's first copy can be
 //! another part's document) from the shards, the same way.
 
-use polars::prelude::{NewChunkedArray, PlSmallStr, StringChunked};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{ClusterRule, Config, IndexKeys, Method, WorkKeys};
-use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::io::keys::{self, KeyIndex};
 use crate::io::output::OutputDir;
 use crate::io::work;
-use crate::io::{pairs, store};
+use crate::io::{doc_lists, store};
 use crate::minhash::SigSource;
-use crate::plan::{Plan, Stage, DOCS_PER_CHUNK};
+use crate::plan::{Plan, Stage};
 use crate::simhash;
 use crate::stages::candidates;
-use crate::stages::signatures::{check_inputs, signature_column};
+use crate::stages::remade;
+use crate::stages::signatures::signature_column;
 use crate::text::sets::ShingleSets;
 
 /// Counters of a keys task.
@@ -49,12 +48,8 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, q: usize) -> Result<KeyStats> {
     let mut stats = KeyStats::default();
     let mut docs: Vec<u32> = Vec::new();
     for t in 0..plan.tasks(Stage::Verify) {
-        docs.extend(pairs::read_part_docs(
-            work,
-            &work::needs_file(t),
-            plan.parts.len(),
-            q,
-        )?);
+        let file = work::needs_file(t);
+        docs.extend(doc_lists::read_part(work, &file, &plan.parts, q)?);
     }
     docs.sort_unstable();
     docs.dedup();
@@ -120,9 +115,9 @@ fn index_keys(work: &OutputDir, plan: &Plan, q: usize) -> Result<Vec<u32>> {
         let f = store::fetch(
             work,
             &plan.parts,
-            plan.store_k(),
+            plan.store_layout(),
             window.to_vec(),
-            store::Wanted::default(),
+            store::Wanted::SIGNATURES,
         )?;
         out.extend(
             window
@@ -152,68 +147,14 @@ pub(crate) fn keeps_keys(cfg: &Config, shingles: u32, rec: &[u32]) -> bool {
     }
 }
 
-/// The shingle keys of `docs` (ascending, all of part `p`), made from the part's shards again:
-/// each chunk that holds one of them is read whole (as the signatures task read it), the next
-/// one while this one's keys are made; the others are skipped.
+/// The shingle keys of `docs` (ascending, all of part `p`), made from the part's shards again
+/// as the signatures stage made them.
 fn remake(plan: &Plan, p: usize, docs: &[u32]) -> Result<Vec<Vec<u32>>> {
-    let mut out = Vec::with_capacity(docs.len());
-    if docs.is_empty() {
-        return Ok(out);
-    }
-    check_inputs(plan, p)?;
-    let cfg = &plan.config;
-    // The chunks that hold wanted documents: (slices, global number of the first row, rows,
-    // the wanted documents' range in `docs`).
-    let mut wanted = Vec::new();
-    let (mut at, mut i) = (plan.part_range(p).start, 0);
-    for chunk in plan.chunks(p, DOCS_PER_CHUNK) {
-        let n: u64 = (chunk.iter().filter_map(|s| s.rows.as_ref()))
-            .map(|r| r.end - r.start)
-            .sum();
-        let end = docs[i..].partition_point(|&d| u64::from(d) < at + n) + i;
-        if end > i {
-            wanted.push((chunk, at, n, i..end));
-        }
-        (at, i) = (at + n, end);
-    }
-    if i != docs.len() {
-        return Err(Error::Internal(format!(
-            "part {p}: document {} is past the part's rows",
-            docs[i]
-        )));
-    }
-    let load = |c: usize| -> Option<Result<Corpus>> {
-        let (chunk, _, n, _) = wanted.get(c)?;
-        Some(Corpus::load_slices(chunk, cfg, |_| {}).and_then(|corpus| {
-            match corpus.len() as u64 == *n {
-                true => Ok(corpus),
-                false => Err(Error::RowsChanged {
-                    part: p,
-                    planned: *n,
-                    read: corpus.len() as u64,
-                }),
-            }
-        }))
-    };
-    let mut next = load(0);
-    for (c, (_, first, _, range)) in wanted.iter().enumerate() {
-        let corpus = next.take().transpose()?;
-        let Some(corpus) = corpus else { break };
-        let make = || {
-            let texts = StringChunked::from_iter_options(
-                PlSmallStr::EMPTY,
-                docs[range.clone()]
-                    .iter()
-                    .map(|&d| corpus.text((u64::from(d) - first) as u32)),
-            );
-            let tokenizer = cfg.effective_tokenizer();
-            signature_column(&texts, None, tokenizer, cfg.ngram, None).1
-        };
-        let (keys, following) = rayon::join(make, || load(c + 1));
-        next = following;
-        out.extend((0..range.len()).map(|j| keys.get(j).to_vec()));
-    }
-    Ok(out)
+    let tokenizer = plan.config.effective_tokenizer();
+    remade::of_docs(plan, p, docs, |texts| {
+        let keys = signature_column(texts, None, tokenizer, plan.config.ngram, None).1;
+        (0..texts.len()).map(|j| keys.get(j).to_vec()).collect()
+    })
 }
 
 /// Where the stages after `keys` get shingle keys: the key files (each part's index read once),

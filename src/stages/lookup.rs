@@ -250,8 +250,8 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats
     let first = range.start as u32;
     let n = (range.end - range.start) as usize;
     let docs: Vec<u32> = (range.start as u32..range.end as u32).collect();
-    let none = store::Wanted::default();
-    let sigs = store::fetch(work, &plan.parts, plan.store_k(), docs, none)?;
+    let none = store::Wanted::SIGNATURES;
+    let sigs = store::fetch(work, &plan.parts, plan.store_layout(), docs, none)?;
     let exact = read_exact(work, p, n)?;
     let index = ip.dir();
     let bands = plan.bands();

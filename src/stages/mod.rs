@@ -2,8 +2,8 @@
 //! and the algorithms only it uses. The stage list is [`crate::plan::Stage`]; what each task reads
 //! and writes is in [`crate::plan`] and [`crate::io::work`].
 //!
-//! sample, frequencies (SimHash only) -> signatures -> candidates -> verify -> keys -> exact ->
-//! cluster ->
+//! sample, frequencies (SimHash only) -> signatures -> candidates -> pair-signatures (`--work-keys
+//! remade`) -> verify -> keys -> exact -> cluster ->
 //! paragraphs (`--paragraphs`) -> substrings, sources (`--substrings`) -> manifest -> merge.
 
 pub(crate) mod candidates;
@@ -15,7 +15,9 @@ pub(crate) mod keys;
 pub(crate) mod lookup;
 pub(crate) mod manifest;
 pub(crate) mod merge;
+pub(crate) mod pair_signatures;
 pub(crate) mod paragraphs;
+pub(crate) mod remade;
 pub(crate) mod sample;
 pub(crate) mod signatures;
 pub(crate) mod sources;

@@ -270,8 +270,14 @@ impl<'a> Names<'a> {
         tonight.dedup();
         indexed.sort_unstable();
         indexed.dedup();
-        let wanted = store::Wanted { ids: true };
-        let f = store::fetch(work, &plan.parts, plan.store_k(), tonight.clone(), wanted)?;
+        let wanted = store::Wanted::IDS;
+        let f = store::fetch(
+            work,
+            &plan.parts,
+            plan.store_layout(),
+            tonight.clone(),
+            wanted,
+        )?;
         let tonight = tonight
             .into_iter()
             .map(|d| (d, f.id(d).to_string()))

@@ -141,15 +141,18 @@ fn plan_and_tasks_by_hand_give_the_run_manifest() {
 #[test]
 fn remade_keys_give_the_same_manifests_in_a_smaller_work_directory() {
     // `--work-keys remade`: the keys stage makes the keys the exact checks need from the shards
-    // again. Every method and rule, local and by hand, and kill -9 in the new stages.
+    // again, and under MinHash the pair-signatures stage the signatures of the documents pairs
+    // name (the store keeps none). Every method and rule, local and by hand, and kill -9 in the
+    // new stages.
     let dir = temp_dir("tasks-remade-keys");
     let (glob, docs) = three_shards(&dir);
     let remade = ["--work-keys", "remade"];
-    let families: [&[&str]; 4] = [
+    let families: [&[&str]; 5] = [
         &[],
         &["--cluster", "components"],
         &["--method", "simhash", "--simhash-min-features", "400"],
         &["--verify", "exact"],
+        &["--max-bucket-pairs", "2"],
     ];
     for (f, family) in families.iter().enumerate() {
         let reference = dir.join(format!("ref-{f}"));
@@ -173,21 +176,55 @@ fn remade_keys_give_the_same_manifests_in_a_smaller_work_directory() {
             listed > 0 && listed < docs.len() as u64 / 2,
             "{family:?}: {listed}"
         );
+        // MinHash: 40-byte store records without signatures; the signatures of some documents
+        // in the pair signature files. SimHash keeps its fingerprints in the store.
+        let minhash = !family.contains(&"simhash");
+        let (records, signed) = stored_records_and_pair_signatures(&out.join("_work"));
+        let record = if minhash { 40 } else { 52 };
+        assert_eq!(records, docs.len() as u64 * record, "{family:?}");
+        assert_eq!(
+            signed > 0 && signed < docs.len() as u64,
+            minhash,
+            "{family:?}: {signed}"
+        );
         let by_hand_out = dir.join(format!("hand-{f}"));
         let mut hand: Vec<&str> = family.to_vec();
         hand.extend(remade);
         let stages = by_hand(&glob, &dir.join(format!("work-{f}")), &by_hand_out, &hand);
         assert!(stages.iter().any(|s| s == "keys"), "{stages:?}");
+        let pair_signatures = stages.iter().any(|s| s == "pair-signatures");
+        assert_eq!(pair_signatures, minhash, "{stages:?}");
         assert!(manifest_bytes(&by_hand_out) == want, "{family:?} by hand");
     }
     let want = manifest_bytes(&dir.join("ref-0"));
-    for at in ["keys:1", "exact:2"] {
+    for at in ["pair-signatures:1", "keys:1", "exact:2"] {
         let out = dir.join(format!("crash-{}", at.replace(':', "-")));
         let args = ["--tasks", "3", "--work-keys", "remade"];
         run_cmd(&glob, &out, &args).killed_at(at);
         run_ok(&glob, &out, &args);
         assert!(manifest_bytes(&out) == want, "{at}");
     }
+}
+
+/// The bytes of a work directory's store records (after each file's 24-byte header), and the
+/// documents its pair signature files hold.
+fn stored_records_and_pair_signatures(work: &Path) -> (u64, u64) {
+    let sum = |dir: &str, each: &dyn Fn(Vec<u8>) -> u64| -> u64 {
+        let files = std::fs::read_dir(work.join(dir)).map(|d| d.flatten().collect::<Vec<_>>());
+        (files.unwrap_or_default().into_iter())
+            .filter(|e| {
+                e.path()
+                    .extension()
+                    .is_some_and(|x| x == "sig" || x == "bin")
+            })
+            .map(|e| each(std::fs::read(e.path()).unwrap()))
+            .sum()
+    };
+    let records = sum("store", &|b| b.len() as u64 - 24);
+    let signed = sum("pair-sigs", &|b| {
+        u64::from_le_bytes(b[16..24].try_into().unwrap())
+    });
+    (records, signed)
 }
 
 #[test]

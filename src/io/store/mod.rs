@@ -11,7 +11,10 @@
 //!                            ... one per document, in document order ...
 //! store/pNNNNN.ids   the id bytes of each document, in order
 //! ```
-//! The shingle keys are not stored here: they are four bytes per token, three quarters of what
+//! With `--work-keys remade` (MinHash without an index) a record holds no signature (k is 0 in
+//! its header and size): the pair-signatures stage makes again the signatures of the documents
+//! later stages compare, into [`crate::io::pair_sigs`], and [`fetch`] reads them from there
+//! ([`Layout`]). The shingle keys are not stored here: they are four bytes per token, three quarters of what
 //! the store was, and only the documents an exact check needs them for get them, from the
 //! shards again ([`crate::stages::keys`]). The id offset is the id's position in its file. A
 //! document whose text is byte for byte an earlier one's of the same part (a raw copy, which the
@@ -61,11 +64,46 @@ fn record_size(k: usize) -> u64 {
     4 * k as u64 + 40
 }
 
-/// What [`fetch`] reads besides each document's record (signature and shingle count).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Where a run's signatures are: `k` values per document, in the store's records or in the pair
+/// signature files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Layout {
+    pub k: usize,
+    pub in_records: bool,
+}
+
+impl Layout {
+    /// Signature values per store record.
+    pub(crate) fn record_k(self) -> usize {
+        match self.in_records {
+            true => self.k,
+            false => 0,
+        }
+    }
+}
+
+/// What [`fetch`] reads besides each document's shingle count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Wanted {
+    /// The signatures (always read when the records hold them).
+    pub signatures: bool,
     /// The ids.
     pub ids: bool,
+}
+
+impl Wanted {
+    pub(crate) const SIGNATURES: Wanted = Wanted {
+        signatures: true,
+        ids: false,
+    };
+    pub(crate) const IDS: Wanted = Wanted {
+        signatures: false,
+        ids: true,
+    };
+    pub(crate) const ALL: Wanted = Wanted {
+        signatures: true,
+        ids: true,
+    };
 }
 
 /// Documents fetched from the store: sorted global indices and their data.
@@ -74,9 +112,15 @@ pub(crate) struct Fetched {
     k: usize,
     docs: Vec<u32>,
     values: Vec<u32>,
+    /// Where each document's signature starts in `values`, when not every fetched document has
+    /// one there (signatures from the pair signature files); empty: document i's is at i * k.
+    slots: Vec<usize>,
     shingles: Vec<u32>,
     ids: Vec<String>,
 }
+
+/// A fetched document without a signature in [`Fetched::slots`].
+const NO_SLOT: usize = usize::MAX;
 
 impl Fetched {
     fn index(&self, doc: u32) -> usize {
@@ -102,8 +146,16 @@ impl SigSource for Fetched {
         self.k
     }
     fn sig(&self, doc: u32) -> &[u32] {
-        let i = self.index(doc) * self.k;
-        &self.values[i..i + self.k]
+        let i = self.index(doc);
+        let at = match self.slots.get(i) {
+            None => i * self.k,
+            Some(&at) => at,
+        };
+        match self.values.get(at..at.saturating_add(self.k)) {
+            Some(sig) if sig.len() == self.k && at != NO_SLOT => sig,
+            // Callers fetch signatures where they use them: a miss is a bug, not bad input.
+            _ => panic!("the signature of document {doc} was not fetched"),
+        }
     }
     fn shingles(&self, doc: u32) -> u32 {
         self.shingles[self.index(doc)]
@@ -111,21 +163,23 @@ impl SigSource for Fetched {
 }
 
 /// Reads documents `docs` (sorted, unique global indices) from the stores of the parts that hold
-/// them: signatures and shingle counts, and the ids when `wanted` asks for them. `parts[p]` is part p's (first_doc, docs); `k` the
-/// signature length.
+/// them: shingle counts, and the signatures and ids as `wanted` asks. `parts[p]` is part p's
+/// (first_doc, docs).
 pub(crate) fn fetch(
     work: &OutputDir,
     parts: &[(u64, u64)],
-    k: usize,
+    layout: Layout,
     docs: Vec<u32>,
     wanted: Wanted,
 ) -> Result<Fetched> {
     let mut out = Fetched {
-        k,
+        k: layout.k,
         docs,
         ..Fetched::default()
     };
-    out.values.reserve(out.docs.len() * k);
+    if wanted.signatures || layout.in_records {
+        out.values.reserve(out.docs.len() * layout.k);
+    }
     let mut i = 0;
     while i < out.docs.len() {
         let d = out.docs[i] as u64;
@@ -136,7 +190,7 @@ pub(crate) fn fetch(
             )));
         };
         let end = out.docs[i..].partition_point(|&x| (x as u64) < first + count) + i;
-        fetch_part(work, (p, first), i..end, wanted, &mut out)?;
+        fetch_part(work, (p, first), i..end, (layout, wanted), &mut out)?;
         i = end;
     }
     Ok(out)
@@ -234,22 +288,39 @@ fn fetch_part(
     work: &OutputDir,
     (p, first): (usize, u64),
     docs: Range<usize>,
-    wanted: Wanted,
+    (layout, wanted): (Layout, Wanted),
     out: &mut Fetched,
 ) -> Result<()> {
-    let k = out.k;
+    let k = layout.record_k();
     let at = 4 * k;
     let recs = PartRecords::read(work, (p, first), &out.docs[docs.clone()], k)?;
     let n = recs.records.len();
     let source = |j: usize| recs.source(j, k);
-    // Signatures straight into the flat buffer, on the worker threads.
-    let base = out.values.len();
-    out.values.resize(base + n * k, 0);
-    out.values[base..]
-        .par_chunks_mut(k.max(1))
-        .enumerate()
-        .with_min_len(64)
-        .for_each(|(j, sig)| read_u32s_le(source(j), sig));
+    if layout.in_records {
+        // Signatures straight into the flat buffer, on the worker threads.
+        let base = out.values.len();
+        out.values.resize(base + n * k, 0);
+        out.values[base..]
+            .par_chunks_mut(k.max(1))
+            .enumerate()
+            .with_min_len(64)
+            .for_each(|(j, sig)| read_u32s_le(source(j), sig));
+    } else if wanted.signatures {
+        let local: Vec<u32> = (out.docs[docs.clone()].iter())
+            .map(|&d| (u64::from(d) - first) as u32)
+            .collect();
+        let (held, values) = crate::io::pair_sigs::read(work, p, layout.k, &local)?;
+        let mut at = out.values.len();
+        out.slots.extend(held.into_iter().map(|h| {
+            at += if h { layout.k } else { 0 };
+            if h {
+                at - layout.k
+            } else {
+                NO_SLOT
+            }
+        }));
+        out.values.extend(values);
+    }
     out.shingles.extend((0..n).map(|j| u32_at(source(j), at)));
     if !wanted.ids {
         return Ok(());
@@ -345,6 +416,11 @@ mod tests {
     use super::*;
     use crate::minhash::Signatures;
 
+    const TWO: Layout = Layout {
+        k: 2,
+        in_records: true,
+    };
+
     /// A store of `docs` documents, k = 2, written by `write` (then finished): its two files'
     /// bytes, or the writer's first error.
     fn store_bytes(
@@ -356,7 +432,7 @@ mod tests {
             sig: &mut sig,
             ids: &mut idb,
         };
-        let mut w = Writer::new(files, 2, Some(docs))?;
+        let mut w = Writer::new(files, TWO, Some(docs))?;
         write(&mut w)?;
         w.finish()?;
         Ok([sig, idb])
@@ -393,17 +469,17 @@ mod tests {
         work.write_bytes(&sig_name(1), sig.clone()).unwrap();
         work.write_bytes(&ids_name(1), idb.clone()).unwrap();
         let parts = [(0, 10), (10, 3)];
-        let all = Wanted { ids: true };
-        let f = fetch(&work, &parts, 2, vec![10, 11, 12], all).unwrap();
+        let all = Wanted::ALL;
+        let f = fetch(&work, &parts, TWO, vec![10, 11, 12], all).unwrap();
         assert_eq!(f.sig(11), &[3, 4]);
         assert_eq!(f.shingles(10), 4);
         assert_eq!(f.shingles(12), 1);
         assert_eq!(f.id(12), "id2");
         // Records alone need no ids file.
         std::fs::remove_file(dir.join(ids_name(1))).unwrap();
-        let f = fetch(&work, &parts, 2, vec![10, 12], Wanted::default()).unwrap();
+        let f = fetch(&work, &parts, TWO, vec![10, 12], Wanted::SIGNATURES).unwrap();
         assert_eq!((f.sig(12), f.shingles(12)), (&[5, 6][..], 1));
-        assert!(fetch(&work, &parts, 2, vec![10], all).is_err());
+        assert!(fetch(&work, &parts, TWO, vec![10], all).is_err());
         // A flipped byte is caught in each file, when what it covers is read.
         let flip = |mut b: Vec<u8>, at: usize| {
             b[at] ^= 1;
@@ -411,21 +487,21 @@ mod tests {
         };
         work.write_bytes(&ids_name(1), flip(idb.clone(), 1))
             .unwrap();
-        let e = fetch(&work, &parts, 2, vec![10], all)
+        let e = fetch(&work, &parts, TWO, vec![10], all)
             .unwrap_err()
             .to_string();
         assert!(e.contains("checksum"), "{e}");
         assert_eq!(
-            fetch(&work, &parts, 2, vec![11], all).unwrap().id(11),
+            fetch(&work, &parts, TWO, vec![11], all).unwrap().id(11),
             "id1"
         );
         work.write_bytes(&sig_name(1), flip(sig, HEADER as usize + 2))
             .unwrap();
-        let e = fetch(&work, &parts, 2, vec![10], Wanted::default())
+        let e = fetch(&work, &parts, TWO, vec![10], Wanted::SIGNATURES)
             .unwrap_err()
             .to_string();
         assert!(e.contains("p00001.sig") && e.contains("checksum"), "{e}");
-        assert!(fetch(&work, &parts, 2, vec![13], all).is_err());
+        assert!(fetch(&work, &parts, TWO, vec![13], all).is_err());
         // A writer that gets fewer documents than announced fails at the end.
         assert!(store_bytes(1, |_| Ok(())).is_err());
         let _ = std::fs::remove_dir_all(dir);
@@ -446,9 +522,9 @@ mod tests {
         let [sig, idb] = store_bytes(4, |w| w.append(&sigs, |i| ids[i], copy_of)).unwrap();
         work.write_bytes(&sig_name(0), sig).unwrap();
         work.write_bytes(&ids_name(0), idb).unwrap();
-        let all = Wanted { ids: true };
+        let all = Wanted::ALL;
         for docs in [vec![2, 3], vec![0, 1, 2, 3], vec![3]] {
-            let f = fetch(&work, &[(0, 4)], 2, docs.clone(), all).unwrap();
+            let f = fetch(&work, &[(0, 4)], TWO, docs.clone(), all).unwrap();
             for &d in &docs {
                 let o = copy_of(d as usize).map_or(d as usize, |o| o as usize);
                 assert_eq!(f.sig(d), &sigs.values[2 * o..2 * o + 2]);

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::{ids_name, record_size, sig_name, MAGIC};
+use super::{ids_name, record_size, sig_name, Layout, MAGIC};
 use crate::error::Result;
 use crate::io::output::OutputDir;
 use crate::minhash::Signatures;
@@ -37,6 +37,8 @@ pub(crate) fn write_part(
 pub(crate) struct Writer<'w> {
     files: Files<'w>,
     k: usize,
+    /// Values written per record: k, or 0 where the records hold no signature.
+    record_k: usize,
     /// The documents announced (None: a part whose files its task counts).
     docs: Option<u64>,
     written: u64,
@@ -47,11 +49,16 @@ pub(crate) struct Writer<'w> {
 }
 
 impl<'w> Writer<'w> {
-    /// Starts a store for `docs` documents (None: as many as are appended), signatures of `k`
-    /// values.
-    pub(crate) fn new(files: Files<'w>, k: usize, docs: Option<u64>) -> std::io::Result<Self> {
+    /// Starts a store for `docs` documents (None: as many as are appended), signatures of
+    /// `layout.k` values (in the records or not, as `layout` says).
+    pub(crate) fn new(
+        files: Files<'w>,
+        layout: Layout,
+        docs: Option<u64>,
+    ) -> std::io::Result<Self> {
+        let (k, record_k) = (layout.k, layout.record_k());
         files.sig.write_all(MAGIC)?;
-        files.sig.write_all(&(k as u32).to_le_bytes())?;
+        files.sig.write_all(&(record_k as u32).to_le_bytes())?;
         files
             .sig
             .write_all(&(docs.unwrap_or(0) as u32).to_le_bytes())?;
@@ -59,11 +66,12 @@ impl<'w> Writer<'w> {
         Ok(Writer {
             files,
             k,
+            record_k,
             docs,
             written: 0,
             id_offset: 0,
-            rec: Vec::with_capacity(record_size(k) as usize),
-            zeros: vec![0; k],
+            rec: Vec::with_capacity(record_size(record_k) as usize),
+            zeros: vec![0; record_k],
         })
     }
 
@@ -95,7 +103,10 @@ impl<'w> Writer<'w> {
                         "document {position} of the part is named a copy of {o}, not an earlier one"
                     )))
                 }
-                None => (&sigs.values[i * k..(i + 1) * k], sigs.shingles[i], 0),
+                None => {
+                    let at = i * k;
+                    (&sigs.values[at..at + self.record_k], sigs.shingles[i], 0)
+                }
             };
             let idb = id(i).as_bytes();
             let rec = &mut self.rec;

@@ -200,8 +200,8 @@ impl<'a> Giants<'a> {
             members: members.len() as u64,
             ..GiantStats::default()
         };
-        let wanted = store::Wanted::default();
-        let sigs = store::fetch(work, &plan.parts, plan.store_k(), members, wanted)?;
+        let wanted = store::Wanted::SIGNATURES;
+        let sigs = store::fetch(work, &plan.parts, plan.store_layout(), members, wanted)?;
         Ok(Giants {
             plan,
             keys: KeySource::new(work, plan, true),

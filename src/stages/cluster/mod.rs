@@ -145,7 +145,7 @@ fn check_unique_ids(work: &OutputDir, plan: &Plan) -> Result<()> {
         );
     }
     hashes.par_sort_unstable();
-    let ids = store::Wanted { ids: true };
+    let ids = store::Wanted::IDS;
     // Report the id that repeats first in input order (as a sequential scan would).
     let mut first_repeat: Option<(u32, u32)> = None;
     for w in hashes.windows(2) {
@@ -153,13 +153,13 @@ fn check_unique_ids(work: &OutputDir, plan: &Plan) -> Result<()> {
         if h0 != h1 || first_repeat.is_some_and(|(_, best)| best <= y) {
             continue;
         }
-        let f = store::fetch(work, &plan.parts, plan.store_k(), vec![x, y], ids)?;
+        let f = store::fetch(work, &plan.parts, plan.store_layout(), vec![x, y], ids)?;
         if f.id(x) == f.id(y) {
             first_repeat = Some((x, y));
         }
     }
     if let Some((x, y)) = first_repeat {
-        let f = store::fetch(work, &plan.parts, plan.store_k(), vec![x, y], ids)?;
+        let f = store::fetch(work, &plan.parts, plan.store_layout(), vec![x, y], ids)?;
         let place = |d: u32| {
             let (file, row) = plan.locate(d as u64);
             format!("{file} row {row}")

@@ -422,7 +422,11 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
         with_rows(work, &substring_files, substring_ranges, |substring_rows| {
             with_key_files(work, p, cfg.work_keys != WorkKeys::Remade, |key_writer| {
                 store::write_part(work, p, |files| {
-                    let store = store::Writer::new(files, kernel.k(), counted.then_some(count))
+                    let layout = store::Layout {
+                        k: kernel.k(),
+                        ..plan.store_layout()
+                    };
+                    let store = store::Writer::new(files, layout, counted.then_some(count))
                         .map_err(store_err)?;
                     // Three chunks in flight: the next one is read while this one is computed, and the
                     // previous one is appended to the store by its own thread.

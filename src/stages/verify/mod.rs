@@ -56,7 +56,7 @@ use crate::config::{ClusterRule, Method};
 use crate::error::Result;
 use crate::io::output::OutputDir;
 use crate::io::work::{self, polars_err as pe, series, u32s, write_frame};
-use crate::io::{pairs, store};
+use crate::io::{doc_lists, pairs, store};
 use crate::minhash::{estimate_jaccard, SigSource};
 use crate::plan::{Plan, Stage};
 use crate::simhash;
@@ -169,8 +169,11 @@ fn fetch_sigs(
     docs.extend(also);
     docs.par_sort_unstable();
     docs.dedup();
-    let wanted = store::Wanted { ids };
-    store::fetch(work, &plan.parts, plan.store_k(), docs, wanted)
+    let wanted = store::Wanted {
+        signatures: true,
+        ids,
+    };
+    store::fetch(work, &plan.parts, plan.store_layout(), docs, wanted)
 }
 
 /// The shingle sets of `need` (sorted, unique): those found in `held` are moved out of it
@@ -282,8 +285,7 @@ fn write_needs(
         .map(|c| (c.a, c.b))
         .collect();
     let needs = docs_of_pairs(&open, |_, _| true);
-    let starts: Vec<u64> = plan.parts.iter().map(|&(first, _)| first).collect();
-    work.write_bytes(&work::needs_file(p), pairs::encode_docs(&needs, &starts))
+    work.write_bytes(&work::needs_file(p), doc_lists::encode(&needs, &plan.parts))
 }
 
 /// Writes `edges` (sorted by (a, b)) as a frame of a, b, similarity.
