@@ -27,13 +27,23 @@ input_bytes=$(du -sb "$C" | cut -f1)
 # The task path (per-stage table in benches/results/scale.md).
 bash benches/scale.sh "$C/short-*.parquet" "$NAME" "${args[@]}" > /dev/null
 task_score=$("$GEN" score --corpus "$C" --manifest "$W/out/manifest.parquet")
-task_work=$(du -sb "$W/work" | cut -f1)
+# The work directory at its largest: after some stage (the band rows go after candidates).
+task_work=$(python3 -c 'import json,sys; print(max(json.loads(l)["work_bytes_after"] for l in open(sys.argv[1])))' "$W/stages.jsonl")
 [ "${KEEP:-0}" = 1 ] || rm -rf "$W/work"
 
-# The local run, its work directory kept to be measured.
+# The local run, its work directory measured every 2 s while it runs (its largest is mid-run).
 /usr/bin/time -f '%e %M' -o "$W/local.time" "$BIN" run --quiet --keep-work --input "$C/short-*.parquet" \
-  --output "$W/local/out" --work "$W/local/work" "${args[@]}" > /dev/null
-local_work=$(du -sb "$W/local/work" | cut -f1)
+  --output "$W/local/out" --work "$W/local/work" "${args[@]}" > /dev/null &
+run_pid=$!
+local_work=0
+while kill -0 "$run_pid" 2> /dev/null; do
+  now=$(du -sb "$W/local/work" 2> /dev/null | awk '{print $1; exit}' || true)
+  [ "${now:-0}" -gt "$local_work" ] && local_work=$now
+  sleep 2
+done
+wait "$run_pid"
+now=$(du -sb "$W/local/work" | cut -f1)
+[ "$now" -gt "$local_work" ] && local_work=$now
 local_score=$("$GEN" score --corpus "$C" --manifest "$W/local/out/manifest.parquet")
 cmp -s "$W/out/manifest.parquet" "$W/local/out/manifest.parquet" && same=yes || same=NO
 [ "${KEEP:-0}" = 1 ] || rm -rf "$W/local/work"

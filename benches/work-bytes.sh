@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Bytes written to the work directory per document, by stage, and the work directory at its
-# largest (a run keeps every work file until it succeeds), for `--work-keys stored` and `remade`.
+# largest (after some stage: the band rows go once the candidates are found, every other file
+# stays until the run succeeds), for `--work-keys stored` and `remade`. The stages run as tasks
+# (`plan`, then `task` for each), so each stage's files are measured as it leaves them.
 #   make bench-work-bytes [CORPUS='dir/*.parquet'] [ARGS='flags for both']
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,39 +10,37 @@ BIN=${BIN:-${CARGO_TARGET_DIR:-$HOME/.cache/corpus-dedup-target}/release/corpus-
 CORPUS=${CORPUS:-../shared/corpus/dev-small/shard-*.parquet} ARGS=${ARGS:-}
 work=$(mktemp -d "${TMPDIR:-/tmp}/corpus-dedup-bytes.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+bytes_of() { du -sb "$1" 2> /dev/null | awk '{print $1; exit}' || true; }
 for keys in stored remade; do
+  w=$work/$keys
   # shellcheck disable=SC2086 # flags meant to split into words
-  "$BIN" run --quiet --threads 2 --input "$CORPUS" --output "$work/$keys" --keep-work \
-    --work-keys "$keys" $ARGS > /dev/null
+  counts=$("$BIN" plan --quiet --input "$CORPUS" --output "$w/out" --work "$w/work" \
+    --work-keys "$keys" $ARGS)
+  for stage in $(python3 -c 'import json,sys; print(" ".join(json.loads(sys.argv[1])["stages"]))' "$counts"); do
+    n=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["tasks"][sys.argv[2]])' "$counts" "$stage")
+    before=$(bytes_of "$w/work") bands=$(bytes_of "$w/work/bands")
+    for t in $(seq 0 $((n - 1))); do
+      "$BIN" task "$stage" --task "$t" --tasks "$n" --work "$w/work" --threads 2 > /dev/null
+    done
+    after=$(bytes_of "$w/work") bands_after=$(bytes_of "$w/work/bands")
+    # Written: the growth, plus the band rows a stage after candidates removed.
+    echo "$keys $stage $(( after - before + (bands > bands_after ? bands - bands_after : 0) )) $after" >> "$work/rows"
+  done
 done
 python3 - "$work" "$CORPUS $ARGS" <<'PY'
-import json, os, sys
+import json, sys
 root, what = sys.argv[1], sys.argv[2]
-# Which stage writes each work folder (the store and key files: signatures, or keys when remade).
-stage_of = {"store": "signatures", "bands": "signatures", "exact": "signatures", "docs": "signatures",
-            "paragraphs": "signatures", "substrings": "signatures", "candidates": "candidates",
-            "giant": "candidates", "estimated": "verify", "checks": "verify", "needs": "verify",
-            "edges": "exact", "cluster": "cluster", "manifest": "manifest", "lookup": "lookup"}
-def sizes(keys):
-    w = os.path.join(root, keys, "_work")
-    out = {}
-    for d in sorted(os.listdir(w)):
-        p = os.path.join(w, d)
-        if not os.path.isdir(p) or d == "done":
-            continue
-        n = sum(os.path.getsize(os.path.join(a, f)) for a, _, fs in os.walk(p) for f in fs)
-        s = "keys" if d == "keys" and keys == "remade" else ("signatures" if d == "keys" else stage_of.get(d, d))
-        out[s] = out.get(s, 0) + n
-    docs = json.load(open(os.path.join(root, keys, "summary.json")))["documents_in"]
-    total = sum(os.path.getsize(os.path.join(a, f)) for a, _, fs in os.walk(w) for f in fs)
-    return out, docs, total
-(st, docs, t_st), (re, _, t_re) = sizes("stored"), sizes("remade")
+rows = [l.split() for l in open(f"{root}/rows")]
+docs = json.load(open(f"{root}/stored/out/summary.json"))["documents_in"]
+written = {(k, s): int(b) for k, s, b, _ in rows}
+peak = {k: max(int(a) for kk, _, _, a in rows if kk == k) for k in ("stored", "remade")}
 print(f"{what.strip()}: {docs} documents; bytes written per document")
 print()
 print("| stage | stored | remade |")
 print("|---|---|---|")
-for s in ["signatures", "candidates", "verify", "keys", "exact", "cluster", "manifest"]:
-    if s in st or s in re:
-        print(f"| {s} | {st.get(s, 0) / docs:,.0f} | {re.get(s, 0) / docs:,.0f} |")
-print(f"| work directory at its largest | {t_st / docs:,.0f} | {t_re / docs:,.0f} ({t_re / t_st:.2f}x) |")
+for s in dict.fromkeys(s for k, s, _, _ in rows if k == "remade"):
+    if s != "merge":
+        print(f"| {s} | {written.get(('stored', s), 0) / docs:,.0f} | {written.get(('remade', s), 0) / docs:,.0f} |")
+st, re = peak["stored"] / docs, peak["remade"] / docs
+print(f"| work directory at its largest | {st:,.0f} | {re:,.0f} ({re / st:.2f}x) |")
 PY

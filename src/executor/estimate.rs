@@ -33,7 +33,8 @@ pub(crate) const SAMPLE_FILES: usize = 8;
 pub(crate) struct Estimate {
     /// Documents of the sample the rates were measured on.
     pub sample_documents: u64,
-    /// The work directory at its largest (every work file stays until the run succeeds).
+    /// The work directory at its largest (the band rows go once the candidates are found; every
+    /// other work file stays until the run succeeds).
     pub work_bytes: u64,
     pub stages: BTreeMap<String, StageEstimate>,
 }
@@ -155,18 +156,30 @@ fn scratch_dir() -> PathBuf {
     ))
 }
 
-/// Bytes of the files under `dir`.
-fn dir_bytes(dir: &Path) -> u64 {
+/// The files under `dir` and their sizes.
+fn dir_files(dir: &Path, out: &mut BTreeMap<PathBuf, u64>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
+        return;
     };
-    entries
-        .flatten()
-        .map(|e| match e.file_type() {
-            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
-            _ => e.metadata().map_or(0, |m| m.len()),
-        })
-        .sum()
+    for e in entries.flatten() {
+        match e.file_type() {
+            Ok(t) if t.is_dir() => dir_files(&e.path(), out),
+            _ => {
+                out.insert(e.path(), e.metadata().map_or(0, |m| m.len()));
+            }
+        }
+    }
+}
+
+/// What a stage wrote (files new or changed since `before`) and the bytes under `dir` after it.
+fn written_since(dir: &Path, before: &BTreeMap<PathBuf, u64>) -> (u64, BTreeMap<PathBuf, u64>) {
+    let mut after = BTreeMap::new();
+    dir_files(dir, &mut after);
+    let written = (after.iter())
+        .filter(|(path, bytes)| before.get(*path) != Some(bytes))
+        .map(|(_, bytes)| bytes)
+        .sum();
+    (written, after)
 }
 
 /// What one sample's run wrote and spent.
@@ -174,7 +187,8 @@ struct SampleRun {
     documents: u64,
     /// Per stage: bytes written.
     stages: Vec<(Stage, u64)>,
-    /// The work directory at the end (every work file is kept until success).
+    /// The work directory at its largest, after some stage (the band rows are removed once the
+    /// candidates stage is done; every other work file is kept until success).
     work_bytes: u64,
 }
 
@@ -189,18 +203,26 @@ fn run_sample(sample: &Plan, dir: &Path) -> Result<SampleRun> {
     })?;
     let work = OutputDir::Local(work_dir.clone()).scratch();
     work.write_bytes(crate::io::work::PLAN, sample.to_json())?;
-    let mut stages = Vec::new();
+    let (mut stages, mut peak) = (Vec::new(), 0);
+    let mut files = BTreeMap::new();
+    dir_files(dir, &mut files);
     for stage in sample.stages() {
-        let before = dir_bytes(dir);
         for t in 0..sample.tasks(stage) {
             run_task(&work, &sample, stage, t, None)?;
         }
-        stages.push((stage, dir_bytes(dir).saturating_sub(before)));
+        let (written, after) = written_since(dir, &files);
+        stages.push((stage, written));
+        let work_now: u64 = (after.iter())
+            .filter(|(path, _)| path.starts_with(&work_dir))
+            .map(|(_, bytes)| bytes)
+            .sum();
+        peak = peak.max(work_now);
+        files = after;
     }
     Ok(SampleRun {
         documents: sample.documents,
         stages,
-        work_bytes: dir_bytes(&work_dir),
+        work_bytes: peak,
     })
 }
 

@@ -125,6 +125,22 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateSt
     Ok(stats)
 }
 
+/// Removes part `p`'s band row files, from a task of a stage after this one (every candidates
+/// task is then complete): nothing reads them again unless the index stage keeps them
+/// (`--index`), and they are the largest work files after the store's (~160 bytes per
+/// document), so the work directory at its largest is smaller by them. A rerun finds the
+/// candidates tasks complete and never asks for them; removing a removed file is nothing.
+pub(crate) fn release_band_rows(work: &OutputDir, plan: &Plan, p: usize) -> Result<()> {
+    if plan.index.is_some() {
+        return Ok(());
+    }
+    for t in 0..plan.tasks(Stage::Candidates) {
+        let (b, r) = (t / plan.bucket_ranges, t % plan.bucket_ranges);
+        work.remove(&work::band_rows_file(b, r, p))?;
+    }
+    Ok(())
+}
+
 /// Groups (band, bucket, doc) rows (any order) by (band, bucket) and lists the candidate pairs:
 /// a sort of 16-byte tuples and one pass over the runs, with no allocation per group (nearly
 /// every group is a singleton). With `defer_giant`, buckets over `max_bucket_pairs` give no

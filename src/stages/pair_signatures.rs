@@ -17,6 +17,7 @@ use crate::io::output::OutputDir;
 use crate::io::{doc_lists, pair_sigs, work};
 use crate::minhash::Permutations;
 use crate::plan::{Plan, Stage};
+use crate::stages::candidates;
 use crate::stages::lookup::read_exact;
 use crate::stages::remade;
 use crate::stages::signatures::signatures_only;
@@ -32,6 +33,7 @@ pub(crate) struct PairSignatureStats {
 
 /// The pair-signatures task of part `q`.
 pub(crate) fn run(work: &OutputDir, plan: &Plan, q: usize) -> Result<PairSignatureStats> {
+    candidates::release_band_rows(work, plan, q)?;
     let mut docs: Vec<u32> = Vec::new();
     for t in 0..plan.tasks(Stage::Candidates) {
         let file = work::pair_docs_file(t);

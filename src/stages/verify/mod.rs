@@ -60,6 +60,7 @@ use crate::io::{doc_lists, pairs, store};
 use crate::minhash::{estimate_jaccard, SigSource};
 use crate::plan::{Plan, Stage};
 use crate::simhash;
+use crate::stages::candidates;
 use crate::stages::keys::KeySource;
 use crate::text::sets::ShingleSets;
 use crate::unionfind::SparseUnionFind;
@@ -219,6 +220,7 @@ const CARRY_KEYS: usize = 16 << 20;
 /// part -> the edges the estimate (SimHash: the Hamming distance) decides, the checks that need
 /// shingle keys, and the documents of those checks by part (for the keys stage).
 pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
+    candidates::release_band_rows(work, plan, p)?;
     let mut pairs: Vec<(u32, u32)> = Vec::new();
     for t in 0..plan.tasks(Stage::Candidates) {
         let name = work::pairs_file(t);
