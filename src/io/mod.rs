@@ -1,7 +1,7 @@
 //! Reading shards and writing outputs and work files: input shards ([`input`]), local and
 //! object-store directories ([`output`], [`object`]), and the work files of a task run ([`work`]
 //! names them; [`store`], [`keys`], [`band_rows`], [`pairs`], [`doc_lists`] and [`pair_sigs`]
-//! are the binary ones).
+//! are the binary ones, [`sections`] the cut by part the two lists share).
 
 pub(crate) mod band_rows;
 pub(crate) mod doc_columns;
@@ -15,6 +15,7 @@ pub(crate) mod output;
 pub(crate) mod pair_sigs;
 pub(crate) mod pairs;
 pub(crate) mod paragraph_rows;
+pub(crate) mod sections;
 pub(crate) mod shard;
 pub(crate) mod store;
 pub(crate) mod varint;

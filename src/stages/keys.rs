@@ -46,13 +46,8 @@ pub(crate) struct KeyStats {
 pub(crate) fn run(work: &OutputDir, plan: &Plan, q: usize) -> Result<KeyStats> {
     let range = plan.part_range(q);
     let mut stats = KeyStats::default();
-    let mut docs: Vec<u32> = Vec::new();
-    for t in 0..plan.tasks(Stage::Verify) {
-        let file = work::needs_file(t);
-        docs.extend(doc_lists::read_part(work, &file, &plan.parts, q)?);
-    }
-    docs.sort_unstable();
-    docs.dedup();
+    let needs = (0..plan.tasks(Stage::Verify)).map(work::needs_file);
+    let mut docs = doc_lists::read_part_of_all(work, needs, &plan.parts, q)?;
     stats.for_verify = docs.len() as u64;
     let giants = giant_members(work, plan, range.clone())?;
     stats.for_giants = giants.len() as u64;

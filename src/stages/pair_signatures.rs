@@ -34,16 +34,11 @@ pub(crate) struct PairSignatureStats {
 /// The pair-signatures task of part `q`.
 pub(crate) fn run(work: &OutputDir, plan: &Plan, q: usize) -> Result<PairSignatureStats> {
     candidates::release_band_rows(work, plan, q)?;
-    let mut docs: Vec<u32> = Vec::new();
-    for t in 0..plan.tasks(Stage::Candidates) {
-        let file = work::pair_docs_file(t);
-        docs.extend(doc_lists::read_part(work, &file, &plan.parts, q)?);
-    }
-    docs.sort_unstable();
-    docs.dedup();
+    let lists = (0..plan.tasks(Stage::Candidates)).map(work::pair_docs_file);
+    let docs = doc_lists::read_part_of_all(work, lists, &plan.parts, q)?;
     let (first, count) = plan.parts[q];
     let listed = docs.len() as u64;
-    docs = with_exact_repeats(work, q, (first, count), docs)?;
+    let docs = with_exact_repeats(work, q, (first, count), docs)?;
     let cfg = &plan.config;
     let perms = Permutations::of(cfg);
     let tokenizer = cfg.effective_tokenizer();
