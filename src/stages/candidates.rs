@@ -125,8 +125,8 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateSt
     Ok(stats)
 }
 
-/// Removes part `p`'s band row files, from a task of a stage after this one (every candidates
-/// task is then complete): nothing reads them again unless the index stage keeps them
+/// Removes part `p`'s band row files, from part `p`'s task of the first stage after this one
+/// (every candidates task is then complete): nothing reads them again unless the index stage keeps them
 /// (`--index`), and they are the largest work files after the store's (~160 bytes per
 /// document), so the work directory at its largest is smaller by them. A rerun finds the
 /// candidates tasks complete and never asks for them; removing a removed file is nothing.

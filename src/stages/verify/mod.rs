@@ -220,7 +220,10 @@ const CARRY_KEYS: usize = 16 << 20;
 /// part -> the edges the estimate (SimHash: the Hamming distance) decides, the checks that need
 /// shingle keys, and the documents of those checks by part (for the keys stage).
 pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats> {
-    candidates::release_band_rows(work, plan, p)?;
+    // The first stage after candidates releases the band rows (pair-signatures, when it runs).
+    if plan.tasks(Stage::PairSignatures) == 0 {
+        candidates::release_band_rows(work, plan, p)?;
+    }
     let mut pairs: Vec<(u32, u32)> = Vec::new();
     for t in 0..plan.tasks(Stage::Candidates) {
         let name = work::pairs_file(t);
