@@ -310,15 +310,12 @@ fn fetch_part(
             .map(|&d| (u64::from(d) - first) as u32)
             .collect();
         let (held, values) = crate::io::pair_sigs::read(work, p, layout.k, &local)?;
-        let mut at = out.values.len();
-        out.slots.extend(held.into_iter().map(|h| {
-            at += if h { layout.k } else { 0 };
-            if h {
-                at - layout.k
-            } else {
-                NO_SLOT
-            }
-        }));
+        // The held documents' signatures follow each other in `values`, in document order.
+        let mut next = out.values.len();
+        for h in held {
+            out.slots.push(if h { next } else { NO_SLOT });
+            next += if h { layout.k } else { 0 };
+        }
         out.values.extend(values);
     }
     out.shingles.extend((0..n).map(|j| u32_at(source(j), at)));
