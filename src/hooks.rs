@@ -15,6 +15,9 @@
 //!   instead of a row group at a time (tests cross many slices); it never changes the report.
 //! - `CORPUS_DEDUP_COMPACT=never`: no lingering batch is compacted (tests compare the decisions
 //!   of an index with and without compaction).
+//! - `CORPUS_DEDUP_CLUSTER_BYTES=N`: what the cluster task's passes over hash ranges and ranges
+//!   of edges may hold at once, unless the run asks more per document (tests use 0: many passes
+//!   and a range per part); it never changes a result.
 //! - `CORPUS_DEDUP_FREE_BYTES=N`: the free space `run` sees on its work directory's disk (tests
 //!   of the space check).
 
@@ -32,6 +35,11 @@ pub(crate) fn jsonl_group_rows(default: u64) -> u64 {
 /// it.
 pub(crate) fn manifest_slice_rows(default: usize) -> usize {
     number("CORPUS_DEDUP_MANIFEST_SLICE_ROWS", default as u64).max(1) as usize
+}
+
+/// The cluster task's budget for a pass or a range of edges: `default`, unless the hook sets it.
+pub(crate) fn cluster_bytes(default: usize) -> usize {
+    number("CORPUS_DEDUP_CLUSTER_BYTES", default as u64) as usize
 }
 
 /// The number `var` holds (test builds only), else `default`.

@@ -40,6 +40,30 @@ fn manifest_is_identical_for_any_threads_and_tasks() {
 }
 
 #[test]
+fn a_cluster_task_in_many_passes_and_ranges_gives_the_same_manifest() {
+    // No budget: the cluster task finds copies and checks ids in several passes over hash
+    // ranges, and reads the edges a part at a time.
+    let dir = temp_dir("tasks-cluster-budget");
+    let (glob, _) = three_shards(&dir);
+    for (i, args) in [&["--tasks", "7"][..], &["--tasks", "7", "--paragraphs"][..]]
+        .into_iter()
+        .enumerate()
+    {
+        let reference = dir.join(format!("ref{i}"));
+        run_ok(&glob, &reference, args);
+        let out = dir.join(format!("budget{i}"));
+        run_cmd(&glob, &out, args)
+            .env("CORPUS_DEDUP_CLUSTER_BYTES", "0")
+            .ok();
+        assert!(
+            manifest_bytes(&out) == manifest_bytes(&reference),
+            "{args:?}"
+        );
+        assert!(summary(&out)["documents_dropped"].as_u64() > Some(0));
+    }
+}
+
+#[test]
 fn tiny_signature_chunks_give_the_same_manifest() {
     // Chunks of 7 rows: the pipelined reader/computer/store writer crosses ~60 chunk and 3 shard
     // boundaries per run.

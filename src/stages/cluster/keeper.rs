@@ -59,7 +59,7 @@ pub(super) fn outcome(
             anchor[g] = i as u32;
         }
     }
-    let mut giants = Giants::read(work, plan, first_copy, across)?;
+    let mut giants = Giants::read(work, plan, |d| first_copy[d as usize], across)?;
     let docs = Documents {
         rank: &rank,
         group: first_copy,
@@ -152,7 +152,7 @@ pub(super) fn write_renewals(
 /// kept before it (the first `cap` of them), when the rule reaches it. Nodes are texts (first
 /// copies). Signatures of every member are held; shingle sets only for the kept documents
 /// still compared with, and the current member's.
-struct Giants<'a> {
+pub(super) struct Giants<'a> {
     plan: &'a Plan,
     keys: KeySource<'a>,
     /// Each member's buckets.
@@ -171,10 +171,11 @@ struct Giants<'a> {
 }
 
 impl<'a> Giants<'a> {
-    fn read(
+    /// The giant buckets of the run; `group`: each document's group (first copy).
+    pub(super) fn read(
         work: &'a OutputDir,
         plan: &'a Plan,
-        first_copy: &[u32],
+        group: impl Fn(u32) -> u32,
         across: Vec<u64>,
     ) -> Result<Giants<'a>> {
         let mut buckets_of: ahash::AHashMap<u32, Vec<u32>> = ahash::AHashMap::new();
@@ -182,7 +183,7 @@ impl<'a> Giants<'a> {
         candidates::each_giant_file(work, plan, "cluster", |bucket, doc| {
             let base = buckets;
             for (b, d) in bucket.into_iter().zip(doc) {
-                let list = buckets_of.entry(first_copy[d as usize]).or_default();
+                let list = buckets_of.entry(group(d)).or_default();
                 if list.last() != Some(&(base + b)) {
                     list.push(base + b);
                 }
@@ -218,6 +219,11 @@ impl<'a> Giants<'a> {
 }
 
 impl Giants<'_> {
+    /// How the giant buckets went.
+    pub(super) fn stats(&self) -> GiantStats {
+        self.stats.clone()
+    }
+
     /// The `--across` key of a node (0 without `--across`).
     fn value(&self, node: u32) -> u64 {
         self.across.get(node as usize).copied().unwrap_or(0)

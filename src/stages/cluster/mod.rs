@@ -23,15 +23,18 @@ use serde::{Deserialize, Serialize};
 
 mod components;
 mod copies;
+mod groups;
 mod keeper;
 mod order;
 mod rule;
+mod stream;
 
 pub(crate) use rule::NOT_TONIGHT;
 
 pub use components::Clusters;
 pub(crate) use copies::Copied;
 use copies::{most_copied, prior_copies, write_copies};
+use groups::Groups;
 pub(crate) use keeper::GiantStats;
 
 use std::collections::BTreeMap;
@@ -128,34 +131,39 @@ impl IndexMatches {
 }
 
 /// Fails on the first id that occurs twice (unless allowed), naming both places. Ids are
-/// compared by 64-bit hash (12 bytes per document while checking); equal hashes are confirmed on
-/// the ids themselves.
+/// compared by 64-bit hash (12 bytes per document while checking, a range of hashes at a time:
+/// [`passes`]); equal hashes are confirmed on the ids themselves.
 fn check_unique_ids(work: &OutputDir, plan: &Plan) -> Result<()> {
-    let mut hashes: Vec<(u64, u32)> = Vec::with_capacity(plan.documents as usize);
-    for p in 0..plan.parts.len() {
-        let df = work.read_parquet(&part_file("docs", p))?;
-        let s = series(&df, "id_hash", "cluster")?;
-        let first = plan.parts[p].0 as u32;
-        hashes.extend(
-            s.u64()
-                .map_err(pe("cluster"))?
-                .into_no_null_iter()
-                .enumerate()
-                .map(|(i, h)| (h, first + i as u32)),
-        );
-    }
-    hashes.par_sort_unstable();
+    let n = plan.documents as usize;
+    let passes = passes(n, 16);
     let ids = store::Wanted::IDS;
     // Report the id that repeats first in input order (as a sequential scan would).
     let mut first_repeat: Option<(u32, u32)> = None;
-    for w in hashes.windows(2) {
-        let ((h0, x), (h1, y)) = (w[0], w[1]);
-        if h0 != h1 || first_repeat.is_some_and(|(_, best)| best <= y) {
-            continue;
+    for pass in 0..passes {
+        let mut hashes: Vec<(u64, u32)> = Vec::with_capacity(n / passes as usize + 1);
+        for p in 0..plan.parts.len() {
+            let name = part_file("docs", p);
+            let df = work.read_parquet_columns(&name, Some(&["id_hash"]))?;
+            let s = series(&df, "id_hash", "cluster")?;
+            let first = plan.parts[p].0 as u32;
+            hashes.extend(
+                s.u64()
+                    .map_err(pe("cluster"))?
+                    .into_no_null_iter()
+                    .zip(first..)
+                    .filter(|&(h, _)| in_pass(h, pass, passes)),
+            );
         }
-        let f = store::fetch(work, &plan.parts, plan.store_layout(), vec![x, y], ids)?;
-        if f.id(x) == f.id(y) {
-            first_repeat = Some((x, y));
+        hashes.par_sort_unstable();
+        for w in hashes.windows(2) {
+            let ((h0, x), (h1, y)) = (w[0], w[1]);
+            if h0 != h1 || first_repeat.is_some_and(|(_, best)| best <= y) {
+                continue;
+            }
+            let f = store::fetch(work, &plan.parts, plan.store_layout(), vec![x, y], ids)?;
+            if f.id(x) == f.id(y) {
+                first_repeat = Some((x, y));
+            }
         }
     }
     if let Some((x, y)) = first_repeat {
@@ -201,19 +209,34 @@ impl Outcome {
     }
 }
 
-/// Documents whose exact-text hashes [`first_copies`] sorts at once (32 bytes each): a larger
-/// input is taken in several passes, each over a range of the hash space.
-const COPY_PASS_DOCS: usize = 1 << 22;
+/// Passes over a range of the hash space each that hold `entry` bytes per document of `n`: one
+/// when that fits in [`PASS_BYTES`], else enough that a pass holds [`PASS_BYTES_PER_DOC`] per
+/// document of the run (the files are read once per pass).
+fn passes(n: usize, entry: usize) -> u128 {
+    match n * entry <= crate::hooks::cluster_bytes(PASS_BYTES) {
+        true => 1,
+        false => entry.div_ceil(PASS_BYTES_PER_DOC) as u128,
+    }
+}
+
+/// What one pass of [`first_copies`] or [`check_unique_ids`] may hold at most, over the run...
+const PASS_BYTES_PER_DOC: usize = 4;
+/// ...unless the run fits in this at once.
+const PASS_BYTES: usize = 64 << 20;
+
+/// Whether a 64-bit hash prefix falls in pass `pass` of `passes`.
+fn in_pass(top: u64, pass: u128, passes: u128) -> bool {
+    (u128::from(top) * passes) >> 64 == pass
+}
 
 /// Each document's first exact copy in the input (itself when it has none): a 128-bit hash of
 /// its normalised text (and partition) from the signatures stage, within its `--across` value
 /// ([`partition::copy_group`]). Copies share a hash, so each pass over a range of hashes finds
 /// all of a text's copies.
-fn first_copies(work: &OutputDir, plan: &Plan, across: &[u64]) -> Result<Vec<u32>> {
+fn first_copies(work: &OutputDir, plan: &Plan, across: &[u64]) -> Result<Groups> {
     let n = plan.documents as usize;
-    let mut first_copy: Vec<u32> = (0..n as u32).collect();
-    let passes = n.div_ceil(COPY_PASS_DOCS).max(1) as u128;
-    let in_pass = |key: u128| ((key >> 64) * passes) >> 64;
+    let mut copies: Vec<(u32, u32)> = Vec::new();
+    let passes = passes(n, 32);
     for pass in 0..passes {
         let mut hashes: Vec<(u128, u32)> = Vec::with_capacity(n / passes as usize + 1);
         for p in 0..plan.parts.len() {
@@ -227,17 +250,15 @@ fn first_copies(work: &OutputDir, plan: &Plan, across: &[u64]) -> Result<Vec<u32
                         let a = across.get(d as usize).copied().unwrap_or(0);
                         (partition::copy_group(h, a), d)
                     })
-                    .filter(|&(key, _)| in_pass(key) == pass),
+                    .filter(|&(key, _)| in_pass((key >> 64) as u64, pass, passes)),
             );
         }
         hashes.par_sort_unstable();
         for run in hashes.chunk_by(|x, y| x.0 == y.0) {
-            for &(_, d) in &run[1..] {
-                first_copy[d as usize] = run[0].1;
-            }
+            copies.extend(run[1..].iter().map(|&(_, d)| (d, run[0].1)));
         }
     }
-    Ok(first_copy)
+    Ok(Groups::new(n, copies))
 }
 
 /// Streams every verified edge `(a, b, similarity)` of the run to `f`, part by part.
@@ -315,7 +336,12 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
     let n = plan.documents as usize;
     let across =
         crate::io::doc_columns::across_keys(work, plan.parts.len(), plan.config.across.is_some())?;
-    let first_copy = first_copies(work, plan, &across)?;
+    let groups = first_copies(work, plan, &across)?;
+    if streamed(plan) {
+        return stream::run(work, plan, groups);
+    }
+    let first_copy = groups.dense(n);
+    drop(groups);
     let index = IndexMatches::read(work, plan)?;
     let keep = KeepData::read(work, plan)?;
     // `--reference`: documents holding benchmark text, never kept.
@@ -376,20 +402,12 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
     for p in 0..plan.parts.len() {
         let r = plan.part_range(p);
         let docs = r.start as usize..r.end as usize;
-        let similarity: Vec<Option<f32>> = out.similarity[docs.clone()]
-            .iter()
-            .map(|&s| Some(s).filter(|s| !s.is_nan()))
-            .collect();
-        let cluster_id: Vec<Option<u64>> = out.cluster[docs.clone()]
-            .iter()
-            .map(|&c| (c != NOT_TONIGHT).then_some(u64::from(c)))
-            .collect();
-        let mut columns = vec![
-            Column::new("keeper".into(), out.keeper[docs.clone()].to_vec()),
-            Column::new("cluster_id".into(), cluster_id),
-            Column::new("cluster_size".into(), size[docs.clone()].to_vec()),
-            Column::new("similarity".into(), similarity.clone()),
-        ];
+        let mut columns = outcome_columns(
+            &out.keeper[docs.clone()],
+            &out.similarity[docs.clone()],
+            &out.cluster[docs.clone()],
+            &size[docs.clone()],
+        );
         if let Some(rank) = &rank {
             let keep_rank: Vec<Option<u32>> = docs
                 .clone()
@@ -403,7 +421,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
             let mut batch: Vec<Option<&str>> = Vec::new();
             let mut id: Vec<Option<&str>> = Vec::new();
             let mut rec: Vec<Option<&[u8]>> = Vec::new();
-            for (j, d) in docs.enumerate() {
+            for d in docs {
                 match out.anchor(d) {
                     NOT_TONIGHT => {
                         let dropped = out.keeper[d] != d as u32;
@@ -415,7 +433,8 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
                         let m = &index.matches[a as usize];
                         batch.push(Some(names[m.batch as usize]));
                         id.push(Some(m.xid.as_str()));
-                        rec.push(similarity[j].is_none().then_some(m.xrec.as_slice()));
+                        let known = !out.similarity[d].is_nan();
+                        rec.push((!known).then_some(m.xrec.as_slice()));
                     }
                 }
             }
@@ -440,6 +459,37 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
         giant_buckets: giant,
         renewed,
     })
+}
+
+/// Whether the cluster task runs the keeper rule streamed ([`stream`]): `--cluster keeper`,
+/// `--keep first`, without `--index` or `--across`.
+fn streamed(plan: &Plan) -> bool {
+    let cfg = &plan.config;
+    let keeper = matches!(cfg.cluster, ClusterRule::Keeper);
+    keeper && matches!(cfg.keep, Keep::First) && plan.index.is_none() && cfg.across.is_none()
+}
+
+/// The columns of a cluster file every rule writes for a part's documents.
+fn outcome_columns(
+    keeper: &[u32],
+    similarity: &[f32],
+    cluster: &[u32],
+    size: &[u32],
+) -> Vec<Column> {
+    let similarity: Vec<Option<f32>> = similarity
+        .iter()
+        .map(|&s| Some(s).filter(|s| !s.is_nan()))
+        .collect();
+    let cluster_id: Vec<Option<u64>> = cluster
+        .iter()
+        .map(|&c| (c != NOT_TONIGHT).then_some(u64::from(c)))
+        .collect();
+    vec![
+        Column::new("keeper".into(), keeper.to_vec()),
+        Column::new("cluster_id".into(), cluster_id),
+        Column::new("cluster_size".into(), size.to_vec()),
+        Column::new("similarity".into(), similarity),
+    ]
 }
 
 /// Each document's cluster size: a kept document and the documents dropped against it in this

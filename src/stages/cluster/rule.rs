@@ -202,6 +202,28 @@ impl Earlier {
     }
 }
 
+/// The kept neighbour a group is dropped against: the most similar, ties to the earlier in
+/// keep order, whatever order they are offered in.
+#[derive(Default)]
+pub(super) struct Best {
+    found: Option<(f32, u32, u32)>,
+}
+
+impl Best {
+    /// Offers kept group `u`, similar at `s`, at position `pos` of keep order.
+    #[inline]
+    pub(super) fn offer(&mut self, u: u32, s: f32, pos: u32) {
+        if (self.found).is_none_or(|(fs, fp, _)| s > fs || (s == fs && pos < fp)) {
+            self.found = Some((s, pos, u));
+        }
+    }
+
+    /// The group and its similarity, if any was offered.
+    pub(super) fn found(&self) -> Option<(u32, f32)> {
+        self.found.map(|(s, _, u)| (u, s))
+    }
+}
+
 /// Each group's decision (by its first member): its state, and when dropped, the group kept
 /// before it that it is dropped against and their similarity.
 struct Decided {
@@ -235,25 +257,19 @@ impl Decided {
                 state[gi] = DROPPED;
                 continue;
             }
-            let mut found: Option<(f32, u32, u32)> = None;
-            let mut consider = |u: u32, s: f32| {
-                let p = order.pos(docs, u);
-                if found.is_none_or(|(fs, fp, _)| s > fs || (s == fs && p < fp)) {
-                    found = Some((s, p, u));
-                }
-            };
+            let mut best = Best::default();
             for &(u, s) in earlier.of_group(gi) {
                 if state[u as usize] == KEPT {
-                    consider(u, s);
+                    best.offer(u, s, order.pos(docs, u));
                 }
             }
             lazy.compare(g, &mut |u, s| {
                 if state[u as usize] == KEPT {
-                    consider(u, s);
+                    best.offer(u, s, order.pos(docs, u));
                 }
             })?;
-            match found {
-                Some((s, _, u)) => {
+            match best.found() {
+                Some((u, s)) => {
                     state[gi] = DROPPED;
                     to[gi] = u;
                     sim[gi] = s;

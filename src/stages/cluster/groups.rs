@@ -1,0 +1,104 @@
+//! Exact-copy groups without an array per document: which documents are later copies of an
+//! earlier text (a bitmap with a running count per 64 documents) and, for those alone, the
+//! first copy. A run with a copy rate `c` holds ~0.19 + 4c bytes per document instead of 4.
+
+/// Each document's group: its first exact copy in input order (itself when it has none).
+#[derive(Debug, Default)]
+pub(super) struct Groups {
+    /// Bit `d`: document `d` is a later copy.
+    later: Vec<u64>,
+    /// Later copies before each word of `later`.
+    before: Vec<u32>,
+    /// The first copy of each later copy, in document order.
+    first: Vec<u32>,
+    /// Bit `g`: document `g` is a first copy with later copies.
+    has_copies: Vec<u64>,
+}
+
+fn bit(bits: &[u64], d: u32) -> bool {
+    bits.get(d as usize / 64)
+        .is_some_and(|w| w >> (d % 64) & 1 == 1)
+}
+
+impl Groups {
+    /// The groups of `n` documents from (later copy, its first copy) pairs, in any order.
+    pub(super) fn new(n: usize, mut pairs: Vec<(u32, u32)>) -> Groups {
+        pairs.sort_unstable();
+        let words = n.div_ceil(64);
+        let (mut later, mut has_copies) = (vec![0u64; words], vec![0u64; words]);
+        for &(d, g) in &pairs {
+            later[d as usize / 64] |= 1 << (d % 64);
+            has_copies[g as usize / 64] |= 1 << (g % 64);
+        }
+        let mut before = Vec::with_capacity(words);
+        let mut count = 0u32;
+        for w in &later {
+            before.push(count);
+            count += w.count_ones();
+        }
+        let first = pairs.into_iter().map(|(_, g)| g).collect();
+        Groups {
+            later,
+            before,
+            first,
+            has_copies,
+        }
+    }
+
+    /// Document `d`'s group.
+    #[inline]
+    pub(super) fn group(&self, d: u32) -> u32 {
+        if !bit(&self.later, d) {
+            return d;
+        }
+        let (w, b) = (d as usize / 64, d % 64);
+        let below = (self.later[w] & ((1u64 << b) - 1)).count_ones();
+        self.first[(self.before[w] + below) as usize]
+    }
+
+    /// Whether group `g` has later copies.
+    pub(super) fn has_copies(&self, g: u32) -> bool {
+        bit(&self.has_copies, g)
+    }
+
+    /// The number of later copies.
+    pub(super) fn copies(&self) -> usize {
+        self.first.len()
+    }
+
+    /// Every document's group, as an array (the in-memory rules).
+    pub(super) fn dense(&self, n: usize) -> Vec<u32> {
+        (0..n as u32).map(|d| self.group(d)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn group_is_the_first_copy(firsts in proptest::collection::vec(0u32..40, 1..300)) {
+            // Document d copies document firsts[d] when that is earlier and not itself a copy.
+            let n = firsts.len();
+            let mut dense: Vec<u32> = (0..n as u32).collect();
+            for d in 0..n {
+                let f = firsts[d] as usize;
+                if f < d && dense[f] == f as u32 {
+                    dense[d] = f as u32;
+                }
+            }
+            let pairs = (0..n as u32).filter(|&d| dense[d as usize] != d)
+                .map(|d| (d, dense[d as usize])).rev().collect();
+            let g = Groups::new(n, pairs);
+            prop_assert_eq!(g.dense(n), dense.clone());
+            prop_assert_eq!(g.copies(), (0..n).filter(|&d| dense[d] != d as u32).count());
+            for x in 0..n as u32 {
+                let has = (0..n).any(|d| dense[d] == x && d as u32 != x);
+                prop_assert_eq!(g.has_copies(x), has);
+            }
+            prop_assert_eq!(g.group(n as u32 + 100), n as u32 + 100);
+        }
+    }
+}
