@@ -49,7 +49,7 @@ pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
 }
 
 /// Reads a byte range of one file.
-type RangeRead = dyn Fn(std::ops::Range<u64>) -> crate::error::Result<Vec<u8>>;
+pub(crate) type RangeRead = dyn Fn(std::ops::Range<u64>) -> crate::error::Result<Vec<u8>>;
 
 /// A file's size and a reader of its byte ranges (local, or `s3://` by range requests); `fail`
 /// names a local file's read error.

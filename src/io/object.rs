@@ -146,15 +146,25 @@ pub(crate) fn list_glob(url: &str) -> Result<Vec<String>> {
         ..Default::default()
     };
     let mut out = Vec::new();
+    let mut sizes = listed_sizes();
     for m in metas {
         let m = m.map_err(|e| store_err("list", url, e))?;
         let loc = m.location.as_ref();
         if pattern.matches_with(loc, opts) {
-            out.push(format!("s3://{bucket}/{loc}"));
+            let object = format!("s3://{bucket}/{loc}");
+            sizes.insert(object.clone(), m.size);
+            out.push(object);
         }
     }
     out.sort();
     Ok(out)
+}
+
+/// The size of each object a listing of this process returned: a read of its end then needs no
+/// HEAD request first ([`get_tail`]).
+fn listed_sizes() -> std::sync::MutexGuard<'static, HashMap<String, u64>> {
+    static SIZES: OnceLock<Mutex<HashMap<String, u64>>> = OnceLock::new();
+    (SIZES.get_or_init(Default::default).lock()).unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Fetches whole objects, up to 16 requests in flight (latency, not bandwidth, bounds a sequence
@@ -317,6 +327,41 @@ pub(crate) fn get_opt(url: &str) -> Result<Option<Vec<u8>>> {
             Err(e) => Err(store_err("read", url, e)),
         }
     })
+}
+
+/// The last `n` bytes of an object (all of it when it is smaller) and its size: one request for
+/// an object this process listed, a HEAD request first for another. (A suffix range longer than
+/// the object would save the HEAD, but not every S3-compatible server answers one.)
+pub(crate) fn get_tail(url: &str, n: u64) -> Result<(u64, Vec<u8>)> {
+    let listed = listed_sizes().get(url).copied();
+    let size = match listed {
+        Some(size) => size,
+        None => self::size(url)?,
+    };
+    if size == 0 {
+        return Ok((0, Vec::new()));
+    }
+    let (bucket, key) = split_url(url)?;
+    let store = store(bucket)?;
+    let opts = object_store::GetOptions {
+        range: Some(object_store::GetRange::Bounded(
+            size.saturating_sub(n)..size,
+        )),
+        ..Default::default()
+    };
+    let (now, bytes) = runtime()?.block_on(async {
+        let r = (store.get_opts(&Path::from(key), opts).await)
+            .map_err(|e| store_err("read", url, e))?;
+        let now = r.meta.size;
+        let bytes = r.bytes().await.map_err(|e| store_err("read", url, e))?;
+        Ok::<_, Error>((now, bytes.to_vec()))
+    })?;
+    // Replaced since it was listed: read it as an object never listed.
+    if now != size {
+        listed_sizes().remove(url);
+        return get_tail(url, n);
+    }
+    Ok((size, bytes))
 }
 
 /// The size of an object in bytes.

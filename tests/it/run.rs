@@ -621,6 +621,34 @@ fn sigterm_and_sigint_stop_the_run_and_a_rerun_resumes() {
     }
 }
 
+/// A plan over thousands of shards counts them all from their footers (it once ran a polars
+/// query per file inside its own thread pool, whose waits nested until the stack overflowed).
+#[test]
+fn a_plan_over_thousands_of_shards_counts_every_one() {
+    let dir = temp_dir("run-many-shards");
+    let shards = 2_000;
+    for i in 0..shards {
+        let (id, text) = (
+            format!("d{i}"),
+            format!("document {i} of many small shards"),
+        );
+        write_shard(
+            &dir.join(format!("in/s-{i:05}.parquet")),
+            &[&id],
+            &[&text],
+            Vec::new(),
+        );
+    }
+    let glob = format!("{}/in/*.parquet", dir.display());
+    let p = cd(["plan", "--quiet", "--input", &glob, "--output"])
+        .arg(dir.join("out"))
+        .arg("--work")
+        .arg(dir.join("work"))
+        .ok();
+    let counts: serde_json::Value = serde_json::from_slice(&p.stdout).unwrap();
+    assert_eq!(counts["documents"], shards);
+}
+
 /// The plan says how large the work directory gets, and `run` refuses to start on a disk with
 /// less free space than that, saying what to do, unless told to go on.
 #[test]

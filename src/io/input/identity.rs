@@ -3,7 +3,7 @@
 //! checked again before a shard is read or applied to, since the manifest names rows by position.
 
 use crate::error::{Error, ReadError, Result};
-use crate::io::{jsonl, range_reader};
+use crate::io::{jsonl, object, range_reader, RangeRead};
 
 /// The footer of a Parquet file (its metadata: schema, row groups, every column chunk's offset,
 /// size, codec and statistics) and the file's size.
@@ -13,34 +13,62 @@ pub(crate) struct Footer {
     pub raw: Vec<u8>,
 }
 
+/// What a footer read fetches of an `s3://` object's end at once: most footers fit, so one
+/// request reads one.
+const TAIL_BYTES: u64 = 64 << 10;
+
 impl Footer {
-    /// Reads the footer of a local file or an `s3://` object (two small reads).
+    /// Reads the footer of a local file (two small reads) or an `s3://` object (one request for
+    /// its last [`TAIL_BYTES`] when the object was listed, [`object::get_tail`]; one more when
+    /// the footer is longer).
     pub(crate) fn read(file: &str) -> Result<Footer> {
         let err = |e: ReadError| Error::Parquet {
             file: file.to_string(),
             source: e,
         };
-        let (file_bytes, read) = range_reader(file, |file, source| Error::Parquet {
+        let fail = |file: &str, source| Error::Parquet {
             file: file.to_string(),
             source,
-        })?;
+        };
         let not_parquet = || {
             err(ReadError::Invalid(
                 "not a Parquet file (no PAR1 footer)".into(),
             ))
         };
+        let tail = match object::is_url(file) {
+            true => Some(object::get_tail(file, TAIL_BYTES)?),
+            false => None,
+        };
+        // The file's size, its last bytes (8 at least when it has them), and further reads.
+        let (file_bytes, read) = match &tail {
+            Some((size, _)) => {
+                let url = file.to_string();
+                let read = move |r: std::ops::Range<u64>| {
+                    Ok(object::get_ranges(&url, &[r])?.pop().unwrap_or_default())
+                };
+                (*size, Box::new(read) as Box<RangeRead>)
+            }
+            None => range_reader(file, fail)?,
+        };
         if file_bytes < 12 {
             return Err(not_parquet());
         }
-        let tail = read(file_bytes - 8..file_bytes)?;
-        if tail[4..] != *b"PAR1" {
+        let tail = match tail {
+            Some((_, bytes)) if bytes.len() >= 8 => bytes,
+            _ => read(file_bytes - 8..file_bytes)?,
+        };
+        let end = &tail[tail.len() - 8..];
+        if end[4..] != *b"PAR1" {
             return Err(not_parquet());
         }
-        let len = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]) as u64;
+        let len = u32::from_le_bytes([end[0], end[1], end[2], end[3]]) as u64;
         if len + 12 > file_bytes {
             return Err(not_parquet());
         }
-        let raw = read(file_bytes - 8 - len..file_bytes - 8)?;
+        let raw = match tail.len() as u64 >= len + 8 {
+            true => tail[tail.len() - 8 - len as usize..tail.len() - 8].to_vec(),
+            false => read(file_bytes - 8 - len..file_bytes - 8)?,
+        };
         Ok(Footer { file_bytes, raw })
     }
 

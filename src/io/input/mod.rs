@@ -285,16 +285,18 @@ pub(crate) fn list_uncounted(file: &str, cfg: &Config) -> Result<Counted> {
 /// Counts the documents of an input file, Parquet (from its footer, after checking its columns)
 /// or JSON Lines (reading it through, checking the first document's fields).
 pub(crate) fn count_rows(file: &str, cfg: &Config) -> Result<Counted> {
-    let (bytes, fingerprint) = identity(file)?;
-    let c = if jsonl::is_jsonl(file) {
-        jsonl::count_rows(file, cfg)?
+    let (bytes, fingerprint, c) = if jsonl::is_jsonl(file) {
+        let (bytes, fingerprint) = identity(file)?;
+        (bytes, fingerprint, jsonl::count_rows(file, cfg)?)
     } else {
-        let (rows, groups) = count_parquet_rows(file, cfg)?;
-        jsonl::Counted {
+        let footer = Footer::read(file)?;
+        let (rows, groups) = count_parquet_rows(file, &footer, cfg)?;
+        let c = jsonl::Counted {
             rows,
             groups,
             ..Default::default()
-        }
+        };
+        (footer.file_bytes, footer.fingerprint(), c)
     };
     Ok(Counted {
         rows: c.rows,
@@ -307,38 +309,18 @@ pub(crate) fn count_rows(file: &str, cfg: &Config) -> Result<Counted> {
     })
 }
 
-/// Number of rows of a Parquet shard and of each of its row groups, read from its footer, after
+/// Number of rows of a Parquet shard and of each of its row groups, from its footer, after
 /// checking its columns. The row groups are listed for local files only.
-fn count_parquet_rows(file: &str, cfg: &Config) -> Result<(u64, Vec<u64>)> {
-    let mut lf = scan(file, None)?;
-    let schema = lf.collect_schema().map_err(|e| parquet_err(file, e))?;
-    select_columns(file, &schema, cfg)?;
-    let df = lf
-        .select([len()])
-        .collect()
-        .map_err(|e| parquet_err(file, e))?;
-    let n = df
-        .columns()
-        .first()
-        .and_then(|c| c.get(0).ok())
-        .and_then(|v| v.extract::<u64>());
-    let n = n.ok_or_else(|| Error::Parquet {
-        file: file.to_string(),
-        source: ReadError::Invalid("no row count in the footer".into()),
-    })?;
+fn count_parquet_rows(file: &str, footer: &Footer, cfg: &Config) -> Result<(u64, Vec<u64>)> {
+    let meta = footer.metadata(file)?;
+    let arrow =
+        polars_parquet::arrow::read::infer_schema(&meta).map_err(|e| parquet_err(file, e))?;
+    select_columns(file, &Schema::from_arrow_schema(&arrow), cfg)?;
+    let n = meta.num_rows as u64;
     if object::is_url(file) {
         return Ok((n, Vec::new()));
     }
-    let f = std::fs::File::open(file).map_err(|e| Error::Parquet {
-        file: file.to_string(),
-        source: e.into(),
-    })?;
-    let mut reader = ParquetReader::new(f);
-    let groups: Vec<u64> = reader
-        .get_metadata()
-        .map_err(|e| parquet_err(file, e))?
-        .row_groups
-        .iter()
+    let groups: Vec<u64> = (meta.row_groups.iter())
         .map(|g| g.num_rows() as u64)
         .collect();
     if groups.iter().sum::<u64>() != n {

@@ -5,17 +5,19 @@
 //! Two rules (`--cluster`):
 //! - `keeper` ([`keeper`] the task's part, [`rule`] the rule): documents in keep order, each dropped only
 //!   against a verified near-duplicate kept before it; a cluster is a keeper and the documents
-//!   dropped against it, its id the keeper's global index.
+//!   dropped against it, its id the keeper's global index. With `--keep first` and no `--index`
+//!   or `--across` (the default) it runs streamed, part by part ([`stream`]).
 //! - `components`: the edges streamed into a union-find over all documents; one document kept
 //!   per connected component (`--keep`). A cluster's root is its first document in input order
 //!   ([`crate::unionfind::UnionFind`] makes the smaller root the root), whatever order the edges arrive in; its
 //!   global index is the cluster's stable id.
 //!
-//! Memory: 28-30 bytes per document for `components` (union-find, sizes, keepers, similarity,
-//! the outcome), ~24 bytes per document and 8 per verified edge for `keeper` (the exact-copy
-//! pre-pass sorts its 32-byte hashes a range of the hash space at a time, [`COPY_PASS_DOCS`]
-//! documents' worth); plus 12 (a keep order and the rule's view of it) and the keep column with
-//! `--keep longest` or `--keep COLUMN`.
+//! Memory: the id check and the exact-copy pass take a range of hashes at a time, 4 bytes per
+//! document ([`passes`]); the streamed rule ~5 bytes per document on short documents
+//! ([`stream`]); otherwise 28-30 bytes per document for `components` (union-find, sizes,
+//! keepers, similarity, the outcome), ~24 bytes per document and 8 per verified edge for
+//! `keeper`, plus 12 (a keep order and the rule's view of it) and the keep column with `--keep
+//! longest` or `--keep COLUMN`.
 
 use polars::prelude::*;
 use rayon::prelude::*;
