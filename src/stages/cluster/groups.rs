@@ -15,7 +15,8 @@ pub(super) struct Groups {
     has_copies: Vec<u64>,
 }
 
-fn bit(bits: &[u64], d: u32) -> bool {
+/// Bit `d` of a bitmap (false beyond its end).
+pub(super) fn bit(bits: &[u64], d: u32) -> bool {
     bits.get(d as usize / 64)
         .is_some_and(|w| w >> (d % 64) & 1 == 1)
 }
@@ -72,6 +73,30 @@ impl Groups {
     }
 }
 
+/// Generated groups for tests: document `d` copies document `firsts[d]` when that is earlier
+/// and not itself a copy; each document's group.
+#[cfg(test)]
+pub(super) fn dense_groups(firsts: &[u32]) -> Vec<u32> {
+    let mut dense: Vec<u32> = (0..firsts.len() as u32).collect();
+    for (d, &f) in firsts.iter().enumerate() {
+        if (f as usize) < d && dense[f as usize] == f {
+            dense[d] = f;
+        }
+    }
+    dense
+}
+
+/// [`Groups`] of each document's group (tests).
+#[cfg(test)]
+pub(super) fn from_dense(dense: &[u32]) -> Groups {
+    let pairs = (0..dense.len() as u32)
+        .filter(|&d| dense[d as usize] != d)
+        .map(|d| (d, dense[d as usize]))
+        .rev()
+        .collect();
+    Groups::new(dense.len(), pairs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,18 +105,9 @@ mod tests {
     proptest! {
         #[test]
         fn group_is_the_first_copy(firsts in proptest::collection::vec(0u32..40, 1..300)) {
-            // Document d copies document firsts[d] when that is earlier and not itself a copy.
             let n = firsts.len();
-            let mut dense: Vec<u32> = (0..n as u32).collect();
-            for d in 0..n {
-                let f = firsts[d] as usize;
-                if f < d && dense[f] == f as u32 {
-                    dense[d] = f as u32;
-                }
-            }
-            let pairs = (0..n as u32).filter(|&d| dense[d as usize] != d)
-                .map(|d| (d, dense[d as usize])).rev().collect();
-            let g = Groups::new(n, pairs);
+            let dense = dense_groups(&firsts);
+            let g = from_dense(&dense);
             prop_assert_eq!(g.dense(n), dense.clone());
             prop_assert_eq!(g.copies(), (0..n).filter(|&d| dense[d] != d as u32).count());
             for x in 0..n as u32 {

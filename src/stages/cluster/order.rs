@@ -30,6 +30,28 @@ impl Rank {
     }
 }
 
+/// The kept neighbour a group is dropped against: the most similar, ties to the earlier in
+/// keep order, whatever order they are offered in.
+#[derive(Default)]
+pub(super) struct Best {
+    found: Option<(f32, u32, u32)>,
+}
+
+impl Best {
+    /// Offers kept group `u`, similar at `s`, at position `pos` of keep order.
+    #[inline]
+    pub(super) fn offer(&mut self, u: u32, s: f32, pos: u32) {
+        if (self.found).is_none_or(|(fs, fp, _)| s > fs || (s == fs && pos < fp)) {
+            self.found = Some((s, pos, u));
+        }
+    }
+
+    /// The group and its similarity, if any was offered.
+    pub(super) fn found(&self) -> Option<(u32, f32)> {
+        self.found.map(|(s, _, u)| (u, s))
+    }
+}
+
 /// Keep order of the documents: each one's position (a permutation, smaller first).
 pub(super) fn keep_order(plan: &Plan, keep: &KeepData) -> Rank {
     let n = plan.documents as usize;

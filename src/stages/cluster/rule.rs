@@ -20,7 +20,7 @@
 //! Memory: ~25 bytes per document (8 of them edge offsets) and 8 per edge (edges are read twice,
 //! never held as a list); 12 more per document with a keep order other than input order.
 
-use super::order::Rank;
+use super::order::{Best, Rank};
 use crate::error::Result;
 
 /// The one value that names no document of tonight, wherever the cluster task, the rule and the
@@ -199,28 +199,6 @@ impl Earlier {
     /// The groups before `g` in keep order that are near-duplicates of it, with similarity.
     fn of_group(&self, g: usize) -> &[(u32, f32)] {
         &self.adj[self.offsets[g]..self.offsets[g + 1]]
-    }
-}
-
-/// The kept neighbour a group is dropped against: the most similar, ties to the earlier in
-/// keep order, whatever order they are offered in.
-#[derive(Default)]
-pub(super) struct Best {
-    found: Option<(f32, u32, u32)>,
-}
-
-impl Best {
-    /// Offers kept group `u`, similar at `s`, at position `pos` of keep order.
-    #[inline]
-    pub(super) fn offer(&mut self, u: u32, s: f32, pos: u32) {
-        if (self.found).is_none_or(|(fs, fp, _)| s > fs || (s == fs && pos < fp)) {
-            self.found = Some((s, pos, u));
-        }
-    }
-
-    /// The group and its similarity, if any was offered.
-    pub(super) fn found(&self) -> Option<(u32, f32)> {
-        self.found.map(|(s, _, u)| (u, s))
     }
 }
 

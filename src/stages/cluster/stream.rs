@@ -20,9 +20,10 @@ use std::ops::Range;
 
 use polars::prelude::Column;
 
-use super::groups::Groups;
+use super::groups::{bit, Groups};
 use super::keeper::Giants;
-use super::rule::{Best, Lazy};
+use super::order::Best;
+use super::rule::Lazy;
 use super::{outcome_columns, ClusterStats};
 use crate::error::Result;
 use crate::io::doc_columns;
@@ -38,7 +39,7 @@ const RANGE_BYTES: usize = 32 << 20;
 type Edge = (u32, u32, f32);
 
 /// The rule's state as it goes through the documents in input order.
-pub(super) struct Decider<'a, L: Lazy> {
+struct Decider<'a, L: Lazy> {
     groups: &'a Groups,
     lazy: L,
     /// Bit `g`: group `g` is kept.
@@ -50,7 +51,7 @@ pub(super) struct Decider<'a, L: Lazy> {
 }
 
 impl<'a, L: Lazy> Decider<'a, L> {
-    pub(super) fn new(n: usize, groups: &'a Groups, lazy: L) -> Self {
+    fn new(n: usize, groups: &'a Groups, lazy: L) -> Self {
         Decider {
             groups,
             lazy,
@@ -61,18 +62,13 @@ impl<'a, L: Lazy> Decider<'a, L> {
     }
 
     fn is_kept(&self, g: u32) -> bool {
-        self.kept[g as usize / 64] >> (g % 64) & 1 == 1
+        bit(&self.kept, g)
     }
 
     /// Decides document `d` (each in turn, in input order) from its edges to earlier groups
     /// (`earlier`: group and similarity); returns its keeper (itself when kept or alone) and the
     /// similarity to it (NaN when kept or alone). `never_kept`: it holds benchmark text.
-    pub(super) fn decide(
-        &mut self,
-        d: u32,
-        earlier: &[(u32, f32)],
-        never_kept: bool,
-    ) -> Result<(u32, f32)> {
+    fn decide(&mut self, d: u32, earlier: &[(u32, f32)], never_kept: bool) -> Result<(u32, f32)> {
         let g = self.groups.group(d);
         let out = match g == d {
             true => self.decide_text(d, earlier, never_kept)?,
@@ -100,7 +96,7 @@ impl<'a, L: Lazy> Decider<'a, L> {
         }
         let kept = &self.kept;
         self.lazy.compare(g, &mut |u, s| {
-            if kept[u as usize / 64] >> (u % 64) & 1 == 1 {
+            if bit(kept, u) {
                 best.offer(u, s, u);
             }
         })?;
@@ -121,7 +117,7 @@ impl<'a, L: Lazy> Decider<'a, L> {
     }
 
     /// Each keeper with documents dropped against it, and how many: ascending.
-    pub(super) fn clusters(self) -> (Vec<(u32, u32)>, L) {
+    fn clusters(self) -> (Vec<(u32, u32)>, L) {
         let mut drops = self.drops;
         drops.sort_unstable();
         let clusters = drops
@@ -296,6 +292,7 @@ fn write_parts(
 
 #[cfg(test)]
 mod tests {
+    use super::super::groups::{dense_groups, from_dense};
     use super::super::order::Rank;
     use super::super::rule::{keepers, Documents, NoLazy};
     use super::*;
@@ -304,11 +301,7 @@ mod tests {
     /// The streamed rule over documents in input order, its edges given in memory.
     fn streamed(group: &[u32], edges: &[(u32, u32, f32)], never: &[bool]) -> Vec<(u32, f32)> {
         let n = group.len();
-        let pairs = (0..n as u32)
-            .filter(|&d| group[d as usize] != d)
-            .map(|d| (d, group[d as usize]))
-            .collect();
-        let groups = Groups::new(n, pairs);
+        let groups = from_dense(group);
         let mut sorted: Vec<Edge> = (edges.iter())
             .filter_map(|&(a, b, s)| later_earlier(&groups, a, b).map(|(l, e)| (l, e, s)))
             .collect();
@@ -333,13 +326,7 @@ mod tests {
             never in proptest::collection::vec(proptest::bool::weighted(0.1), 60),
         ) {
             let n = firsts.len();
-            let mut group: Vec<u32> = (0..n as u32).collect();
-            for d in 0..n {
-                let f = firsts[d] as usize;
-                if f < d && group[f] == f as u32 {
-                    group[d] = f as u32;
-                }
-            }
+            let group = dense_groups(&firsts);
             // Copies share never-kept (it is a function of the text).
             let never: Vec<bool> = (0..n).map(|d| never[group[d] as usize]).collect();
             let edges: Vec<(u32, u32, f32)> = raw.iter()
