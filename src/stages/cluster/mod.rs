@@ -133,7 +133,7 @@ impl IndexMatches {
 }
 
 /// Fails on the first id that occurs twice (unless allowed), naming both places. Ids are
-/// compared by 64-bit hash (12 bytes per document while checking, a range of hashes at a time:
+/// compared by 64-bit hash (16 bytes per document while checking, a range of hashes at a time:
 /// [`passes`]); equal hashes are confirmed on the ids themselves.
 fn check_unique_ids(work: &OutputDir, plan: &Plan) -> Result<()> {
     let n = plan.documents as usize;
