@@ -8,6 +8,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
+use polars::prelude::Column;
 
 const KEY: &str = "corpus-dedup-test";
 const SECRET: &str = "s3cret-for-tests-only";
@@ -416,6 +417,59 @@ fn s3_errors_are_clear() {
         err.contains("unreachable") && err.contains("retries"),
         "{err}"
     );
+}
+
+/// The plan reads an object's footer from its last 64 KiB when it fits (a small object whole) and
+/// with a second request when it does not (thousands of columns); an empty object is no Parquet.
+#[test]
+fn s3_footers_of_any_size_are_read() {
+    let Some(server) = start("s3-footers") else {
+        return;
+    };
+    let (id, text) = (["a", "b", "c"], ["one text", "another text", "a third"]);
+    let wide: Vec<Column> = (0..3_000)
+        .map(|c| Column::new(format!("c{c}").into(), [c as i64, 1, 2]))
+        .collect();
+    let put = |prefix: &str, extra: Vec<Column>| {
+        let path = server.root.join("crawl").join(prefix).join("s.parquet");
+        write_shard(&path, &id, &text, extra);
+        std::fs::metadata(&path).unwrap().len()
+    };
+    let footer_len = |path: PathBuf| {
+        let bytes = std::fs::read(path).unwrap();
+        let n = bytes.len();
+        u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap())
+    };
+    assert!(put("small", Vec::new()) < 64 << 10);
+    put("wide", wide);
+    assert!(footer_len(server.root.join("crawl/wide/s.parquet")) > 64 << 10);
+    let out = temp_dir("s3-footers-out");
+    for prefix in ["small", "wide"] {
+        let input = format!("s3://crawl/{prefix}/*.parquet");
+        let o = s3_cmd(&server, SECRET, ["plan", "--quiet", "--input", &input])
+            .arg("--output")
+            .arg(out.join(prefix))
+            .arg("--work")
+            .arg(out.join(format!("{prefix}-work")))
+            .output();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let counts: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(counts["documents"], 3, "{prefix}");
+    }
+    let empty = server.root.join("crawl/empty/s.parquet");
+    std::fs::create_dir_all(empty.parent().unwrap()).unwrap();
+    std::fs::write(&empty, b"").unwrap();
+    let err = failure(&run_s3(
+        &server,
+        SECRET,
+        &[
+            "--input",
+            "s3://crawl/empty/*.parquet",
+            "--output",
+            out.join("e").to_str().unwrap(),
+        ],
+    ));
+    assert!(err.contains("not a Parquet file"), "{err}");
 }
 
 /// A work directory on S3 whose files exceed one upload part (8 MiB): the document store's key
