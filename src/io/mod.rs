@@ -51,6 +51,14 @@ pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
 /// Reads a byte range of one file.
 pub(crate) type RangeRead = dyn Fn(std::ops::Range<u64>) -> crate::error::Result<Vec<u8>>;
 
+/// A reader of an `s3://` object's byte ranges, one range request each.
+pub(crate) fn object_ranges(url: &str) -> Box<RangeRead> {
+    let url = url.to_string();
+    Box::new(move |r: std::ops::Range<u64>| {
+        Ok(object::get_ranges(&url, &[r])?.pop().unwrap_or_default())
+    })
+}
+
 /// A file's size and a reader of its byte ranges (local, or `s3://` by range requests); `fail`
 /// names a local file's read error.
 pub(crate) fn range_reader(
@@ -58,12 +66,7 @@ pub(crate) fn range_reader(
     fail: fn(&str, crate::error::ReadError) -> crate::error::Error,
 ) -> crate::error::Result<(u64, Box<RangeRead>)> {
     if object::is_url(file) {
-        let url = file.to_string();
-        let size = object::size(&url)?;
-        let read = move |r: std::ops::Range<u64>| {
-            Ok(object::get_ranges(&url, &[r])?.pop().unwrap_or_default())
-        };
-        return Ok((size, Box::new(read)));
+        return Ok((object::size(file)?, object_ranges(file)));
     }
     use std::os::unix::fs::FileExt;
     let f = std::fs::File::open(file).map_err(|e| fail(file, e.into()))?;

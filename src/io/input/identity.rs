@@ -3,7 +3,7 @@
 //! checked again before a shard is read or applied to, since the manifest names rows by position.
 
 use crate::error::{Error, ReadError, Result};
-use crate::io::{jsonl, object, range_reader, RangeRead};
+use crate::io::{jsonl, object, object_ranges, range_reader};
 
 /// The footer of a Parquet file (its metadata: schema, row groups, every column chunk's offset,
 /// size, codec and statistics) and the file's size.
@@ -41,13 +41,7 @@ impl Footer {
         };
         // The file's size, its last bytes (8 at least when it has them), and further reads.
         let (file_bytes, read) = match &tail {
-            Some((size, _)) => {
-                let url = file.to_string();
-                let read = move |r: std::ops::Range<u64>| {
-                    Ok(object::get_ranges(&url, &[r])?.pop().unwrap_or_default())
-                };
-                (*size, Box::new(read) as Box<RangeRead>)
-            }
+            Some((size, _)) => (*size, object_ranges(file)),
             None => range_reader(file, fail)?,
         };
         if file_bytes < 12 {

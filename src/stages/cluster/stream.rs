@@ -248,7 +248,8 @@ fn write_parts(
         let mut cluster = Vec::with_capacity(keeper.len());
         let mut size = Vec::with_capacity(keeper.len());
         let mut keep_rank: Vec<Option<u32>> = Vec::new();
-        // The part's own keepers in order, the others' (a dropped document's) looked up.
+        // The part's own keepers by a cursor in order (a search for each was ~10% of the task at
+        // 10^7), the others' (a dropped document's) looked up.
         let mut at = clusters.partition_point(|c| c.0 < r.start as u32);
         for (j, (d, &k)) in (r.start as u32..r.end as u32).zip(&keeper).enumerate() {
             let drops = match k == d {
