@@ -93,7 +93,11 @@ impl Corpus {
         }
         let total = starts[starts.len() - 1];
         if total >= u32::MAX as usize {
-            return Err(Error::TooManyDocuments(total as u64));
+            return Err(Error::TooManyDocuments {
+                what: "one task".into(),
+                documents: total as u64,
+                advice: "pass a larger --tasks".into(),
+            });
         }
         Ok(Corpus {
             shards,

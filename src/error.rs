@@ -162,8 +162,7 @@ pub enum Error {
     #[error("{0}")]
     Panicked(String),
 
-    /// A state the code never produces (a bug, or a work directory that no longer fits its
-    /// plan).
+    /// A state the code never produces (a bug, or a work directory that no longer fits).
     #[error("{0}")]
     Internal(String),
 
@@ -264,9 +263,13 @@ pub enum Error {
         cause: Option<Box<Error>>,
     },
 
-    /// The corpus has more documents than the 32-bit document index supports.
-    #[error("the input has {0} documents; this version supports at most 4,294,967,294 per run: split the input into several runs")]
-    TooManyDocuments(u64),
+    /// More documents than `what` (an option's stages, or one task's part) numbers in 32 bits.
+    #[error("the input has {documents} documents for {what}, which numbers them in 32 bits (at most 4,294,967,294): {advice}")]
+    TooManyDocuments {
+        what: String,
+        documents: u64,
+        advice: String,
+    },
 }
 
 /// What kind of failure an [`Error`] is, for a caller that acts on it (the Python package raises
@@ -316,7 +319,7 @@ impl Error {
             | Error::Manifest { .. }
             | Error::ShardChanged { .. }
             | Error::InputChanged { .. }
-            | Error::TooManyDocuments(_)
+            | Error::TooManyDocuments { .. }
             | Error::RowsChanged { .. }
             | Error::SameOutputName { .. }
             | Error::OutputOverInput { .. }

@@ -63,13 +63,13 @@ impl UnionFind {
 /// connectivity. Same rules as [`UnionFind`] (path halving, the smaller root wins).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SparseUnionFind {
-    parent: ahash::AHashMap<u32, u32>,
+    parent: ahash::AHashMap<u64, u64>,
 }
 
 impl SparseUnionFind {
     /// The root of `x`'s set: the first document along parents with no parent of its own (`x`
     /// itself when it was never joined below another root).
-    pub(crate) fn find(&mut self, mut x: u32) -> u32 {
+    pub(crate) fn find(&mut self, mut x: u64) -> u64 {
         while let Some(&p) = self.parent.get(&x) {
             let Some(&grand) = self.parent.get(&p) else {
                 return p;
@@ -81,7 +81,7 @@ impl SparseUnionFind {
     }
 
     /// Merges the sets of `a` and `b`.
-    pub(crate) fn union(&mut self, a: u32, b: u32) {
+    pub(crate) fn union(&mut self, a: u64, b: u64) {
         let (ra, rb) = (self.find(a), self.find(b));
         if ra != rb {
             let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
@@ -90,7 +90,7 @@ impl SparseUnionFind {
     }
 
     /// True when `a` and `b` are in the same set.
-    pub(crate) fn connected(&mut self, a: u32, b: u32) -> bool {
+    pub(crate) fn connected(&mut self, a: u64, b: u64) -> bool {
         self.find(a) == self.find(b)
     }
 }
@@ -108,10 +108,10 @@ mod tests {
             x = crate::lsh::mix64(x);
             let (a, b) = ((x % 1000) as u32, ((x >> 20) % 1000) as u32);
             dense.union(a, b);
-            sparse.union(a, b);
+            sparse.union(a.into(), b.into());
         }
-        for d in 0..1000 {
-            assert_eq!(sparse.find(d), dense.find(d), "{d}");
+        for d in 0..1000u32 {
+            assert_eq!(sparse.find(d.into()), u64::from(dense.find(d)), "{d}");
         }
         assert!(sparse.connected(5, 5));
         assert_eq!(sparse.find(5000), 5000);

@@ -18,14 +18,12 @@ const LIST: u8 = 0;
 const BITMAP: u8 = 1;
 
 /// Encodes `docs` (global numbers, ascending, unique) cut by `parts` ((first, count) each).
-pub(crate) fn encode(docs: &[u32], parts: &[(u64, u64)]) -> Vec<u8> {
+pub(crate) fn encode(docs: &[u64], parts: &[(u64, u64)]) -> Vec<u8> {
     let mut sections = Vec::with_capacity(parts.len());
     let mut i = 0;
     for &(first, count) in parts {
-        let end = docs[i..].partition_point(|&d| u64::from(d) < first + count) + i;
-        let local = docs[i..end]
-            .iter()
-            .map(|&d| (u64::from(d) - first) as usize);
+        let end = docs[i..].partition_point(|&d| d < first + count) + i;
+        let local = docs[i..end].iter().map(|&d| (d - first) as usize);
         let bitmap = count.div_ceil(8) as usize;
         let section = match end - i {
             0 => Vec::new(),
@@ -59,10 +57,10 @@ pub(crate) fn read_part(
     name: &str,
     parts: &[(u64, u64)],
     p: usize,
-) -> Result<Vec<u32>> {
+) -> Result<Vec<u64>> {
     let bytes = sections::read(work, name, (MAGIC, "a document list"), parts.len(), p)?;
     let (first, count) = parts[p];
-    let global = |x: u64| (first + x) as u32;
+    let global = |x: u64| first + x;
     match bytes.split_first() {
         None => Ok(Vec::new()),
         Some((&LIST, list)) if list.len() % 4 == 0 => Ok(u32s_le(list)
@@ -86,7 +84,7 @@ pub(crate) fn read_part_of_all(
     names: impl Iterator<Item = String>,
     parts: &[(u64, u64)],
     p: usize,
-) -> Result<Vec<u32>> {
+) -> Result<Vec<u64>> {
     let mut docs = Vec::new();
     for name in names {
         docs.extend(read_part(work, &name, parts, p)?);
@@ -105,17 +103,18 @@ mod tests {
         /// Any set of documents reads back part by part, as lists or bitmaps.
         #[test]
         fn parts_read_back(
-            docs in proptest::collection::btree_set(0u32..400, 0..300),
+            docs in proptest::collection::btree_set(0u64..400, 0..300),
             cuts in proptest::collection::btree_set(1u64..400, 0..5),
+            high in prop_oneof![Just(0u64), Just(1u64 << 32), (1u64 << 40)..(1u64 << 41)],
         ) {
             let dir = std::env::temp_dir().join(format!("cd-doc-lists-{}", std::process::id()));
             let work = OutputDir::Local(dir.clone());
-            let mut starts: Vec<u64> = vec![0];
-            starts.extend(cuts);
+            let mut starts: Vec<u64> = vec![high];
+            starts.extend(cuts.into_iter().map(|c| high + c));
             let parts: Vec<(u64, u64)> = (0..starts.len())
-                .map(|i| (starts[i], starts.get(i + 1).copied().unwrap_or(400) - starts[i]))
+                .map(|i| (starts[i], starts.get(i + 1).copied().unwrap_or(high + 400) - starts[i]))
                 .collect();
-            let docs: Vec<u32> = docs.into_iter().collect();
+            let docs: Vec<u64> = docs.into_iter().map(|d| high + d).collect();
             work.write_bytes("needs/t00000.bin", encode(&docs, &parts)).unwrap();
             let mut back = Vec::new();
             for p in 0..parts.len() {
@@ -130,7 +129,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("cd-doc-lists-d-{}", std::process::id()));
         let work = OutputDir::Local(dir.clone());
         let parts = [(0, 1000), (1000, 100)];
-        let docs: Vec<u32> = (0..1000).step_by(3).chain([1002]).collect();
+        let docs: Vec<u64> = (0..1000).step_by(3).chain([1002]).collect();
         let bytes = encode(&docs, &parts);
         // 334 documents of part 0: a 125-byte bitmap, not a 1,336-byte list; part 1 a list.
         assert_eq!(bytes.len(), 16 + 2 * 16 + 8 + 1 + 125 + 1 + 4);

@@ -111,7 +111,7 @@ impl KeyWriter<'_> {
 #[derive(Debug, Default)]
 pub(crate) struct KeyIndex {
     p: usize,
-    docs: Vec<u32>,
+    docs: Vec<u64>,
     ranges: Vec<Range<u64>>,
     checks: Vec<u64>,
 }
@@ -119,7 +119,6 @@ pub(crate) struct KeyIndex {
 impl KeyIndex {
     /// Reads and checks part `p`'s key index; `first` is the part's first document number.
     pub(crate) fn read(work: &OutputDir, p: usize, first: u64) -> Result<KeyIndex> {
-        let first = first as u32;
         let name = keys_index_file(p);
         let bad = damaged(work, &name);
         let bytes = work.read(&name)?.ok_or_else(|| bad("missing"))?;
@@ -139,7 +138,7 @@ impl KeyIndex {
         };
         for e in entries.chunks_exact(ENTRY) {
             let (keys, offset) = (u64::from(u32_at(e, 4)), u64_at(e, 8));
-            out.docs.push(first + u32_at(e, 0));
+            out.docs.push(first + u64::from(u32_at(e, 0)));
             out.ranges.push(offset..offset + 4 * keys);
             out.checks.push(u64_at(e, 16));
         }
@@ -150,12 +149,12 @@ impl KeyIndex {
     }
 
     /// Whether the files hold document `doc`'s keys.
-    pub(crate) fn holds(&self, doc: u32) -> bool {
+    pub(crate) fn holds(&self, doc: u64) -> bool {
         self.docs.binary_search(&doc).is_ok()
     }
 
     /// The keys of `docs` (ascending, each held), read and checked.
-    pub(crate) fn keys(&self, work: &OutputDir, docs: &[u32]) -> Result<Vec<Vec<u32>>> {
+    pub(crate) fn keys(&self, work: &OutputDir, docs: &[u64]) -> Result<Vec<Vec<u32>>> {
         let name = keys_file(self.p);
         let bad = damaged(work, &name);
         let at: Vec<usize> = docs
@@ -216,6 +215,9 @@ mod tests {
         let shifted = KeyIndex::read(&work, 0, 100).unwrap();
         assert!(shifted.holds(108) && !shifted.holds(8));
         assert_eq!(shifted.keys(&work, &[109]).unwrap(), vec![keys[2].clone()]);
+        // A part beyond 2^32 documents.
+        let far = KeyIndex::read(&work, 0, 1 << 33).unwrap();
+        assert!(far.holds((1 << 33) + 9) && !far.holds(9));
         assert!(index.keys(&work, &[4]).is_err());
         // A flipped key byte is caught when that document is read; a flipped index byte at once.
         let body = std::fs::read(dir.join(keys_file(0))).unwrap();

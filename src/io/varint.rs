@@ -3,7 +3,12 @@
 //! such files that also takes fixed-size fields.
 
 /// Appends `v` as a varint.
-pub(crate) fn put(out: &mut Vec<u8>, mut v: u32) {
+pub(crate) fn put(out: &mut Vec<u8>, v: u32) {
+    put_u64(out, u64::from(v));
+}
+
+/// Appends `v` as a varint (the same bytes as [`put`] below 2^32; up to 10 bytes).
+pub(crate) fn put_u64(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8 & 0x7f) | 0x80);
         v >>= 7;
@@ -25,17 +30,32 @@ impl<'a> Reader<'a> {
     /// The next varint; None at the end, or where one is cut short or longer than 5 bytes
     /// (then nothing is consumed, so [`Reader::done`] stays false).
     pub(crate) fn varint(&mut self) -> Option<u32> {
-        let (mut v, mut shift, mut at) = (0u32, 0u32, self.at);
+        let at = self.at;
+        let v = self.varint_u64().and_then(|v| u32::try_from(v).ok());
+        if v.is_none() {
+            self.at = at;
+        }
+        v
+    }
+
+    /// The next varint of up to 64 bits; None as for [`Reader::varint`] (longer than 10 bytes).
+    pub(crate) fn varint_u64(&mut self) -> Option<u64> {
+        let (mut v, mut shift, mut at) = (0u64, 0u32, self.at);
         loop {
             let b = *self.bytes.get(at)?;
             at += 1;
-            v |= u32::from(b & 0x7f).checked_shl(shift)?;
+            let bits = u64::from(b & 0x7f);
+            // The 10th byte may hold one bit only.
+            if shift == 63 && bits > 1 {
+                return None;
+            }
+            v |= bits << shift;
             if b & 0x80 == 0 {
                 self.at = at;
                 return Some(v);
             }
             shift += 7;
-            if shift > 28 {
+            if shift > 63 {
                 return None;
             }
         }
@@ -81,6 +101,31 @@ mod tests {
             prop_assert_eq!(back, values);
             prop_assert!(r.done());
         }
+
+        #[test]
+        fn round_trip_u64(values in proptest::collection::vec(any::<u64>(), 0..50)) {
+            let mut bytes = Vec::new();
+            for &v in &values {
+                put_u64(&mut bytes, v);
+            }
+            let mut r = Reader::new(&bytes);
+            let back: Vec<u64> = std::iter::from_fn(|| r.varint_u64()).collect();
+            prop_assert_eq!(back, values);
+            prop_assert!(r.done());
+        }
+    }
+
+    #[test]
+    fn a_varint_too_wide_is_none() {
+        let mut bytes = Vec::new();
+        put_u64(&mut bytes, u64::from(u32::MAX) + 1);
+        assert_eq!(Reader::new(&bytes).varint(), None);
+        assert_eq!(Reader::new(&bytes).varint_u64(), Some(1 << 32));
+        // 11 bytes, or a 10th byte with more than the top bit.
+        assert_eq!(Reader::new(&[0xff; 11]).varint_u64(), None);
+        let mut over = vec![0xff; 9];
+        over.push(0x02);
+        assert_eq!(Reader::new(&over).varint_u64(), None);
     }
 
     #[test]

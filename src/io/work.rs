@@ -285,6 +285,15 @@ pub(crate) fn f32s(df: &DataFrame, name: &str, stage: &'static str) -> Result<Ve
         .collect())
 }
 
+/// A column of a work file as a u64 vector (document numbers).
+pub(crate) fn u64s(df: &DataFrame, name: &str, stage: &'static str) -> Result<Vec<u64>> {
+    let s = series(df, name, stage)?;
+    Ok(s.u64()
+        .map_err(polars_err(stage))?
+        .into_no_null_iter()
+        .collect())
+}
+
 /// A column of a work file as a u32 vector.
 pub(crate) fn u32s(df: &DataFrame, name: &str, stage: &'static str) -> Result<Vec<u32>> {
     let s = series(df, name, stage)?;

@@ -211,19 +211,20 @@ pub(crate) trait SigSource: Sync {
     /// Signature length K.
     fn k(&self) -> usize;
     /// Signature of `doc`.
-    fn sig(&self, doc: u32) -> &[u32];
+    fn sig(&self, doc: u64) -> &[u32];
     /// Shingle count of `doc`.
-    fn shingles(&self, doc: u32) -> u32;
+    fn shingles(&self, doc: u64) -> u32;
 }
 
 impl SigSource for Signatures {
     fn k(&self) -> usize {
         self.k
     }
-    fn sig(&self, doc: u32) -> &[u32] {
-        self.get(doc)
+    fn sig(&self, doc: u64) -> &[u32] {
+        let i = doc as usize * self.k;
+        &self.values[i..i + self.k]
     }
-    fn shingles(&self, doc: u32) -> u32 {
+    fn shingles(&self, doc: u64) -> u32 {
         self.shingles[doc as usize]
     }
 }

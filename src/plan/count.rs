@@ -156,9 +156,6 @@ impl Plan {
             f.first_doc = next;
             next += f.rows;
         }
-        if next >= u32::MAX as u64 {
-            return Err(Error::TooManyDocuments(next));
-        }
         self.documents = next;
         let files = &self.files;
         self.parts = (self.part_files.iter())
@@ -167,7 +164,7 @@ impl Plan {
                 (first, files[a..b].iter().map(|f| f.rows).sum())
             })
             .collect();
-        Ok(())
+        super::check_documents(&self.config, next, &self.parts)
     }
 
     /// [`Plan::settle`] from the markers of the signatures tasks in `work`, before a task of a

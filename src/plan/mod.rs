@@ -33,14 +33,17 @@ use crate::io::work;
 
 mod chunks;
 mod count;
+mod numbers;
 mod stage;
 pub(crate) use chunks::{At, Chunker};
 pub(crate) use count::{heads, spread, FileCount};
+use numbers::check_documents;
+pub(crate) use numbers::{doc32, docs64};
 pub(crate) use stage::{task_counts, Stage, STAGES};
 
 /// Plan file format version, raised whenever the meaning of a work file changes, so that a work
 /// directory left by another build is discarded instead of resumed.
-pub(crate) const FORMAT: u32 = 15;
+pub(crate) const FORMAT: u32 = 16;
 
 /// Documents per part when `--tasks` is not given. A part's tasks hold its signatures and band
 /// keys (~700 bytes per document: ~170 MB) but only one chunk of its text at a time.
@@ -173,9 +176,6 @@ impl Plan {
         }
         count::estimate_rows(&mut files)?;
         let documents = next;
-        if documents >= u32::MAX as u64 {
-            return Err(Error::TooManyDocuments(documents));
-        }
         let uncounted = files.iter().any(|f| f.uncounted);
         let estimate: u64 = match uncounted {
             true => files.iter().map(count::weight).sum(),
@@ -201,6 +201,7 @@ impl Plan {
                 count::cut_by_files(&files, n_parts),
             ),
         };
+        check_documents(cfg, documents, &parts)?;
         let bucket_ranges = match bucket_ranges {
             Some(0) => return Err(Error::Config("--bucket-ranges must be at least 1".into())),
             Some(r) => r,
@@ -361,12 +362,12 @@ impl Plan {
     /// Global index range of part `p`.
     /// `rows` (in document order, `doc` giving a row's global document number) cut into each
     /// part's slice, one per part in order.
-    pub(crate) fn by_part<'a, T>(&self, rows: &'a [T], doc: impl Fn(&T) -> u32) -> Vec<&'a [T]> {
+    pub(crate) fn by_part<'a, T>(&self, rows: &'a [T], doc: impl Fn(&T) -> u64) -> Vec<&'a [T]> {
         let mut rest = rows;
         (0..self.parts.len())
             .map(|q| {
                 let end = self.part_range(q).end;
-                let n = rest.partition_point(|x| u64::from(doc(x)) < end);
+                let n = rest.partition_point(|x| doc(x) < end);
                 let (part, tail) = rest.split_at(n);
                 rest = tail;
                 part
@@ -375,9 +376,8 @@ impl Plan {
     }
 
     /// The part holding document `doc` (global number).
-    pub(crate) fn part_of(&self, doc: u32) -> usize {
-        let d = u64::from(doc);
-        self.parts.partition_point(|&(first, n)| first + n <= d)
+    pub(crate) fn part_of(&self, doc: u64) -> usize {
+        self.parts.partition_point(|&(first, n)| first + n <= doc)
     }
 
     pub(crate) fn part_range(&self, p: usize) -> Range<u64> {

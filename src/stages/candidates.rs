@@ -31,7 +31,7 @@ use polars::prelude::Column;
 use crate::config::ClusterRule;
 use crate::error::Result;
 use crate::io::output::OutputDir;
-use crate::io::work::{u32s, write_frame};
+use crate::io::work::{u32s, u64s, write_frame};
 use crate::io::{band_rows, doc_lists, pairs, work};
 use crate::plan::{Plan, Stage};
 use crate::simhash::hamming;
@@ -54,7 +54,7 @@ pub struct CandidateStats {
 }
 
 /// A test a pair must pass to be listed from a bucket (for SimHash: Hamming distance <= k).
-pub(crate) type PairFilter<'a> = &'a (dyn Fn(u32, u32) -> bool + Sync);
+pub(crate) type PairFilter<'a> = &'a (dyn Fn(u64, u64) -> bool + Sync);
 
 /// The candidates task `t`: band `t / ranges`, bucket range `t % ranges`.
 pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateStats> {
@@ -62,13 +62,13 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateSt
     let simhash = plan.config.method == crate::config::Method::Simhash;
     let mut rows = Vec::new();
     // SimHash: each document's fingerprint (a document has one row per band).
-    let mut fps: ahash::AHashMap<u32, u64> = ahash::AHashMap::new();
+    let mut fps: ahash::AHashMap<u64, u64> = ahash::AHashMap::new();
     for p in 0..plan.parts.len() {
         // The file numbers the part's documents from 0.
-        let first = plan.parts[p].0 as u32;
+        let first = plan.parts[p].0;
         band_rows::read(work, &work::band_rows_file(b, r, p), |bucket, local, fp| {
-            let doc = first + local;
-            rows.push((b as u32, bucket, doc));
+            let doc = first + u64::from(local);
+            rows.push((bucket, doc));
             if simhash {
                 fps.insert(doc, fp);
             }
@@ -76,15 +76,15 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateSt
     }
     let keeper = plan.config.cluster == ClusterRule::Keeper;
     let k = plan.config.hamming as u32;
-    let near = |a: u32, b: u32| {
+    let near = |a: u64, b: u64| {
         let (x, y) = (fps.get(&a), fps.get(&b));
         x.zip(y).is_some_and(|(x, y)| hamming(*x, *y) <= k)
     };
     // `--across`: pairs of one value never drop anything, so they are not listed.
     let across =
         crate::io::doc_columns::across_keys(work, plan.parts.len(), plan.config.across.is_some())?;
-    let apart = |a: u32, b: u32| across[a as usize] != across[b as usize];
-    let near_apart = |a: u32, b: u32| apart(a, b) && near(a, b);
+    let apart = |a: u64, b: u64| across[a as usize] != across[b as usize];
+    let near_apart = |a: u64, b: u64| apart(a, b) && near(a, b);
     let cap = match simhash {
         true => plan.config.simhash_max_bucket,
         false => plan.config.max_bucket_pairs,
@@ -99,7 +99,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateSt
     let starts: Vec<u64> = plan.parts.iter().map(|&(first, _)| first).collect();
     work.write_bytes(&work::pairs_file(t), pairs::encode(&found, &starts))?;
     if !plan.store_layout().in_records {
-        let mut docs: Vec<u32> = found.iter().flat_map(|&(a, b)| [a, b]).collect();
+        let mut docs: Vec<u64> = found.iter().flat_map(|&(a, b)| [a, b]).collect();
         docs.extend(giants.iter().flatten());
         docs.sort_unstable();
         docs.dedup();
@@ -111,7 +111,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateSt
     // Written only where there are giant buckets (the task's `giant_buckets` says so), since
     // nearly every task has none.
     if keeper && !giants.is_empty() {
-        let (bucket, doc): (Vec<u32>, Vec<u32>) = giants
+        let (bucket, doc): (Vec<u32>, Vec<u64>) = giants
             .iter()
             .enumerate()
             .flat_map(|(g, m)| m.iter().map(move |&d| (g as u32, d)))
@@ -141,29 +141,29 @@ pub(crate) fn release_band_rows(work: &OutputDir, plan: &Plan, p: usize) -> Resu
     Ok(())
 }
 
-/// Groups (band, bucket, doc) rows (any order) by (band, bucket) and lists the candidate pairs:
+/// Groups one band's (bucket, doc) rows (any order) by bucket and lists the candidate pairs:
 /// a sort of 16-byte tuples and one pass over the runs, with no allocation per group (nearly
 /// every group is a singleton). With `defer_giant`, buckets over `max_bucket_pairs` give no
 /// pairs and are returned as member lists instead (in bucket order).
 pub fn pairs_of_rows(
-    mut rows: Vec<(u32, u64, u32)>,
+    mut rows: Vec<(u64, u64)>,
     max_bucket_pairs: usize,
     pair_filter: Option<PairFilter>,
     defer_giant: bool,
-) -> (Vec<(u32, u32)>, Vec<Vec<u32>>, CandidateStats) {
+) -> (Vec<(u64, u64)>, Vec<Vec<u64>>, CandidateStats) {
     rows.par_sort_unstable();
-    let doc: Vec<u32> = rows.iter().map(|r| r.2).collect();
-    let mut members: Vec<&[u32]> = Vec::new();
+    let doc: Vec<u64> = rows.iter().map(|r| r.1).collect();
+    let mut members: Vec<&[u64]> = Vec::new();
     let mut start = 0;
-    for run in rows.chunk_by(|x, y| (x.0, x.1) == (y.0, y.1)) {
+    for run in rows.chunk_by(|x, y| x.0 == y.0) {
         if run.len() > 1 {
             members.push(&doc[start..start + run.len()]);
         }
         start += run.len();
     }
     drop(rows);
-    let giant = |m: &[u32]| m.len() > max_bucket_pairs;
-    let giants: Vec<Vec<u32>> = match defer_giant {
+    let giant = |m: &[u64]| m.len() > max_bucket_pairs;
+    let giants: Vec<Vec<u64>> = match defer_giant {
         true => members
             .iter()
             .filter(|m| giant(m))
@@ -187,7 +187,7 @@ pub fn pairs_of_rows(
         giant_buckets: giants.len() as u64,
         candidate_pairs: 0,
     };
-    let mut pairs: Vec<(u32, u32)> = members
+    let mut pairs: Vec<(u64, u64)> = members
         .par_iter()
         .flat_map_iter(|m| bucket_pairs(m, max_bucket_pairs, pair_filter))
         .collect();
@@ -200,10 +200,10 @@ pub fn pairs_of_rows(
 /// Pairs of one bucket's sorted members that pass the filter: all pairs, or a star on the first
 /// member when the bucket is larger than `max_bucket_pairs`.
 fn bucket_pairs(
-    m: &[u32],
+    m: &[u64],
     max_bucket_pairs: usize,
     pair_filter: Option<PairFilter>,
-) -> Vec<(u32, u32)> {
+) -> Vec<(u64, u64)> {
     let pass = |a, b| pair_filter.is_none_or(|f| f(a, b));
     if m.len() > max_bucket_pairs {
         return m[1..]
@@ -230,7 +230,7 @@ pub(crate) fn each_giant_file(
     work: &OutputDir,
     plan: &Plan,
     stage: &'static str,
-    mut f: impl FnMut(Vec<u32>, Vec<u32>),
+    mut f: impl FnMut(Vec<u32>, Vec<u64>),
 ) -> Result<()> {
     let reports = crate::plan::require_stage(work, plan, Stage::Candidates)?;
     for (t, r) in reports.iter().enumerate() {
@@ -238,7 +238,7 @@ pub(crate) fn each_giant_file(
             continue;
         }
         let df = work.read_parquet(&work::giant_file(t))?;
-        f(u32s(&df, "bucket", stage)?, u32s(&df, "doc", stage)?);
+        f(u32s(&df, "bucket", stage)?, u64s(&df, "doc", stage)?);
     }
     Ok(())
 }
@@ -249,22 +249,25 @@ mod tests {
 
     #[test]
     fn pairs_from_shared_buckets() {
-        // docs 0,1,2 share bucket 7 in band 0; docs 1,3 share bucket 9 in band 1; bucket 7 in band 1
-        // is a different bucket from bucket 7 in band 0.
+        // docs 0,1,2 share bucket 7; docs 1,3 share bucket 9; doc 4 is alone in bucket 8. The
+        // document numbers need more than 32 bits.
+        let h = 1u64 << 33;
         let rows = vec![
-            (0, 7, 2),
-            (0, 7, 0),
-            (0, 7, 1),
-            (1, 9, 1),
-            (1, 9, 3),
-            (1, 7, 4),
-            (0, 8, 4),
+            (7, h + 2),
+            (7, h),
+            (7, h + 1),
+            (9, h + 1),
+            (9, h + 3),
+            (8, h + 4),
         ];
         let (pairs, _, stats) = pairs_of_rows(rows.clone(), 64, None, false);
-        assert_eq!(pairs, vec![(0, 1), (0, 2), (1, 2), (1, 3)]);
-        let odd_sum = |a: u32, b: u32| (a + b) % 2 == 1;
+        let at = |x: &[(u64, u64)]| -> Vec<(u64, u64)> {
+            x.iter().map(|&(a, b)| (a - h, b - h)).collect()
+        };
+        assert_eq!(at(&pairs), vec![(0, 1), (0, 2), (1, 2), (1, 3)]);
+        let odd_sum = |a: u64, b: u64| (a + b) % 2 == 1;
         assert_eq!(
-            pairs_of_rows(rows, 64, Some(&odd_sum), false).0,
+            at(&pairs_of_rows(rows, 64, Some(&odd_sum), false).0),
             vec![(0, 1), (1, 2)]
         );
         assert_eq!(stats.shared_buckets, 2);
@@ -273,17 +276,17 @@ mod tests {
 
     #[test]
     fn giant_bucket_is_linear() {
-        let rows: Vec<(u32, u64, u32)> = (0..5000).map(|d| (0, 1, d)).collect();
+        let rows: Vec<(u64, u64)> = (0..5000).map(|d| (1, d)).collect();
         let (pairs, _, stats) = pairs_of_rows(rows.clone(), 64, None, false);
         assert_eq!(pairs.len(), 4999);
         assert!(pairs.iter().all(|&(a, _)| a == 0));
         assert_eq!(stats.star_buckets, 1);
         // Deferred (keeper): no pairs, the members as a list; a small bucket still gives pairs.
         let mut rows = rows;
-        rows.extend([(1, 5, 7), (1, 5, 9)]);
+        rows.extend([(5, 7), (5, 9)]);
         let (pairs, giants, stats) = pairs_of_rows(rows, 64, None, true);
         assert_eq!(pairs, vec![(7, 9)]);
-        assert_eq!(giants, vec![(0..5000).collect::<Vec<u32>>()]);
+        assert_eq!(giants, vec![(0..5000).collect::<Vec<u64>>()]);
         assert_eq!((stats.star_buckets, stats.giant_buckets), (0, 1));
         assert_eq!((stats.shared_buckets, stats.largest_bucket), (2, 5000));
     }

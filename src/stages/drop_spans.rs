@@ -305,12 +305,12 @@ impl PartSpans {
                 work,
                 &plan.parts,
                 plan.store_layout(),
-                holders.clone(),
+                holders.iter().map(|&d| u64::from(d)).collect(),
                 wanted,
             )?;
             out.window_ids = holders
                 .into_iter()
-                .map(|d| (d, f.id(d).to_string()))
+                .map(|d| (d, f.id(d.into()).to_string()))
                 .collect();
         }
         Ok(out)

@@ -51,8 +51,8 @@ impl Numbering {
         let mut kept = Vec::new();
         for p in 0..plan.parts.len() {
             let df = work.read_parquet(&work::part_file("cluster", p))?;
-            let first = plan.part_range(p).start as u32;
-            let keeper = work::u32s(&df, "keeper", "index")?;
+            let first = plan.part_range(p).start;
+            let keeper = work::u64s(&df, "keeper", "index")?;
             // A document holding benchmark text (`--reference`) is its own keeper but not kept.
             let contaminated =
                 crate::io::doc_columns::contaminated(work, p, plan.config.reference.is_some())?;
@@ -62,7 +62,7 @@ impl Numbering {
                     .zip(keeper)
                     .enumerate()
                     .filter(|&(j, (d, k))| d == k && !never(j))
-                    .map(|(_, (d, _))| d),
+                    .map(|(_, (d, _))| crate::plan::doc32(d)),
             );
         }
         Ok(Numbering { kept: Some(kept) })
@@ -130,7 +130,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats>
             work,
             &plan.parts,
             plan.store_layout(),
-            docs.to_vec(),
+            crate::plan::docs64(docs),
             wanted,
         )
     };
@@ -142,19 +142,23 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats>
             for docs in &windows {
                 let f = fetch(docs)?;
                 for &d in docs {
-                    let rec = f.sig(d);
-                    if keeps_keys(cfg, f.shingles(d), rec) {
+                    let rec = f.sig(d.into());
+                    if keeps_keys(cfg, f.shingles(d.into()), rec) {
                         short.push(d);
                     }
                     let record = if simhash {
                         let fp = simhash::record_fingerprint(rec);
-                        batch::simhash_record(fp, simhash::record_features(rec), f.shingles(d))
+                        batch::simhash_record(
+                            fp,
+                            simhash::record_features(rec),
+                            f.shingles(d.into()),
+                        )
                     } else {
-                        batch::minhash_record(rec, f.shingles(d))
+                        batch::minhash_record(rec, f.shingles(d.into()))
                     };
                     let x = u64::from(number(d).unwrap_or(d));
                     batch::push(out, &dir, batch::DOCS, x, &record)?;
-                    let id = batch::id_record(f.id(d));
+                    let id = batch::id_record(f.id(d.into()));
                     batch::push(ids_out, &dir, batch::IDS, x, &id)?;
                 }
             }
@@ -166,10 +170,10 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<IndexStats>
     let mut keys = KeySource::new(work, plan, true);
     w += batch::put(&dir, batch::KEYS, None, |out| {
         for docs in short.chunks(WINDOW) {
-            let mut sets = keys.sets(docs.to_vec())?;
+            let mut sets = keys.sets(crate::plan::docs64(docs))?;
             sets.sort_dedup();
             for &d in docs {
-                let keys = sets.get(d).unwrap_or(&[]);
+                let keys = sets.get(d.into()).unwrap_or(&[]);
                 let x = number(d).unwrap_or(d);
                 let rec = batch::keys_record(x, keys);
                 batch::push(out, &dir, batch::KEYS, x.into(), &rec)?;

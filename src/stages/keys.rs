@@ -60,10 +60,11 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, q: usize) -> Result<KeyStats> {
     let keys = remake(plan, q, &docs)?;
     stats.documents = docs.len() as u64;
     stats.keys = keys.iter().map(|k| k.len() as u64).sum();
-    let first = plan.parts[q].0 as u32;
+    let first = plan.parts[q].0;
     let written = |w: &mut keys::KeyWriter| -> std::io::Result<()> {
         for (&d, k) in docs.iter().zip(&keys) {
-            w.push(d - first, k)?;
+            // A part numbers its documents in 32 bits (the plan holds parts to that).
+            w.push((d - first) as u32, k)?;
         }
         Ok(())
     };
@@ -78,13 +79,13 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, q: usize) -> Result<KeyStats> {
 }
 
 /// `--cluster keeper`: the documents of `range` in a giant bucket (none elsewhere).
-fn giant_members(work: &OutputDir, plan: &Plan, range: std::ops::Range<u64>) -> Result<Vec<u32>> {
+fn giant_members(work: &OutputDir, plan: &Plan, range: std::ops::Range<u64>) -> Result<Vec<u64>> {
     if plan.config.cluster != ClusterRule::Keeper {
         return Ok(Vec::new());
     }
     let mut out = Vec::new();
     candidates::each_giant_file(work, plan, "keys", |_, docs| {
-        out.extend(docs.into_iter().filter(|&d| range.contains(&u64::from(d))));
+        out.extend(docs.into_iter().filter(|d| range.contains(d)));
     })?;
     out.sort_unstable();
     out.dedup();
@@ -95,7 +96,7 @@ fn giant_members(work: &OutputDir, plan: &Plan, range: std::ops::Range<u64>) -> 
 const RECORDS_PER_READ: usize = 16_384;
 
 /// `--index`: the documents of part `q` whose keys the index batch would keep, were they kept.
-fn index_keys(work: &OutputDir, plan: &Plan, q: usize) -> Result<Vec<u32>> {
+fn index_keys(work: &OutputDir, plan: &Plan, q: usize) -> Result<Vec<u64>> {
     let Some(_) = &plan.index else {
         return Ok(Vec::new());
     };
@@ -104,7 +105,7 @@ fn index_keys(work: &OutputDir, plan: &Plan, q: usize) -> Result<Vec<u32>> {
         return Ok(Vec::new());
     }
     let range = plan.part_range(q);
-    let all: Vec<u32> = (range.start as u32..range.end as u32).collect();
+    let all: Vec<u64> = range.collect();
     let mut out = Vec::new();
     for window in all.chunks(RECORDS_PER_READ) {
         let f = store::fetch(
@@ -144,7 +145,7 @@ pub(crate) fn keeps_keys(cfg: &Config, shingles: u32, rec: &[u32]) -> bool {
 
 /// The shingle keys of `docs` (ascending, all of part `p`), made from the part's shards again
 /// as the signatures stage made them.
-fn remake(plan: &Plan, p: usize, docs: &[u32]) -> Result<Vec<Vec<u32>>> {
+fn remake(plan: &Plan, p: usize, docs: &[u64]) -> Result<Vec<Vec<u32>>> {
     let tokenizer = plan.config.effective_tokenizer();
     remade::of_docs(plan, p, docs, |texts| {
         let keys = signature_column(texts, None, tokenizer, plan.config.ngram, None).1;
@@ -180,7 +181,7 @@ impl<'a> KeySource<'a> {
     }
 
     /// The shingle keys of `docs` (sorted, unique), as the signatures stage makes them.
-    pub(crate) fn sets(&mut self, docs: Vec<u32>) -> Result<ShingleSets> {
+    pub(crate) fn sets(&mut self, docs: Vec<u64>) -> Result<ShingleSets> {
         let mut sets: Vec<Vec<u32>> = Vec::with_capacity(docs.len());
         for (p, of_part) in self.plan.by_part(&docs, |&d| d).into_iter().enumerate() {
             if of_part.is_empty() {
@@ -189,7 +190,7 @@ impl<'a> KeySource<'a> {
             if self.stored && self.indices[p].is_none() {
                 self.indices[p] = Some(KeyIndex::read(self.work, p, self.plan.parts[p].0)?);
             }
-            let (held, missing): (Vec<u32>, Vec<u32>) = match &self.indices[p] {
+            let (held, missing): (Vec<u64>, Vec<u64>) = match &self.indices[p] {
                 Some(index) => of_part.iter().partition(|&&d| index.holds(d)),
                 None => (Vec::new(), of_part.to_vec()),
             };

@@ -100,7 +100,7 @@ impl PartKeys {
     ) -> Result<PartKeys> {
         let cfg = &plan.config;
         let range = plan.part_range(p);
-        let first = range.start as u32;
+        let first = range.start;
         let n = (range.end - range.start) as usize;
         let bands = plan.bands();
         let simhash = cfg.method == Method::Simhash;
@@ -108,7 +108,7 @@ impl PartKeys {
         let indexed: Vec<bool> = (0..n)
             .into_par_iter()
             .map(|q| {
-                let d = first + q as u32;
+                let d = first + q as u64;
                 if simhash {
                     simhash::record_features(sigs.sig(d)) > 0
                 } else {
@@ -119,7 +119,7 @@ impl PartKeys {
         let fps: Vec<u64> = (0..n)
             .into_par_iter()
             .map(|q| match simhash {
-                true => simhash::record_fingerprint(sigs.sig(first + q as u32)),
+                true => simhash::record_fingerprint(sigs.sig(first + q as u64)),
                 false => 0,
             })
             .collect();
@@ -133,7 +133,7 @@ impl PartKeys {
             .for_each(|(q, out)| {
                 match simhash {
                     true => block_index.bucket_keys(fps[q], out),
-                    false => crate::lsh::band_keys(sigs.sig(first + q as u32), cfg.rows, out),
+                    false => crate::lsh::band_keys(sigs.sig(first + q as u64), cfg.rows, out),
                 }
                 if let Some(&pk) = partitions.get(q) {
                     out.iter_mut()
@@ -170,7 +170,7 @@ type MatchRow = (u32, Match, String, Vec<u8>);
 fn matched_rows(
     readers: &[std::sync::Arc<BatchReader>],
     best: &[Option<Match>],
-    first: u32,
+    first: u64,
 ) -> Result<Vec<MatchRow>> {
     let mut rows: Vec<MatchRow> = Vec::new();
     for (bi, r) in readers.iter().enumerate() {
@@ -193,7 +193,7 @@ fn matched_rows(
             };
             let id = ids.get(&m.1).cloned().unwrap_or_default();
             let rec = recs.get(&m.1).cloned().unwrap_or_default();
-            rows.push((first + q as u32, m, id, rec));
+            rows.push((crate::plan::doc32(first + q as u64), m, id, rec));
         }
     }
     rows.sort_unstable_by_key(|r| r.0);
@@ -247,9 +247,9 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats
         .ok_or_else(|| Error::Internal("lookup without --index".into()))?;
     let cfg = &plan.config;
     let range = plan.part_range(p);
-    let first = range.start as u32;
+    let first = range.start;
     let n = (range.end - range.start) as usize;
-    let docs: Vec<u32> = (range.start as u32..range.end as u32).collect();
+    let docs: Vec<u64> = range.clone().collect();
     let none = store::Wanted::SIGNATURES;
     let sigs = store::fetch(work, &plan.parts, plan.store_layout(), docs, none)?;
     let exact = read_exact(work, p, n)?;
@@ -352,8 +352,11 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats
     }
     let rows = matched_rows(&readers, &best, first)?;
     stats.matched = rows.len() as u64;
-    stats.exact = rows.iter().filter(|r| copy[(r.0 - first) as usize]).count() as u64;
-    let mut df = matches_frame(&rows, |d| copy[(d - first) as usize])?;
+    stats.exact = rows
+        .iter()
+        .filter(|r| copy[(u64::from(r.0) - first) as usize])
+        .count() as u64;
+    let mut df = matches_frame(&rows, |d| copy[(u64::from(d) - first) as usize])?;
     work.write_parquet(&lookup_file(p), &mut df, Vec::new(), ParquetUse::Work)?;
     Ok(stats)
 }
@@ -389,7 +392,7 @@ fn verify(
     work: &OutputDir,
     plan: &Plan,
     sigs: &store::Fetched,
-    first: u32,
+    first: u64,
     r: &BatchReader,
     cands: &[(usize, u32)],
 ) -> Result<Vec<(usize, Match)>> {
@@ -402,7 +405,7 @@ fn verify(
     // Short documents need their shingle sets: tonight's from the store, the batch's from its
     // keys file (a batch stores the keys of every document that can be in such a pair).
     let short_q = |q: usize| -> bool {
-        let d = first + q as u32;
+        let d = first + q as u64;
         if simhash {
             cfg.simhash_min_features > 0
                 && (simhash::record_features(sigs.sig(d)) as usize) < cfg.simhash_min_features
@@ -437,7 +440,7 @@ fn verify(
             Verify::Exact => true,
             Verify::Estimate => false,
             Verify::Auto => {
-                let est = batch::bbit_estimate(sigs.sig(first + q as u32), rec);
+                let est = batch::bbit_estimate(sigs.sig(first + q as u64), rec);
                 (est - cfg.threshold).abs() <= margin
             }
         }
@@ -447,7 +450,7 @@ fn verify(
         .copied()
         .filter(|&(q, x)| needs_exact(q, x))
         .collect();
-    let mut tq: Vec<u32> = pairs_short.iter().map(|&(q, _)| first + q as u32).collect();
+    let mut tq: Vec<u64> = pairs_short.iter().map(|&(q, _)| first + q as u64).collect();
     tq.sort_unstable();
     tq.dedup();
     let mut tx: Vec<u32> = pairs_short.iter().map(|&(_, x)| x).collect();
@@ -459,14 +462,14 @@ fn verify(
     tonight.sort_dedup();
     let theirs: AHashMap<u32, Vec<u32>> = r.keys(&tx)?;
     let exact_j = |q: usize, x: u32| -> Option<f64> {
-        Some(jaccard(tonight.get(first + q as u32)?, theirs.get(&x)?))
+        Some(jaccard(tonight.get(first + q as u64)?, theirs.get(&x)?))
     };
     Ok(cands
         .par_iter()
         .filter_map(|&(q, x)| {
             let rec = recs.get(&x)?;
             let short = needs_exact(q, x);
-            let mine = sigs.sig(first + q as u32);
+            let mine = sigs.sig(first + q as u64);
             let sim = if simhash {
                 let (fp, _) = batch::simhash_record_parts(rec);
                 let d = simhash::hamming(simhash::record_fingerprint(mine), fp);

@@ -27,10 +27,10 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::io::output::{OutputDir, ParquetUse};
 use crate::io::store::{self, PartIds};
-use crate::io::work::{part_file, polars_err, series, u32s};
+use crate::io::work::{part_file, polars_err, series, u32s, u64s};
 use crate::minhash::SigSource;
-use crate::plan::{Plan, Stage};
-use crate::stages::cluster::NOT_TONIGHT;
+use crate::plan::{doc32, Plan, Stage};
+use crate::stages::cluster::INDEXED_KEEPER;
 use crate::stages::drop_spans::PartSpans;
 use crate::stages::sources;
 use crate::stages::verify;
@@ -90,7 +90,7 @@ pub(crate) fn manifest_frame(
 
 /// A window of a part's documents for the manifest: its first document number, and each
 /// document's keeper and similarity known from a verified edge.
-type ManifestWindow<'a> = (u32, &'a [u32], &'a [Option<f32>]);
+type ManifestWindow<'a> = (u64, &'a [u64], &'a [Option<f32>]);
 
 /// One manifest row: id, (file, row), keep, duplicate_of, similarity.
 type ManifestRow<'a> = (
@@ -107,7 +107,7 @@ struct Indexed<'a> {
     id: &'a StringChunked,
     record: &'a BinaryChunked,
     /// The part's first document.
-    first: u32,
+    first: u64,
 }
 
 /// Similarity of a document (signature or SimHash record `mine`) to an indexed document's record.
@@ -124,16 +124,16 @@ fn indexed_similarity(plan: &Plan, mine: &[u32], record: &[u8]) -> f64 {
 
 /// The part's own documents, `range`, and their ids.
 struct Own<'a> {
-    range: std::ops::Range<u32>,
+    range: std::ops::Range<u64>,
     ids: &'a PartIds,
 }
 
 impl<'a> Own<'a> {
-    fn holds(&self, d: u32) -> bool {
+    fn holds(&self, d: u64) -> bool {
         self.range.contains(&d)
     }
 
-    fn id(&self, d: u32) -> &'a str {
+    fn id(&self, d: u64) -> &'a str {
         self.ids.get((d - self.range.start) as usize)
     }
 }
@@ -147,29 +147,29 @@ fn manifest_window<'a>(
     own: &Own<'a>,
     indexed: Option<&Indexed<'a>>,
 ) -> Result<Vec<ManifestRow<'a>>> {
-    let window = first..first + keepers.len() as u32;
+    let window = first..first + keepers.len() as u64;
     // From the stores: the ids of keepers in other parts, and the signatures of documents whose
     // similarity to an indexed keeper is still to be computed (the part's own ids are in `own`).
-    let mut also: Vec<u32> = window
+    let mut also: Vec<u64> = window
         .clone()
         .zip(keepers.iter().copied().zip(known))
-        .filter(|&(_, (kd, s))| kd == NOT_TONIGHT && s.is_none())
+        .filter(|&(_, (kd, s))| kd == INDEXED_KEEPER && s.is_none())
         .map(|(d, _)| d)
         .chain(
             keepers
                 .iter()
                 .copied()
-                .filter(|&k| k != NOT_TONIGHT && !own.holds(k)),
+                .filter(|&k| k != INDEXED_KEEPER && !own.holds(k)),
         )
         .collect();
     also.par_sort_unstable();
     also.dedup();
     // Dropped documents with no verified edge to their keeper: similarity computed the way
     // verification would compute it for that pair.
-    let unknown: Vec<(u32, u32)> = window
+    let unknown: Vec<(u64, u64)> = window
         .zip(keepers.iter().copied())
         .zip(known)
-        .filter(|&((d, kd), s)| d != kd && kd != NOT_TONIGHT && s.is_none())
+        .filter(|&((d, kd), s)| d != kd && kd != INDEXED_KEEPER && s.is_none())
         .map(|(pair, _)| pair)
         .collect();
     let (fetched, sets) = verify::fetch_for_pairs(work, plan, &unknown, also)?;
@@ -178,10 +178,10 @@ fn manifest_window<'a>(
         .into_par_iter()
         .with_min_len(256)
         .map(|j| {
-            let (d, kd) = (first + j as u32, keepers[j]);
-            let (f, r) = plan.locate(d as u64);
+            let (d, kd) = (first + j as u64, keepers[j]);
+            let (f, r) = plan.locate(d);
             let similarity = (d != kd).then(|| {
-                known[j].unwrap_or_else(|| match indexed.filter(|_| kd == NOT_TONIGHT) {
+                known[j].unwrap_or_else(|| match indexed.filter(|_| kd == INDEXED_KEEPER) {
                     Some(ix) => {
                         let rec = ix.record.get((d - ix.first) as usize).unwrap_or(&[]);
                         indexed_similarity(plan, fetched.sig(d), rec) as f32
@@ -189,7 +189,7 @@ fn manifest_window<'a>(
                     None => verify::pair_similarity(plan, d, kd, &fetched, &sets) as f32,
                 })
             });
-            let duplicate_of = (d != kd).then(|| match indexed.filter(|_| kd == NOT_TONIGHT) {
+            let duplicate_of = (d != kd).then(|| match indexed.filter(|_| kd == INDEXED_KEEPER) {
                 Some(ix) => Cow::Borrowed(ix.id.get((d - ix.first) as usize).unwrap_or("")),
                 None if own.holds(kd) => Cow::Borrowed(own.id(kd)),
                 None => Cow::Owned(fetched.id(kd).to_string()),
@@ -264,10 +264,10 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> 
         .collect();
     let own_ids = store::part_ids(work, p, &u32s(&docs, "id_len", "manifest")?, &id_hash)?;
     let own = Own {
-        range: range.start as u32..range.end as u32,
+        range: range.clone(),
         ids: &own_ids,
     };
-    let keeper = u32s(&cl, "keeper", "manifest")?;
+    let keeper = u64s(&cl, "keeper", "manifest")?;
     let column = |name: &str| cl.column(name).map_err(polars_err("manifest")).cloned();
     let (cluster_id, cluster_size) = (column("cluster_id")?, column("cluster_size")?);
     let known: Vec<Option<f32>> = series(&cl, "similarity", "manifest")?
@@ -281,7 +281,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> 
     // the second thread waiting on the first's reads), so at most one window's fetches per
     // thread are held at once, and a thread that finishes early takes the next window instead of
     // waiting for a group to end; rows stay in document order.
-    let start = range.start as u32;
+    let start = range.start;
     let (ids, records);
     let indexed = if plan.index.is_some() {
         ids = series(&cl, "indexed_id", "manifest")?;
@@ -298,7 +298,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> 
         .chunks(verify::WINDOW as usize)
         .zip(known.chunks(verify::WINDOW as usize))
         .enumerate()
-        .map(|(w, (k, s))| (start + (w as u64 * verify::WINDOW) as u32, k, s))
+        .map(|(w, (k, s))| (start + w as u64 * verify::WINDOW, k, s))
         .collect();
     let built: Vec<Vec<ManifestRow>> = windows
         .par_iter()
@@ -342,7 +342,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> 
         false => None,
     };
     if let Some(s) = &spans {
-        rows.drop_spans = Some(s.column(start, &rows.keep));
+        rows.drop_spans = Some(s.column(doc32(start), &rows.keep));
     }
     let removed = match spans {
         Some(s) => {
@@ -350,7 +350,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> 
                 Some(_) => u32s(&docs, "paragraph_small", "manifest")?,
                 None => Vec::new(),
             };
-            Some(s.cuts(start, &small))
+            Some(s.cuts(doc32(start), &small))
         }
         None => None,
     };

@@ -45,10 +45,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, q: usize) -> Result<PairSignatu
     let values = remade::of_docs(plan, q, &docs, |texts| {
         signatures_only(texts, &perms, tokenizer, cfg.ngram).values
     })?;
-    let local: Vec<u32> = docs
-        .iter()
-        .map(|&d| (u64::from(d) - first) as u32)
-        .collect();
+    let local: Vec<u32> = docs.iter().map(|&d| (d - first) as u32).collect();
     let bytes = pair_sigs::encode(perms.len(), count, &local, &values);
     work.write_bytes(&work::pair_sigs_file(q), bytes)?;
     Ok(PairSignatureStats {
@@ -66,16 +63,16 @@ fn with_exact_repeats(
     work: &OutputDir,
     q: usize,
     (first, count): (u64, u64),
-    mut docs: Vec<u32>,
-) -> Result<Vec<u32>> {
+    mut docs: Vec<u64>,
+) -> Result<Vec<u64>> {
     let exact = read_exact(work, q, count as usize)?;
     let hashes: ahash::AHashSet<u128> = (docs.iter())
-        .map(|&d| exact[(u64::from(d) - first) as usize])
+        .map(|&d| exact[(d - first) as usize])
         .filter(|&h| h != 0)
         .collect();
     let repeats = (exact.iter().enumerate())
         .filter(|(_, h)| hashes.contains(h))
-        .map(|(i, _)| (first + i as u64) as u32);
+        .map(|(i, _)| first + i as u64);
     docs.extend(repeats);
     docs.sort_unstable();
     docs.dedup();

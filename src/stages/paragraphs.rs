@@ -275,12 +275,12 @@ impl<'a> Names<'a> {
             work,
             &plan.parts,
             plan.store_layout(),
-            tonight.clone(),
+            crate::plan::docs64(&tonight),
             wanted,
         )?;
         let tonight = tonight
             .into_iter()
-            .map(|d| (d, f.id(d).to_string()))
+            .map(|d| (d, f.id(d.into()).to_string()))
             .collect();
         Ok(Names {
             tonight,
@@ -311,7 +311,7 @@ fn write_drops(
     names: &Names,
 ) -> Result<()> {
     for (q, part) in plan
-        .by_part(&decided.removed, |x| x.0)
+        .by_part(&decided.removed, |x| x.0.into())
         .into_iter()
         .enumerate()
     {
@@ -345,7 +345,7 @@ fn write_holders(work: &OutputDir, plan: &Plan, r: usize, decided: &Decided) -> 
         .collect();
     held.sort_unstable();
     held.dedup();
-    for (q, part) in plan.by_part(&held, |x| x.0).into_iter().enumerate() {
+    for (q, part) in plan.by_part(&held, |x| x.0.into()).into_iter().enumerate() {
         let (doc, start): (Vec<u32>, Vec<u32>) = part.iter().copied().unzip();
         let columns = vec![
             Column::new("doc".into(), doc),

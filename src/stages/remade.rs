@@ -18,7 +18,7 @@ use crate::stages::signatures::check_inputs;
 pub(crate) fn of_docs<T: Send>(
     plan: &Plan,
     p: usize,
-    docs: &[u32],
+    docs: &[u64],
     make: impl Fn(&StringChunked) -> Vec<T> + Sync,
 ) -> Result<Vec<T>> {
     let mut out = Vec::with_capacity(docs.len());
@@ -35,7 +35,7 @@ pub(crate) fn of_docs<T: Send>(
         let n: u64 = (chunk.iter().filter_map(|s| s.rows.as_ref()))
             .map(|r| r.end - r.start)
             .sum();
-        let end = docs[i..].partition_point(|&d| u64::from(d) < at + n) + i;
+        let end = docs[i..].partition_point(|&d| d < at + n) + i;
         if end > i {
             wanted.push((chunk, at, n, i..end));
         }
@@ -69,7 +69,7 @@ pub(crate) fn of_docs<T: Send>(
                 PlSmallStr::EMPTY,
                 docs[range.clone()]
                     .iter()
-                    .map(|&d| corpus.text((u64::from(d) - first) as u32)),
+                    .map(|&d| corpus.text((d - first) as u32)),
             );
             make(&texts)
         };

@@ -223,7 +223,7 @@ pub(crate) fn listed_in_parts(
     round: Stage,
     docs: &mut dyn Iterator<Item = u32>,
 ) -> Result<ahash::AHashSet<Copy>> {
-    let mut parts: Vec<usize> = docs.map(|d| plan.part_of(d)).collect();
+    let mut parts: Vec<usize> = docs.map(|d| plan.part_of(d.into())).collect();
     parts.sort_unstable();
     parts.dedup();
     let mut out = ahash::AHashSet::new();

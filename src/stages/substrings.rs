@@ -232,7 +232,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, r: usize) -> Result<SubstringSt
     let decided = decide(copies, |k| doc_at[k as usize]);
     drop(doc_at);
     for (q, part) in plan
-        .by_part(&decided.windows, |x| x.0)
+        .by_part(&decided.windows, |x| x.0.into())
         .into_iter()
         .enumerate()
     {

@@ -158,19 +158,19 @@ impl KeyTable {
 /// text order, repeats kept (as stored), which [`KeyTable`] compares as sets.
 #[derive(Debug, Default)]
 pub(crate) struct ShingleSets {
-    docs: Vec<u32>,
+    docs: Vec<u64>,
     sets: Vec<Vec<u32>>,
 }
 
 impl ShingleSets {
     /// Keys `sets[i]` (any order, repeats allowed) of documents `docs[i]` (sorted, unique).
-    pub(crate) fn new(docs: Vec<u32>, sets: Vec<Vec<u32>>) -> Self {
+    pub(crate) fn new(docs: Vec<u64>, sets: Vec<Vec<u32>>) -> Self {
         debug_assert_eq!(docs.len(), sets.len());
         ShingleSets { docs, sets }
     }
 
     /// The set of `doc`, if it is held.
-    pub(crate) fn get(&self, doc: u32) -> Option<&[u32]> {
+    pub(crate) fn get(&self, doc: u64) -> Option<&[u32]> {
         self.docs
             .binary_search(&doc)
             .ok()
@@ -179,7 +179,7 @@ impl ShingleSets {
 
     /// Moves the held sets of `docs` (sorted, unique) out into a new holding; returns it and the
     /// documents of `docs` that were not held.
-    pub(crate) fn take(&mut self, docs: &[u32]) -> (ShingleSets, Vec<u32>) {
+    pub(crate) fn take(&mut self, docs: &[u64]) -> (ShingleSets, Vec<u64>) {
         let mut taken = ShingleSets::default();
         let mut missing = Vec::new();
         let mut kept = ShingleSets::default();
@@ -211,7 +211,7 @@ impl ShingleSets {
 
     /// The union of two holdings of disjoint documents.
     pub(crate) fn merge(self, other: ShingleSets) -> ShingleSets {
-        let mut pairs: Vec<(u32, Vec<u32>)> = self.into_pairs().chain(other.into_pairs()).collect();
+        let mut pairs: Vec<(u64, Vec<u32>)> = self.into_pairs().chain(other.into_pairs()).collect();
         pairs.sort_unstable_by_key(|(d, _)| *d);
         let mut out = ShingleSets::default();
         for (d, set) in pairs {
@@ -222,7 +222,7 @@ impl ShingleSets {
 
     /// Keeps the sets of the lowest documents at or above `from`, as long as their keys total
     /// at most `budget`; drops the rest.
-    pub(crate) fn keep_from(&mut self, from: u32, budget: usize) {
+    pub(crate) fn keep_from(&mut self, from: u64, budget: usize) {
         let mut used = 0;
         let mut kept = ShingleSets::default();
         for (d, set) in std::mem::take(self)
@@ -238,14 +238,14 @@ impl ShingleSets {
         *self = kept;
     }
 
-    fn push(&mut self, doc: u32, set: Vec<u32>) {
+    fn push(&mut self, doc: u64, set: Vec<u32>) {
         debug_assert!(self.docs.last().is_none_or(|&l| l < doc));
         self.docs.push(doc);
         self.sets.push(set);
     }
 
     /// The held (document, set) pairs, by document.
-    pub(crate) fn into_pairs(self) -> impl Iterator<Item = (u32, Vec<u32>)> {
+    pub(crate) fn into_pairs(self) -> impl Iterator<Item = (u64, Vec<u32>)> {
         self.docs.into_iter().zip(self.sets)
     }
 

@@ -110,7 +110,7 @@ impl Wanted {
 #[derive(Debug, Default)]
 pub(crate) struct Fetched {
     k: usize,
-    docs: Vec<u32>,
+    docs: Vec<u64>,
     values: Vec<u32>,
     /// Where each document's signature starts in `values`, when not every fetched document has
     /// one there (signatures from the pair signature files); empty: document i's is at i * k.
@@ -123,7 +123,7 @@ pub(crate) struct Fetched {
 const NO_SLOT: usize = usize::MAX;
 
 impl Fetched {
-    fn index(&self, doc: u32) -> usize {
+    fn index(&self, doc: u64) -> usize {
         match self.docs.binary_search(&doc) {
             Ok(i) => i,
             // Callers only ask for documents they fetched: a miss is a bug, not bad input.
@@ -132,7 +132,7 @@ impl Fetched {
     }
 
     /// The id of `doc` (fetched with [`Wanted::ids`]).
-    pub(crate) fn id(&self, doc: u32) -> &str {
+    pub(crate) fn id(&self, doc: u64) -> &str {
         match self.ids.get(self.index(doc)) {
             Some(id) => id,
             // Callers fetch ids where they use them: a miss is a bug, not bad input.
@@ -145,7 +145,7 @@ impl SigSource for Fetched {
     fn k(&self) -> usize {
         self.k
     }
-    fn sig(&self, doc: u32) -> &[u32] {
+    fn sig(&self, doc: u64) -> &[u32] {
         let i = self.index(doc);
         let at = match self.slots.get(i) {
             None => i * self.k,
@@ -157,7 +157,7 @@ impl SigSource for Fetched {
             _ => panic!("the signature of document {doc} was not fetched"),
         }
     }
-    fn shingles(&self, doc: u32) -> u32 {
+    fn shingles(&self, doc: u64) -> u32 {
         self.shingles[self.index(doc)]
     }
 }
@@ -169,7 +169,7 @@ pub(crate) fn fetch(
     work: &OutputDir,
     parts: &[(u64, u64)],
     layout: Layout,
-    docs: Vec<u32>,
+    docs: Vec<u64>,
     wanted: Wanted,
 ) -> Result<Fetched> {
     let mut out = Fetched {
@@ -182,14 +182,14 @@ pub(crate) fn fetch(
     }
     let mut i = 0;
     while i < out.docs.len() {
-        let d = out.docs[i] as u64;
+        let d = out.docs[i];
         let p = parts.partition_point(|&(first, n)| first + n <= d);
         let Some(&(first, count)) = parts.get(p) else {
             return Err(Error::Internal(format!(
                 "document {d} is outside the plan's parts"
             )));
         };
-        let end = out.docs[i..].partition_point(|&x| (x as u64) < first + count) + i;
+        let end = out.docs[i..].partition_point(|&x| x < first + count) + i;
         fetch_part(work, (p, first), i..end, (layout, wanted), &mut out)?;
         i = end;
     }
@@ -215,13 +215,13 @@ struct PartRecords {
 impl PartRecords {
     /// Reads the records of `docs` (global indices) of part `p`, whose first document is
     /// `first`, with `k` signature values each.
-    fn read(work: &OutputDir, (p, first): (usize, u64), docs: &[u32], k: usize) -> Result<Self> {
+    fn read(work: &OutputDir, (p, first): (usize, u64), docs: &[u64], k: usize) -> Result<Self> {
         let rs = record_size(k);
         let bad_sig = damaged(work, sig_name(p));
         let ranges: Vec<Range<u64>> = docs
             .iter()
             .map(|&x| {
-                let at = HEADER + (x as u64 - first) * rs;
+                let at = HEADER + (x - first) * rs;
                 at..at + rs
             })
             .collect();
@@ -240,7 +240,7 @@ impl PartRecords {
         for (j, &d) in docs.iter().enumerate().take(records.len()) {
             let r = records.get(j);
             check(r)?;
-            if copy_of(r).is_some_and(|o| o >= d as u64 - first) {
+            if copy_of(r).is_some_and(|o| o >= d - first) {
                 return Err(bad_sig("a copy names a later original (damaged file)"));
             }
         }
@@ -307,7 +307,7 @@ fn fetch_part(
             .for_each(|(j, sig)| read_u32s_le(source(j), sig));
     } else if wanted.signatures {
         let local: Vec<u32> = (out.docs[docs.clone()].iter())
-            .map(|&d| (u64::from(d) - first) as u32)
+            .map(|&d| (d - first) as u32)
             .collect();
         let (held, values) = crate::io::pair_sigs::read(work, p, layout.k, &local)?;
         // The held documents' signatures follow each other in `values`, in document order.

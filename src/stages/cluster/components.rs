@@ -2,7 +2,7 @@
 //! documents, the edges streamed into it), one document kept per component by `--keep`, or the
 //! earliest indexed document any member matched.
 
-use super::{each_edge, IndexMatches, KeepData, Outcome, NOT_TONIGHT};
+use super::{each_edge32, IndexMatches, KeepData, Outcome, NOT_TONIGHT};
 use crate::config::Keep;
 use crate::error::Result;
 use crate::io::output::OutputDir;
@@ -99,7 +99,7 @@ pub(super) fn outcome(
 ) -> Result<Outcome> {
     let n = plan.documents as usize;
     let mut uf = UnionFind::new(n);
-    each_edge(work, plan, &mut |x, y, _| uf.union(x, y))?;
+    each_edge32(work, plan, &mut |x, y, _| uf.union(x, y))?;
     for (d, &f) in first_copy.iter().enumerate() {
         if f != d as u32 {
             uf.union(f, d as u32);
@@ -127,7 +127,7 @@ pub(super) fn outcome(
     // Similarity to the keeper where a verified edge joins them (a second pass over the edges,
     // 4 bytes per document); the manifest computes the rest.
     let mut to_keeper = vec![f32::NAN; n];
-    each_edge(work, plan, &mut |x, y, s| {
+    each_edge32(work, plan, &mut |x, y, s| {
         if clusters.keeper_of(y) == x {
             to_keeper[y as usize] = s;
         } else if clusters.keeper_of(x) == y {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::order::keep_order;
 use super::rule::{self as keeper, Documents, Lazy, NOT_TONIGHT};
-use super::{each_edge, IndexMatches, KeepData, Outcome};
+use super::{each_edge32, IndexMatches, KeepData, Outcome};
 use crate::error::Result;
 use crate::index::renew::{self, Renewals};
 use crate::io::output::OutputDir;
@@ -59,7 +59,7 @@ pub(super) fn outcome(
             anchor[g] = i as u32;
         }
     }
-    let mut giants = Giants::read(work, plan, |d| first_copy[d as usize], across)?;
+    let mut giants = Giants::read(work, plan, |d| u64::from(first_copy[d as usize]), across)?;
     let docs = Documents {
         rank: &rank,
         group: first_copy,
@@ -67,7 +67,7 @@ pub(super) fn outcome(
         never_kept,
     };
     let external = |g: u32| anchor.get(g as usize).is_some_and(|&a| a != NOT_TONIGHT);
-    let k = keeper::keepers(&docs, external, |f| each_edge(work, plan, f), &mut giants)?;
+    let k = keeper::keepers(&docs, external, |f| each_edge32(work, plan, f), &mut giants)?;
     drop(rank);
     let (keeper, mut similarity) = (k.keeper, k.similarity);
     // Documents of a text matched in the index: its match's document is their keeper, at the
@@ -156,12 +156,12 @@ pub(super) struct Giants<'a> {
     plan: &'a Plan,
     keys: KeySource<'a>,
     /// Each member's buckets.
-    buckets_of: ahash::AHashMap<u32, Vec<u32>>,
+    buckets_of: ahash::AHashMap<u64, Vec<u32>>,
     /// Each bucket's kept members so far, in keep order, by `--across` key (one list under key
     /// 0 without `--across`): the cap applies per value.
-    kept: Vec<Vec<(u64, Vec<u32>)>>,
+    kept: Vec<Vec<(u64, Vec<u64>)>>,
     sigs: store::Fetched,
-    sets: ahash::AHashMap<u32, Vec<u32>>,
+    sets: ahash::AHashMap<u64, Vec<u32>>,
     /// The current member's set, kept if the member is.
     pending: Option<Vec<u32>>,
     cap: usize,
@@ -175,10 +175,10 @@ impl<'a> Giants<'a> {
     pub(super) fn read(
         work: &'a OutputDir,
         plan: &'a Plan,
-        group: impl Fn(u32) -> u32,
+        group: impl Fn(u64) -> u64,
         across: Vec<u64>,
     ) -> Result<Giants<'a>> {
-        let mut buckets_of: ahash::AHashMap<u32, Vec<u32>> = ahash::AHashMap::new();
+        let mut buckets_of: ahash::AHashMap<u64, Vec<u32>> = ahash::AHashMap::new();
         let mut buckets = 0u32;
         candidates::each_giant_file(work, plan, "cluster", |bucket, doc| {
             let base = buckets;
@@ -190,7 +190,7 @@ impl<'a> Giants<'a> {
                 buckets = buckets.max(base + b + 1);
             }
         })?;
-        let mut members: Vec<u32> = buckets_of.keys().copied().collect();
+        let mut members: Vec<u64> = buckets_of.keys().copied().collect();
         members.sort_unstable();
         let cap = match plan.config.method {
             crate::config::Method::Minhash => plan.config.max_bucket_pairs,
@@ -225,19 +225,19 @@ impl Giants<'_> {
     }
 
     /// The `--across` key of a node (0 without `--across`).
-    fn value(&self, node: u32) -> u64 {
+    fn value(&self, node: u64) -> u64 {
         self.across.get(node as usize).copied().unwrap_or(0)
     }
 }
 
 impl Lazy for Giants<'_> {
-    fn compare(&mut self, node: u32, offer: &mut dyn FnMut(u32, f32)) -> Result<()> {
+    fn compare(&mut self, node: u64, offer: &mut dyn FnMut(u64, f32)) -> Result<()> {
         self.pending = None;
         let Some(buckets) = self.buckets_of.get(&node) else {
             return Ok(());
         };
         let mine = self.value(node);
-        let mut others: Vec<u32> = Vec::new();
+        let mut others: Vec<u64> = Vec::new();
         let mut capped = false;
         for &b in buckets {
             // `--across`: only other values' documents can drop this one.
@@ -255,7 +255,7 @@ impl Lazy for Giants<'_> {
             return Ok(());
         }
         // The member first: its exact checks share one load of its keys (verify::exact_edges).
-        let pairs: Vec<(u32, u32)> = others.iter().map(|&u| (node, u)).collect();
+        let pairs: Vec<(u64, u64)> = others.iter().map(|&u| (node, u)).collect();
         // The held sets this member's checks need are lent out of the cache and put back.
         let need = verify::sets_needed(self.plan, &pairs, &self.sigs);
         let mut held = Vec::with_capacity(need.len());
@@ -267,7 +267,7 @@ impl Lazy for Giants<'_> {
             }
         }
         let read = self.keys.sets(missing)?;
-        let (docs, sets): (Vec<u32>, Vec<Vec<u32>>) = held.into_iter().unzip();
+        let (docs, sets): (Vec<u64>, Vec<Vec<u32>>) = held.into_iter().unzip();
         let sets = ShingleSets::new(docs, sets).merge(read);
         let edges = verify::check_pairs(self.plan, &pairs, &self.sigs, &sets);
         // The kept documents' sets go back; the member's waits to see if it is kept.
@@ -287,7 +287,7 @@ impl Lazy for Giants<'_> {
         Ok(())
     }
 
-    fn kept(&mut self, node: u32) {
+    fn kept(&mut self, node: u64) {
         let pending = std::mem::take(&mut self.pending);
         let Some(buckets) = self.buckets_of.get(&node) else {
             return;

@@ -13,19 +13,19 @@
 //!   global index is the cluster's stable id.
 //!
 //! Memory: the id check and the exact-copy pass take a range of hashes at a time, 4 bytes per
-//! document ([`passes`]); the streamed rule ~5 bytes per document on short documents
+//! document ([`hashes::passes`]); the streamed rule ~5 bytes per document on short documents
 //! ([`stream`]); otherwise 28-30 bytes per document for `components` (union-find, sizes,
 //! keepers, similarity, the outcome), ~24 bytes per document and 8 per verified edge for
 //! `keeper`, plus 12 (a keep order and the rule's view of it) and the keep column with `--keep
 //! longest` or `--keep COLUMN`.
 
 use polars::prelude::*;
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 mod components;
 mod copies;
 mod groups;
+mod hashes;
 mod keeper;
 mod order;
 mod rule;
@@ -33,22 +33,23 @@ mod stream;
 
 pub(crate) use rule::NOT_TONIGHT;
 
+/// In cluster files, the keeper of a document dropped against an indexed document (the
+/// in-memory rules' [`NOT_TONIGHT`]).
+pub(crate) const INDEXED_KEEPER: u64 = u64::MAX;
+
 pub use components::Clusters;
 pub(crate) use copies::Copied;
 use copies::{most_copied, prior_copies, write_copies};
-use groups::Groups;
+use hashes::{check_unique_ids, first_copies};
 pub(crate) use keeper::GiantStats;
 
 use std::collections::BTreeMap;
 
 use crate::config::{ClusterRule, Keep};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::io::output::OutputDir;
-use crate::io::store;
-use crate::io::work::{part_file, polars_err as pe, series, u32s, write_frame};
-use crate::partition;
-use crate::plan::Plan;
-use crate::stages::lookup;
+use crate::io::work::{part_file, polars_err as pe, series, u32s, u64s, write_frame};
+use crate::plan::{doc32, Plan};
 
 /// Counters of the cluster task.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -132,57 +133,6 @@ impl IndexMatches {
     }
 }
 
-/// Fails on the first id that occurs twice (unless allowed), naming both places. Ids are
-/// compared by 64-bit hash (16 bytes per document while checking, a range of hashes at a time:
-/// [`passes`]); equal hashes are confirmed on the ids themselves.
-fn check_unique_ids(work: &OutputDir, plan: &Plan) -> Result<()> {
-    let n = plan.documents as usize;
-    let passes = passes(n, 16);
-    let ids = store::Wanted::IDS;
-    // Report the id that repeats first in input order (as a sequential scan would).
-    let mut first_repeat: Option<(u32, u32)> = None;
-    for pass in 0..passes {
-        let mut hashes: Vec<(u64, u32)> = Vec::with_capacity(n / passes as usize + 1);
-        for p in 0..plan.parts.len() {
-            let name = part_file("docs", p);
-            let df = work.read_parquet_columns(&name, Some(&["id_hash"]))?;
-            let s = series(&df, "id_hash", "cluster")?;
-            let first = plan.parts[p].0 as u32;
-            hashes.extend(
-                s.u64()
-                    .map_err(pe("cluster"))?
-                    .into_no_null_iter()
-                    .zip(first..)
-                    .filter(|&(h, _)| in_pass(h, pass, passes)),
-            );
-        }
-        hashes.par_sort_unstable();
-        for w in hashes.windows(2) {
-            let ((h0, x), (h1, y)) = (w[0], w[1]);
-            if h0 != h1 || first_repeat.is_some_and(|(_, best)| best <= y) {
-                continue;
-            }
-            let f = store::fetch(work, &plan.parts, plan.store_layout(), vec![x, y], ids)?;
-            if f.id(x) == f.id(y) {
-                first_repeat = Some((x, y));
-            }
-        }
-    }
-    if let Some((x, y)) = first_repeat {
-        let f = store::fetch(work, &plan.parts, plan.store_layout(), vec![x, y], ids)?;
-        let place = |d: u32| {
-            let (file, row) = plan.locate(d as u64);
-            format!("{file} row {row}")
-        };
-        return Err(Error::DuplicateId {
-            id: f.id(x).to_string(),
-            first: place(x),
-            second: place(y),
-        });
-    }
-    Ok(())
-}
-
 /// What either rule decides, per document.
 pub(crate) struct Outcome {
     /// The document itself when kept, its keeper when dropped, [`NOT_TONIGHT`] when its keeper is
@@ -211,67 +161,24 @@ impl Outcome {
     }
 }
 
-/// Passes over a range of the hash space each that hold `entry` bytes per document of `n`: one
-/// when that fits in [`PASS_BYTES`], else enough that a pass holds [`PASS_BYTES_PER_DOC`] per
-/// document of the run (the files are read once per pass).
-fn passes(n: usize, entry: usize) -> u128 {
-    match n * entry <= crate::hooks::cluster_bytes(PASS_BYTES) {
-        true => 1,
-        false => entry.div_ceil(PASS_BYTES_PER_DOC) as u128,
-    }
-}
-
-/// What one pass of [`first_copies`] or [`check_unique_ids`] may hold at most, over the run...
-const PASS_BYTES_PER_DOC: usize = 4;
-/// ...unless the run fits in this at once.
-const PASS_BYTES: usize = 64 << 20;
-
-/// Whether a 64-bit hash prefix falls in pass `pass` of `passes`.
-fn in_pass(top: u64, pass: u128, passes: u128) -> bool {
-    (u128::from(top) * passes) >> 64 == pass
-}
-
-/// Each document's first exact copy in the input (itself when it has none): a 128-bit hash of
-/// its normalised text (and partition) from the signatures stage, within its `--across` value
-/// ([`partition::copy_group`]). Copies share a hash, so each pass over a range of hashes finds
-/// all of a text's copies.
-fn first_copies(work: &OutputDir, plan: &Plan, across: &[u64]) -> Result<Groups> {
-    let n = plan.documents as usize;
-    let mut copies: Vec<(u32, u32)> = Vec::new();
-    let passes = passes(n, 32);
-    for pass in 0..passes {
-        let mut hashes: Vec<(u128, u32)> = Vec::with_capacity(n / passes as usize + 1);
-        for p in 0..plan.parts.len() {
-            let r = plan.part_range(p);
-            let ex = lookup::read_exact(work, p, (r.end - r.start) as usize)?;
-            hashes.extend(
-                ex.into_iter()
-                    .zip(r.start as u32..r.end as u32)
-                    .filter(|&(h, _)| h != 0)
-                    .map(|(h, d)| {
-                        let a = across.get(d as usize).copied().unwrap_or(0);
-                        (partition::copy_group(h, a), d)
-                    })
-                    .filter(|&(key, _)| in_pass((key >> 64) as u64, pass, passes)),
-            );
-        }
-        hashes.par_sort_unstable();
-        for run in hashes.chunk_by(|x, y| x.0 == y.0) {
-            copies.extend(run[1..].iter().map(|&(_, d)| (d, run[0].1)));
-        }
-    }
-    Ok(Groups::new(n, copies))
+/// [`each_edge`] for the in-memory rules, which number documents in 32 bits.
+pub(crate) fn each_edge32(
+    work: &OutputDir,
+    plan: &Plan,
+    f: &mut dyn FnMut(u32, u32, f32),
+) -> Result<()> {
+    each_edge(work, plan, &mut |a, b, s| f(doc32(a), doc32(b), s))
 }
 
 /// Streams every verified edge `(a, b, similarity)` of the run to `f`, part by part.
 pub(crate) fn each_edge(
     work: &OutputDir,
     plan: &Plan,
-    f: &mut dyn FnMut(u32, u32, f32),
+    f: &mut dyn FnMut(u64, u64, f32),
 ) -> Result<()> {
     for p in 0..plan.parts.len() {
         let df = work.read_parquet(&part_file("edges", p))?;
-        let (a, b) = (u32s(&df, "a", "cluster")?, u32s(&df, "b", "cluster")?);
+        let (a, b) = (u64s(&df, "a", "cluster")?, u64s(&df, "b", "cluster")?);
         let sim = series(&df, "similarity", "cluster")?;
         let sim = sim.f32().map_err(pe("cluster"))?;
         for ((x, y), s) in a.into_iter().zip(b).zip(sim.into_no_null_iter()) {
@@ -404,11 +311,23 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
     for p in 0..plan.parts.len() {
         let r = plan.part_range(p);
         let docs = r.start as usize..r.end as usize;
+        let keeper = (out.keeper[docs.clone()].iter())
+            .map(|&k| {
+                if k == NOT_TONIGHT {
+                    INDEXED_KEEPER
+                } else {
+                    k.into()
+                }
+            })
+            .collect();
+        let cluster_id = (out.cluster[docs.clone()].iter())
+            .map(|&c| (c != NOT_TONIGHT).then_some(u64::from(c)))
+            .collect();
         let mut columns = outcome_columns(
-            &out.keeper[docs.clone()],
+            keeper,
             &out.similarity[docs.clone()],
-            &out.cluster[docs.clone()],
-            &size[docs.clone()],
+            cluster_id,
+            size[docs.clone()].to_vec(),
         );
         if let Some(rank) = &rank {
             let keep_rank: Vec<Option<u32>> = docs
@@ -473,23 +392,19 @@ fn streamed(plan: &Plan) -> bool {
 
 /// The columns of a cluster file every rule writes for a part's documents.
 fn outcome_columns(
-    keeper: &[u32],
+    keeper: Vec<u64>,
     similarity: &[f32],
-    cluster: &[u32],
-    size: &[u32],
+    cluster_id: Vec<Option<u64>>,
+    size: Vec<u32>,
 ) -> Vec<Column> {
     let similarity: Vec<Option<f32>> = similarity
         .iter()
         .map(|&s| Some(s).filter(|s| !s.is_nan()))
         .collect();
-    let cluster_id: Vec<Option<u64>> = cluster
-        .iter()
-        .map(|&c| (c != NOT_TONIGHT).then_some(u64::from(c)))
-        .collect();
     vec![
-        Column::new("keeper".into(), keeper.to_vec()),
+        Column::new("keeper".into(), keeper),
         Column::new("cluster_id".into(), cluster_id),
-        Column::new("cluster_size".into(), size.to_vec()),
+        Column::new("cluster_size".into(), size),
         Column::new("similarity".into(), similarity),
     ]
 }

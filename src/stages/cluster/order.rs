@@ -34,20 +34,20 @@ impl Rank {
 /// keep order, whatever order they are offered in.
 #[derive(Default)]
 pub(super) struct Best {
-    found: Option<(f32, u32, u32)>,
+    found: Option<(f32, u64, u64)>,
 }
 
 impl Best {
     /// Offers kept group `u`, similar at `s`, at position `pos` of keep order.
     #[inline]
-    pub(super) fn offer(&mut self, u: u32, s: f32, pos: u32) {
+    pub(super) fn offer(&mut self, u: u64, s: f32, pos: u64) {
         if (self.found).is_none_or(|(fs, fp, _)| s > fs || (s == fs && pos < fp)) {
             self.found = Some((s, pos, u));
         }
     }
 
     /// The group and its similarity, if any was offered.
-    pub(super) fn found(&self) -> Option<(u32, f32)> {
+    pub(super) fn found(&self) -> Option<(u64, f32)> {
         self.found.map(|(s, _, u)| (u, s))
     }
 }

@@ -22,6 +22,7 @@
 
 use super::order::{Best, Rank};
 use crate::error::Result;
+use crate::plan::doc32;
 
 /// The one value that names no document of tonight, wherever the cluster task, the rule and the
 /// manifest hold document numbers: the keeper of a document dropped before the rule runs (with
@@ -33,9 +34,9 @@ pub(crate) const NOT_TONIGHT: u32 = u32::MAX;
 pub(super) trait Lazy {
     /// Offers `(kept group, similarity)` for each verified near-duplicate of group `node` among
     /// the groups this source was told are kept.
-    fn compare(&mut self, node: u32, offer: &mut dyn FnMut(u32, f32)) -> Result<()>;
+    fn compare(&mut self, node: u64, offer: &mut dyn FnMut(u64, f32)) -> Result<()>;
     /// Group `node` is kept.
-    fn kept(&mut self, node: u32);
+    fn kept(&mut self, node: u64);
 }
 
 /// No lazy comparisons.
@@ -44,10 +45,10 @@ pub(super) struct NoLazy;
 
 #[cfg(test)]
 impl Lazy for NoLazy {
-    fn compare(&mut self, _: u32, _: &mut dyn FnMut(u32, f32)) -> Result<()> {
+    fn compare(&mut self, _: u64, _: &mut dyn FnMut(u64, f32)) -> Result<()> {
         Ok(())
     }
-    fn kept(&mut self, _: u32) {}
+    fn kept(&mut self, _: u64) {}
 }
 
 /// The outcome per document.
@@ -238,15 +239,16 @@ impl Decided {
             let mut best = Best::default();
             for &(u, s) in earlier.of_group(gi) {
                 if state[u as usize] == KEPT {
-                    best.offer(u, s, order.pos(docs, u));
+                    best.offer(u.into(), s, order.pos(docs, u).into());
                 }
             }
-            lazy.compare(g, &mut |u, s| {
+            lazy.compare(g.into(), &mut |u, s| {
+                let u = doc32(u);
                 if state[u as usize] == KEPT {
-                    best.offer(u, s, order.pos(docs, u));
+                    best.offer(u.into(), s, order.pos(docs, u).into());
                 }
             })?;
-            match best.found() {
+            match best.found().map(|(u, s)| (doc32(u), s)) {
                 Some((u, s)) => {
                     state[gi] = DROPPED;
                     to[gi] = u;
@@ -255,7 +257,7 @@ impl Decided {
                 None if docs.never_kept(g) => state[gi] = ALONE,
                 None => {
                     state[gi] = KEPT;
-                    lazy.kept(g);
+                    lazy.kept(g.into());
                 }
             }
         }
@@ -433,15 +435,15 @@ mod tests {
     }
 
     impl Lazy for Hidden {
-        fn compare(&mut self, node: u32, offer: &mut dyn FnMut(u32, f32)) -> Result<()> {
+        fn compare(&mut self, node: u64, offer: &mut dyn FnMut(u64, f32)) -> Result<()> {
             for &(u, s) in &self.adj[node as usize] {
                 if self.kept[u as usize] {
-                    offer(u, s);
+                    offer(u.into(), s);
                 }
             }
             Ok(())
         }
-        fn kept(&mut self, node: u32) {
+        fn kept(&mut self, node: u64) {
             self.kept[node as usize] = true;
         }
     }

@@ -10,10 +10,10 @@
 //! are, the cluster sizes are known (a sorted list of each keeper and its drops) and each part's
 //! cluster file is written from its outcome.
 //!
-//! Memory: a bit per document kept, [`Groups`] (~0.19 bytes per document and 4 per later copy),
-//! 12 bytes per dropped text with later copies, 4 per dropped document while deciding and 8 per
-//! cluster after, one range of edges (12 bytes each) and the giant buckets' members
-//! ([`super::keeper::Giants`]). The result is the in-memory rule's ([`super::rule`]), byte for
+//! Memory (document numbers are 64-bit): a bit per document kept, [`Groups`] (~0.375 bytes per
+//! document and 8 per later copy), 24 bytes per dropped text with later copies, 8 per dropped
+//! document while deciding and 16 per cluster after, one range of edges (24 bytes each) and the
+//! giant buckets' members ([`super::keeper::Giants`]). The result is the in-memory rule's ([`super::rule`]), byte for
 //! byte: a property test holds them equal.
 
 use std::ops::Range;
@@ -28,15 +28,15 @@ use super::{outcome_columns, ClusterStats};
 use crate::error::Result;
 use crate::io::doc_columns;
 use crate::io::output::OutputDir;
-use crate::io::work::{f32s, part_file, u32s, write_frame};
-use crate::plan::Plan;
+use crate::io::work::{f32s, part_file, u64s, write_frame};
+use crate::plan::{doc32, Plan};
 
 /// What a range of edges may hold, over the run's documents (or [`RANGE_BYTES`]).
 const RANGE_BYTES_PER_DOC: usize = 2;
 const RANGE_BYTES: usize = 32 << 20;
 
 /// An edge between two groups: (later, earlier, similarity).
-type Edge = (u32, u32, f32);
+type Edge = (u64, u64, f32);
 
 /// The rule's state as it goes through the documents in input order.
 struct Decider<'a, L: Lazy> {
@@ -45,9 +45,9 @@ struct Decider<'a, L: Lazy> {
     /// Bit `g`: group `g` is kept.
     kept: Vec<u64>,
     /// Dropped groups with later copies: (group, keeper, similarity), ascending.
-    dropped_texts: Vec<(u32, u32, f32)>,
+    dropped_texts: Vec<(u64, u64, f32)>,
     /// The keeper of every dropped document so far.
-    drops: Vec<u32>,
+    drops: Vec<u64>,
 }
 
 impl<'a, L: Lazy> Decider<'a, L> {
@@ -61,14 +61,14 @@ impl<'a, L: Lazy> Decider<'a, L> {
         }
     }
 
-    fn is_kept(&self, g: u32) -> bool {
+    fn is_kept(&self, g: u64) -> bool {
         bit(&self.kept, g)
     }
 
     /// Decides document `d` (each in turn, in input order) from its edges to earlier groups
     /// (`earlier`: group and similarity); returns its keeper (itself when kept or alone) and the
     /// similarity to it (NaN when kept or alone). `never_kept`: it holds benchmark text.
-    fn decide(&mut self, d: u32, earlier: &[(u32, f32)], never_kept: bool) -> Result<(u32, f32)> {
+    fn decide(&mut self, d: u64, earlier: &[(u64, f32)], never_kept: bool) -> Result<(u64, f32)> {
         let g = self.groups.group(d);
         let out = match g == d {
             true => self.decide_text(d, earlier, never_kept)?,
@@ -87,7 +87,7 @@ impl<'a, L: Lazy> Decider<'a, L> {
 
     /// A first copy: dropped against its most similar kept earlier neighbour, else kept (or
     /// alone when never kept), as [`super::rule`] decides a group.
-    fn decide_text(&mut self, g: u32, earlier: &[(u32, f32)], never: bool) -> Result<(u32, f32)> {
+    fn decide_text(&mut self, g: u64, earlier: &[(u64, f32)], never: bool) -> Result<(u64, f32)> {
         let mut best = Best::default();
         for &(u, s) in earlier {
             if self.is_kept(u) {
@@ -109,7 +109,7 @@ impl<'a, L: Lazy> Decider<'a, L> {
             }
             None if never => (g, f32::NAN),
             None => {
-                self.kept[g as usize / 64] |= 1 << (g % 64);
+                self.kept[(g / 64) as usize] |= 1 << (g % 64);
                 self.lazy.kept(g);
                 (g, f32::NAN)
             }
@@ -117,12 +117,12 @@ impl<'a, L: Lazy> Decider<'a, L> {
     }
 
     /// Each keeper with documents dropped against it, and how many: ascending.
-    fn clusters(self) -> (Vec<(u32, u32)>, L) {
+    fn clusters(self) -> (Vec<(u64, u64)>, L) {
         let mut drops = self.drops;
         drops.sort_unstable();
         let clusters = drops
             .chunk_by(|a, b| a == b)
-            .map(|run| (run[0], run.len() as u32))
+            .map(|run| (run[0], run.len() as u64))
             .collect();
         (clusters, self.lazy)
     }
@@ -133,7 +133,7 @@ fn range_edges(
     work: &OutputDir,
     plan: &Plan,
     groups: &Groups,
-    docs: Range<u32>,
+    docs: Range<u64>,
 ) -> Result<Vec<Edge>> {
     let mut edges = Vec::new();
     super::each_edge(work, plan, &mut |a, b, s| {
@@ -149,7 +149,7 @@ fn range_edges(
 }
 
 /// An edge's two groups, later first; `None` within one group.
-fn later_earlier(groups: &Groups, a: u32, b: u32) -> Option<(u32, u32)> {
+fn later_earlier(groups: &Groups, a: u64, b: u64) -> Option<(u64, u64)> {
     let (x, y) = (groups.group(a), groups.group(b));
     (x != y).then(|| (x.max(y), x.min(y)))
 }
@@ -192,14 +192,14 @@ pub(super) fn run(work: &OutputDir, plan: &Plan, groups: Groups) -> Result<Clust
     let mut rule = Decider::new(n, &groups, giants);
     for parts in part_ranges(work, plan, &groups)? {
         let docs = plan.part_range(parts.start).start..plan.part_range(parts.end - 1).end;
-        let edges = range_edges(work, plan, &groups, docs.start as u32..docs.end as u32)?;
+        let edges = range_edges(work, plan, &groups, docs)?;
         let mut at = 0;
         for p in parts {
             let never = doc_columns::contaminated(work, p, refs)?;
             let r = plan.part_range(p);
             let (mut keeper, mut similarity) = (Vec::new(), Vec::new());
-            let mut earlier: Vec<(u32, f32)> = Vec::new();
-            for (j, d) in (r.start as u32..r.end as u32).enumerate() {
+            let mut earlier: Vec<(u64, f32)> = Vec::new();
+            for (j, d) in r.enumerate() {
                 earlier.clear();
                 while let Some(&(_, u, s)) = edges.get(at).filter(|e| e.0 == d) {
                     earlier.push((u, s));
@@ -230,10 +230,10 @@ pub(super) fn run(work: &OutputDir, plan: &Plan, groups: Groups) -> Result<Clust
 fn write_parts(
     work: &OutputDir,
     plan: &Plan,
-    clusters: &[(u32, u32)],
+    clusters: &[(u64, u64)],
     refs: bool,
 ) -> Result<ClusterStats> {
-    let drops_of = |k: u32| match clusters.binary_search_by_key(&k, |c| c.0) {
+    let drops_of = |k: u64| match clusters.binary_search_by_key(&k, |c| c.0) {
         Ok(i) => clusters[i].1,
         Err(_) => 0,
     };
@@ -242,7 +242,7 @@ fn write_parts(
     for p in 0..plan.parts.len() {
         let r = plan.part_range(p);
         let df = work.read_parquet(&rule_file(p))?;
-        let keeper = u32s(&df, "keeper", "cluster")?;
+        let keeper = u64s(&df, "keeper", "cluster")?;
         let similarity = f32s(&df, "similarity", "cluster")?;
         let never = doc_columns::contaminated(work, p, refs)?;
         let mut cluster = Vec::with_capacity(keeper.len());
@@ -250,8 +250,8 @@ fn write_parts(
         let mut keep_rank: Vec<Option<u32>> = Vec::new();
         // The part's own keepers by a cursor in order (a search for each was ~10% of the task at
         // 10^7), the others' (a dropped document's) looked up.
-        let mut at = clusters.partition_point(|c| c.0 < r.start as u32);
-        for (j, (d, &k)) in (r.start as u32..r.end as u32).zip(&keeper).enumerate() {
+        let mut at = clusters.partition_point(|c| c.0 < r.start);
+        for (j, (d, &k)) in r.zip(&keeper).enumerate() {
             let drops = match k == d {
                 true => {
                     while clusters.get(at).is_some_and(|c| c.0 < d) {
@@ -261,21 +261,18 @@ fn write_parts(
                 }
                 false => drops_of(k),
             };
-            cluster.push(if k != d || drops > 0 {
-                k
-            } else {
-                super::NOT_TONIGHT
-            });
-            size.push(drops + 1);
+            cluster.push((k != d || drops > 0).then_some(k));
+            // A cluster of more than 2^32 - 1 documents says so in 32 bits.
+            size.push(u32::try_from(drops + 1).unwrap_or(u32::MAX));
             let contaminated = never.get(j).copied().unwrap_or(false);
             let kept = k == d && !contaminated;
             stats.documents_kept += u64::from(kept);
             stats.contaminated_duplicates += u64::from(contaminated && k != d);
             if ranks {
-                keep_rank.push(kept.then_some(d));
+                keep_rank.push(kept.then(|| doc32(d)));
             }
         }
-        let mut columns = outcome_columns(&keeper, &similarity, &cluster, &size);
+        let mut columns = outcome_columns(keeper, &similarity, cluster, size);
         if ranks {
             columns.push(Column::new("keep_rank".into(), keep_rank));
         }
@@ -304,17 +301,20 @@ mod tests {
         let n = group.len();
         let groups = from_dense(group);
         let mut sorted: Vec<Edge> = (edges.iter())
-            .filter_map(|&(a, b, s)| later_earlier(&groups, a, b).map(|(l, e)| (l, e, s)))
+            .filter_map(|&(a, b, s)| {
+                later_earlier(&groups, a.into(), b.into()).map(|(l, e)| (l, e, s))
+            })
             .collect();
         sorted.sort_unstable_by_key(|e| (e.0, e.1));
         let mut rule = Decider::new(n, &groups, NoLazy);
-        (0..n as u32)
+        (0..n as u64)
             .map(|d| {
-                let earlier: Vec<(u32, f32)> = (sorted.iter())
+                let earlier: Vec<(u64, f32)> = (sorted.iter())
                     .filter(|e| e.0 == d)
                     .map(|e| (e.1, e.2))
                     .collect();
-                rule.decide(d, &earlier, never[d as usize]).unwrap()
+                let (k, s) = rule.decide(d, &earlier, never[d as usize]).unwrap();
+                (doc32(k), s)
             })
             .collect()
     }

@@ -13,8 +13,8 @@ use crate::unionfind::SparseUnionFind;
 /// A verified duplicate pair (a < b) and its similarity.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Edge {
-    pub a: u32,
-    pub b: u32,
+    pub a: u64,
+    pub b: u64,
     pub similarity: f32,
 }
 
@@ -22,15 +22,15 @@ pub(crate) struct Edge {
 /// pair's signature estimate, and is called only when the mode needs it (a caller that has the
 /// estimate already passes it in rather than computing it twice).
 pub(crate) fn needs_exact(
-    a: u32,
-    b: u32,
+    a: u64,
+    b: u64,
     sigs: &impl SigSource,
     mode: Verify,
     threshold: f64,
     min_shingles: usize,
     estimate: impl FnOnce() -> f64,
 ) -> bool {
-    let short = |d: u32| (sigs.shingles(d) as usize) < min_shingles;
+    let short = |d: u64| (sigs.shingles(d) as usize) < min_shingles;
     let k = sigs.k() as f64;
     match mode {
         Verify::Exact => true,
@@ -45,12 +45,12 @@ pub(crate) fn needs_exact(
 /// The documents of the pairs that need the exact check (sorted, unique): both documents of such
 /// a pair, so its Jaccard can be computed.
 pub(crate) fn docs_needing_sets(
-    pairs: &[(u32, u32)],
+    pairs: &[(u64, u64)],
     sigs: &impl SigSource,
     mode: Verify,
     threshold: f64,
     min_shingles: usize,
-) -> Vec<u32> {
+) -> Vec<u64> {
     docs_of_pairs(pairs, |a, b| {
         let estimate = || estimate_jaccard(sigs.sig(a), sigs.sig(b));
         needs_exact(a, b, sigs, mode, threshold, min_shingles, estimate)
@@ -59,10 +59,10 @@ pub(crate) fn docs_needing_sets(
 
 /// Both documents of every pair for which `select(a, b)` holds, sorted and unique.
 pub(crate) fn docs_of_pairs(
-    pairs: &[(u32, u32)],
-    select: impl Fn(u32, u32) -> bool + Sync,
-) -> Vec<u32> {
-    let mut docs: Vec<u32> = pairs
+    pairs: &[(u64, u64)],
+    select: impl Fn(u64, u64) -> bool + Sync,
+) -> Vec<u64> {
+    let mut docs: Vec<u64> = pairs
         .par_iter()
         .filter(|&&(a, b)| select(a, b))
         .flat_map_iter(|&(a, b)| [a, b])
@@ -77,8 +77,8 @@ pub(crate) fn docs_of_pairs(
 /// Which method applies depends on the pair alone, never on what other sets happen to be held,
 /// so the result does not depend on how pairs are batched into tasks.
 pub(crate) fn similarity(
-    a: u32,
-    b: u32,
+    a: u64,
+    b: u64,
     exact: bool,
     sets: &ShingleSets,
     sigs: &impl SigSource,
@@ -96,7 +96,7 @@ thread_local! {
 
 /// Exact Jaccard of a pair whose two shingle sets are held (None, and a debug assertion, when one
 /// is not: callers fetch the sets of the pairs they check exactly).
-fn held_jaccard(a: u32, b: u32, sets: &ShingleSets) -> Option<f64> {
+fn held_jaccard(a: u64, b: u64, sets: &ShingleSets) -> Option<f64> {
     let j = sets
         .get(a)
         .zip(sets.get(b))
@@ -111,8 +111,8 @@ fn held_jaccard(a: u32, b: u32, sets: &ShingleSets) -> Option<f64> {
 /// The pairs whose exact Jaccard (on the held `sets`) is at least `threshold`, in input order.
 /// Consecutive pairs with the same first document share one load of its keys
 /// ([`KeyTable::jaccards`]): pairs come sorted, and a document is often checked against several.
-pub(crate) fn exact_edges(pairs: &[(u32, u32)], sets: &ShingleSets, threshold: f64) -> Vec<Edge> {
-    let groups: Vec<&[(u32, u32)]> = pairs.chunk_by(|x, y| x.0 == y.0).collect();
+pub(crate) fn exact_edges(pairs: &[(u64, u64)], sets: &ShingleSets, threshold: f64) -> Vec<Edge> {
+    let groups: Vec<&[(u64, u64)]> = pairs.chunk_by(|x, y| x.0 == y.0).collect();
     groups
         .par_iter()
         .with_min_len(16)
@@ -148,8 +148,8 @@ pub(crate) fn exact_edges(pairs: &[(u32, u32)], sets: &ShingleSets, threshold: f
 /// A candidate pair that needs the exact check, with its signature estimate.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct ExactPair {
-    pub a: u32,
-    pub b: u32,
+    pub a: u64,
+    pub b: u64,
     pub estimate: f32,
 }
 
@@ -157,7 +157,7 @@ pub(crate) struct ExactPair {
 /// decides, and the pairs that need the exact check (per [`needs_exact`] under `mode`), both in
 /// input order. Each pair's estimate is computed once, for both.
 pub(crate) fn estimate_batch(
-    pairs: &[(u32, u32)],
+    pairs: &[(u64, u64)],
     sigs: &impl SigSource,
     mode: Verify,
     threshold: f64,
@@ -208,7 +208,7 @@ pub(crate) fn exact_batch(
     checks: &[ExactPair],
     threshold: f64,
     mut joined: Option<&mut SparseUnionFind>,
-    mut fetch_sets: impl FnMut(Vec<u32>) -> crate::error::Result<ShingleSets>,
+    mut fetch_sets: impl FnMut(Vec<u64>) -> crate::error::Result<ShingleSets>,
 ) -> crate::error::Result<(Vec<Edge>, ShingleSets, u64)> {
     let mut edges = Vec::new();
     let mut sets = ShingleSets::default();
@@ -243,12 +243,12 @@ pub(crate) fn exact_batch(
 /// (0: none), which becomes a check on the shingle sets ([`jaccard_edges`]) with that
 /// similarity as its estimate.
 pub(crate) fn hamming_batch(
-    pairs: &[(u32, u32)],
+    pairs: &[(u64, u64)],
     fps: &impl SigSource,
     k: usize,
     min_features: usize,
 ) -> (Vec<Edge>, Vec<ExactPair>) {
-    let few = |x: u32| (simhash::record_features(fps.sig(x)) as usize) < min_features;
+    let few = |x: u64| (simhash::record_features(fps.sig(x)) as usize) < min_features;
     let mut edges = Vec::new();
     let mut checks = Vec::new();
     for &(a, b) in pairs {
@@ -287,16 +287,16 @@ pub(crate) fn jaccard_edges(checks: &[ExactPair], sets: &ShingleSets, threshold:
 /// Both documents of every SimHash candidate pair in which a document has fewer than
 /// `min_features` features (its Jaccard check needs both sets); sorted and unique.
 pub(crate) fn short_docs(
-    pairs: &[(u32, u32)],
+    pairs: &[(u64, u64)],
     fps: &impl SigSource,
     min_features: usize,
-) -> Vec<u32> {
-    let few = |d: u32| (simhash::record_features(fps.sig(d)) as usize) < min_features;
+) -> Vec<u64> {
+    let few = |d: u64| (simhash::record_features(fps.sig(d)) as usize) < min_features;
     docs_of_pairs(pairs, |a, b| few(a) || few(b))
 }
 
 /// A SimHash fingerprint kept in the store as two values.
-pub(super) fn fingerprint(fps: &impl SigSource, doc: u32) -> u64 {
+pub(super) fn fingerprint(fps: &impl SigSource, doc: u64) -> u64 {
     simhash::record_fingerprint(fps.sig(doc))
 }
 

@@ -10,7 +10,7 @@
 use crate::config::{ClusterRule, Method};
 use crate::error::Result;
 use crate::io::output::OutputDir;
-use crate::io::work::{self, f32s, part_file, u32s};
+use crate::io::work::{self, f32s, part_file, u64s};
 use crate::plan::Plan;
 use crate::stages::keys::KeySource;
 use crate::text::sets::ShingleSets;
@@ -26,7 +26,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats
     let cfg = &plan.config;
     let mut edges = read_edges(work, &work::estimated_file(p), "exact")?;
     let df = work.read_parquet(&work::checks_file(p))?;
-    let (a, b) = (u32s(&df, "a", "exact")?, u32s(&df, "b", "exact")?);
+    let (a, b) = (u64s(&df, "a", "exact")?, u64s(&df, "b", "exact")?);
     let estimate = f32s(&df, "estimate", "exact")?;
     let checks: Vec<ExactPair> = (a.into_iter().zip(b).zip(estimate))
         .map(|((a, b), estimate)| ExactPair { a, b, estimate })
@@ -52,7 +52,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats
                 (found, sets)
             }
             Method::Simhash => {
-                let pairs: Vec<(u32, u32)> = batch.iter().map(|c| (c.a, c.b)).collect();
+                let pairs: Vec<(u64, u64)> = batch.iter().map(|c| (c.a, c.b)).collect();
                 let need = super::docs_of_pairs(&pairs, |_, _| true);
                 let (sets, read) = fetch_sets(&mut keys, need, &mut carry)?;
                 exact_sets += read;
@@ -62,7 +62,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats
         found_edges += found.len() as u64;
         edges.extend(found);
         // Checks are sorted by first document: what later windows can use lies beyond this one.
-        let next = ((window(batch[0].a) + 1) * WINDOW).min(u32::MAX as u64) as u32;
+        let next = (window(batch[0].a) + 1) * WINDOW;
         carry = std::mem::take(&mut carry).merge(sets);
         carry.keep_from(next, CARRY_KEYS);
     }

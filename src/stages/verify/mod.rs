@@ -55,7 +55,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{ClusterRule, Method};
 use crate::error::Result;
 use crate::io::output::OutputDir;
-use crate::io::work::{self, polars_err as pe, series, u32s, write_frame};
+use crate::io::work::{self, polars_err as pe, series, u64s, write_frame};
 use crate::io::{doc_lists, pairs, store};
 use crate::minhash::{estimate_jaccard, SigSource};
 use crate::plan::{Plan, Stage};
@@ -88,12 +88,12 @@ pub(crate) struct VerifyStats {
 pub(crate) const WINDOW: u64 = 16_384;
 
 /// Window of document `d` for batching: [`WINDOW`] consecutive documents.
-fn window(d: u32) -> u64 {
-    d as u64 / WINDOW
+fn window(d: u64) -> u64 {
+    d / WINDOW
 }
 
 /// Whether MinHash pair (a, b) gets the exact Jaccard check under the plan's settings.
-fn exact_check(plan: &Plan, a: u32, b: u32, sigs: &store::Fetched) -> bool {
+fn exact_check(plan: &Plan, a: u64, b: u64, sigs: &store::Fetched) -> bool {
     let cfg = &plan.config;
     let estimate = || estimate_jaccard(sigs.sig(a), sigs.sig(b));
     let (mode, threshold, min_shingles) = (cfg.verify, cfg.threshold, cfg.min_shingles);
@@ -105,8 +105,8 @@ fn exact_check(plan: &Plan, a: u32, b: u32, sigs: &store::Fetched) -> bool {
 /// fetched for it.
 pub(crate) fn pair_similarity(
     plan: &Plan,
-    a: u32,
-    b: u32,
+    a: u64,
+    b: u64,
     sigs: &store::Fetched,
     sets: &ShingleSets,
 ) -> f64 {
@@ -119,7 +119,7 @@ pub(crate) fn pair_similarity(
 }
 
 /// The documents whose shingle sets [`check_pairs`] needs for `pairs` (sorted, unique).
-pub(crate) fn sets_needed(plan: &Plan, pairs: &[(u32, u32)], sigs: &store::Fetched) -> Vec<u32> {
+pub(crate) fn sets_needed(plan: &Plan, pairs: &[(u64, u64)], sigs: &store::Fetched) -> Vec<u64> {
     let cfg = &plan.config;
     match cfg.method {
         Method::Minhash => {
@@ -136,7 +136,7 @@ pub(crate) fn sets_needed(plan: &Plan, pairs: &[(u32, u32)], sigs: &store::Fetch
 /// from their signatures and the sets [`sets_needed`] names.
 pub(crate) fn check_pairs(
     plan: &Plan,
-    pairs: &[(u32, u32)],
+    pairs: &[(u64, u64)],
     sigs: &store::Fetched,
     sets: &ShingleSets,
 ) -> Vec<Edge> {
@@ -145,7 +145,7 @@ pub(crate) fn check_pairs(
         Method::Minhash => {
             let (mut edges, checks) =
                 estimate_batch(pairs, sigs, cfg.verify, cfg.threshold, cfg.min_shingles);
-            let exact: Vec<(u32, u32)> = checks.iter().map(|c| (c.a, c.b)).collect();
+            let exact: Vec<(u64, u64)> = checks.iter().map(|c| (c.a, c.b)).collect();
             edges.extend(exact_edges(&exact, sets, cfg.threshold));
             edges
         }
@@ -162,8 +162,8 @@ pub(crate) fn check_pairs(
 fn fetch_sigs(
     work: &OutputDir,
     plan: &Plan,
-    pairs: &[(u32, u32)],
-    also: Vec<u32>,
+    pairs: &[(u64, u64)],
+    also: Vec<u64>,
     ids: bool,
 ) -> Result<store::Fetched> {
     let mut docs = docs_of_pairs(pairs, |_, _| true);
@@ -181,7 +181,7 @@ fn fetch_sigs(
 /// instead of being read again; the second value counts the sets read from `keys`.
 fn fetch_sets(
     keys: &mut KeySource,
-    need: Vec<u32>,
+    need: Vec<u64>,
     held: &mut ShingleSets,
 ) -> Result<(ShingleSets, u64)> {
     let (reused, missing) = held.take(&need);
@@ -195,8 +195,8 @@ fn fetch_sets(
 pub(crate) fn fetch_for_pairs(
     work: &OutputDir,
     plan: &Plan,
-    pairs: &[(u32, u32)],
-    also: Vec<u32>,
+    pairs: &[(u64, u64)],
+    also: Vec<u64>,
 ) -> Result<(store::Fetched, ShingleSets)> {
     let cfg = &plan.config;
     let sigs = fetch_sigs(work, plan, pairs, also, true)?;
@@ -224,10 +224,15 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats
     if plan.tasks(Stage::PairSignatures) == 0 {
         candidates::release_band_rows(work, plan, p)?;
     }
-    let mut pairs: Vec<(u32, u32)> = Vec::new();
+    let mut pairs: Vec<(u64, u64)> = Vec::new();
     for t in 0..plan.tasks(Stage::Candidates) {
         let name = work::pairs_file(t);
-        pairs.extend(pairs::read_part(work, &name, plan.parts.len(), p)?);
+        pairs.extend(pairs::read_part(
+            work,
+            &name,
+            plan.parts.len(),
+            (p, plan.parts[p].0),
+        )?);
     }
     pairs.par_sort_unstable();
     pairs.dedup();
@@ -253,8 +258,8 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats
         &work::checks_file(p),
         "verify",
         vec![
-            Column::new("a".into(), checks.iter().map(|c| c.a).collect::<Vec<u32>>()),
-            Column::new("b".into(), checks.iter().map(|c| c.b).collect::<Vec<u32>>()),
+            Column::new("a".into(), checks.iter().map(|c| c.a).collect::<Vec<u64>>()),
+            Column::new("b".into(), checks.iter().map(|c| c.b).collect::<Vec<u64>>()),
             Column::new(
                 "estimate".into(),
                 checks.iter().map(|c| c.estimate).collect::<Vec<f32>>(),
@@ -285,7 +290,7 @@ fn write_needs(
             joined.union(e.a, e.b);
         }
     }
-    let open: Vec<(u32, u32)> = (checks.iter())
+    let open: Vec<(u64, u64)> = (checks.iter())
         .filter(|c| !joined.connected(c.a, c.b))
         .map(|c| (c.a, c.b))
         .collect();
@@ -295,8 +300,8 @@ fn write_needs(
 
 /// Writes `edges` (sorted by (a, b)) as a frame of a, b, similarity.
 fn write_edges(work: &OutputDir, name: &str, edges: &[Edge]) -> Result<()> {
-    let a: Vec<u32> = edges.iter().map(|e| e.a).collect();
-    let b: Vec<u32> = edges.iter().map(|e| e.b).collect();
+    let a: Vec<u64> = edges.iter().map(|e| e.a).collect();
+    let b: Vec<u64> = edges.iter().map(|e| e.b).collect();
     let similarity: Vec<f32> = edges.iter().map(|e| e.similarity).collect();
     write_frame(
         work,
@@ -313,7 +318,7 @@ fn write_edges(work: &OutputDir, name: &str, edges: &[Edge]) -> Result<()> {
 /// Reads a frame written by [`write_edges`].
 fn read_edges(work: &OutputDir, name: &str, stage: &'static str) -> Result<Vec<Edge>> {
     let df = work.read_parquet(name)?;
-    let (a, b) = (u32s(&df, "a", stage)?, u32s(&df, "b", stage)?);
+    let (a, b) = (u64s(&df, "a", stage)?, u64s(&df, "b", stage)?);
     let s = series(&df, "similarity", stage)?;
     let s = s.f32().map_err(pe(stage))?;
     Ok((a.into_iter().zip(b).zip(s.into_no_null_iter()))
