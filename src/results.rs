@@ -336,6 +336,13 @@ impl Manifest {
             .collect();
         let files = self.column("file")?.str().map_err(|e| err(e.to_string()))?;
         let rows = self.column("row")?.u64().map_err(|e| err(e.to_string()))?;
+        // Rows are numbered in 32 bits here (u32::MAX marks a row not seen yet).
+        if rows.len() as u64 >= crate::plan::MAX_DOCS_32 {
+            return Err(err(format!(
+                "{} rows; apply reads a manifest of at most 4,294,967,294 rows at once",
+                rows.len()
+            )));
+        }
         for (m, (f, r)) in files.iter().zip(rows.iter()).enumerate() {
             let (Some(f), Some(r)) = (f, r) else {
                 return Err(err(format!("row {m} has no file or row")));

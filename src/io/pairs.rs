@@ -34,36 +34,37 @@ pub(crate) fn encode(pairs: &[(u64, u64)], part_starts: &[u64]) -> Vec<u8> {
     sections::encode(MAGIC, &parts)
 }
 
-/// Reads part `p`'s pairs (of `parts`, the part's first document `first`) from the pair file
-/// `name`.
+/// Appends part `p`'s pairs (of `parts`, the part's first document `first`) from the pair file
+/// `name` to `out`.
 pub(crate) fn read_part(
     work: &OutputDir,
     name: &str,
     parts: usize,
     (p, first): (usize, u64),
-) -> Result<Vec<(u64, u64)>> {
+    out: &mut Vec<(u64, u64)>,
+) -> Result<()> {
     let bytes = sections::read(work, name, (MAGIC, "a candidate pair file"), parts, p)?;
     let damaged = || Error::WorkFile {
         path: work.location(name),
         source: "a part's pairs are not whole (damaged file)".into(),
     };
     let mut r = varint::Reader::new(&bytes);
-    let (mut out, mut before) = (Vec::new(), (first, 0u64));
+    let mut before = (first, 0u64);
+    // A pair takes two bytes at least.
+    out.reserve(bytes.len() / 4);
+    let mut started = false;
     while !r.done() {
         let (Some(da), Some(db)) = (r.varint_u64(), r.varint_u64()) else {
             return Err(damaged());
         };
         let a = before.0.checked_add(da).ok_or_else(damaged)?;
-        let from = if da == 0 && !out.is_empty() {
-            before.1
-        } else {
-            a
-        };
+        let from = if da == 0 && started { before.1 } else { a };
         let b = from.checked_add(db).ok_or_else(damaged)?;
         out.push((a, b));
         before = (a, b);
+        started = true;
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -79,17 +80,21 @@ mod tests {
         let starts = [0, 4, 8, 20];
         work.write_bytes(&pairs_file(0), encode(&pairs, &starts))
             .unwrap();
-        let read = |p: usize| read_part(&work, &pairs_file(0), 4, (p, starts[p])).unwrap();
+        let read = |p: usize| {
+            let mut out = Vec::new();
+            read_part(&work, &pairs_file(0), 4, (p, starts[p]), &mut out).unwrap();
+            out
+        };
         assert_eq!(read(0), vec![(0, 5), (1, 2), (1, 9)]);
         assert_eq!(read(1), vec![(7, 8)]);
         assert_eq!(read(2), vec![(9, 10)]);
         assert_eq!(read(3), vec![]);
-        assert!(read_part(&work, &pairs_file(0), 3, (0, 0)).is_err());
+        assert!(read_part(&work, &pairs_file(0), 3, (0, 0), &mut Vec::new()).is_err());
         let mut bad = encode(&pairs, &starts);
         let n = bad.len();
         bad[n - 1] ^= 1;
         work.write_bytes(&pairs_file(0), bad).unwrap();
-        assert!(read_part(&work, &pairs_file(0), 4, (2, 8))
+        assert!(read_part(&work, &pairs_file(0), 4, (2, 8), &mut Vec::new())
             .unwrap_err()
             .to_string()
             .contains("checksum"));
@@ -116,7 +121,8 @@ mod tests {
             work.write_bytes(&pairs_file(0), encode(&pairs, &starts)).unwrap();
             let mut back = Vec::new();
             for (p, &first) in starts.iter().enumerate() {
-                let part = read_part(&work, &pairs_file(0), starts.len(), (p, first)).unwrap();
+                let mut part = Vec::new();
+                read_part(&work, &pairs_file(0), starts.len(), (p, first), &mut part).unwrap();
                 let end = starts.get(p + 1).copied().unwrap_or(u64::MAX);
                 proptest::prop_assert!(part.iter().all(|&(a, _)| a >= first && a < end));
                 back.extend(part);

@@ -40,6 +40,11 @@ impl<'a> Reader<'a> {
 
     /// The next varint of up to 64 bits; None as for [`Reader::varint`] (longer than 10 bytes).
     pub(crate) fn varint_u64(&mut self) -> Option<u64> {
+        // Most values are below 128: one byte.
+        if let Some(&b) = self.bytes.get(self.at).filter(|&&b| b < 0x80) {
+            self.at += 1;
+            return Some(u64::from(b));
+        }
         let (mut v, mut shift, mut at) = (0u64, 0u32, self.at);
         loop {
             let b = *self.bytes.get(at)?;

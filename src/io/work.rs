@@ -285,13 +285,29 @@ pub(crate) fn f32s(df: &DataFrame, name: &str, stage: &'static str) -> Result<Ve
         .collect())
 }
 
-/// A column of a work file as a u64 vector (document numbers).
+/// A column of a work file as a u64 vector (document numbers, written by [`doc_column`] or as
+/// u64).
 pub(crate) fn u64s(df: &DataFrame, name: &str, stage: &'static str) -> Result<Vec<u64>> {
     let s = series(df, name, stage)?;
+    if let Ok(narrow) = s.u32() {
+        return Ok(narrow.into_no_null_iter().map(u64::from).collect());
+    }
     Ok(s.u64()
         .map_err(polars_err(stage))?
         .into_no_null_iter()
         .collect())
+}
+
+/// A column of document numbers, in 32 bits when they all fit (every run below 2^32
+/// documents: half the bytes to write and compress), else in 64; [`u64s`] reads either.
+pub(crate) fn doc_column(name: &str, docs: Vec<u64>) -> Column {
+    match docs.iter().all(|&d| d <= u64::from(u32::MAX)) {
+        true => Column::new(
+            name.into(),
+            docs.into_iter().map(|d| d as u32).collect::<Vec<_>>(),
+        ),
+        false => Column::new(name.into(), docs),
+    }
 }
 
 /// A column of a work file as a u32 vector.
@@ -301,4 +317,21 @@ pub(crate) fn u32s(df: &DataFrame, name: &str, stage: &'static str) -> Result<Ve
         .map_err(polars_err(stage))?
         .into_no_null_iter()
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn document_columns_are_as_narrow_as_their_numbers_and_read_back() {
+        let small = vec![0, 7, u64::from(u32::MAX)];
+        let large = vec![0, 1 << 32, u64::MAX - 1];
+        for (docs, dtype) in [(small, DataType::UInt32), (large, DataType::UInt64)] {
+            let column = doc_column("a", docs.clone());
+            assert_eq!(column.dtype(), &dtype);
+            let df = DataFrame::new(docs.len(), vec![column]).unwrap();
+            assert_eq!(u64s(&df, "a", "test").unwrap(), docs);
+        }
+    }
 }

@@ -48,7 +48,7 @@ use std::collections::BTreeMap;
 use crate::config::{ClusterRule, Keep};
 use crate::error::Result;
 use crate::io::output::OutputDir;
-use crate::io::work::{part_file, polars_err as pe, series, u32s, u64s, write_frame};
+use crate::io::work::{doc_column, part_file, polars_err as pe, series, u32s, u64s, write_frame};
 use crate::plan::{doc32, Plan};
 
 /// Counters of the cluster task.
@@ -402,7 +402,7 @@ fn outcome_columns(
         .map(|&s| Some(s).filter(|s| !s.is_nan()))
         .collect();
     vec![
-        Column::new("keeper".into(), keeper),
+        doc_column("keeper", keeper),
         Column::new("cluster_id".into(), cluster_id),
         Column::new("cluster_size".into(), size),
         Column::new("similarity".into(), similarity),

@@ -28,7 +28,7 @@ use super::{outcome_columns, ClusterStats};
 use crate::error::Result;
 use crate::io::doc_columns;
 use crate::io::output::OutputDir;
-use crate::io::work::{f32s, part_file, u64s, write_frame};
+use crate::io::work::{doc_column, f32s, part_file, u64s, write_frame};
 use crate::plan::{doc32, Plan};
 
 /// What a range of edges may hold, over the run's documents (or [`RANGE_BYTES`]).
@@ -211,7 +211,7 @@ pub(super) fn run(work: &OutputDir, plan: &Plan, groups: Groups) -> Result<Clust
                 similarity.push(Some(s).filter(|s| !s.is_nan()));
             }
             let columns = vec![
-                Column::new("keeper".into(), keeper),
+                doc_column("keeper", keeper),
                 Column::new("similarity".into(), similarity),
             ];
             write_frame(work, &rule_file(p), "cluster", columns)?;

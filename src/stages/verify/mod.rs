@@ -55,7 +55,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{ClusterRule, Method};
 use crate::error::Result;
 use crate::io::output::OutputDir;
-use crate::io::work::{self, polars_err as pe, series, u64s, write_frame};
+use crate::io::work::{self, doc_column, polars_err as pe, series, u64s, write_frame};
 use crate::io::{doc_lists, pairs, store};
 use crate::minhash::{estimate_jaccard, SigSource};
 use crate::plan::{Plan, Stage};
@@ -227,14 +227,11 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats
     let mut pairs: Vec<(u64, u64)> = Vec::new();
     for t in 0..plan.tasks(Stage::Candidates) {
         let name = work::pairs_file(t);
-        pairs.extend(pairs::read_part(
-            work,
-            &name,
-            plan.parts.len(),
-            (p, plan.parts[p].0),
-        )?);
+        let part = (p, plan.parts[p].0);
+        pairs::read_part(work, &name, plan.parts.len(), part, &mut pairs)?;
     }
-    pairs.par_sort_unstable();
+    // Sorted runs, one per candidates file: a merge sort finds them.
+    pairs.par_sort();
     pairs.dedup();
     let cfg = &plan.config;
     let (mut edges, mut checks) = (Vec::new(), Vec::new());
@@ -258,8 +255,8 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats
         &work::checks_file(p),
         "verify",
         vec![
-            Column::new("a".into(), checks.iter().map(|c| c.a).collect::<Vec<u64>>()),
-            Column::new("b".into(), checks.iter().map(|c| c.b).collect::<Vec<u64>>()),
+            doc_column("a", checks.iter().map(|c| c.a).collect()),
+            doc_column("b", checks.iter().map(|c| c.b).collect()),
             Column::new(
                 "estimate".into(),
                 checks.iter().map(|c| c.estimate).collect::<Vec<f32>>(),
@@ -308,8 +305,8 @@ fn write_edges(work: &OutputDir, name: &str, edges: &[Edge]) -> Result<()> {
         name,
         "verify",
         vec![
-            Column::new("a".into(), a),
-            Column::new("b".into(), b),
+            doc_column("a", a),
+            doc_column("b", b),
             Column::new("similarity".into(), similarity),
         ],
     )
