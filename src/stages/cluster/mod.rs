@@ -13,7 +13,7 @@
 //!   global index is the cluster's stable id.
 //!
 //! Memory: the id check and the exact-copy pass take a range of hashes at a time, 4 bytes per
-//! document ([`hashes::passes`]); the streamed rule ~5 bytes per document on short documents
+//! document ([`hashes::passes`]); the streamed rule ~7 bytes per document on short documents
 //! ([`stream`]); otherwise 28-30 bytes per document for `components` (union-find, sizes,
 //! keepers, similarity, the outcome), ~24 bytes per document and 8 per verified edge for
 //! `keeper`, plus 12 (a keep order and the rule's view of it) and the keep column with `--keep

@@ -116,15 +116,40 @@ impl<'a, L: Lazy> Decider<'a, L> {
         })
     }
 
-    /// Each keeper with documents dropped against it, and how many: ascending.
-    fn clusters(self) -> (Vec<(u64, u64)>, L) {
-        let mut drops = self.drops;
-        drops.sort_unstable();
-        let clusters = drops
-            .chunk_by(|a, b| a == b)
-            .map(|run| (run[0], run.len() as u64))
-            .collect();
-        (clusters, self.lazy)
+    /// Each keeper with documents dropped against it, and how many: ascending. The keepers
+    /// take the place of the drops (no second array of them).
+    fn clusters(self) -> (Clusters, L) {
+        let mut keepers = self.drops;
+        keepers.sort_unstable();
+        let mut drops = Vec::new();
+        let mut kept = 0;
+        for i in 0..keepers.len() {
+            match kept > 0 && keepers[kept - 1] == keepers[i] {
+                // A cluster of more than 2^32 - 1 documents says so in 32 bits.
+                true => drops[kept - 1] = u32::saturating_add(drops[kept - 1], 1),
+                false => {
+                    keepers[kept] = keepers[i];
+                    drops.push(1u32);
+                    kept += 1;
+                }
+            }
+        }
+        keepers.truncate(kept);
+        keepers.shrink_to_fit();
+        (Clusters { keepers, drops }, self.lazy)
+    }
+}
+
+/// Each keeper with documents dropped against it (ascending), and how many.
+struct Clusters {
+    keepers: Vec<u64>,
+    drops: Vec<u32>,
+}
+
+impl Clusters {
+    /// The drops of keeper `k` at `i`, when it is there.
+    fn at(&self, i: usize, k: u64) -> Option<u32> {
+        (self.keepers.get(i) == Some(&k)).then(|| self.drops[i])
     }
 }
 
@@ -230,13 +255,11 @@ pub(super) fn run(work: &OutputDir, plan: &Plan, groups: Groups) -> Result<Clust
 fn write_parts(
     work: &OutputDir,
     plan: &Plan,
-    clusters: &[(u64, u64)],
+    clusters: &Clusters,
     refs: bool,
 ) -> Result<ClusterStats> {
-    let drops_of = |k: u64| match clusters.binary_search_by_key(&k, |c| c.0) {
-        Ok(i) => clusters[i].1,
-        Err(_) => 0,
-    };
+    let keepers = &clusters.keepers;
+    let drops_of = |k: u64| clusters.at(keepers.partition_point(|&x| x < k), k);
     let ranks = plan.config.paragraphs.is_some() || plan.config.substrings.is_some();
     let mut stats = ClusterStats::default();
     for p in 0..plan.parts.len() {
@@ -250,20 +273,19 @@ fn write_parts(
         let mut keep_rank: Vec<Option<u32>> = Vec::new();
         // The part's own keepers by a cursor in order (a search for each was ~10% of the task at
         // 10^7), the others' (a dropped document's) looked up.
-        let mut at = clusters.partition_point(|c| c.0 < r.start);
+        let mut at = keepers.partition_point(|&k| k < r.start);
         for (j, (d, &k)) in r.zip(&keeper).enumerate() {
             let drops = match k == d {
                 true => {
-                    while clusters.get(at).is_some_and(|c| c.0 < d) {
+                    while keepers.get(at).is_some_and(|&x| x < d) {
                         at += 1;
                     }
-                    clusters.get(at).filter(|c| c.0 == d).map_or(0, |c| c.1)
+                    clusters.at(at, d).unwrap_or(0)
                 }
-                false => drops_of(k),
+                false => drops_of(k).unwrap_or(0),
             };
             cluster.push((k != d || drops > 0).then_some(k));
-            // A cluster of more than 2^32 - 1 documents says so in 32 bits.
-            size.push(u32::try_from(drops + 1).unwrap_or(u32::MAX));
+            size.push(drops.saturating_add(1));
             let contaminated = never.get(j).copied().unwrap_or(false);
             let kept = k == d && !contaminated;
             stats.documents_kept += u64::from(kept);
@@ -279,10 +301,10 @@ fn write_parts(
         write_frame(work, &part_file("cluster", p), "cluster", columns)?;
         work.remove(&rule_file(p))?;
     }
-    stats.clusters = clusters.len() as u64;
+    stats.clusters = keepers.len() as u64;
     let mut hist = std::collections::BTreeMap::new();
-    for &(_, drops) in clusters {
-        *hist.entry(drops + 1).or_insert(0u64) += 1;
+    for &drops in &clusters.drops {
+        *hist.entry(u64::from(drops) + 1).or_insert(0u64) += 1;
     }
     stats.cluster_size_histogram = hist.into_iter().map(|(s, c)| (s.to_string(), c)).collect();
     Ok(stats)
