@@ -38,7 +38,7 @@ mod stage;
 pub(crate) use chunks::{At, Chunker};
 pub(crate) use count::{heads, spread, FileCount};
 use numbers::check_documents;
-pub(crate) use numbers::{doc32, docs64, MAX_DOCS_32};
+pub(crate) use numbers::{doc32, docs64, in_memory_rule, MAX_DOCS_32};
 pub(crate) use stage::{task_counts, Stage, STAGES};
 
 /// Plan file format version, raised whenever the meaning of a work file changes, so that a work

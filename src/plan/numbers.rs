@@ -21,10 +21,10 @@ pub(crate) fn docs64(docs: &[u32]) -> Vec<u64> {
 /// Documents a run may hold while a stage numbers them in 32 bits (u32::MAX is a sentinel).
 pub(crate) const MAX_DOCS_32: u64 = u32::MAX as u64;
 
-/// The option of `cfg` whose stages number a run's documents in 32 bits, if it has one: the
-/// in-memory keeper rules (`--index`, `--across`, `--keep` other than `first`, `--cluster
-/// components`) and the span rules. The default run numbers them in 64 bits.
-pub(crate) fn numbers_in_32_bits(cfg: &Config) -> Option<&'static str> {
+/// The option of `cfg` that makes the cluster task run a rule in memory, with an array per
+/// document, if it has one; without one the keeper rule runs streamed
+/// ([`crate::stages::cluster`]).
+pub(crate) fn in_memory_rule(cfg: &Config) -> Option<&'static str> {
     use crate::config::{ClusterRule, Keep};
     [
         (cfg.index.is_some(), "--index"),
@@ -34,11 +34,19 @@ pub(crate) fn numbers_in_32_bits(cfg: &Config) -> Option<&'static str> {
             cfg.cluster == ClusterRule::Components,
             "--cluster components",
         ),
-        (cfg.paragraphs.is_some(), "--paragraphs"),
-        (cfg.substrings.is_some(), "--substrings"),
     ]
     .into_iter()
     .find_map(|(on, option)| on.then_some(option))
+}
+
+/// The option of `cfg` whose stages number a run's documents in 32 bits, if it has one: an
+/// in-memory rule ([`in_memory_rule`]) or a span rule. The default run numbers them in 64 bits.
+pub(crate) fn numbers_in_32_bits(cfg: &Config) -> Option<&'static str> {
+    let spans = [
+        (cfg.paragraphs.is_some(), "--paragraphs"),
+        (cfg.substrings.is_some(), "--substrings"),
+    ];
+    in_memory_rule(cfg).or_else(|| spans.into_iter().find_map(|(on, o)| on.then_some(o)))
 }
 
 /// Refuses a run whose documents its numbers cannot hold: [`MAX_DOCS_32`] or more under an

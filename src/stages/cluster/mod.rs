@@ -385,9 +385,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
 /// Whether the cluster task runs the keeper rule streamed ([`stream`]): `--cluster keeper`,
 /// `--keep first`, without `--index` or `--across`.
 fn streamed(plan: &Plan) -> bool {
-    let cfg = &plan.config;
-    let keeper = matches!(cfg.cluster, ClusterRule::Keeper);
-    keeper && matches!(cfg.keep, Keep::First) && plan.index.is_none() && cfg.across.is_none()
+    plan.index.is_none() && crate::plan::in_memory_rule(&plan.config).is_none()
 }
 
 /// The columns of a cluster file every rule writes for a part's documents.
