@@ -12,9 +12,9 @@
 //!
 //! Memory (document numbers are 64-bit): a bit per document kept, [`Groups`] (~0.375 bytes per
 //! document and 8 per later copy), 24 bytes per dropped text with later copies, 8 per dropped
-//! document while deciding and 16 per cluster after, one range of edges (24 bytes each) and the
-//! giant buckets' members ([`super::keeper::Giants`]). The result is the in-memory rule's ([`super::rule`]), byte for
-//! byte: a property test holds them equal.
+//! document while deciding (then 12 per cluster, in their place), one range of edges (24 bytes
+//! each) and the giant buckets' members ([`super::keeper::Giants`]). The result is the in-memory
+//! rule's ([`super::rule`]), byte for byte: a property test holds them equal.
 
 use std::ops::Range;
 
@@ -118,7 +118,7 @@ impl<'a, L: Lazy> Decider<'a, L> {
 
     /// Each keeper with documents dropped against it, and how many: ascending. The keepers
     /// take the place of the drops (no second array of them).
-    fn clusters(self) -> (Clusters, L) {
+    fn clusters(self) -> (DropCounts, L) {
         let mut keepers = self.drops;
         keepers.sort_unstable();
         let mut drops = Vec::new();
@@ -136,20 +136,28 @@ impl<'a, L: Lazy> Decider<'a, L> {
         }
         keepers.truncate(kept);
         keepers.shrink_to_fit();
-        (Clusters { keepers, drops }, self.lazy)
+        (DropCounts { keepers, drops }, self.lazy)
     }
 }
 
 /// Each keeper with documents dropped against it (ascending), and how many.
-struct Clusters {
+struct DropCounts {
     keepers: Vec<u64>,
     drops: Vec<u32>,
 }
 
-impl Clusters {
-    /// The drops of keeper `k` at `i`, when it is there.
-    fn at(&self, i: usize, k: u64) -> Option<u32> {
-        (self.keepers.get(i) == Some(&k)).then(|| self.drops[i])
+impl DropCounts {
+    /// The drops of keeper `k`, when it is at `i` (0 otherwise).
+    fn at(&self, i: usize, k: u64) -> u32 {
+        match self.keepers.get(i) == Some(&k) {
+            true => self.drops[i],
+            false => 0,
+        }
+    }
+
+    /// The drops of keeper `k` (0 for a document no one was dropped against).
+    fn of(&self, k: u64) -> u32 {
+        self.keepers.binary_search(&k).map_or(0, |i| self.drops[i])
     }
 }
 
@@ -255,11 +263,10 @@ pub(super) fn run(work: &OutputDir, plan: &Plan, groups: Groups) -> Result<Clust
 fn write_parts(
     work: &OutputDir,
     plan: &Plan,
-    clusters: &Clusters,
+    clusters: &DropCounts,
     refs: bool,
 ) -> Result<ClusterStats> {
     let keepers = &clusters.keepers;
-    let drops_of = |k: u64| clusters.at(keepers.partition_point(|&x| x < k), k);
     let ranks = plan.config.paragraphs.is_some() || plan.config.substrings.is_some();
     let mut stats = ClusterStats::default();
     for p in 0..plan.parts.len() {
@@ -280,9 +287,9 @@ fn write_parts(
                     while keepers.get(at).is_some_and(|&x| x < d) {
                         at += 1;
                     }
-                    clusters.at(at, d).unwrap_or(0)
+                    clusters.at(at, d)
                 }
-                false => drops_of(k).unwrap_or(0),
+                false => clusters.of(k),
             };
             cluster.push((k != d || drops > 0).then_some(k));
             size.push(drops.saturating_add(1));
