@@ -50,23 +50,33 @@ pub struct TaskOptions {
 /// run's work directory has stayed under 2.5x its Parquet input (and under 1x its text).
 const PLENTY: u64 = 8;
 
-/// Fails when a local work directory's disk has less free space than the plan's estimate of the
-/// run ([`crate::executor::estimate`], measured only when the space is not plenty).
+/// Input bytes from which `run` says its estimate before it starts even with space to spare:
+/// measuring it (~0.5 s) is then well under 1% of the run.
+const SAID_FROM: u64 = 1 << 30;
+
+/// Whether `run` measures the estimate: when a local work directory's disk (`free` bytes) is not
+/// plenty for `input` bytes of shards, or when the input is large and a person is told.
+fn measures_estimate(free: Option<u64>, input: u64, quiet: bool) -> bool {
+    let tight = free.is_some_and(|free| free / PLENTY < input);
+    tight || (!quiet && input >= SAID_FROM)
+}
+
+/// Says the plan's estimate of the run before it starts (large inputs), and fails when a local
+/// work directory's disk has less free space than it ([`crate::executor::estimate`], measured
+/// only when the space is not plenty or the input is large).
 fn check_space(work: &OutputDir, name: &str, plan: &Plan, quiet: bool) -> Result<()> {
-    let Some(free) = work.local_dir().and_then(free_bytes) else {
-        return Ok(());
-    };
+    let free = work.local_dir().and_then(free_bytes);
     let input: u64 = plan.files.iter().map(|f| f.bytes).sum();
-    if free / PLENTY >= input {
+    if !measures_estimate(free, input, quiet) {
         return Ok(());
     }
     let estimate = crate::executor::estimate::estimate(plan)?;
     if !quiet {
         eprintln!("corpus-dedup: {}", estimate.summary(free));
     }
-    if free >= estimate.work_bytes {
+    let Some(free) = free.filter(|&free| free < estimate.work_bytes) else {
         return Ok(());
-    }
+    };
     let bytes = crate::report::numbers::bytes;
     Err(Error::NoSpace {
         dir: name.to_string(),
@@ -363,4 +373,24 @@ fn run_tasks(
         work.remove_all()?;
     }
     Ok(report.stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_estimate_is_measured_when_space_is_tight_or_the_input_large() {
+        let (gb, small) = (1 << 30, 100 << 20);
+        // Plenty of room for a small input: nothing measured.
+        assert!(!measures_estimate(Some(100 * gb), small, false));
+        // Less than 8x the input free: measured, quiet or not.
+        assert!(measures_estimate(Some(small * 7), small, true));
+        // A large input: said before the run, unless quiet; an object-store work directory
+        // (free space unknown) too.
+        assert!(measures_estimate(Some(1_000 * gb), 2 * gb, false));
+        assert!(measures_estimate(None, 2 * gb, false));
+        assert!(!measures_estimate(Some(1_000 * gb), 2 * gb, true));
+        assert!(!measures_estimate(None, small, false));
+    }
 }
