@@ -51,7 +51,9 @@ impl Estimate {
     /// One line for a person, beside the free bytes of the work directory's disk when known.
     pub(crate) fn summary(&self, free: Option<u64>) -> String {
         let bytes = crate::report::numbers::bytes;
-        let free = free.map_or(String::new(), |free| format!(" ({} free there)", bytes(free)));
+        let free = free.map_or(String::new(), |free| {
+            format!(" ({} free there)", bytes(free))
+        });
         format!(
             "estimate: the work directory takes up to {}{free}, measured on {} sampled documents",
             bytes(self.work_bytes),
