@@ -16,6 +16,7 @@
 //! generator ([`synth`]), and the items re-exported below; every module is otherwise internal.
 
 mod apply;
+mod audit;
 mod bucket_sort;
 pub mod cli;
 pub mod config;

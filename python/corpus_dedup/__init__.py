@@ -6,6 +6,8 @@ The job:
     import corpus_dedup
     manifest = corpus_dedup.run("crawl/*.parquet", "out", threshold=0.85)   # a polars DataFrame
     corpus_dedup.apply("out", "dedup")                                     # the kept rows
+    pairs = corpus_dedup.audit("out")        # pairs to label in out/audit.html, by band
+    corpus_dedup.score("out", "labels.json") # the labels it exported -> precision
 
 The kernels, the job's own (same values as a run), over a polars Series, a pyarrow Array or
 ChunkedArray, or a list of str; nulls stay null, no Python runs per row:
@@ -20,7 +22,7 @@ a rerun resumes), IndexStateError (the retained index does not fit or is damaged
 from __future__ import annotations
 
 import json
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import polars as pl
 
@@ -46,6 +48,8 @@ __all__ = [
     "summary",
     "apply",
     "explain",
+    "audit",
+    "score",
     "minhash",
     "simhash",
     "jaccard",
@@ -121,6 +125,24 @@ def explain(output: str, id: str, limit: int = 20) -> dict:
     """The cluster of one document: its kept document, each member's similarity and the word
     diff against the keeper (what `corpus-dedup explain --json` prints)."""
     return json.loads(_native.explain(output, id, limit))
+
+
+def audit(output: str, pairs: int = 200) -> pl.DataFrame:
+    """Samples the run's drops stratified by similarity band (what `corpus-dedup audit OUT`
+    does): writes OUT/audit-pairs.parquet and OUT/audit.html, and returns the sampled pairs."""
+    written = json.loads(_native.audit(output, pairs))
+    return pl.read_parquet(written["pairs_file"])
+
+
+def score(output: str, labels: Union[str, Mapping[str, str]]) -> dict:
+    """Precision per band and over all the run's drops from labels on its audit pairs: a path
+    to the JSON file the audit page exports, or a mapping of pair -> "y", "n" or "s"."""
+    if isinstance(labels, str):
+        with open(labels, encoding="utf-8") as f:
+            text = f.read()
+    else:
+        text = json.dumps(dict(labels))
+    return json.loads(_native.score(output, text))
 
 
 def drop_spans(texts: Any, spans: Any) -> pl.Series:

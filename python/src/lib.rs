@@ -178,6 +178,20 @@ fn explain(py: Python<'_>, output: &str, id: &str, limit: usize) -> PyResult<Str
         .map_err(error)
 }
 
+/// `corpus-dedup audit OUT --pairs N`: samples the pairs and writes the page; what it wrote.
+#[pyfunction]
+fn audit(py: Python<'_>, output: &str, pairs: usize) -> PyResult<String> {
+    py.detach(|| command::audit_json(output, pairs))
+        .map_err(error)
+}
+
+/// `corpus-dedup audit OUT --score`: labels (the JSON the page exports) scored.
+#[pyfunction]
+fn score(py: Python<'_>, output: &str, labels_json: &str) -> PyResult<String> {
+    py.detach(|| command::score_json(output, labels_json))
+        .map_err(error)
+}
+
 /// A file of a run's output directory (local or s3://), as text.
 #[pyfunction]
 fn read_output(py: Python<'_>, output: &str, name: &str) -> PyResult<String> {
@@ -448,6 +462,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(run, m)?,
         wrap_pyfunction!(apply, m)?,
         wrap_pyfunction!(explain, m)?,
+        wrap_pyfunction!(audit, m)?,
+        wrap_pyfunction!(score, m)?,
         wrap_pyfunction!(read_output, m)?,
         wrap_pyfunction!(minhash, m)?,
         wrap_pyfunction!(simhash, m)?,

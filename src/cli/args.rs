@@ -57,6 +57,21 @@ pub(super) enum Command {
         #[arg(value_name = "OUT")]
         output: String,
     },
+    /// Sample the run's drops, stratified by similarity band, for a person to label: writes
+    /// OUT/audit-pairs.parquet and OUT/audit.html (keys y / n / s, arrows); with --score, reads
+    /// the labels the page exported and prints precision per band and overall as JSON.
+    Audit {
+        /// The output directory of a run (local or s3://).
+        #[arg(value_name = "OUT")]
+        output: String,
+        /// Pairs sampled at most, shared equally among the bands.
+        #[arg(long, default_value_t = 200)]
+        pairs: usize,
+        /// A labels file the page exported (pair -> "y", "n" or "s"): score it instead of
+        /// sampling.
+        #[arg(long, value_name = "LABELS.json")]
+        score: Option<String>,
+    },
     /// Show the cluster of one document: its kept document, every member's similarity (the
     /// run's, the MinHash estimate and the exact Jaccard) and a word diff against the keeper.
     Explain {

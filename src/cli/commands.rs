@@ -195,6 +195,44 @@ pub(super) fn report(output: String) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `audit OUT`: samples the pairs and writes the page, or with `--score` scores labels.
+pub(super) fn audit(output: String, pairs: usize, score: Option<String>) -> anyhow::Result<()> {
+    let line = match score {
+        None => audit_json(&output, pairs)?,
+        Some(file) => {
+            let missing = || {
+                crate::Error::Config(format!(
+                    "labels file '{file}': no such file; pass the file the audit page exported"
+                ))
+            };
+            let labels = crate::results::read_location(&file)
+                .and_then(|bytes| bytes.ok_or_else(missing))
+                .map_err(CommandError::failed("audit", format!("output '{output}'")))?;
+            score_json(&output, &String::from_utf8_lossy(&labels))?
+        }
+    };
+    println!("{}", json(&line));
+    Ok(())
+}
+
+/// `audit OUT`: samples the run's pairs and writes the page; what it wrote, as JSON.
+pub fn audit_json(output: &str, pairs: usize) -> Result<String, CommandError> {
+    let written = crate::audit::write(output, pairs)
+        .map_err(CommandError::failed("audit", format!("output '{output}'")))?;
+    // Serialising plain data into memory does not fail.
+    Ok(serde_json::to_string(&written).unwrap_or_default())
+}
+
+/// `audit OUT --score`: `labels` (the JSON the audit page exports) scored against the run's
+/// audit, as JSON.
+pub fn score_json(output: &str, labels: &str) -> Result<String, CommandError> {
+    let fail = || CommandError::failed("audit", format!("output '{output}'"));
+    let labels = crate::audit::score::parse_labels(labels).map_err(fail())?;
+    let (run, bands, of_pair) = crate::audit::recorded(output).map_err(fail())?;
+    let s = crate::audit::score::score(&run, &bands, &of_pair, &labels).map_err(fail())?;
+    Ok(serde_json::to_string(&s).unwrap_or_default())
+}
+
 /// The cluster of one document, with the command's context on an error.
 fn explanation(
     output: &str,

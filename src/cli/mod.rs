@@ -13,8 +13,8 @@ use clap::{CommandFactory, FromArgMatches};
 use crate::visible::visible;
 
 use args::{Cli, Command};
-use commands::{apply, explain, plan, report, run, task};
-pub use commands::{apply_job, explain_json, run_job};
+use commands::{apply, audit, explain, plan, report, run, task};
+pub use commands::{apply_job, audit_json, explain_json, run_job, score_json};
 use index::index_command;
 use process::{handle_signals, tune_allocator};
 
@@ -125,6 +125,11 @@ where
         Command::Plan { job, work } => plan(job, work),
         Command::Apply { options, threads } => apply(options, threads),
         Command::Report { output } => report(output),
+        Command::Audit {
+            output,
+            pairs,
+            score,
+        } => audit(output, pairs, score),
         Command::Explain {
             output,
             id,

@@ -4,6 +4,7 @@
 mod common;
 
 mod apply;
+mod audit;
 mod bad_input;
 mod decontam;
 mod dev_corpus;

@@ -1,0 +1,420 @@
+//! `corpus-dedup audit OUT`: how many of a run's drops a person would agree with. A sample of
+//! (dropped, kept) pairs, stratified by similarity band, written as `OUT/audit-pairs.parquet` and
+//! `OUT/audit.html` (a page to label them with the keyboard, [`page`]); the labels it exports
+//! are scored into precision per band and over all the run's drops ([`score`]).
+//!
+//! The sample is a function of the manifest only: in each band, the drops whose id hashes lowest
+//! (so two audits of one run show the same pairs, and a larger `--pairs` adds to a smaller one's).
+//! Bands get equal shares of the pairs (a band with fewer drops gives its rest to the others), so
+//! every band's precision has its own error bar; the overall precision weights each band by its
+//! share of the drops. A drop whose keeper is in an earlier batch of the index is not sampled:
+//! its text is not in this run's input (the page could not show it).
+
+mod page;
+pub(crate) mod score;
+
+use std::collections::{BTreeMap, HashMap};
+
+use polars::prelude::*;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::explain::Similarity;
+use crate::io::output::{OutputDir, ParquetUse};
+use crate::results::{in_output, read_texts, Manifest, RowGroups};
+use crate::text::diff::{word_diff, Piece};
+
+/// The sampled pairs' file and the labelling page, in the run's output.
+pub(crate) const PAIRS_FILE: &str = "audit-pairs.parquet";
+pub(crate) const PAGE: &str = "audit.html";
+/// Width of a similarity band.
+const BAND_WIDTH: f64 = 0.05;
+
+/// A similarity band: drops with `lo <= similarity < hi` (the last band holds 1.0).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Band {
+    pub name: String,
+    pub lo: f64,
+    pub hi: f64,
+    /// The run's drops in it.
+    pub drops: u64,
+    /// Pairs sampled from it.
+    pub sampled: u64,
+}
+
+/// The bands from the run's threshold up to 1: [`BAND_WIDTH`] wide, named by their bounds.
+pub(crate) fn bands(threshold: f64) -> Vec<Band> {
+    let n = (((1.0 - threshold) / BAND_WIDTH).round() as usize).max(1);
+    let step = (1.0 - threshold) / n as f64;
+    // Bounds to four places: 0.85, not 0.8500000000000001.
+    let at = |i: usize| ((threshold + step * i as f64) * 1e4).round() / 1e4;
+    (0..n)
+        .map(|i| {
+            let (lo, hi) = (at(i), at(i + 1));
+            Band {
+                name: format!("{lo:.2}-{hi:.2}"),
+                lo,
+                hi,
+                drops: 0,
+                sampled: 0,
+            }
+        })
+        .collect()
+}
+
+/// The band of a similarity (None below the first band: a drop by another rule).
+fn band_of(bands: &[Band], similarity: f64) -> Option<usize> {
+    let first = bands.first()?;
+    // Similarities are stored as f32: a drop at the threshold may read a hair below it.
+    if similarity < first.lo - 1e-6 {
+        return None;
+    }
+    Some(
+        bands
+            .partition_point(|b| b.hi <= similarity)
+            .min(bands.len() - 1),
+    )
+}
+
+/// One sampled pair.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct AuditPair {
+    /// `RUN-NNNN`: the run's fingerprint and the pair's number.
+    pub pair: String,
+    pub band: String,
+    pub similarity: f32,
+    /// Exact Jaccard of the two texts' shingle sets, recomputed (MinHash).
+    pub jaccard: Option<f64>,
+    pub dropped_id: String,
+    pub kept_id: String,
+    pub dropped_at: (String, u64),
+    pub kept_at: (String, u64),
+    pub dropped_text: Option<String>,
+    pub kept_text: Option<String>,
+    pub diff: Vec<Piece>,
+}
+
+/// A run's audit sample.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Audit {
+    /// What labels are checked against: a hash of the run's recorded settings and inputs.
+    pub run: String,
+    pub threshold: f64,
+    pub bands: Vec<Band>,
+    pub pairs: Vec<AuditPair>,
+}
+
+/// The fingerprint of the run that wrote `m`: its settings and inputs as recorded.
+pub(crate) fn run_fingerprint(m: &Manifest) -> String {
+    let what = serde_json::json!([m.config.result_json(), &m.inputs]);
+    format!(
+        "{:08x}",
+        xxhash_rust::xxh3::xxh3_64(what.to_string().as_bytes()) as u32
+    )
+}
+
+/// A drop as the first pass sees it: the hash that orders its band, its manifest row and what
+/// the pair needs from the row.
+struct Drop {
+    key: u64,
+    at: (String, u64),
+    id: String,
+    keeper: String,
+    similarity: f32,
+}
+
+/// The manifest's columns the audit reads.
+const COLUMNS: [&str; 7] = [
+    "id",
+    "file",
+    "row",
+    "keep",
+    "similarity",
+    "duplicate_of",
+    "duplicate_of_batch",
+];
+
+/// Counts the run's drops per band and keeps, per band, the `per_band` drops whose ids hash
+/// lowest (with their keeper in this run).
+fn first_pass(
+    rows: &crate::results::ManifestRows,
+    bands: &mut [Band],
+    per_band: usize,
+) -> Result<Vec<Vec<Drop>>> {
+    let mut lowest: Vec<Vec<Drop>> = (0..bands.len()).map(|_| Vec::new()).collect();
+    rows.each_group(&COLUMNS, |_, df| {
+        let col = |name: &str| df.column(name).map_err(|e| rows.error(e));
+        let (ids, files) = (col("id")?.str(), col("file")?.str());
+        let (rws, keep) = (col("row")?.u64(), col("keep")?.bool());
+        let (sims, dup) = (col("similarity")?.f32(), col("duplicate_of")?.str());
+        let (ids, files, rws) = (
+            ids.map_err(|e| rows.error(e))?,
+            files.map_err(|e| rows.error(e))?,
+            rws.map_err(|e| rows.error(e))?,
+        );
+        let (keep, sims, dup) = (
+            keep.map_err(|e| rows.error(e))?,
+            sims.map_err(|e| rows.error(e))?,
+            dup.map_err(|e| rows.error(e))?,
+        );
+        let batch = df
+            .column("duplicate_of_batch")
+            .ok()
+            .and_then(|c| c.str().ok());
+        for i in 0..df.height() {
+            let (Some(false), Some(s), Some(k)) = (keep.get(i), sims.get(i), dup.get(i)) else {
+                continue;
+            };
+            let Some(b) = band_of(bands, s as f64) else {
+                continue;
+            };
+            bands[b].drops += 1;
+            if per_band == 0 || batch.is_some_and(|c| c.get(i).is_some()) {
+                continue;
+            }
+            let id = ids.get(i).unwrap_or_default();
+            let key = xxhash_rust::xxh3::xxh3_64(id.as_bytes());
+            let list = &mut lowest[b];
+            if list.len() == per_band && list.last().is_some_and(|d| d.key <= key) {
+                continue;
+            }
+            let at = (
+                files.get(i).unwrap_or_default().to_string(),
+                rws.get(i).unwrap_or(0),
+            );
+            let d = Drop {
+                key,
+                at,
+                id: id.to_string(),
+                keeper: k.to_string(),
+                similarity: s,
+            };
+            let pos = list.partition_point(|x| x.key < key);
+            list.insert(pos, d);
+            list.truncate(per_band);
+        }
+        Ok(())
+    })?;
+    Ok(lowest)
+}
+
+/// How many of `total` pairs each band gets: equal shares, a band with fewer candidates giving
+/// the rest to the others in turn.
+fn shares(available: &[usize], total: usize) -> Vec<usize> {
+    let mut take = vec![0; available.len()];
+    let mut left = total;
+    loop {
+        let open: Vec<usize> = (0..available.len())
+            .filter(|&b| take[b] < available[b])
+            .collect();
+        if left == 0 || open.is_empty() {
+            return take;
+        }
+        let each = (left / open.len()).max(1);
+        for b in open {
+            let n = each.min(available[b] - take[b]).min(left);
+            take[b] += n;
+            left -= n;
+        }
+    }
+}
+
+/// The audit sample of the run in `out`: `pairs` pairs at most, read with their texts.
+pub(crate) fn sample(out: &str, pairs: usize) -> Result<Audit> {
+    let (m, rows) = Manifest::open(&in_output(out, "manifest.parquet"))?;
+    let threshold = m.config.threshold;
+    let mut bands = bands(threshold);
+    let lowest = first_pass(&rows, &mut bands, pairs)?;
+    let take = shares(&lowest.iter().map(Vec::len).collect::<Vec<_>>(), pairs);
+    let chosen: Vec<(usize, &Drop)> = (lowest.iter().enumerate())
+        .flat_map(|(b, list)| list.iter().take(take[b]).map(move |d| (b, d)))
+        .collect();
+    for (b, n) in take.iter().enumerate() {
+        bands[b].sampled = *n as u64;
+    }
+    // The keepers' rows: a second pass for their ids.
+    let wanted: HashMap<&str, usize> = (chosen.iter().enumerate())
+        .map(|(n, (_, d))| (d.keeper.as_str(), n))
+        .collect();
+    let mut keeper_at: HashMap<String, (String, u64)> = HashMap::new();
+    rows.each_group(&["id", "file", "row"], |_, df| {
+        let col = |name: &str| df.column(name).map_err(|e| rows.error(e));
+        let ids = col("id")?.str().map_err(|e| rows.error(e))?;
+        let files = col("file")?.str().map_err(|e| rows.error(e))?;
+        let rws = col("row")?.u64().map_err(|e| rows.error(e))?;
+        for i in 0..df.height() {
+            let Some(id) = ids.get(i).filter(|id| wanted.contains_key(id)) else {
+                continue;
+            };
+            let at = (
+                files.get(i).unwrap_or_default().to_string(),
+                rws.get(i).unwrap_or(0),
+            );
+            keeper_at.insert(id.to_string(), at);
+        }
+        Ok(())
+    })?;
+    // Texts: the dropped document of pair n is row 2n, its keeper 2n + 1.
+    let places: Vec<(String, u64)> = (chosen.iter())
+        .flat_map(|(_, d)| {
+            let kept = keeper_at.get(&d.keeper).cloned().unwrap_or_default();
+            [d.at.clone(), kept]
+        })
+        .collect();
+    let groups = RowGroups::of(&m, None)?;
+    let at = |i: usize| (places[i].0.as_str(), places[i].1);
+    let which: Vec<usize> = (0..places.len()).collect();
+    let texts = read_texts(&m, &groups, &which, &at)?;
+    let text = |i: usize| texts.get(&i).cloned().flatten();
+    let sim = Similarity::new(&m.config);
+    let run = run_fingerprint(&m);
+    let pairs = (chosen.iter().enumerate())
+        .map(|(n, (b, d))| {
+            let (dropped, kept) = (text(2 * n), text(2 * n + 1));
+            let (a, k) = (
+                dropped.as_deref().unwrap_or(""),
+                kept.as_deref().unwrap_or(""),
+            );
+            AuditPair {
+                pair: format!("{run}-{n:04}"),
+                band: bands[*b].name.clone(),
+                similarity: d.similarity,
+                jaccard: sim.jaccard(&sim.sets(k), &sim.sets(a)),
+                dropped_id: d.id.clone(),
+                kept_id: d.keeper.clone(),
+                dropped_at: d.at.clone(),
+                kept_at: places[2 * n + 1].clone(),
+                diff: word_diff(k, a),
+                dropped_text: dropped,
+                kept_text: kept,
+            }
+        })
+        .collect();
+    Ok(Audit {
+        run,
+        threshold,
+        bands,
+        pairs,
+    })
+}
+
+/// What `audit` wrote.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Written {
+    pub run: String,
+    pub pairs: usize,
+    pub bands: Vec<Band>,
+    pub pairs_file: String,
+    pub page: String,
+}
+
+/// Samples the run in `out` and writes [`PAIRS_FILE`] and [`PAGE`] there.
+pub(crate) fn write(out: &str, pairs: usize) -> Result<Written> {
+    let audit = sample(out, pairs)?;
+    let dir = OutputDir::parse(out);
+    let mut df = frame(&audit).map_err(|e| Error::Output {
+        path: in_output(out, PAIRS_FILE),
+        source: e.into(),
+    })?;
+    let meta = vec![("corpus_dedup.audit_run".to_string(), audit.run.clone())];
+    dir.write_parquet(PAIRS_FILE, &mut df, meta, ParquetUse::Output)?;
+    dir.write_bytes(PAGE, page::render(&audit).into_bytes())?;
+    Ok(Written {
+        run: audit.run.clone(),
+        pairs: audit.pairs.len(),
+        bands: audit.bands,
+        pairs_file: in_output(out, PAIRS_FILE),
+        page: in_output(out, PAGE),
+    })
+}
+
+/// The sampled pairs as the Parquet file's frame.
+fn frame(a: &Audit) -> PolarsResult<DataFrame> {
+    let p = &a.pairs;
+    let strs = |f: &dyn Fn(&AuditPair) -> Option<&str>| p.iter().map(f).collect::<Vec<_>>();
+    let rows = |f: &dyn Fn(&AuditPair) -> u64| p.iter().map(f).collect::<Vec<_>>();
+    DataFrame::new_infer_height(vec![
+        Column::new("pair".into(), strs(&|x| Some(&x.pair))),
+        Column::new("band".into(), strs(&|x| Some(&x.band))),
+        Column::new(
+            "similarity".into(),
+            p.iter().map(|x| x.similarity).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "jaccard".into(),
+            p.iter().map(|x| x.jaccard).collect::<Vec<_>>(),
+        ),
+        Column::new("dropped_id".into(), strs(&|x| Some(&x.dropped_id))),
+        Column::new("kept_id".into(), strs(&|x| Some(&x.kept_id))),
+        Column::new("dropped_file".into(), strs(&|x| Some(&x.dropped_at.0))),
+        Column::new("dropped_row".into(), rows(&|x| x.dropped_at.1)),
+        Column::new("kept_file".into(), strs(&|x| Some(&x.kept_at.0))),
+        Column::new("kept_row".into(), rows(&|x| x.kept_at.1)),
+        Column::new("dropped_text".into(), strs(&|x| x.dropped_text.as_deref())),
+        Column::new("kept_text".into(), strs(&|x| x.kept_text.as_deref())),
+    ])
+}
+
+/// The bands' drop counts and the pairs' bands of an audit written before, for scoring: from
+/// the manifest (counts, fingerprint) and the pairs file.
+pub(crate) fn recorded(out: &str) -> Result<(String, Vec<Band>, BTreeMap<String, String>)> {
+    let (m, rows) = Manifest::open(&in_output(out, "manifest.parquet"))?;
+    let mut bands = bands(m.config.threshold);
+    first_pass(&rows, &mut bands, 0)?;
+    let path = in_output(out, PAIRS_FILE);
+    let missing = || Error::Manifest {
+        path: path.clone(),
+        source: "no such file; run `corpus-dedup audit OUT` first to sample the pairs".into(),
+    };
+    let bytes = crate::results::read_location(&path)?.ok_or_else(missing)?;
+    let err = |e: PolarsError| Error::Manifest {
+        path: path.clone(),
+        source: e.into(),
+    };
+    let df = ParquetReader::new(std::io::Cursor::new(bytes))
+        .finish()
+        .map_err(err)?;
+    let (pair, band) = (
+        df.column("pair").map_err(err)?,
+        df.column("band").map_err(err)?,
+    );
+    let (pair, band) = (pair.str().map_err(err)?, band.str().map_err(err)?);
+    let of_pair = (pair.iter().zip(band.iter()))
+        .filter_map(|(p, b)| Some((p?.to_string(), b?.to_string())))
+        .collect();
+    for b in &mut bands {
+        b.sampled = band.iter().filter(|x| *x == Some(b.name.as_str())).count() as u64;
+    }
+    Ok((run_fingerprint(&m), bands, of_pair))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bands_cover_the_threshold_to_one() {
+        let b = bands(0.8);
+        let names: Vec<&str> = b.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(names, ["0.80-0.85", "0.85-0.90", "0.90-0.95", "0.95-1.00"]);
+        assert_eq!(band_of(&b, 0.8), Some(0));
+        assert_eq!(band_of(&b, 0.799_999_9), Some(0));
+        assert_eq!(band_of(&b, 0.87), Some(1));
+        assert_eq!(band_of(&b, 1.0), Some(3));
+        assert_eq!(band_of(&b, 0.5), None);
+        // A threshold that does not divide: bands as close to 0.05 as fit, the last ending at 1.
+        let b = bands(0.93);
+        assert_eq!(b.len(), 1);
+        assert_eq!((b[0].lo, b[0].hi), (0.93, 1.0));
+        assert_eq!(bands(0.7).len(), 6);
+    }
+
+    #[test]
+    fn a_band_short_of_pairs_gives_its_share_to_the_others() {
+        assert_eq!(shares(&[100, 100, 100, 100], 200), [50, 50, 50, 50]);
+        assert_eq!(shares(&[10, 100, 0, 100], 200), [10, 95, 0, 95]);
+        assert_eq!(shares(&[3, 2], 200), [3, 2]);
+        assert_eq!(shares(&[5, 5, 5], 7), [3, 2, 2]);
+        assert_eq!(shares(&[], 7), Vec::<usize>::new());
+    }
+}

@@ -1,0 +1,254 @@
+//! Labels on an audit's pairs -> precision per band and over all the run's drops, each with a
+//! 95% interval, and what that means for the run's drops.
+//!
+//! A band's precision is its `y` share among the pairs labelled `y` or `n` (`s`, skipped, does
+//! not count), with a Wilson interval. The overall precision weights each labelled band by its
+//! share of the run's drops (bands no label reached are left out, and named); its interval is
+//! the normal one of that weighted sum, each band's variance taken at the Agresti-Coull
+//! adjusted share, so a band labelled all `y` still counts its uncertainty.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::Band;
+use crate::error::{Error, Result};
+
+/// 95% two-sided.
+const Z: f64 = 1.959_964;
+
+/// A share with its 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(crate) struct Share {
+    pub labelled: u64,
+    pub precision: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+/// One band's labels and precision.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct BandScore {
+    pub band: String,
+    pub drops: u64,
+    pub sampled: u64,
+    pub yes: u64,
+    pub no: u64,
+    pub skipped: u64,
+    /// None when no pair of the band is labelled `y` or `n`.
+    pub precision: Option<Share>,
+}
+
+/// What the labels say about the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Score {
+    pub run: String,
+    pub drops: u64,
+    /// None when no pair is labelled `y` or `n`.
+    pub overall: Option<Share>,
+    pub bands: Vec<BandScore>,
+    /// Drops a person would not have made: the run's drops x (1 - precision), with the interval.
+    pub wrong_drops: Option<(f64, f64, f64)>,
+    /// Bands with drops but no label, left out of the overall figure.
+    pub unlabelled_bands: Vec<String>,
+}
+
+/// Labels as the page exports them: a JSON object of pair -> label.
+pub(crate) fn parse_labels(json: &str) -> Result<BTreeMap<String, String>> {
+    serde_json::from_str(json).map_err(|e| {
+        Error::Config(format!(
+            "labels: not a JSON object of pair -> \"y\", \"n\" or \"s\" as the audit page exports ({e})"
+        ))
+    })
+}
+
+/// Wilson's 95% interval of `yes` in `n`.
+fn wilson(yes: u64, n: u64) -> Share {
+    let (y, n) = (yes as f64, n as f64);
+    let p = y / n;
+    let z2 = Z * Z;
+    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let half = Z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / (1.0 + z2 / n);
+    Share {
+        labelled: n as u64,
+        precision: p,
+        low: (centre - half).max(0.0),
+        high: (centre + half).min(1.0),
+    }
+}
+
+/// Scores `labels` (pair -> "y", "n" or "s") of the audit of run `run` whose pairs are in
+/// `bands` (`of_pair`: each sampled pair's band).
+pub(crate) fn score(
+    run: &str,
+    bands: &[Band],
+    of_pair: &BTreeMap<String, String>,
+    labels: &BTreeMap<String, String>,
+) -> Result<Score> {
+    let bad = |what: String| Error::Config(format!("labels: {what}"));
+    let mut counts: BTreeMap<&str, (u64, u64, u64)> = BTreeMap::new();
+    for (pair, label) in labels {
+        let their_run = pair.split('-').next().unwrap_or_default();
+        if their_run != run {
+            return Err(bad(format!(
+                "pair '{pair}' is from run '{their_run}', not this output's run '{run}'; score the labels against the output they were made on"
+            )));
+        }
+        let Some(band) = of_pair.get(pair) else {
+            return Err(bad(format!(
+                "pair '{pair}' is not among this output's audit pairs; score the labels against the audit that showed them"
+            )));
+        };
+        let c = counts.entry(band.as_str()).or_default();
+        match label.as_str() {
+            "y" => c.0 += 1,
+            "n" => c.1 += 1,
+            "s" => c.2 += 1,
+            other => {
+                return Err(bad(format!(
+                    "pair '{pair}' has the label '{other}'; each label is \"y\", \"n\" or \"s\""
+                )))
+            }
+        }
+    }
+    let drops: u64 = bands.iter().map(|b| b.drops).sum();
+    let scored: Vec<BandScore> = (bands.iter())
+        .map(|b| {
+            let (yes, no, skipped) = counts.get(b.name.as_str()).copied().unwrap_or_default();
+            BandScore {
+                band: b.name.clone(),
+                drops: b.drops,
+                sampled: b.sampled,
+                yes,
+                no,
+                skipped,
+                precision: (yes + no > 0).then(|| wilson(yes, yes + no)),
+            }
+        })
+        .collect();
+    let labelled: Vec<&BandScore> = scored.iter().filter(|b| b.precision.is_some()).collect();
+    let weight: u64 = labelled.iter().map(|b| b.drops).sum();
+    let overall = (!labelled.is_empty() && weight > 0).then(|| {
+        let (mut p, mut var) = (0.0, 0.0);
+        for b in &labelled {
+            let w = b.drops as f64 / weight as f64;
+            let n = (b.yes + b.no) as f64;
+            p += w * b.yes as f64 / n;
+            let adjusted = (b.yes as f64 + 2.0) / (n + 4.0);
+            var += w * w * adjusted * (1.0 - adjusted) / (n + 4.0);
+        }
+        let half = Z * var.sqrt();
+        Share {
+            labelled: labelled.iter().map(|b| b.yes + b.no).sum(),
+            precision: p,
+            low: (p - half).max(0.0),
+            high: (p + half).min(1.0),
+        }
+    });
+    let wrong_drops = overall.map(|s| {
+        let d = drops as f64;
+        (
+            d * (1.0 - s.precision),
+            d * (1.0 - s.high),
+            d * (1.0 - s.low),
+        )
+    });
+    let unlabelled_bands = (scored.iter())
+        .filter(|b| b.precision.is_none() && b.drops > 0)
+        .map(|b| b.band.clone())
+        .collect();
+    Ok(Score {
+        run: run.to_string(),
+        drops,
+        overall,
+        bands: scored,
+        wrong_drops,
+        unlabelled_bands,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn band(name: &str, drops: u64) -> Band {
+        Band {
+            name: name.into(),
+            lo: 0.0,
+            hi: 0.0,
+            drops,
+            sampled: 0,
+        }
+    }
+
+    fn labels(run: &str, ls: &[(&str, &str)]) -> BTreeMap<String, String> {
+        (ls.iter())
+            .map(|(p, l)| (format!("{run}-{p}"), l.to_string()))
+            .collect()
+    }
+
+    fn pairs(run: &str, ps: &[(&str, &str)]) -> BTreeMap<String, String> {
+        (ps.iter())
+            .map(|(p, b)| (format!("{run}-{p}"), b.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn precision_weights_bands_by_their_drops() {
+        let bands = [band("lo", 900), band("hi", 100), band("empty", 0)];
+        let of = pairs(
+            "r1",
+            &[
+                ("0", "lo"),
+                ("1", "lo"),
+                ("2", "hi"),
+                ("3", "hi"),
+                ("4", "hi"),
+            ],
+        );
+        let l = labels(
+            "r1",
+            &[("0", "y"), ("1", "n"), ("2", "y"), ("3", "y"), ("4", "s")],
+        );
+        let s = score("r1", &bands, &of, &l).unwrap();
+        // lo: 1 of 2; hi: 2 of 2 (the skip does not count).
+        assert_eq!((s.bands[0].yes, s.bands[0].no), (1, 1));
+        assert_eq!((s.bands[1].yes, s.bands[1].skipped), (2, 1));
+        let o = s.overall.unwrap();
+        assert!((o.precision - (0.9 * 0.5 + 0.1 * 1.0)).abs() < 1e-12);
+        assert!(o.low < o.precision && o.precision < o.high && o.high <= 1.0);
+        assert_eq!(o.labelled, 4);
+        let (wrong, lo, hi) = s.wrong_drops.unwrap();
+        assert!((wrong - 1000.0 * 0.45).abs() < 1e-9 && lo < wrong && wrong < hi);
+        // An empty band is said, not scored; no band without labels is left out here.
+        assert_eq!(s.bands[2].precision, None);
+        assert!(s.unlabelled_bands.is_empty());
+    }
+
+    #[test]
+    fn labels_from_another_run_or_unknown_values_are_refused() {
+        let bands = [band("b", 10)];
+        let of = pairs("r1", &[("0", "b")]);
+        let err = score("r1", &bands, &of, &labels("r2", &[("0", "y")])).unwrap_err();
+        assert!(err.to_string().contains("run 'r2'"), "{err}");
+        let err = score("r1", &bands, &of, &labels("r1", &[("0", "maybe")])).unwrap_err();
+        assert!(err.to_string().contains("'maybe'"), "{err}");
+        let err = score("r1", &bands, &of, &labels("r1", &[("9", "y")])).unwrap_err();
+        assert!(err.to_string().contains("r1-9"), "{err}");
+        // No labels: nothing to say overall, the band named.
+        let s = score("r1", &bands, &of, &BTreeMap::new()).unwrap();
+        assert_eq!(
+            (s.overall, s.unlabelled_bands),
+            (None, vec!["b".to_string()])
+        );
+    }
+
+    #[test]
+    fn wilson_interval_holds_the_share() {
+        let s = wilson(50, 50);
+        assert_eq!(s.precision, 1.0);
+        assert!(s.low > 0.9 && s.low < 1.0 && s.high == 1.0);
+        let s = wilson(0, 10);
+        assert!(s.low == 0.0 && s.high > 0.2 && s.high < 0.35);
+    }
+}

@@ -1,0 +1,168 @@
+//! `corpus-dedup audit`: pairs sampled per similarity band from the run's drops, the page that
+//! labels them, and the labels scored.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::common::*;
+
+/// A run over the generated shards plus a near-duplicate pair of hostile texts; its output.
+fn audited_run(name: &str) -> PathBuf {
+    let dir = temp_dir(name);
+    let (glob, docs) = three_shards(&dir.join("in"));
+    let base = &docs[0].text;
+    let hostile = [
+        format!("{base} </script><script>alert(1)</script> \u{202e}evil\u{1b}[2J"),
+        format!("{base} </script><script>alert(2)</script> \u{202e}evil\u{1b}[2J"),
+    ];
+    write_shard(
+        &dir.join("in").join("d-hostile.parquet"),
+        &["h1", "h2"],
+        &[&hostile[0], &hostile[1]],
+        Vec::new(),
+    );
+    let out = dir.join("out");
+    run_ok(&glob, &out, &[]);
+    out
+}
+
+fn audit(out: &Path, extra: &[&str]) -> serde_json::Value {
+    let o = cd(["audit"]).arg(out).args(extra).ok();
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn score(out: &Path, labels: &serde_json::Value) -> Result<serde_json::Value, String> {
+    let file = out.join("labels.json");
+    std::fs::write(&file, labels.to_string()).unwrap();
+    let o = cd(["audit"]).arg(out).arg("--score").arg(&file).output();
+    match o.status.success() {
+        true => Ok(serde_json::from_slice(&o.stdout).unwrap()),
+        false => Err(String::from_utf8_lossy(&o.stderr).into_owned()),
+    }
+}
+
+#[test]
+fn an_audit_samples_every_band_from_the_runs_drops_and_scores_the_labels() {
+    let out = audited_run("audit-bands");
+    let written = audit(&out, &["--pairs", "40"]);
+    let pairs = read_df(&out.join("audit-pairs.parquet"));
+    let n = pairs.height();
+    assert_eq!(written["pairs"].as_u64(), Some(n as u64));
+    assert!(n > 0 && n <= 40, "{n} pairs");
+    // The bands' drops are the run's near-duplicate drops; the sample shares them out.
+    let rows = manifest(&out);
+    let drops: Vec<&Row> = rows
+        .iter()
+        .filter(|r| !r.keep && r.duplicate_of.is_some())
+        .collect();
+    let bands = written["bands"].as_array().unwrap();
+    let band_drops: u64 = bands.iter().map(|b| b["drops"].as_u64().unwrap()).sum();
+    let sampled: u64 = bands.iter().map(|b| b["sampled"].as_u64().unwrap()).sum();
+    assert_eq!(band_drops as usize, drops.len());
+    assert_eq!(sampled as usize, n);
+    // Each pair is a drop and its keeper as the manifest says, in its band, with both texts.
+    let by_id: HashMap<&str, &Row> = rows.iter().map(|r| (r.id.as_str(), r)).collect();
+    let (ids, kept) = (
+        str_column(&pairs, "dropped_id"),
+        str_column(&pairs, "kept_id"),
+    );
+    let band = str_column(&pairs, "band");
+    let sims = pairs.column("similarity").unwrap().f32().unwrap();
+    let (dropped_text, kept_text) = (
+        str_column(&pairs, "dropped_text"),
+        str_column(&pairs, "kept_text"),
+    );
+    for i in 0..n {
+        let r = by_id[ids[i]];
+        assert!(
+            !r.keep && r.duplicate_of.as_deref() == Some(kept[i]),
+            "{}",
+            ids[i]
+        );
+        let b = bands.iter().find(|b| b["name"] == band[i]).unwrap();
+        let s = sims.get(i).unwrap() as f64;
+        assert!(b["lo"].as_f64().unwrap() - 1e-6 <= s && s <= b["hi"].as_f64().unwrap());
+        assert!(!dropped_text[i].is_empty() && !kept_text[i].is_empty());
+    }
+    // The same pairs and page again: the sample is a function of the manifest.
+    let (parquet, page) = (
+        std::fs::read(out.join("audit-pairs.parquet")).unwrap(),
+        std::fs::read(out.join("audit.html")).unwrap(),
+    );
+    audit(&out, &["--pairs", "40"]);
+    assert!(parquet == std::fs::read(out.join("audit-pairs.parquet")).unwrap());
+    assert!(page == std::fs::read(out.join("audit.html")).unwrap());
+    // All "y" but one "n" in the first band; a skip counts for nothing.
+    let pair = str_column(&pairs, "pair");
+    let mut labels = serde_json::Map::new();
+    for (i, p) in pair.iter().enumerate() {
+        labels.insert(p.to_string(), (if i == 0 { "n" } else { "y" }).into());
+    }
+    labels.insert(pair[n - 1].to_string(), "s".into());
+    let s = score(&out, &labels.into()).unwrap();
+    assert_eq!(s["overall"]["labelled"].as_u64(), Some(n as u64 - 1));
+    let first = &s["bands"][0];
+    let (p, lo, hi) = (
+        s["overall"]["precision"].as_f64().unwrap(),
+        s["overall"]["low"].as_f64().unwrap(),
+        s["overall"]["high"].as_f64().unwrap(),
+    );
+    assert!(p < 1.0 && lo < p && p <= hi, "{s}");
+    assert_eq!(first["no"].as_u64(), Some(1), "{s}");
+    assert_eq!(s["drops"].as_u64(), Some(drops.len() as u64));
+}
+
+#[test]
+fn the_page_is_self_contained_and_shows_hostile_text_as_data() {
+    let out = audited_run("audit-page");
+    audit(&out, &[]);
+    let page = std::fs::read_to_string(out.join("audit.html")).unwrap();
+    assert!(page.contains("corpus-dedup audit"));
+    // One script element of data, one of code: the texts' markup never closes either.
+    assert_eq!(
+        page.matches("</script>").count(),
+        2,
+        "text ended a script element"
+    );
+    assert!(!page.contains("alert(1)</"), "raw markup from the text");
+    assert!(!page.contains('\u{202e}') && !page.contains('\u{1b}'));
+    assert!(!page.contains("http://") && !page.contains("https://"));
+    // The hostile pair is sampled and its text kept whole in the pairs file.
+    let pairs = read_df(&out.join("audit-pairs.parquet"));
+    let texts = str_column(&pairs, "dropped_text");
+    assert!(texts
+        .iter()
+        .any(|t| t.contains("</script><script>alert(2)")));
+}
+
+#[test]
+fn labels_from_another_run_a_missing_file_or_no_audit_are_refused() {
+    let out = audited_run("audit-refused");
+    // Before any audit: scoring says to sample first.
+    let err = score(&out, &serde_json::json!({})).unwrap_err();
+    assert!(
+        err.contains("audit-pairs.parquet") && err.contains("corpus-dedup audit OUT"),
+        "{err}"
+    );
+    audit(&out, &["--pairs", "10"]);
+    let err = score(&out, &serde_json::json!({"00000000-0000": "y"})).unwrap_err();
+    assert!(err.contains("from run '00000000'"), "{err}");
+    let err = score(&out, &serde_json::json!(["y"])).unwrap_err();
+    assert!(err.contains("not a JSON object"), "{err}");
+    let err = cd(["audit"])
+        .arg(&out)
+        .args(["--score", "/nonexistent/labels.json"])
+        .fails();
+    assert!(
+        err.contains("'/nonexistent/labels.json': no such file"),
+        "{err}"
+    );
+    // No labels at all: said, not a crash.
+    let s = score(&out, &serde_json::json!({})).unwrap();
+    assert!(s["overall"].is_null() && !s["unlabelled_bands"].as_array().unwrap().is_empty());
+    let err = cd(["audit", "/nonexistent/out"]).fails();
+    assert!(
+        err.contains("manifest.parquet") && err.contains("no such file"),
+        "{err}"
+    );
+}
