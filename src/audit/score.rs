@@ -69,11 +69,14 @@ fn wilson(yes: u64, n: u64) -> Share {
     let z2 = Z * Z;
     let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
     let half = Z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / (1.0 + z2 / n);
+    // At a share of 0 or 1 the bound on that side is exactly it (rounding would miss it).
+    let low = if p == 0.0 { 0.0 } else { centre - half };
+    let high = if p == 1.0 { 1.0 } else { centre + half };
     Share {
         labelled: n as u64,
         precision: p,
-        low: (centre - half).max(0.0),
-        high: (centre + half).min(1.0),
+        low: low.max(0.0),
+        high: high.min(1.0),
     }
 }
 
