@@ -13,7 +13,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-ab bench-same bench-ratios bench-peers bench-kernels bench-scale bench-work-bytes bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-signals bench-decontam bench-paragraphs bench-substrings bench-jsonl bench-export bench-index-soak soak s3-demo clean-out
+.PHONY: build dedup test samples bench bench-ab bench-same bench-ratios bench-peers bench-kernels bench-scale bench-work-bytes bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-audit bench-signals bench-decontam bench-paragraphs bench-substrings bench-jsonl bench-export bench-index-soak soak s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -76,6 +76,10 @@ bench-index: build
 ## Quality of the classic and oph sketches over seeds 1-SEEDS: make bench-sketch [CORPORA='dir ...'] [SEEDS=15]
 bench-sketch: build
 	CORPORA='$(or $(CORPORA),../shared/corpus/dev-small)' SEEDS=$(or $(SEEDS),15) bash benches/sketch.sh
+
+## Audit against exact truth: labels from the truth scored beside the true precision: make bench-audit [PAIRS=200]
+bench-audit: build
+	bash benches/audit/run.sh $(or $(PAIRS),200)
 
 ## The development corpus as 4 nights through one index, scored: make bench-nights [WINDOW=4] [ARGS='--index-keys short']
 bench-nights: build
