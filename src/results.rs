@@ -494,42 +494,50 @@ pub(crate) fn read_texts<'a>(
         e.1 = e.1.start.min(at.1)..e.1.end.max(at.1 + 1);
         e.2.push(i);
     }
-    let texts: Vec<Vec<(usize, Option<String>)>> = spans
-        .into_values()
-        .collect::<Vec<_>>()
-        .into_par_iter()
-        .with_max_len(1)
-        .map(|(file, span, idx)| {
-            let (bytes, slice) = if object::is_url(file) {
-                (object::get_all(&[file.to_string()])?.pop(), None)
-            } else {
-                (None, Some(span.clone()))
-            };
-            let row = |i: usize| at(i).1;
-            if jsonl::is_jsonl(file) {
-                // One pass over the file, parsing and keeping the wanted lines only.
-                let mut rows: Vec<u64> = idx.iter().map(|&i| row(i)).collect();
-                rows.sort_unstable();
-                rows.dedup();
-                let texts = jsonl::read_texts(file, bytes, &rows, &m.config)?;
-                return Ok(idx
-                    .into_iter()
-                    .map(|i| {
-                        let at = rows.partition_point(|&r| r < row(i));
-                        (i, texts[at].clone())
-                    })
-                    .collect());
-            }
-            let first = slice.as_ref().map_or(0, |r| r.start);
-            let shard = input::read_shard(file, bytes, slice, None, &m.config)?;
-            Ok(idx
+    let spans: Vec<Span<'a>> = spans.into_values().collect();
+    let read = |(file, span, idx): Span<'a>| -> Result<Vec<(usize, Option<String>)>> {
+        let (bytes, slice) = if object::is_url(file) {
+            (object::get_all(&[file.to_string()])?.pop(), None)
+        } else {
+            (None, Some(span.clone()))
+        };
+        let row = |i: usize| at(i).1;
+        if jsonl::is_jsonl(file) {
+            // One pass over the file, parsing and keeping the wanted lines only.
+            let mut rows: Vec<u64> = idx.iter().map(|&i| row(i)).collect();
+            rows.sort_unstable();
+            rows.dedup();
+            let texts = jsonl::read_texts(file, bytes, &rows, &m.config)?;
+            return Ok(idx
                 .into_iter()
                 .map(|i| {
-                    let r = (at(i).1 - first) as usize;
-                    (i, shard.text.get(r).map(str::to_string))
+                    let at = rows.partition_point(|&r| r < row(i));
+                    (i, texts[at].clone())
                 })
-                .collect())
-        })
-        .collect::<Result<_>>()?;
-    Ok(texts.into_iter().flatten().collect())
+                .collect());
+        }
+        let first = slice.as_ref().map_or(0, |r| r.start);
+        let shard = input::read_shard(file, bytes, slice, None, &m.config)?;
+        Ok(idx
+            .into_iter()
+            .map(|i| {
+                let r = (at(i).1 - first) as usize;
+                (i, shard.text.get(r).map(str::to_string))
+            })
+            .collect())
+    };
+    // A batch of reads at a time: a worker waiting on polars' own pool runs other reads of the
+    // batch meanwhile, a stack frame deeper each, so one batch of all (400 reads) overflowed.
+    let mut texts = BTreeMap::new();
+    for batch in spans.chunks(READS_AT_ONCE) {
+        let read: Vec<Vec<(usize, Option<String>)>> = (batch.to_vec().into_par_iter())
+            .with_max_len(1)
+            .map(read)
+            .collect::<Result<_>>()?;
+        texts.extend(read.into_iter().flatten());
+    }
+    Ok(texts)
 }
+
+/// Reads [`read_texts`] makes in parallel at most.
+const READS_AT_ONCE: usize = 16;

@@ -189,3 +189,20 @@ fn labels_from_another_run_a_missing_file_or_no_audit_are_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn hundreds_of_pairs_from_large_row_groups_are_read() {
+    // One shard of 25,000 documents in one row group (over the 20,000 rows read as one span):
+    // each sampled text is a read of its own, 800 of them.
+    let dir = temp_dir("audit-large-groups");
+    std::fs::create_dir_all(dir.join("in")).unwrap();
+    let docs = corpus_dedup::synth::generate(25_000, corpus_dedup::synth::Lang::En, 41, "g");
+    write_docs(&dir.join("in/one.parquet"), &docs);
+    let out = dir.join("out");
+    run_ok(&format!("{}/in/*.parquet", dir.display()), &out, &[]);
+    let written = audit(&out, &["--pairs", "400"]);
+    assert_eq!(written["pairs"].as_u64(), Some(400), "{written}");
+    let pairs = read_df(&out.join("audit-pairs.parquet"));
+    let texts = str_column(&pairs, "kept_text");
+    assert!(texts.iter().all(|t| !t.is_empty()));
+}

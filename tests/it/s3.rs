@@ -298,6 +298,38 @@ fn apply_reads_and_writes_s3_and_gives_the_local_shards() {
     let o = apply();
     let line = String::from_utf8_lossy(&o.stdout);
     assert!(line.contains("\"shards_written\":0"), "{line}");
+    // The audit of the run on S3 samples the pairs a local audit of the local run does.
+    s3_cmd(
+        &server,
+        SECRET,
+        ["audit", "s3://crawl/runs/r1", "--pairs", "20"],
+    )
+    .ok();
+    cd(["audit"])
+        .arg(local.join("out"))
+        .args(["--pairs", "20"])
+        .ok();
+    let pairs = |path: PathBuf| {
+        let df = read_df(&path);
+        let cols = ["band", "dropped_id", "kept_id", "dropped_text", "kept_text"];
+        let cols: Vec<Vec<String>> = (cols.iter())
+            .map(|c| str_column(&df, c).iter().map(|s| s.to_string()).collect())
+            .collect();
+        cols
+    };
+    let remote = pairs(server.root.join("crawl/runs/r1/audit-pairs.parquet"));
+    assert!(!remote[0].is_empty());
+    assert_eq!(remote, pairs(local.join("out/audit-pairs.parquet")));
+    assert!(server.root.join("crawl/runs/r1/audit.html").exists());
+    let first = read_df(&server.root.join("crawl/runs/r1/audit-pairs.parquet"));
+    let labels = serde_json::json!({ str_column(&first, "pair")[0]: "y" });
+    let file = local.join("labels.json");
+    std::fs::write(&file, labels.to_string()).unwrap();
+    let o = s3_cmd(&server, SECRET, ["audit", "s3://crawl/runs/r1", "--score"])
+        .arg(&file)
+        .ok();
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(s["overall"]["labelled"].as_u64(), Some(1), "{s}");
 }
 
 /// The S3 endpoint goes away in the middle of a run (after the first signatures task wrote its
