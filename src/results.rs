@@ -162,6 +162,14 @@ impl ManifestRows {
     }
 }
 
+/// The retained index the run in `out` used (`--index`), as its summary names it (the manifest
+/// leaves locations out).
+pub(crate) fn run_index(out: &str) -> Option<String> {
+    let summary = read_location(&in_output(out, "summary.json")).ok()??;
+    let summary: serde_json::Value = serde_json::from_slice(&summary).ok()?;
+    summary["config"]["index"].as_str().map(str::to_string)
+}
+
 /// Reads a whole local file or `s3://` object; `None` when it does not exist.
 pub fn read_location(location: &str) -> Result<Option<Vec<u8>>> {
     if object::is_url(location) {

@@ -7,13 +7,14 @@
 //! (so two audits of one run show the same pairs, and a larger `--pairs` adds to a smaller one's).
 //! Bands get equal shares of the pairs (a band with fewer drops gives its rest to the others), so
 //! every band's precision has its own error bar; the overall precision weights each band by its
-//! share of the drops. A drop whose keeper is in an earlier batch of the index is not sampled:
-//! its text is not in this run's input (the page could not show it).
+//! share of the drops. A drop whose keeper is in an earlier batch of the index (`--index`) is
+//! sampled like the others: the keeper's text is read from the shard that batch recorded for it,
+//! as `explain` does (a shard gone or changed since leaves the kept text empty, said on the page).
 
 mod page;
 pub(crate) mod score;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use polars::prelude::*;
 use serde::Serialize;
@@ -120,6 +121,8 @@ struct Drop {
     at: (String, u64),
     id: String,
     keeper: String,
+    /// The earlier batch of the index the keeper is in (None: in this run).
+    batch: Option<String>,
     similarity: f32,
 }
 
@@ -135,11 +138,12 @@ const COLUMNS: [&str; 7] = [
 ];
 
 /// Counts the run's drops per band and keeps, per band, the `per_band` drops whose ids hash
-/// lowest (with their keeper in this run).
+/// lowest. `tonight`: the run's own batch name (`--index`), which a keeper in this run carries.
 fn first_pass(
     rows: &crate::results::ManifestRows,
     bands: &mut [Band],
     per_band: usize,
+    tonight: Option<&str>,
 ) -> Result<Vec<Vec<Drop>>> {
     let mut lowest: Vec<Vec<Drop>> = (0..bands.len()).map(|_| Vec::new()).collect();
     rows.each_group(&COLUMNS, |_, df| {
@@ -169,7 +173,7 @@ fn first_pass(
                 continue;
             };
             bands[b].drops += 1;
-            if per_band == 0 || batch.is_some_and(|c| c.get(i).is_some()) {
+            if per_band == 0 {
                 continue;
             }
             let id = ids.get(i).unwrap_or_default();
@@ -182,11 +186,13 @@ fn first_pass(
                 files.get(i).unwrap_or_default().to_string(),
                 rws.get(i).unwrap_or(0),
             );
+            let earlier = batch.and_then(|c| c.get(i)).filter(|b| Some(*b) != tonight);
             let d = Drop {
                 key,
                 at,
                 id: id.to_string(),
                 keeper: k.to_string(),
+                batch: earlier.map(str::to_string),
                 similarity: s,
             };
             let pos = list.partition_point(|x| x.key < key);
@@ -219,12 +225,75 @@ fn shares(available: &[usize], total: usize) -> Vec<usize> {
     }
 }
 
+/// Where each keeper of this run named in `ids` is (its shard and row): a pass over the
+/// manifest's ids.
+fn keepers_here(
+    rows: &crate::results::ManifestRows,
+    ids: &HashSet<&str>,
+) -> Result<HashMap<String, (String, u64)>> {
+    let mut at = HashMap::new();
+    rows.each_group(&["id", "file", "row"], |_, df| {
+        let col = |name: &str| df.column(name).map_err(|e| rows.error(e));
+        let id = col("id")?.str().map_err(|e| rows.error(e))?;
+        let file = col("file")?.str().map_err(|e| rows.error(e))?;
+        let row = col("row")?.u64().map_err(|e| rows.error(e))?;
+        for i in 0..df.height() {
+            if let Some(x) = id.get(i).filter(|x| ids.contains(x)) {
+                let place = (
+                    file.get(i).unwrap_or_default().to_string(),
+                    row.get(i).unwrap_or(0),
+                );
+                at.insert(x.to_string(), place);
+            }
+        }
+        Ok(())
+    })?;
+    Ok(at)
+}
+
+/// A keeper in an earlier batch of the index: its shard and row, and its text when readable.
+type Earlier = ((String, u64), Option<String>);
+
+/// The place and text of each keeper in an earlier batch of the run's index (`(batch, id)`),
+/// read from the shard the batch recorded for it; None where it cannot be read (the batch
+/// expired, the shard is gone or changed since).
+fn keepers_earlier(
+    out: &str,
+    m: &Manifest,
+    wanted: &[(&str, &str)],
+) -> HashMap<(String, String), Earlier> {
+    let mut found = HashMap::new();
+    let Some(index) = crate::results::run_index(out) else {
+        return found;
+    };
+    let mut by_batch: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for &(batch, id) in wanted {
+        by_batch.entry(batch).or_default().push(id);
+    }
+    for (batch, ids) in by_batch {
+        let Ok(places) = crate::index::origins::find_many(&index, batch, &ids) else {
+            continue;
+        };
+        for (id, place) in places {
+            let Ok((input, row)) = place else {
+                continue;
+            };
+            let text = (input.check_unchanged().ok())
+                .and_then(|_| crate::results::read_row_at(&m.config, &input.file, row).ok())
+                .filter(|(_, read_id)| read_id.as_deref().is_none_or(|r| r == id))
+                .and_then(|(text, _)| text);
+            found.insert((batch.to_string(), id), ((input.file, row), text));
+        }
+    }
+    found
+}
+
 /// The audit sample of the run in `out`: `pairs` pairs at most, read with their texts.
 pub(crate) fn sample(out: &str, pairs: usize) -> Result<Audit> {
     let (m, rows) = Manifest::open(&in_output(out, "manifest.parquet"))?;
     let threshold = m.config.threshold;
     let mut bands = bands(threshold);
-    let lowest = first_pass(&rows, &mut bands, pairs)?;
+    let lowest = first_pass(&rows, &mut bands, pairs, m.config.batch.as_deref())?;
     let take = shares(&lowest.iter().map(Vec::len).collect::<Vec<_>>(), pairs);
     let chosen: Vec<(usize, &Drop)> = (lowest.iter().enumerate())
         .flat_map(|(b, list)| list.iter().take(take[b]).map(move |d| (b, d)))
@@ -232,45 +301,46 @@ pub(crate) fn sample(out: &str, pairs: usize) -> Result<Audit> {
     for (b, n) in take.iter().enumerate() {
         bands[b].sampled = *n as u64;
     }
-    // The keepers' rows: a second pass for their ids.
-    let wanted: HashMap<&str, usize> = (chosen.iter().enumerate())
-        .map(|(n, (_, d))| (d.keeper.as_str(), n))
+    let here: HashSet<&str> = (chosen.iter())
+        .filter(|(_, d)| d.batch.is_none())
+        .map(|(_, d)| d.keeper.as_str())
         .collect();
-    let mut keeper_at: HashMap<String, (String, u64)> = HashMap::new();
-    rows.each_group(&["id", "file", "row"], |_, df| {
-        let col = |name: &str| df.column(name).map_err(|e| rows.error(e));
-        let ids = col("id")?.str().map_err(|e| rows.error(e))?;
-        let files = col("file")?.str().map_err(|e| rows.error(e))?;
-        let rws = col("row")?.u64().map_err(|e| rows.error(e))?;
-        for i in 0..df.height() {
-            let Some(id) = ids.get(i).filter(|id| wanted.contains_key(id)) else {
-                continue;
-            };
-            let at = (
-                files.get(i).unwrap_or_default().to_string(),
-                rws.get(i).unwrap_or(0),
-            );
-            keeper_at.insert(id.to_string(), at);
+    let here = keepers_here(&rows, &here)?;
+    let earlier: Vec<(&str, &str)> = (chosen.iter())
+        .filter_map(|(_, d)| Some((d.batch.as_deref()?, d.keeper.as_str())))
+        .collect();
+    let earlier = keepers_earlier(out, &m, &earlier);
+    let earlier_of = |d: &Drop| {
+        let batch = d.batch.clone()?;
+        earlier.get(&(batch, d.keeper.clone()))
+    };
+    // Texts read from this run's shards: the dropped document of pair n is row 2n, its keeper
+    // (when in this run) 2n + 1.
+    let mut places: Vec<(String, u64)> = Vec::with_capacity(2 * chosen.len());
+    let mut which = Vec::with_capacity(2 * chosen.len());
+    for (n, (_, d)) in chosen.iter().enumerate() {
+        let kept = match d.batch {
+            None => here.get(&d.keeper).cloned(),
+            Some(_) => earlier_of(d).map(|(place, _)| place.clone()),
+        };
+        which.push(2 * n);
+        if d.batch.is_none() && kept.is_some() {
+            which.push(2 * n + 1);
         }
-        Ok(())
-    })?;
-    // Texts: the dropped document of pair n is row 2n, its keeper 2n + 1.
-    let places: Vec<(String, u64)> = (chosen.iter())
-        .flat_map(|(_, d)| {
-            let kept = keeper_at.get(&d.keeper).cloned().unwrap_or_default();
-            [d.at.clone(), kept]
-        })
-        .collect();
+        places.extend([d.at.clone(), kept.unwrap_or_default()]);
+    }
     let groups = RowGroups::of(&m, None)?;
     let at = |i: usize| (places[i].0.as_str(), places[i].1);
-    let which: Vec<usize> = (0..places.len()).collect();
     let texts = read_texts(&m, &groups, &which, &at)?;
-    let text = |i: usize| texts.get(&i).cloned().flatten();
     let sim = Similarity::new(&m.config);
     let run = run_fingerprint(&m);
     let pairs = (chosen.iter().enumerate())
         .map(|(n, (b, d))| {
-            let (dropped, kept) = (text(2 * n), text(2 * n + 1));
+            let dropped = texts.get(&(2 * n)).cloned().flatten();
+            let kept = match d.batch {
+                None => texts.get(&(2 * n + 1)).cloned().flatten(),
+                Some(_) => earlier_of(d).and_then(|(_, text)| text.clone()),
+            };
             let (a, k) = (
                 dropped.as_deref().unwrap_or(""),
                 kept.as_deref().unwrap_or(""),
@@ -360,7 +430,7 @@ fn frame(a: &Audit) -> PolarsResult<DataFrame> {
 pub(crate) fn recorded(out: &str) -> Result<(String, Vec<Band>, BTreeMap<String, String>)> {
     let (m, rows) = Manifest::open(&in_output(out, "manifest.parquet"))?;
     let mut bands = bands(m.config.threshold);
-    first_pass(&rows, &mut bands, 0)?;
+    first_pass(&rows, &mut bands, 0, m.config.batch.as_deref())?;
     let path = in_output(out, PAIRS_FILE);
     let missing = || Error::Manifest {
         path: path.clone(),

@@ -223,14 +223,8 @@ fn earlier_keeper(
     cfg: &Config,
     keeper: &Keeper,
 ) -> std::result::Result<(String, u64, String), String> {
-    let summary = in_output(out, "summary.json");
-    let config = crate::results::read_location(&summary)
-        .ok()
-        .flatten()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .map(|s| s["config"]["index"].clone());
-    let (Some(serde_json::Value::String(index)), Some(batch)) = (config, &keeper.batch) else {
-        return Err(format!("{summary} names no index"));
+    let (Some(index), Some(batch)) = (crate::results::run_index(out), &keeper.batch) else {
+        return Err(format!("{} names no index", in_output(out, "summary.json")));
     };
     let found = crate::index::origins::find(&index, batch, &keeper.id);
     let (input, row) = found.map_err(|e| e.to_string())?;

@@ -7,6 +7,8 @@
 //! documents' global indices in batch order (ascending), each as the LEB128 varint of its
 //! difference from the one before: about one byte per document.
 
+use std::collections::HashMap;
+
 use crate::error::{Error, Result};
 use crate::index::batch::BatchReader;
 use crate::index::{read_head, BatchEntry};
@@ -83,6 +85,22 @@ impl Origins {
 /// message naming what is missing (the batch expired, the document is not in it, the batch
 /// records no origins).
 pub(crate) fn find(index: &str, batch: &str, id: &str) -> Result<(RecordedInput, u64)> {
+    let mut found = find_many(index, batch, &[id])?;
+    found.remove(id).unwrap_or_else(|| {
+        Err(Error::Index {
+            index: index.to_string(),
+            msg: format!("batch '{batch}' holds no document with id '{id}'"),
+        })
+    })
+}
+
+/// [`find`] for several documents of one batch, its ids read once: each id's shard and row, or
+/// why not (an id the batch does not hold); fails as a whole when the batch cannot be read.
+pub(crate) fn find_many(
+    index: &str,
+    batch: &str,
+    ids: &[&str],
+) -> Result<HashMap<String, Result<(RecordedInput, u64)>>> {
     let dir = OutputDir::parse(index);
     let err = |msg: String| Error::Index {
         index: index.to_string(),
@@ -108,15 +126,25 @@ pub(crate) fn find(index: &str, batch: &str, id: &str) -> Result<(RecordedInput,
     let origins = Origins::decode(&bytes, &dir.child(entry.files()).location(ORIGINS))?;
     let reader = BatchReader::open(&dir, entry, 0)?;
     let numbers: Vec<u32> = (0..origins.docs.len() as u32).collect();
-    let ids = reader.ids(&numbers)?;
-    let number = numbers
-        .into_iter()
-        .find(|n| ids.get(n).is_some_and(|x| x == id))
-        .ok_or_else(|| err(format!("batch '{batch}' holds no document with id '{id}'")))?;
-    let (input, row) = origins
-        .locate(number)
-        .ok_or_else(|| err(format!("batch '{batch}': document {number} has no origin")))?;
-    Ok((input.clone(), row))
+    let all = reader.ids(&numbers)?;
+    let wanted: std::collections::HashSet<&str> = ids.iter().copied().collect();
+    let mut found: HashMap<String, Result<(RecordedInput, u64)>> = HashMap::new();
+    for n in numbers {
+        let Some(id) = all.get(&n).filter(|id| wanted.contains(id.as_str())) else {
+            continue;
+        };
+        let at = (origins.locate(n))
+            .map(|(input, row)| (input.clone(), row))
+            .ok_or_else(|| err(format!("batch '{batch}': document {n} has no origin")));
+        found.entry(id.clone()).or_insert(at);
+    }
+    for id in ids {
+        if !found.contains_key(*id) {
+            let missing = err(format!("batch '{batch}' holds no document with id '{id}'"));
+            found.insert(id.to_string(), Err(missing));
+        }
+    }
+    Ok(found)
 }
 
 #[cfg(test)]

@@ -206,3 +206,60 @@ fn hundreds_of_pairs_from_large_row_groups_are_read() {
     let texts = str_column(&pairs, "kept_text");
     assert!(texts.iter().all(|t| !t.is_empty()));
 }
+
+#[test]
+fn drops_against_an_earlier_night_are_sampled_with_that_nights_text() {
+    let dir = temp_dir("audit-index");
+    let (_, docs) = three_shards(&dir.join("in"));
+    // Night 2 holds night 1's English shard again under another name: those drop against n1.
+    std::fs::create_dir_all(dir.join("n2")).unwrap();
+    std::fs::copy(dir.join("in/a-en.parquet"), dir.join("n2/a-again.parquet")).unwrap();
+    std::fs::copy(
+        dir.join("in/b-mixed.parquet"),
+        dir.join("n2/b-mixed.parquet"),
+    )
+    .unwrap();
+    let index = dir.join("index");
+    let night = |input: String, out: &Path, batch: &str| {
+        let args = ["--index", index.to_str().unwrap(), "--batch", batch];
+        run_ok(&input, out, &args);
+    };
+    night(
+        format!("{}/in/a-en.parquet", dir.display()),
+        &dir.join("o1"),
+        "n1",
+    );
+    night(
+        format!("{}/n2/*.parquet", dir.display()),
+        &dir.join("o2"),
+        "n2",
+    );
+    audit(&dir.join("o2"), &["--pairs", "400"]);
+    let pairs = read_df(&dir.join("o2/audit-pairs.parquet"));
+    let (kept_file, kept_text) = (
+        str_column(&pairs, "kept_file"),
+        str_column(&pairs, "kept_text"),
+    );
+    let kept_id = str_column(&pairs, "kept_id");
+    let text_of: HashMap<&str, &str> = docs
+        .iter()
+        .map(|d| (d.id.as_str(), d.text.as_str()))
+        .collect();
+    let earlier: Vec<usize> = (0..pairs.height())
+        .filter(|&i| kept_file[i].ends_with("in/a-en.parquet"))
+        .collect();
+    assert!(!earlier.is_empty(), "no pair against night 1");
+    for i in earlier {
+        assert_eq!(kept_text[i], text_of[kept_id[i]], "{}", kept_id[i]);
+    }
+    // Every drop counts, those against n1 and those within the night.
+    let written = audit(&dir.join("o2"), &["--pairs", "400"]);
+    let drops: u64 = (written["bands"].as_array().unwrap().iter())
+        .map(|b| b["drops"].as_u64().unwrap())
+        .sum();
+    let rows = manifest(&dir.join("o2"));
+    assert_eq!(
+        drops as usize,
+        rows.iter().filter(|r| r.duplicate_of.is_some()).count()
+    );
+}
