@@ -60,29 +60,7 @@ fn an_audit_samples_every_band_from_the_runs_drops_and_scores_the_labels() {
     let sampled: u64 = bands.iter().map(|b| b["sampled"].as_u64().unwrap()).sum();
     assert_eq!(band_drops as usize, drops.len());
     assert_eq!(sampled as usize, n);
-    // The columns are the schema's.
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/schemas/audit-pairs.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
-    let cols = schema["columns"].as_array().unwrap();
-    assert_eq!(pairs.width(), cols.len());
-    for (c, want) in pairs.columns().iter().zip(cols) {
-        assert_eq!(c.name().as_str(), want["name"].as_str().unwrap());
-        assert_eq!(
-            format!("{:?}", c.dtype()),
-            want["type"].as_str().unwrap(),
-            "{}",
-            c.name()
-        );
-        if !want["nullable"].as_bool().unwrap() {
-            assert_eq!(c.null_count(), 0, "column {} has nulls", c.name());
-        }
-    }
+    check_columns(&pairs, "audit-pairs");
     // Each pair is a drop and its keeper as the manifest says, in its band, with both texts.
     let by_id: HashMap<&str, &Row> = rows.iter().map(|r| (r.id.as_str(), r)).collect();
     let (ids, kept) = (

@@ -242,6 +242,25 @@ pub(crate) fn dev_small() -> Option<PathBuf> {
     .map(|_| dir)
 }
 
+/// Checks that `df` has the columns `schemas/NAME.json` lists, in order, of its types, and no
+/// null where the schema says none; returns the schema.
+pub(crate) fn check_columns(df: &DataFrame, name: &str) -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("schemas/{name}.json"));
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let cols = schema["columns"].as_array().unwrap();
+    assert_eq!(df.width(), cols.len(), "{name}");
+    for (c, want) in df.columns().iter().zip(cols) {
+        assert_eq!(c.name().as_str(), want["name"].as_str().unwrap());
+        let dtype = format!("{:?}", c.dtype());
+        assert_eq!(dtype, want["type"].as_str().unwrap(), "column {}", c.name());
+        if !want["nullable"].as_bool().unwrap() {
+            assert_eq!(c.null_count(), 0, "column {} must have no nulls", c.name());
+        }
+    }
+    schema
+}
+
 /// Reads a Parquet file into a DataFrame.
 pub(crate) fn read_df(path: &Path) -> DataFrame {
     LazyFrame::scan_parquet(
