@@ -147,24 +147,19 @@ fn first_pass(
 ) -> Result<Vec<Vec<Drop>>> {
     let mut lowest: Vec<Vec<Drop>> = (0..bands.len()).map(|_| Vec::new()).collect();
     rows.each_group(&COLUMNS, |_, df| {
-        let col = |name: &str| df.column(name).map_err(|e| rows.error(e));
-        let (ids, files) = (col("id")?.str(), col("file")?.str());
-        let (rws, keep) = (col("row")?.u64(), col("keep")?.bool());
-        let (sims, dup) = (col("similarity")?.f32(), col("duplicate_of")?.str());
-        let (ids, files, rws) = (
-            ids.map_err(|e| rows.error(e))?,
-            files.map_err(|e| rows.error(e))?,
-            rws.map_err(|e| rows.error(e))?,
+        let err = |e| rows.error(e);
+        let col = |name: &str| df.column(name).map_err(err);
+        let (ids, files) = (
+            col("id")?.str().map_err(err)?,
+            col("file")?.str().map_err(err)?,
         );
-        let (keep, sims, dup) = (
-            keep.map_err(|e| rows.error(e))?,
-            sims.map_err(|e| rows.error(e))?,
-            dup.map_err(|e| rows.error(e))?,
+        let (rws, keep) = (
+            col("row")?.u64().map_err(err)?,
+            col("keep")?.bool().map_err(err)?,
         );
-        let batch = df
-            .column("duplicate_of_batch")
-            .ok()
-            .and_then(|c| c.str().ok());
+        let sims = col("similarity")?.f32().map_err(err)?;
+        let dup = col("duplicate_of")?.str().map_err(err)?;
+        let batch = (df.column("duplicate_of_batch").ok()).and_then(|c| c.str().ok());
         for i in 0..df.height() {
             let (Some(false), Some(s), Some(k)) = (keep.get(i), sims.get(i), dup.get(i)) else {
                 continue;
@@ -233,10 +228,13 @@ fn keepers_here(
 ) -> Result<HashMap<String, (String, u64)>> {
     let mut at = HashMap::new();
     rows.each_group(&["id", "file", "row"], |_, df| {
-        let col = |name: &str| df.column(name).map_err(|e| rows.error(e));
-        let id = col("id")?.str().map_err(|e| rows.error(e))?;
-        let file = col("file")?.str().map_err(|e| rows.error(e))?;
-        let row = col("row")?.u64().map_err(|e| rows.error(e))?;
+        let err = |e| rows.error(e);
+        let col = |name: &str| df.column(name).map_err(err);
+        let (id, file) = (
+            col("id")?.str().map_err(err)?,
+            col("file")?.str().map_err(err)?,
+        );
+        let row = col("row")?.u64().map_err(err)?;
         for i in 0..df.height() {
             if let Some(x) = id.get(i).filter(|x| ids.contains(x)) {
                 let place = (
