@@ -80,7 +80,8 @@ fn band_of(bands: &[Band], similarity: f64) -> Option<usize> {
 /// One sampled pair.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct AuditPair {
-    /// `RUN-NNNN`: the run's fingerprint and the pair's number.
+    /// `RUN-KEY`: the run's fingerprint and the hash of the dropped document's id, so a pair
+    /// keeps its name (and its label) in an audit of more or fewer pairs.
     pub pair: String,
     pub band: String,
     pub similarity: f32,
@@ -344,7 +345,7 @@ pub(crate) fn sample(out: &str, pairs: usize) -> Result<Audit> {
                 kept.as_deref().unwrap_or(""),
             );
             AuditPair {
-                pair: format!("{run}-{n:04}"),
+                pair: format!("{run}-{:016x}", d.key),
                 band: bands[*b].name.clone(),
                 similarity: d.similarity,
                 jaccard: sim.jaccard(&sim.sets(k), &sim.sets(a)),

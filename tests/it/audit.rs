@@ -44,6 +44,8 @@ fn score(out: &Path, labels: &serde_json::Value) -> Result<serde_json::Value, St
 #[test]
 fn an_audit_samples_every_band_from_the_runs_drops_and_scores_the_labels() {
     let out = audited_run("audit-bands");
+    audit(&out, &["--pairs", "8"]);
+    let few = read_df(&out.join("audit-pairs.parquet"));
     let written = audit(&out, &["--pairs", "40"]);
     let pairs = read_df(&out.join("audit-pairs.parquet"));
     let n = pairs.height();
@@ -84,6 +86,15 @@ fn an_audit_samples_every_band_from_the_runs_drops_and_scores_the_labels() {
         let s = sims.get(i).unwrap() as f64;
         assert!(b["lo"].as_f64().unwrap() - 1e-6 <= s && s <= b["hi"].as_f64().unwrap());
         assert!(!dropped_text[i].is_empty() && !kept_text[i].is_empty());
+    }
+    // A pair keeps its name in a larger audit: labels made on the smaller one still apply.
+    let named: HashMap<&str, &str> = (str_column(&pairs, "pair").into_iter())
+        .zip(str_column(&pairs, "dropped_id"))
+        .collect();
+    let few_pairs = str_column(&few, "pair");
+    assert!(!few_pairs.is_empty());
+    for (p, d) in few_pairs.iter().zip(str_column(&few, "dropped_id")) {
+        assert_eq!(named.get(p), Some(&d), "{p}");
     }
     // The same pairs and page again: the sample is a function of the manifest.
     let (parquet, page) = (
