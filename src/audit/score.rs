@@ -39,6 +39,14 @@ pub(crate) struct BandScore {
     pub precision: Option<Share>,
 }
 
+/// The run's drops a person would not have made, estimated, with a 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(crate) struct Wrong {
+    pub estimate: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
 /// What the labels say about the run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct Score {
@@ -48,7 +56,7 @@ pub(crate) struct Score {
     pub overall: Option<Share>,
     pub bands: Vec<BandScore>,
     /// Drops a person would not have made: the run's drops x (1 - precision), with the interval.
-    pub wrong_drops: Option<(f64, f64, f64)>,
+    pub wrong_drops: Option<Wrong>,
     /// Bands with drops but no label, left out of the overall figure.
     pub unlabelled_bands: Vec<String>,
 }
@@ -150,11 +158,11 @@ pub(crate) fn score(
     });
     let wrong_drops = overall.map(|s| {
         let d = drops as f64;
-        (
-            d * (1.0 - s.precision),
-            d * (1.0 - s.high),
-            d * (1.0 - s.low),
-        )
+        Wrong {
+            estimate: d * (1.0 - s.precision),
+            low: d * (1.0 - s.high),
+            high: d * (1.0 - s.low),
+        }
     });
     let unlabelled_bands = (scored.iter())
         .filter(|b| b.precision.is_none() && b.drops > 0)
@@ -221,8 +229,8 @@ mod tests {
         assert!((o.precision - (0.9 * 0.5 + 0.1 * 1.0)).abs() < 1e-12);
         assert!(o.low < o.precision && o.precision < o.high && o.high <= 1.0);
         assert_eq!(o.labelled, 4);
-        let (wrong, lo, hi) = s.wrong_drops.unwrap();
-        assert!((wrong - 1000.0 * 0.45).abs() < 1e-9 && lo < wrong && wrong < hi);
+        let w = s.wrong_drops.unwrap();
+        assert!((w.estimate - 450.0).abs() < 1e-9 && w.low < w.estimate && w.estimate < w.high);
         // An empty band is said, not scored; no band without labels is left out here.
         assert_eq!(s.bands[2].precision, None);
         assert!(s.unlabelled_bands.is_empty());

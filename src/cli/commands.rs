@@ -211,8 +211,39 @@ pub(super) fn audit(output: String, pairs: usize, score: Option<String>) -> anyh
             score_json(&output, &String::from_utf8_lossy(&labels))?
         }
     };
+    if std::io::stderr().is_terminal() {
+        let said: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+        eprint!("{}", visible(&audit_for_a_person(&said, &output)));
+    }
     println!("{}", json(&line));
     Ok(())
+}
+
+/// What `audit` did, for a person on a terminal (the JSON line follows on stdout).
+fn audit_for_a_person(said: &serde_json::Value, output: &str) -> String {
+    let n = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
+    if let Some(page) = said["page"].as_str() {
+        return format!(
+            "corpus-dedup: {} pairs to label in {page}: open it in a browser, press y, n or s for each, export the labels, then run corpus-dedup audit {output} --score LABELS.json\n",
+            said["pairs"]
+        );
+    }
+    let o = &said["overall"];
+    if o.is_null() {
+        return "corpus-dedup: no pair is labelled y or n yet\n".to_string();
+    }
+    let w = &said["wrong_drops"];
+    format!(
+        "corpus-dedup: precision {:.3} ({:.3}-{:.3}, 95%) from {} labels, over {} drops: about {:.0} wrong drops ({:.0}-{:.0})\n",
+        n(&o["precision"]),
+        n(&o["low"]),
+        n(&o["high"]),
+        o["labelled"],
+        said["drops"],
+        n(&w["estimate"]),
+        n(&w["low"]),
+        n(&w["high"])
+    )
 }
 
 /// `audit OUT`: samples the run's pairs and writes the page; what it wrote, as JSON.
