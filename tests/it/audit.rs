@@ -243,6 +243,22 @@ fn drops_against_an_earlier_night_are_sampled_with_that_nights_text() {
     }
     // Every drop counts, those against n1 and those within the night.
     let written = audit(&dir.join("o2"), &["--pairs", "400"]);
+    let total: u64 = (written["bands"].as_array().unwrap().iter())
+        .map(|b| b["sampled"].as_u64().unwrap())
+        .sum();
+    // Night 1's shard rewritten since: those keepers' texts are not shown, nothing fails.
+    std::fs::copy(dir.join("in/c-zh.parquet"), dir.join("in/a-en.parquet")).unwrap();
+    audit(&dir.join("o2"), &["--pairs", "400"]);
+    let again = read_df(&dir.join("o2/audit-pairs.parquet"));
+    assert_eq!(again.height() as u64, total);
+    let (files, texts) = (
+        str_column(&again, "kept_file"),
+        str_column(&again, "kept_text"),
+    );
+    let unread: Vec<usize> = (0..again.height())
+        .filter(|&i| files[i].ends_with("in/a-en.parquet"))
+        .collect();
+    assert!(!unread.is_empty() && unread.iter().all(|&i| texts[i].is_empty()));
     let drops: u64 = (written["bands"].as_array().unwrap().iter())
         .map(|b| b["drops"].as_u64().unwrap())
         .sum();
