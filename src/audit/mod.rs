@@ -43,38 +43,30 @@ pub(crate) struct Band {
     pub sampled: u64,
 }
 
-/// The bands from the run's threshold up to 1: [`BAND_WIDTH`] wide, named by their bounds.
+/// The bands: below the run's threshold (`--cluster components` drops a document far from its
+/// kept one through a chain), then from the threshold up to 1, [`BAND_WIDTH`] wide, named by
+/// their bounds.
 pub(crate) fn bands(threshold: f64) -> Vec<Band> {
     let n = (((1.0 - threshold) / BAND_WIDTH).round() as usize).max(1);
     let step = (1.0 - threshold) / n as f64;
     // Bounds to four places: 0.85, not 0.8500000000000001.
     let at = |i: usize| ((threshold + step * i as f64) * 1e4).round() / 1e4;
-    (0..n)
-        .map(|i| {
-            let (lo, hi) = (at(i), at(i + 1));
-            Band {
-                name: format!("{lo:.2}-{hi:.2}"),
-                lo,
-                hi,
-                drops: 0,
-                sampled: 0,
-            }
-        })
-        .collect()
+    let band = |name: String, lo: f64, hi: f64| Band {
+        name,
+        lo,
+        hi,
+        drops: 0,
+        sampled: 0,
+    };
+    let below = band(format!("<{threshold:.2}"), 0.0, at(0));
+    let above = (0..n).map(|i| band(format!("{:.2}-{:.2}", at(i), at(i + 1)), at(i), at(i + 1)));
+    std::iter::once(below).chain(above).collect()
 }
 
-/// The band of a similarity (None below the first band: a drop by another rule).
-fn band_of(bands: &[Band], similarity: f64) -> Option<usize> {
-    let first = bands.first()?;
-    // Similarities are stored as f32: a drop at the threshold may read a hair below it.
-    if similarity < first.lo - 1e-6 {
-        return None;
-    }
-    Some(
-        bands
-            .partition_point(|b| b.hi <= similarity)
-            .min(bands.len() - 1),
-    )
+/// The band of a similarity.
+fn band_of(bands: &[Band], similarity: f64) -> usize {
+    // Similarities are stored as f32: one at a bound may read a hair below it.
+    (bands.partition_point(|b| b.hi <= similarity + 1e-6)).min(bands.len() - 1)
 }
 
 /// One sampled pair.
@@ -85,7 +77,7 @@ pub(crate) struct AuditPair {
     pub pair: String,
     pub band: String,
     pub similarity: f32,
-    /// Exact Jaccard of the two texts' shingle sets, recomputed (MinHash).
+    /// Exact Jaccard of the two texts' shingle sets, recomputed (None when one is empty).
     pub jaccard: Option<f64>,
     pub dropped_id: String,
     pub kept_id: String,
@@ -165,9 +157,7 @@ fn first_pass(
             let (Some(false), Some(s), Some(k)) = (keep.get(i), sims.get(i), dup.get(i)) else {
                 continue;
             };
-            let Some(b) = band_of(bands, s as f64) else {
-                continue;
-            };
+            let b = band_of(bands, s as f64);
             bands[b].drops += 1;
             if per_band == 0 {
                 continue;
@@ -462,20 +452,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bands_cover_the_threshold_to_one() {
+    fn bands_cover_zero_to_one_split_at_the_threshold() {
         let b = bands(0.8);
         let names: Vec<&str> = b.iter().map(|b| b.name.as_str()).collect();
-        assert_eq!(names, ["0.80-0.85", "0.85-0.90", "0.90-0.95", "0.95-1.00"]);
-        assert_eq!(band_of(&b, 0.8), Some(0));
-        assert_eq!(band_of(&b, 0.799_999_9), Some(0));
-        assert_eq!(band_of(&b, 0.87), Some(1));
-        assert_eq!(band_of(&b, 1.0), Some(3));
-        assert_eq!(band_of(&b, 0.5), None);
+        assert_eq!(
+            names,
+            ["<0.80", "0.80-0.85", "0.85-0.90", "0.90-0.95", "0.95-1.00"]
+        );
+        assert_eq!(band_of(&b, 0.8), 1);
+        assert_eq!(band_of(&b, 0.8f32 as f64), 1);
+        assert_eq!(band_of(&b, 0.87), 2);
+        assert_eq!(band_of(&b, 1.0), 4);
+        assert_eq!(band_of(&b, 0.5), 0);
+        assert_eq!(band_of(&b, 0.0), 0);
         // A threshold that does not divide: bands as close to 0.05 as fit, the last ending at 1.
         let b = bands(0.93);
-        assert_eq!(b.len(), 1);
-        assert_eq!((b[0].lo, b[0].hi), (0.93, 1.0));
-        assert_eq!(bands(0.7).len(), 6);
+        assert_eq!(b.len(), 2);
+        assert_eq!((b[1].lo, b[1].hi), (0.93, 1.0));
+        assert_eq!(bands(0.7).len(), 7);
     }
 
     #[test]

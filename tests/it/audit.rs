@@ -113,7 +113,7 @@ fn an_audit_samples_every_band_from_the_runs_drops_and_scores_the_labels() {
     labels.insert(pair[n - 1].to_string(), "s".into());
     let s = score(&out, &labels.into()).unwrap();
     assert_eq!(s["overall"]["labelled"].as_u64(), Some(n as u64 - 1));
-    let first = &s["bands"][0];
+    let first = &s["bands"][1]; // [0] is below the threshold: empty under the keeper rule
     let (p, lo, hi) = (
         s["overall"]["precision"].as_f64().unwrap(),
         s["overall"]["low"].as_f64().unwrap(),
@@ -267,4 +267,25 @@ fn drops_against_an_earlier_night_are_sampled_with_that_nights_text() {
         drops as usize,
         rows.iter().filter(|r| r.duplicate_of.is_some()).count()
     );
+}
+
+#[test]
+fn a_components_run_counts_every_drop_even_below_the_threshold() {
+    let dir = temp_dir("audit-components");
+    let (glob, _) = three_shards(&dir.join("in"));
+    let out = dir.join("out");
+    run_ok(&glob, &out, &["--cluster", "components"]);
+    let written = audit(&out, &[]);
+    let bands = written["bands"].as_array().unwrap();
+    assert_eq!(bands[0]["name"], "<0.80");
+    let drops: u64 = bands.iter().map(|b| b["drops"].as_u64().unwrap()).sum();
+    let rows = manifest(&out);
+    let below = (rows.iter())
+        .filter(|r| r.duplicate_of.is_some() && r.similarity.is_some_and(|s| s < 0.8 - 1e-6))
+        .count();
+    assert_eq!(
+        drops as usize,
+        rows.iter().filter(|r| r.duplicate_of.is_some()).count()
+    );
+    assert_eq!(bands[0]["drops"].as_u64(), Some(below as u64));
 }
