@@ -21,6 +21,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::explain::Similarity;
+use crate::io::input::read_shard;
 use crate::io::output::{OutputDir, ParquetUse};
 use crate::results::{in_output, read_texts, Manifest, RowGroups};
 use crate::text::diff::{word_diff, Piece};
@@ -244,8 +245,9 @@ fn keepers_here(
 type Earlier = ((String, u64), Option<String>);
 
 /// The place and text of each keeper in an earlier batch of the run's index (`(batch, id)`),
-/// read from the shard the batch recorded for it; None where it cannot be read (the batch
-/// expired, the shard is gone or changed since).
+/// read from the shard the batch recorded for it, each shard checked and read once (an `s3://`
+/// one is fetched whole); no text where it cannot be read (the batch expired, the shard is gone
+/// or changed since).
 fn keepers_earlier(
     out: &str,
     m: &Manifest,
@@ -259,19 +261,48 @@ fn keepers_earlier(
     for &(batch, id) in wanted {
         by_batch.entry(batch).or_default().push(id);
     }
+    // Per shard: the recorded input and the (batch, id, row) it holds.
+    type Wanted = Vec<(String, String, u64)>;
+    let mut by_shard: BTreeMap<String, (crate::io::input::RecordedInput, Wanted)> = BTreeMap::new();
     for (batch, ids) in by_batch {
         let Ok(places) = crate::index::origins::find_many(&index, batch, &ids) else {
             continue;
         };
         for (id, place) in places {
-            let Ok((input, row)) = place else {
-                continue;
+            if let Ok((input, row)) = place {
+                let e = by_shard
+                    .entry(input.file.clone())
+                    .or_insert((input, Vec::new()));
+                e.1.push((batch.to_string(), id, row));
+            }
+        }
+    }
+    for (file, (input, rows)) in by_shard {
+        let unchanged = input.check_unchanged().is_ok();
+        // An s3:// shard is fetched whole, once; a local one is read a row at a time.
+        let whole = (unchanged && crate::io::object::is_url(&file))
+            .then(|| {
+                crate::io::object::get_all(std::slice::from_ref(&file))
+                    .ok()?
+                    .pop()
+            })
+            .flatten()
+            .and_then(|bytes| read_shard(&file, Some(bytes), None, None, &m.config).ok());
+        for (batch, id, row) in rows {
+            // A shard rewritten with its rows moved can keep its footer: the row's id says
+            // whether it still holds the kept document.
+            let text_at = |s: &crate::io::shard::Shard, at: usize| {
+                let moved = s.id.as_ref().is_some_and(|ids| ids.get(at) != Some(&id));
+                (!moved)
+                    .then(|| s.text.get(at).map(str::to_string))
+                    .flatten()
             };
-            let text = (input.check_unchanged().ok())
-                .and_then(|_| crate::results::read_row_at(&m.config, &input.file, row).ok())
-                .filter(|(_, read_id)| read_id.as_deref().is_none_or(|r| r == id))
-                .and_then(|(text, _)| text);
-            found.insert((batch.to_string(), id), ((input.file, row), text));
+            let one = || read_shard(&file, None, Some(row..row + 1), None, &m.config).ok();
+            let text = match &whole {
+                Some(s) => text_at(s, row as usize),
+                None => (unchanged.then(one).flatten()).and_then(|s| text_at(&s, 0)),
+            };
+            found.insert((batch, id), ((file.clone(), row), text));
         }
     }
     found

@@ -618,6 +618,21 @@ fn an_index_on_s3_gives_the_local_index_manifests_and_is_locked() {
         "{s2}"
     );
     assert!(s2["exact_duplicates"].as_u64().unwrap() >= 200, "{s2}");
+    // Night 2's audit on S3: pairs against night 1 carry night 1's texts, read from its s3://
+    // shard, as a local audit of the local nights does.
+    s3_cmd(&server, SECRET, ["audit", "s3://crawl/runs/n2"]).ok();
+    cd(["audit"]).arg(local.join("o2")).ok();
+    let texts = |path: PathBuf| {
+        let df = read_df(&path);
+        let ids = str_column(&df, "dropped_id")
+            .into_iter()
+            .map(str::to_string);
+        let kept = str_column(&df, "kept_text").into_iter().map(str::to_string);
+        ids.zip(kept).collect::<Vec<_>>()
+    };
+    let remote = texts(server.root.join("crawl/runs/n2/audit-pairs.parquet"));
+    assert!(remote.iter().filter(|(_, k)| !k.is_empty()).count() >= 100);
+    assert_eq!(remote, texts(local.join("o2/audit-pairs.parquet")));
     // Copies across nights exported from s3 to s3 are the local index's.
     let export = ["index", "export", "--index", "s3://crawl/index", "--output"];
     s3_cmd(&server, SECRET, export)
