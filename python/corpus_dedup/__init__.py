@@ -127,10 +127,11 @@ def explain(output: str, id: str, limit: int = 20) -> dict:
     return json.loads(_native.explain(output, id, limit))
 
 
-def audit(output: str, pairs: int = 200) -> pl.DataFrame:
-    """Samples the run's drops stratified by similarity band (what `corpus-dedup audit OUT`
-    does): writes OUT/audit-pairs.parquet and OUT/audit.html, and returns the sampled pairs."""
-    written = json.loads(_native.audit(output, pairs))
+def audit(output: str, pairs: int = 200, by_group: bool = False) -> pl.DataFrame:
+    """Samples the run's drops stratified by similarity band, and with `by_group` by the run's
+    --report-group value too (what `corpus-dedup audit OUT` does): writes OUT/audit-pairs.parquet
+    and OUT/audit.html, and returns the sampled pairs."""
+    written = json.loads(_native.audit(output, pairs, by_group))
     return pl.read_parquet(written["pairs_file"])
 
 

@@ -180,8 +180,8 @@ fn explain(py: Python<'_>, output: &str, id: &str, limit: usize) -> PyResult<Str
 
 /// `corpus-dedup audit OUT --pairs N`: samples the pairs and writes the page; what it wrote.
 #[pyfunction]
-fn audit(py: Python<'_>, output: &str, pairs: usize) -> PyResult<String> {
-    py.detach(|| command::audit_json(output, pairs))
+fn audit(py: Python<'_>, output: &str, pairs: usize, by_group: bool) -> PyResult<String> {
+    py.detach(|| command::audit_json(output, pairs, by_group))
         .map_err(error)
 }
 

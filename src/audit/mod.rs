@@ -35,6 +35,9 @@ const BAND_WIDTH: f64 = 0.05;
 /// A similarity band: drops with `lo <= similarity < hi` (the last band holds 1.0).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct Band {
+    /// `--by-group`: the `--report-group` value of the stratum.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     pub name: String,
     pub lo: f64,
     pub hi: f64,
@@ -53,6 +56,7 @@ pub(crate) fn bands(threshold: f64) -> Vec<Band> {
     // Bounds to four places: 0.85, not 0.8500000000000001.
     let at = |i: usize| ((threshold + step * i as f64) * 1e4).round() / 1e4;
     let band = |name: String, lo: f64, hi: f64| Band {
+        group: None,
         name,
         lo,
         hi,
@@ -77,6 +81,8 @@ pub(crate) struct AuditPair {
     /// keeps its name (and its label) in an audit of more or fewer pairs.
     pub pair: String,
     pub band: String,
+    /// `--by-group`: the dropped document's `--report-group` value.
+    pub group: Option<String>,
     pub similarity: f32,
     /// Exact Jaccard of the two texts' shingle sets, recomputed (None when one is empty).
     pub jaccard: Option<f64>,
@@ -131,15 +137,56 @@ const COLUMNS: [&str; 7] = [
     "duplicate_of_batch",
 ];
 
-/// Counts the run's drops per band and keeps, per band, the `per_band` drops whose ids hash
-/// lowest. `tonight`: the run's own batch name (`--index`), which a keeper in this run carries.
+/// A stratum: a band (of one group, with `--by-group`) and its drops whose ids hash lowest.
+type Stratum = (Band, Vec<Drop>);
+
+/// Each manifest row's `--report-group` value, read from the input shards a file at a time as
+/// the manifest's rows reach it (they come in input order).
+struct Groups<'a> {
+    cfg: &'a crate::config::Config,
+    file: String,
+    values: Option<StringChunked>,
+}
+
+impl Groups<'_> {
+    /// The group of row `row` of `file` ("(null)" for a null value, as the report counts it).
+    fn of(&mut self, file: &str, row: u64) -> Result<String> {
+        if self.file != file {
+            let bytes = match crate::io::object::is_url(file) {
+                true => crate::io::object::get_all(&[file.to_string()])?.pop(),
+                false => None,
+            };
+            self.values = crate::io::input::read_groups(file, bytes, self.cfg)?;
+            self.file = file.to_string();
+        }
+        let value = self.values.as_ref().and_then(|v| v.get(row as usize));
+        Ok(value.unwrap_or("(null)").to_string())
+    }
+}
+
+/// Counts the run's drops per stratum and keeps, per stratum, the `per_band` drops whose ids
+/// hash lowest. The strata are `bands`, or with `by_group` each band of each `--report-group`
+/// value, in group order. `tonight`: the run's own batch name (`--index`), which a keeper in
+/// this run carries.
 fn first_pass(
     rows: &crate::results::ManifestRows,
-    bands: &mut [Band],
+    m: &Manifest,
+    bands: &[Band],
+    by_group: bool,
     per_band: usize,
-    tonight: Option<&str>,
-) -> Result<Vec<Vec<Drop>>> {
-    let mut lowest: Vec<Vec<Drop>> = (0..bands.len()).map(|_| Vec::new()).collect();
+) -> Result<Vec<Stratum>> {
+    let tonight = m.config.batch.as_deref();
+    let mut strata: BTreeMap<(Option<String>, usize), Stratum> = BTreeMap::new();
+    if !by_group {
+        for (b, band) in bands.iter().enumerate() {
+            strata.insert((None, b), (band.clone(), Vec::new()));
+        }
+    }
+    let mut groups = Groups {
+        cfg: &m.config,
+        file: String::new(),
+        values: None,
+    };
     rows.each_group(&COLUMNS, |_, df| {
         let err = |e| rows.error(e);
         let col = |name: &str| df.column(name).map_err(err);
@@ -158,25 +205,32 @@ fn first_pass(
             let (Some(false), Some(s), Some(k)) = (keep.get(i), sims.get(i), dup.get(i)) else {
                 continue;
             };
+            let (file, row) = (files.get(i).unwrap_or_default(), rws.get(i).unwrap_or(0));
             let b = band_of(bands, s as f64);
-            bands[b].drops += 1;
+            let group = match by_group {
+                true => Some(groups.of(file, row)?),
+                false => None,
+            };
+            let (band, list) = strata.entry((group.clone(), b)).or_insert_with(|| {
+                let band = Band {
+                    group,
+                    ..bands[b].clone()
+                };
+                (band, Vec::new())
+            });
+            band.drops += 1;
             if per_band == 0 {
                 continue;
             }
             let id = ids.get(i).unwrap_or_default();
             let key = xxhash_rust::xxh3::xxh3_64(id.as_bytes());
-            let list = &mut lowest[b];
             if list.len() == per_band && list.last().is_some_and(|d| d.key <= key) {
                 continue;
             }
-            let at = (
-                files.get(i).unwrap_or_default().to_string(),
-                rws.get(i).unwrap_or(0),
-            );
             let earlier = batch.and_then(|c| c.get(i)).filter(|b| Some(*b) != tonight);
             let d = Drop {
                 key,
-                at,
+                at: (file.to_string(), row),
                 id: id.to_string(),
                 keeper: k.to_string(),
                 batch: earlier.map(str::to_string),
@@ -188,7 +242,7 @@ fn first_pass(
         }
         Ok(())
     })?;
-    Ok(lowest)
+    Ok(strata.into_values().collect())
 }
 
 /// How many of `total` pairs each band gets: equal shares, a band with fewer candidates giving
@@ -309,18 +363,25 @@ fn keepers_earlier(
 }
 
 /// The audit sample of the run in `out`: `pairs` pairs at most, read with their texts.
-pub(crate) fn sample(out: &str, pairs: usize) -> Result<Audit> {
+pub(crate) fn sample(out: &str, pairs: usize, by_group: bool) -> Result<Audit> {
     let (m, rows) = Manifest::open(&in_output(out, "manifest.parquet"))?;
-    let threshold = m.config.threshold;
-    let mut bands = bands(threshold);
-    let lowest = first_pass(&rows, &mut bands, pairs, m.config.batch.as_deref())?;
-    let take = shares(&lowest.iter().map(Vec::len).collect::<Vec<_>>(), pairs);
-    let chosen: Vec<(usize, &Drop)> = (lowest.iter().enumerate())
-        .flat_map(|(b, list)| list.iter().take(take[b]).map(move |d| (b, d)))
-        .collect();
-    for (b, n) in take.iter().enumerate() {
-        bands[b].sampled = *n as u64;
+    if by_group && m.config.report_group.is_none() {
+        return Err(Error::Config(format!(
+            "audit --by-group: the run in '{out}' had no --report-group; run it with --report-group COLUMN (a source or domain column), or audit without --by-group"
+        )));
     }
+    let threshold = m.config.threshold;
+    let strata = first_pass(&rows, &m, &bands(threshold), by_group, pairs)?;
+    let take = shares(&strata.iter().map(|s| s.1.len()).collect::<Vec<_>>(), pairs);
+    let chosen: Vec<(usize, &Drop)> = (strata.iter().enumerate())
+        .flat_map(|(b, (_, list))| list.iter().take(take[b]).map(move |d| (b, d)))
+        .collect();
+    let bands: Vec<Band> = (strata.iter().zip(&take))
+        .map(|((band, _), &n)| Band {
+            sampled: n as u64,
+            ..band.clone()
+        })
+        .collect();
     let here: HashSet<&str> = (chosen.iter())
         .filter(|(_, d)| d.batch.is_none())
         .map(|(_, d)| d.keeper.as_str())
@@ -368,6 +429,7 @@ pub(crate) fn sample(out: &str, pairs: usize) -> Result<Audit> {
             AuditPair {
                 pair: format!("{run}-{:016x}", d.key),
                 band: bands[*b].name.clone(),
+                group: bands[*b].group.clone(),
                 similarity: d.similarity,
                 jaccard: sim.jaccard(&sim.sets(k), &sim.sets(a)),
                 dropped_id: d.id.clone(),
@@ -399,8 +461,8 @@ pub(crate) struct Written {
 }
 
 /// Samples the run in `out` and writes [`PAIRS_FILE`] and [`PAGE`] there.
-pub(crate) fn write(out: &str, pairs: usize) -> Result<Written> {
-    let audit = sample(out, pairs)?;
+pub(crate) fn write(out: &str, pairs: usize, by_group: bool) -> Result<Written> {
+    let audit = sample(out, pairs, by_group)?;
     let dir = OutputDir::parse(out);
     let mut df = frame(&audit).map_err(|e| Error::Output {
         path: in_output(out, PAIRS_FILE),
@@ -426,6 +488,7 @@ fn frame(a: &Audit) -> PolarsResult<DataFrame> {
     DataFrame::new_infer_height(vec![
         Column::new("pair".into(), strs(&|x| Some(&x.pair))),
         Column::new("band".into(), strs(&|x| Some(&x.band))),
+        Column::new("group".into(), strs(&|x| x.group.as_deref())),
         Column::new(
             "similarity".into(),
             p.iter().map(|x| x.similarity).collect::<Vec<_>>(),
@@ -445,12 +508,10 @@ fn frame(a: &Audit) -> PolarsResult<DataFrame> {
     ])
 }
 
-/// The bands' drop counts and the pairs' bands of an audit written before, for scoring: from
-/// the manifest (counts, fingerprint) and the pairs file.
-pub(crate) fn recorded(out: &str) -> Result<(String, Vec<Band>, BTreeMap<String, String>)> {
-    let (m, rows) = Manifest::open(&in_output(out, "manifest.parquet"))?;
-    let mut bands = bands(m.config.threshold);
-    first_pass(&rows, &mut bands, 0, m.config.batch.as_deref())?;
+/// The strata's drop counts and each sampled pair's stratum (an index into them) of an audit
+/// written before, for scoring: from the manifest (counts, fingerprint) and the pairs file (an
+/// audit `--by-group` has a group on every pair).
+pub(crate) fn recorded(out: &str) -> Result<(String, Vec<Band>, BTreeMap<String, usize>)> {
     let path = in_output(out, PAIRS_FILE);
     let missing = || Error::Manifest {
         path: path.clone(),
@@ -461,21 +522,34 @@ pub(crate) fn recorded(out: &str) -> Result<(String, Vec<Band>, BTreeMap<String,
         path: path.clone(),
         source: e.into(),
     };
-    let df = ParquetReader::new(std::io::Cursor::new(bytes))
-        .finish()
-        .map_err(err)?;
-    let (pair, band) = (
-        df.column("pair").map_err(err)?,
-        df.column("band").map_err(err)?,
-    );
-    let (pair, band) = (pair.str().map_err(err)?, band.str().map_err(err)?);
-    let of_pair = (pair.iter().zip(band.iter()))
-        .filter_map(|(p, b)| Some((p?.to_string(), b?.to_string())))
+    let df = (ParquetReader::new(std::io::Cursor::new(bytes)).finish()).map_err(err)?;
+    let column = |name: &str| -> Result<Vec<Option<String>>> {
+        let c = df.column(name).map_err(err)?.str().map_err(err)?;
+        Ok(c.iter().map(|x| x.map(str::to_string)).collect())
+    };
+    let (pair, band, group) = (column("pair")?, column("band")?, column("group")?);
+    let by_group = group.iter().any(Option::is_some);
+    let (m, rows) = Manifest::open(&in_output(out, "manifest.parquet"))?;
+    let strata = first_pass(&rows, &m, &bands(m.config.threshold), by_group, 0)?;
+    let mut strata: Vec<Band> = strata.into_iter().map(|(band, _)| band).collect();
+    let index: HashMap<(Option<&str>, &str), usize> = (strata.iter().enumerate())
+        .map(|(i, b)| ((b.group.as_deref(), b.name.as_str()), i))
         .collect();
-    for b in &mut bands {
-        b.sampled = band.iter().filter(|x| *x == Some(b.name.as_str())).count() as u64;
+    let mut of_pair = BTreeMap::new();
+    let mut sampled = vec![0u64; strata.len()];
+    for ((p, b), g) in pair.iter().zip(&band).zip(&group) {
+        let (Some(p), Some(b)) = (p, b) else {
+            continue;
+        };
+        if let Some(&i) = index.get(&(g.as_deref(), b.as_str())) {
+            of_pair.insert(p.clone(), i);
+            sampled[i] += 1;
+        }
     }
-    Ok((run_fingerprint(&m), bands, of_pair))
+    for (b, n) in strata.iter_mut().zip(sampled) {
+        b.sampled = n;
+    }
+    Ok((run_fingerprint(&m), strata, of_pair))
 }
 
 #[cfg(test)]

@@ -58,6 +58,7 @@ pub(super) fn render(a: &Audit) -> String {
             json!({
                 "pair": p.pair,
                 "band": p.band,
+                "group": p.group.as_deref().map(visible),
                 "similarity": p.similarity,
                 "jaccard": p.jaccard,
                 "dropped_id": visible(&p.dropped_id),
@@ -68,10 +69,16 @@ pub(super) fn render(a: &Audit) -> String {
             })
         })
         .collect();
+    let bands: Vec<serde_json::Value> = (a.bands.iter())
+        .map(|b| {
+            let group = b.group.as_deref().map(visible);
+            json!({"group": group, "name": b.name, "drops": b.drops, "sampled": b.sampled})
+        })
+        .collect();
     let data = json!({
         "run": a.run,
         "threshold": a.threshold,
-        "bands": a.bands,
+        "bands": bands,
         "pairs": pairs,
     });
     PAGE.replace("{{DATA}}", &script_json(&data))
@@ -113,7 +120,7 @@ textarea{width:100%;height:80px;margin-top:8px;font-family:monospace;font-size:1
 <div class="diff" id="diff"></div>
 <div class="cols"><div><h2>kept</h2><div class="text" id="kept"></div></div>
 <div><h2>dropped</h2><div class="text" id="dropped"></div></div></div>
-<table id="bands"><tr><th>band</th><th>drops in the run</th><th>pairs sampled</th><th>labelled</th></tr></table>
+<table id="bands"><tr><th>group</th><th>band</th><th>drops in the run</th><th>pairs sampled</th><th>labelled</th></tr></table>
 <textarea id="labels-json" readonly aria-label="exported labels"></textarea>
 </main>
 <script type="application/json" id="data">{{DATA}}</script>
@@ -138,8 +145,8 @@ function bands() {
   while (t.rows.length > 1) t.deleteRow(1);
   for (const b of data.bands) {
     const r = t.insertRow();
-    const done = pairs.filter(p => p.band === b.name && labels[p.pair]).length;
-    for (const v of [b.name, b.drops, b.sampled, done]) r.insertCell().textContent = String(v);
+    const done = pairs.filter(p => p.band === b.name && p.group === b.group && labels[p.pair]).length;
+    for (const v of [b.group === null ? "all" : b.group, b.name, b.drops, b.sampled, done]) r.insertCell().textContent = String(v);
   }
 }
 function show() {
@@ -151,7 +158,7 @@ function show() {
   if (!pairs.length) { $("where").textContent = "No pair to label: the run dropped no document as a near-duplicate."; return; }
   const p = pairs[at];
   $("where").textContent = "pair " + (at + 1) + " of " + pairs.length + " (" + p.pair + ")";
-  $("band").textContent = "band " + p.band;
+  $("band").textContent = "band " + p.band + (p.group === null ? "" : ", group " + p.group);
   $("sim").textContent = "similarity " + p.similarity.toFixed(3) + (p.jaccard === null ? "" : ", exact Jaccard " + p.jaccard.toFixed(3));
   $("ids").textContent = "kept " + p.kept_id + " / dropped " + p.dropped_id;
   const l = labels[p.pair];

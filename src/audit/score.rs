@@ -5,7 +5,8 @@
 //! not count), with a Wilson interval. The overall precision weights each labelled band by its
 //! share of the run's drops (bands no label reached are left out, and named); its interval is
 //! the normal one of that weighted sum, each band's variance taken at the Agresti-Coull
-//! adjusted share, so a band labelled all `y` still counts its uncertainty.
+//! adjusted share, so a band labelled all `y` still counts its uncertainty. With `--by-group`
+//! the strata are each group's bands, and each group gets the same figure over its own.
 
 use std::collections::BTreeMap;
 
@@ -29,6 +30,9 @@ pub(crate) struct Share {
 /// One band's labels and precision.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct BandScore {
+    /// `--by-group`: the stratum's `--report-group` value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     pub band: String,
     pub drops: u64,
     pub sampled: u64,
@@ -37,6 +41,39 @@ pub(crate) struct BandScore {
     pub skipped: u64,
     /// None when no pair of the band is labelled `y` or `n`.
     pub precision: Option<Share>,
+}
+
+/// One `--report-group` value's precision, its labelled bands weighted by their drops.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct GroupScore {
+    pub group: String,
+    pub drops: u64,
+    pub precision: Option<Share>,
+}
+
+/// The precision of the drops of `bands`: each labelled band weighted by its share of their
+/// drops, with the normal interval of that sum (None when no band is labelled).
+fn stratified<'a>(bands: impl Iterator<Item = &'a BandScore>) -> Option<Share> {
+    let labelled: Vec<&BandScore> = bands.filter(|b| b.precision.is_some()).collect();
+    let weight: u64 = labelled.iter().map(|b| b.drops).sum();
+    if weight == 0 {
+        return None;
+    }
+    let (mut p, mut var) = (0.0, 0.0);
+    for b in &labelled {
+        let w = b.drops as f64 / weight as f64;
+        let n = (b.yes + b.no) as f64;
+        p += w * b.yes as f64 / n;
+        let adjusted = (b.yes as f64 + 2.0) / (n + 4.0);
+        var += w * w * adjusted * (1.0 - adjusted) / (n + 4.0);
+    }
+    let half = Z * var.sqrt();
+    Some(Share {
+        labelled: labelled.iter().map(|b| b.yes + b.no).sum(),
+        precision: p,
+        low: (p - half).max(0.0),
+        high: (p + half).min(1.0),
+    })
 }
 
 /// The run's drops a person would not have made, estimated, with a 95% interval.
@@ -55,6 +92,9 @@ pub(crate) struct Score {
     /// None when no pair is labelled `y` or `n`.
     pub overall: Option<Share>,
     pub bands: Vec<BandScore>,
+    /// `--by-group`: each group's precision over its bands (empty without).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupScore>,
     /// Drops a person would not have made: the run's drops x (1 - precision), with the interval.
     pub wrong_drops: Option<Wrong>,
     /// Bands with drops but no label, left out of the overall figure.
@@ -88,16 +128,16 @@ fn wilson(yes: u64, n: u64) -> Share {
     }
 }
 
-/// Scores `labels` (pair -> "y", "n" or "s") of the audit of run `run` whose pairs are in
-/// `bands` (`of_pair`: each sampled pair's band).
+/// Scores `labels` (pair -> "y", "n" or "s") of the audit of run `run` whose strata are
+/// `bands` (`of_pair`: each sampled pair's stratum, an index into them).
 pub(crate) fn score(
     run: &str,
     bands: &[Band],
-    of_pair: &BTreeMap<String, String>,
+    of_pair: &BTreeMap<String, usize>,
     labels: &BTreeMap<String, String>,
 ) -> Result<Score> {
     let bad = |what: String| Error::Config(format!("labels: {what}"));
-    let mut counts: BTreeMap<&str, (u64, u64, u64)> = BTreeMap::new();
+    let mut counts = vec![(0u64, 0u64, 0u64); bands.len()];
     for (pair, label) in labels {
         let their_run = pair.split('-').next().unwrap_or_default();
         if their_run != run {
@@ -105,12 +145,12 @@ pub(crate) fn score(
                 "pair '{pair}' is from run '{their_run}', not this output's run '{run}'; score the labels against the output they were made on"
             )));
         }
-        let Some(band) = of_pair.get(pair) else {
+        let Some(&stratum) = of_pair.get(pair) else {
             return Err(bad(format!(
                 "pair '{pair}' is not among this output's audit pairs; score the labels against the audit that showed them"
             )));
         };
-        let c = counts.entry(band.as_str()).or_default();
+        let c = &mut counts[stratum];
         match label.as_str() {
             "y" => c.0 += 1,
             "n" => c.1 += 1,
@@ -123,39 +163,33 @@ pub(crate) fn score(
         }
     }
     let drops: u64 = bands.iter().map(|b| b.drops).sum();
-    let scored: Vec<BandScore> = (bands.iter())
-        .map(|b| {
-            let (yes, no, skipped) = counts.get(b.name.as_str()).copied().unwrap_or_default();
-            BandScore {
-                band: b.name.clone(),
-                drops: b.drops,
-                sampled: b.sampled,
-                yes,
-                no,
-                skipped,
-                precision: (yes + no > 0).then(|| wilson(yes, yes + no)),
-            }
+    let scored: Vec<BandScore> = (bands.iter().zip(&counts))
+        .map(|(b, &(yes, no, skipped))| BandScore {
+            group: b.group.clone(),
+            band: b.name.clone(),
+            drops: b.drops,
+            sampled: b.sampled,
+            yes,
+            no,
+            skipped,
+            precision: (yes + no > 0).then(|| wilson(yes, yes + no)),
         })
         .collect();
-    let labelled: Vec<&BandScore> = scored.iter().filter(|b| b.precision.is_some()).collect();
-    let weight: u64 = labelled.iter().map(|b| b.drops).sum();
-    let overall = (!labelled.is_empty() && weight > 0).then(|| {
-        let (mut p, mut var) = (0.0, 0.0);
-        for b in &labelled {
-            let w = b.drops as f64 / weight as f64;
-            let n = (b.yes + b.no) as f64;
-            p += w * b.yes as f64 / n;
-            let adjusted = (b.yes as f64 + 2.0) / (n + 4.0);
-            var += w * w * adjusted * (1.0 - adjusted) / (n + 4.0);
+    let overall = stratified(scored.iter());
+    // `--by-group`: each group's precision over its own bands.
+    let mut by_group: BTreeMap<&str, Vec<&BandScore>> = BTreeMap::new();
+    for b in &scored {
+        if let Some(g) = &b.group {
+            by_group.entry(g.as_str()).or_default().push(b);
         }
-        let half = Z * var.sqrt();
-        Share {
-            labelled: labelled.iter().map(|b| b.yes + b.no).sum(),
-            precision: p,
-            low: (p - half).max(0.0),
-            high: (p + half).min(1.0),
-        }
-    });
+    }
+    let groups = (by_group.into_iter())
+        .map(|(group, bands)| GroupScore {
+            group: group.to_string(),
+            drops: bands.iter().map(|b| b.drops).sum(),
+            precision: stratified(bands.into_iter()),
+        })
+        .collect();
     let wrong_drops = overall.map(|s| {
         let d = drops as f64;
         Wrong {
@@ -166,13 +200,17 @@ pub(crate) fn score(
     });
     let unlabelled_bands = (scored.iter())
         .filter(|b| b.precision.is_none() && b.drops > 0)
-        .map(|b| b.band.clone())
+        .map(|b| match &b.group {
+            Some(g) => format!("{g} {}", b.band),
+            None => b.band.clone(),
+        })
         .collect();
     Ok(Score {
         run: run.to_string(),
         drops,
         overall,
         bands: scored,
+        groups,
         wrong_drops,
         unlabelled_bands,
     })
@@ -184,6 +222,7 @@ mod tests {
 
     fn band(name: &str, drops: u64) -> Band {
         Band {
+            group: None,
             name: name.into(),
             lo: 0.0,
             hi: 0.0,
@@ -198,25 +237,16 @@ mod tests {
             .collect()
     }
 
-    fn pairs(run: &str, ps: &[(&str, &str)]) -> BTreeMap<String, String> {
+    fn pairs(run: &str, ps: &[(&str, usize)]) -> BTreeMap<String, usize> {
         (ps.iter())
-            .map(|(p, b)| (format!("{run}-{p}"), b.to_string()))
+            .map(|&(p, b)| (format!("{run}-{p}"), b))
             .collect()
     }
 
     #[test]
     fn precision_weights_bands_by_their_drops() {
         let bands = [band("lo", 900), band("hi", 100), band("empty", 0)];
-        let of = pairs(
-            "r1",
-            &[
-                ("0", "lo"),
-                ("1", "lo"),
-                ("2", "hi"),
-                ("3", "hi"),
-                ("4", "hi"),
-            ],
-        );
+        let of = pairs("r1", &[("0", 0), ("1", 0), ("2", 1), ("3", 1), ("4", 1)]);
         let l = labels(
             "r1",
             &[("0", "y"), ("1", "n"), ("2", "y"), ("3", "y"), ("4", "s")],
@@ -237,9 +267,25 @@ mod tests {
     }
 
     #[test]
+    fn each_group_is_scored_over_its_own_bands() {
+        let strata = [("a", 100), ("a", 300), ("b", 50)].map(|(g, drops)| Band {
+            group: Some(g.into()),
+            ..band("0.80-0.90", drops)
+        });
+        let of = pairs("r1", &[("0", 0), ("1", 1), ("2", 1), ("3", 2)]);
+        let l = labels("r1", &[("0", "n"), ("1", "y"), ("2", "y"), ("3", "y")]);
+        let s = score("r1", &strata, &of, &l).unwrap();
+        let g: Vec<(&str, u64, f64)> = (s.groups.iter())
+            .map(|g| (g.group.as_str(), g.drops, g.precision.unwrap().precision))
+            .collect();
+        assert_eq!(g, [("a", 400, 0.75), ("b", 50, 1.0)]);
+        assert!((s.overall.unwrap().precision - (300.0 + 50.0) / 450.0).abs() < 1e-12);
+    }
+
+    #[test]
     fn labels_from_another_run_or_unknown_values_are_refused() {
         let bands = [band("b", 10)];
-        let of = pairs("r1", &[("0", "b")]);
+        let of = pairs("r1", &[("0", 0)]);
         let err = score("r1", &bands, &of, &labels("r2", &[("0", "y")])).unwrap_err();
         assert!(err.to_string().contains("run 'r2'"), "{err}");
         let err = score("r1", &bands, &of, &labels("r1", &[("0", "maybe")])).unwrap_err();

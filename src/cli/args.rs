@@ -67,6 +67,10 @@ pub(super) enum Command {
         /// Pairs sampled at most, shared equally among the bands.
         #[arg(long, default_value_t = 200)]
         pairs: usize,
+        /// Strata of each band per value of the run's --report-group column (its precision
+        /// per source or domain); a run without --report-group is refused.
+        #[arg(long)]
+        by_group: bool,
         /// A labels file the page exported (pair -> "y", "n" or "s"): score it instead of
         /// sampling.
         #[arg(long, value_name = "LABELS.json")]

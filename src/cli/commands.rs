@@ -196,9 +196,14 @@ pub(super) fn report(output: String) -> anyhow::Result<()> {
 }
 
 /// `audit OUT`: samples the pairs and writes the page, or with `--score` scores labels.
-pub(super) fn audit(output: String, pairs: usize, score: Option<String>) -> anyhow::Result<()> {
+pub(super) fn audit(
+    output: String,
+    pairs: usize,
+    by_group: bool,
+    score: Option<String>,
+) -> anyhow::Result<()> {
     let line = match score {
-        None => audit_json(&output, pairs)?,
+        None => audit_json(&output, pairs, by_group)?,
         Some(file) => {
             let missing = || {
                 crate::Error::Config(format!(
@@ -247,8 +252,8 @@ fn audit_for_a_person(said: &serde_json::Value, output: &str) -> String {
 }
 
 /// `audit OUT`: samples the run's pairs and writes the page; what it wrote, as JSON.
-pub fn audit_json(output: &str, pairs: usize) -> Result<String, CommandError> {
-    let written = crate::audit::write(output, pairs)
+pub fn audit_json(output: &str, pairs: usize, by_group: bool) -> Result<String, CommandError> {
+    let written = crate::audit::write(output, pairs, by_group)
         .map_err(CommandError::failed("audit", format!("output '{output}'")))?;
     // Serialising plain data into memory does not fail.
     Ok(serde_json::to_string(&written).unwrap_or_default())

@@ -128,8 +128,9 @@ where
         Command::Audit {
             output,
             pairs,
+            by_group,
             score,
-        } => audit(output, pairs, score),
+        } => audit(output, pairs, by_group, score),
         Command::Explain {
             output,
             id,

@@ -289,3 +289,78 @@ fn a_components_run_counts_every_drop_even_below_the_threshold() {
     );
     assert_eq!(bands[0]["drops"].as_u64(), Some(below as u64));
 }
+
+#[test]
+fn by_group_strata_are_each_groups_bands_and_each_group_is_scored() {
+    // A source column: `en` and `zh` documents, and thirty copies of one text as `spam`.
+    let dir = temp_dir("audit-groups");
+    std::fs::create_dir_all(dir.join("in")).unwrap();
+    let en = corpus_dedup::synth::generate(160, corpus_dedup::synth::Lang::En, 31, "en");
+    let zh = corpus_dedup::synth::generate(120, corpus_dedup::synth::Lang::Zh, 32, "zh");
+    let mut id: Vec<String> = (en.iter().chain(&zh)).map(|d| d.id.clone()).collect();
+    let mut text: Vec<String> = (en.iter().chain(&zh)).map(|d| d.text.clone()).collect();
+    let mut source: Vec<&str> = [vec!["en"; en.len()], vec!["zh"; zh.len()]].concat();
+    for k in 0..30 {
+        id.push(format!("spam-{k}"));
+        text.push(format!("{} {k}", en[0].text));
+        source.push("spam");
+    }
+    let (id, text): (Vec<&str>, Vec<&str>) = (
+        id.iter().map(String::as_str).collect(),
+        text.iter().map(String::as_str).collect(),
+    );
+    let column = polars::prelude::Column::new("source".into(), source);
+    write_shard(&dir.join("in/s.parquet"), &id, &text, vec![column]);
+    let out = dir.join("out");
+    let glob = format!("{}/in/*.parquet", dir.display());
+    run_ok(&glob, &out, &["--report-group", "source"]);
+    let written = audit(&out, &["--by-group", "--pairs", "60"]);
+    let strata = written["bands"].as_array().unwrap();
+    let groups: std::collections::BTreeSet<&str> = strata
+        .iter()
+        .map(|b| b["group"].as_str().unwrap())
+        .collect();
+    assert!(groups.contains("spam") && groups.len() >= 2, "{groups:?}");
+    // Every pair's group is its dropped document's source.
+    let pairs = read_df(&out.join("audit-pairs.parquet"));
+    let of_id: HashMap<&str, &str> = id
+        .iter()
+        .copied()
+        .zip((0..id.len()).map(|i| {
+            if i < 160 {
+                "en"
+            } else if i < 280 {
+                "zh"
+            } else {
+                "spam"
+            }
+        }))
+        .collect();
+    let (dropped, group) = (
+        str_column(&pairs, "dropped_id"),
+        str_column(&pairs, "group"),
+    );
+    for (d, g) in dropped.iter().zip(&group) {
+        assert_eq!(of_id[d], *g, "{d}");
+    }
+    // Scored per group: spam's drops labelled wrong, the others right.
+    let pair = str_column(&pairs, "pair");
+    let labels: serde_json::Map<String, serde_json::Value> = (0..pairs.height())
+        .map(|i| {
+            (
+                pair[i].to_string(),
+                (if group[i] == "spam" { "n" } else { "y" }).into(),
+            )
+        })
+        .collect();
+    let s = score(&out, &labels.into()).unwrap();
+    for g in s["groups"].as_array().unwrap() {
+        let want = if g["group"] == "spam" { 0.0 } else { 1.0 };
+        assert_eq!(g["precision"]["precision"].as_f64(), Some(want), "{g}");
+    }
+    // A run without --report-group has no groups to audit by.
+    let plain = dir.join("plain");
+    run_ok(&glob, &plain, &[]);
+    let err = cd(["audit"]).arg(&plain).arg("--by-group").fails();
+    assert!(err.contains("--report-group"), "{err}");
+}

@@ -342,6 +342,26 @@ pub(crate) fn string_column(df: &DataFrame, name: &str, file: &str) -> Result<St
     Ok(c.rechunk().into_owned())
 }
 
+/// The `--report-group` column of a whole shard (None when the run has none): read alone from
+/// Parquet; from JSON Lines, with the rest of each line.
+pub(crate) fn read_groups(
+    file: &str,
+    bytes: Option<Vec<u8>>,
+    cfg: &Config,
+) -> Result<Option<StringChunked>> {
+    let Some(column) = Label::ReportGroup.column(cfg) else {
+        return Ok(None);
+    };
+    if jsonl::is_jsonl(file) {
+        return Ok(jsonl::read_shard(file, bytes, None, None, cfg)?.group);
+    }
+    let mut lf = scan(file, bytes)?;
+    let schema = lf.collect_schema().map_err(|e| parquet_err(file, e))?;
+    let expr = Label::ReportGroup.select(file, &schema, column)?;
+    let df = (lf.select([expr]).collect()).map_err(|e| parquet_err(file, e))?;
+    Label::ReportGroup.read(&df, cfg, file)
+}
+
 /// Reads the text, id and priority columns of one shard, Parquet or JSON Lines (rows `rows` only,
 /// when given), checking names and types. `bytes`, when given, is the file's content already
 /// fetched (object storage); otherwise the file is scanned.
