@@ -245,13 +245,16 @@ fn first_pass(
     Ok(strata.into_values().collect())
 }
 
-/// How many of `total` pairs each band gets: equal shares, a band with fewer candidates giving
-/// the rest to the others in turn.
-fn shares(available: &[usize], total: usize) -> Vec<usize> {
+/// How many of `total` pairs each stratum gets: equal shares, a stratum with fewer candidates
+/// giving the rest to the others in turn; what does not divide goes to the strata with the most
+/// `drops` (more strata than pairs, with many groups: the largest groups, not the first names).
+fn shares(available: &[usize], drops: &[u64], total: usize) -> Vec<usize> {
     let mut take = vec![0; available.len()];
     let mut left = total;
+    let mut order: Vec<usize> = (0..available.len()).collect();
+    order.sort_by_key(|&b| (std::cmp::Reverse(drops[b]), b));
     loop {
-        let open: Vec<usize> = (0..available.len())
+        let open: Vec<usize> = (order.iter().copied())
             .filter(|&b| take[b] < available[b])
             .collect();
         if left == 0 || open.is_empty() {
@@ -372,7 +375,9 @@ pub(crate) fn sample(out: &str, pairs: usize, by_group: bool) -> Result<Audit> {
     }
     let threshold = m.config.threshold;
     let strata = first_pass(&rows, &m, &bands(threshold), by_group, pairs)?;
-    let take = shares(&strata.iter().map(|s| s.1.len()).collect::<Vec<_>>(), pairs);
+    let available: Vec<usize> = strata.iter().map(|s| s.1.len()).collect();
+    let drops: Vec<u64> = strata.iter().map(|s| s.0.drops).collect();
+    let take = shares(&available, &drops, pairs);
     let chosen: Vec<(usize, &Drop)> = (strata.iter().enumerate())
         .flat_map(|(b, (_, list))| list.iter().take(take[b]).map(move |d| (b, d)))
         .collect();
@@ -579,10 +584,18 @@ mod tests {
 
     #[test]
     fn a_band_short_of_pairs_gives_its_share_to_the_others() {
-        assert_eq!(shares(&[100, 100, 100, 100], 200), [50, 50, 50, 50]);
-        assert_eq!(shares(&[10, 100, 0, 100], 200), [10, 95, 0, 95]);
-        assert_eq!(shares(&[3, 2], 200), [3, 2]);
-        assert_eq!(shares(&[5, 5, 5], 7), [3, 2, 2]);
-        assert_eq!(shares(&[], 7), Vec::<usize>::new());
+        let same = |n: usize| vec![1u64; n];
+        assert_eq!(
+            shares(&[100, 100, 100, 100], &same(4), 200),
+            [50, 50, 50, 50]
+        );
+        assert_eq!(shares(&[10, 100, 0, 100], &same(4), 200), [10, 95, 0, 95]);
+        assert_eq!(shares(&[3, 2], &same(2), 200), [3, 2]);
+        assert_eq!(shares(&[5, 5, 5], &same(3), 7), [3, 2, 2]);
+        assert_eq!(shares(&[], &[], 7), Vec::<usize>::new());
+        // More strata than pairs: the ones with the most drops.
+        let drops = [1, 50, 2, 40, 3, 30];
+        assert_eq!(shares(&[5; 6], &drops, 3), [0, 1, 0, 1, 0, 1]);
+        assert_eq!(shares(&[5, 5, 5], &[1, 9, 1], 7), [2, 3, 2]);
     }
 }
