@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::error::Result;
 use crate::io::input::read_shard;
-use crate::results::Manifest;
+use crate::results::{read_row_at, Manifest};
 
 /// Where each keeper of this run named in `ids` is (its shard and row): a pass over the
 /// manifest's ids.
@@ -87,16 +87,15 @@ pub(super) fn earlier(
         for (batch, id, row) in rows {
             // A shard rewritten with its rows moved can keep its footer: the row's id says
             // whether it still holds the kept document.
-            let text_at = |s: &crate::io::shard::Shard, at: usize| {
-                let moved = s.id.as_ref().is_some_and(|ids| ids.get(at) != Some(&id));
-                (!moved)
-                    .then(|| s.text.get(at).map(str::to_string))
-                    .flatten()
-            };
-            let one = || read_shard(&file, None, Some(row..row + 1), None, &m.config).ok();
+            let same = |read: Option<&str>| read.is_none_or(|r| r == id);
             let text = match &whole {
-                Some(s) => text_at(s, row as usize),
-                None => (unchanged.then(one).flatten()).and_then(|s| text_at(&s, 0)),
+                Some(s) => (s.text.get(row as usize))
+                    .filter(|_| same(s.id.as_ref().and_then(|ids| ids.get(row as usize))))
+                    .map(str::to_string),
+                None if unchanged => (read_row_at(&m.config, &file, row).ok())
+                    .filter(|(_, read)| same(read.as_deref()))
+                    .and_then(|(text, _)| text),
+                None => None,
             };
             found.insert((batch, id), ((file.clone(), row), text));
         }
