@@ -216,6 +216,10 @@ pub struct Config {
     /// True when the id column was named explicitly (then it must exist).
     pub id_column_explicit: bool,
     pub threshold: f64,
+    /// `--sweep`: the thresholds whose drops are counted besides the run's (ascending, the
+    /// run's threshold among them); empty without it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweep: Vec<f64>,
     pub num_perm: usize,
     pub bands: usize,
     pub rows: usize,
@@ -344,6 +348,9 @@ fn default_window() -> usize {
 /// LSH must find a pair at exactly the threshold with at least this probability (issue #2).
 pub const LSH_TARGET_RECALL: f64 = 0.95;
 
+/// `--sweep`: at most this many thresholds (a bit each per verified pair).
+pub const MAX_SWEEP: usize = 16;
+
 impl Config {
     /// The configuration as JSON (for summary.json).
     pub fn to_json(&self) -> serde_json::Value {
@@ -360,6 +367,8 @@ impl Config {
             o.remove("work_keys");
             o.remove("output");
             o.remove("index");
+            // The sweep only counts; the manifest is the run's threshold's.
+            o.remove("sweep");
         }
         v
     }

@@ -19,6 +19,7 @@ impl Settings {
             ));
         }
         let (num_perm, bands, rows) = self.lsh(threshold)?;
+        let sweep = self.sweep(threshold)?;
         let ngram = self.ngram.unwrap_or(5);
         if !(1..=64).contains(&ngram) {
             return bad(format!("--ngram {ngram} is outside 1..=64"));
@@ -46,6 +47,7 @@ impl Settings {
             id_column,
             id_column_explicit,
             threshold,
+            sweep,
             num_perm,
             bands,
             rows,
@@ -85,6 +87,41 @@ impl Settings {
             substrings,
             quiet: self.quiet,
         })
+    }
+
+    /// `--sweep`: the listed thresholds, ascending and unique, the run's among them.
+    fn sweep(&self, threshold: f64) -> Result<Vec<f64>> {
+        if self.sweep.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut sweep = self.sweep.clone();
+        if let Some(t) = sweep.iter().find(|t| !(**t > 0.0 && **t <= 1.0)) {
+            return bad(format!(
+                "--sweep {t} is outside (0, 1]; list thresholds such as 0.7,0.75,0.8,0.85,0.9"
+            ));
+        }
+        sweep.sort_by(f64::total_cmp);
+        sweep.dedup();
+        let given = match self.threshold {
+            Some(_) => "--threshold",
+            None => "the default --threshold",
+        };
+        if !sweep.contains(&threshold) {
+            return bad(format!("--sweep does not list the run's threshold {threshold} ({given}): the manifest is that threshold's, and the sweep counts the others beside it; add {threshold} to the list, or pass --threshold as one of its values"));
+        }
+        if sweep.len() > MAX_SWEEP {
+            return bad(format!(
+                "--sweep lists {} thresholds; at most {MAX_SWEEP}",
+                sweep.len()
+            ));
+        }
+        if self.method == Some(Method::Simhash) {
+            return bad("--sweep is for MinHash (the default --method): SimHash's threshold is a Hamming distance (--hamming), and a sweep over it is not supported".into());
+        }
+        if self.index.is_some() {
+            return bad("--sweep with --index is not supported: a sweep is for choosing the threshold on a trial run; run it without --index (and --batch), then run the nightly job at the chosen --threshold".into());
+        }
+        Ok(sweep)
     }
 
     fn paragraphs(&self) -> Result<Option<ParagraphConfig>> {

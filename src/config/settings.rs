@@ -32,6 +32,11 @@ pub struct Settings {
     /// Jaccard similarity at or above which two documents are duplicates, in (0, 1].
     #[arg(long)]
     pub threshold: Option<f64>,
+    /// Also count what each of these thresholds would drop (e.g. 0.7,0.75,0.8,0.85,0.9), in
+    /// summary.json and the report; the manifest stays --threshold's, which must be listed.
+    #[arg(long, value_name = "T,T,..", value_delimiter = ',')]
+    #[serde(default)]
+    pub sweep: Vec<f64>,
     /// Number of MinHash permutations K.
     #[arg(long)]
     pub num_perm: Option<usize>,
@@ -240,6 +245,11 @@ impl Settings {
             text_column: self.text_column.or(base.text_column),
             id_column: self.id_column.or(base.id_column),
             threshold: self.threshold.or(base.threshold),
+            sweep: if self.sweep.is_empty() {
+                base.sweep
+            } else {
+                self.sweep
+            },
             num_perm: self.num_perm.or(base.num_perm),
             bands: self.bands.or(base.bands),
             rows: self.rows.or(base.rows),
@@ -420,6 +430,35 @@ mod tests {
             (Sketch::Classic, ClusterRule::Components)
         );
         assert_eq!(base().resolve().unwrap().sketch, Sketch::Oph);
+    }
+
+    #[test]
+    fn a_sweep_is_sorted_and_unique_and_holds_the_threshold() {
+        let sweep = |list: &[f64], threshold: Option<f64>| {
+            Settings {
+                sweep: list.to_vec(),
+                threshold,
+                ..base()
+            }
+            .resolve()
+            .map(|c| c.sweep)
+        };
+        assert_eq!(sweep(&[0.9, 0.7, 0.8, 0.7], None).unwrap(), [0.7, 0.8, 0.9]);
+        assert_eq!(sweep(&[0.9, 0.75], Some(0.75)).unwrap(), [0.75, 0.9]);
+        assert!(sweep(&[], None).unwrap().is_empty());
+        assert!(sweep(&[0.7, 0.9], None).is_err());
+        assert!(sweep(&[0.8, f64::NAN], None).is_err());
+        let many: Vec<f64> = (1..=20).map(|i| f64::from(i) / 20.0).collect();
+        assert!(sweep(&many, None).is_err());
+        // The sweep changes no result: the manifest's configuration leaves it out.
+        let c = Settings {
+            sweep: vec![0.7, 0.8],
+            ..base()
+        }
+        .resolve()
+        .unwrap();
+        assert!(c.to_json().get("sweep").is_some());
+        assert_eq!(c.result_json(), base().resolve().unwrap().result_json());
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::io::work::{peak_rss_mib, write_marker, TaskReport};
 use crate::plan::{Plan, Stage};
 use crate::stages::{
     candidates, cluster, frequencies, index, keys, lookup, manifest, merge, pair_signatures,
-    paragraphs, sample, signatures, sources, substrings, verify,
+    paragraphs, sample, signatures, sources, substrings, sweep, verify,
 };
 
 /// Runs task `task` of `stage` and writes its marker (last). `walls` (stage wall times of a
@@ -46,6 +46,7 @@ pub(crate) fn run_task(
         Stage::Verify => to_json(verify::run(work, plan, task)?),
         Stage::Keys => to_json(keys::run(work, plan, task)?),
         Stage::Exact => to_json(verify::exact::run(work, plan, task)?),
+        Stage::Sweep => to_json(sweep::run(work, plan, task)?),
         Stage::Cluster => to_json(cluster::run(work, plan)?),
         Stage::Paragraphs => to_json(paragraphs::run(work, plan, task)?),
         Stage::Substrings => to_json(substrings::run(work, plan, task)?),

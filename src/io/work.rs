@@ -170,6 +170,12 @@ pub(crate) fn pairs_file(t: usize) -> String {
     format!("candidates/t{t:05}.bin")
 }
 
+/// The candidate pairs of candidates task `t` of the `--sweep` layout (cut by part as
+/// [`pairs_file`]'s): the sweep's alone, never the run's verify.
+pub(crate) fn sweep_pairs_file(t: usize) -> String {
+    format!("sweep-candidates/t{t:05}.bin")
+}
+
 /// The giant buckets of candidates task `t` (`--cluster keeper`): (bucket, doc) rows.
 pub(crate) fn giant_file(t: usize) -> String {
     format!("giant/t{t:05}.parquet")

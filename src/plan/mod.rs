@@ -26,13 +26,13 @@ use crate::error::{Error, Result};
 use crate::io::input;
 use crate::io::jsonl::GroupStart;
 use crate::io::object::is_url;
-use crate::simhash::BlockIndex;
 
 use crate::io::output::OutputDir;
 use crate::io::work;
 
 mod chunks;
 mod count;
+mod layout;
 mod numbers;
 mod stage;
 pub(crate) use chunks::{At, Chunker};
@@ -263,7 +263,8 @@ impl Plan {
                 WorkKeys::Remade => self.parts.len(),
                 WorkKeys::Stored | WorkKeys::Auto => 0,
             },
-            Stage::Candidates => self.bands() * self.bucket_ranges,
+            Stage::Candidates => (self.bands() + self.sweep_bands()) * self.bucket_ranges,
+            Stage::Sweep => usize::from(!self.config.sweep.is_empty()) * self.parts.len(),
             Stage::Cluster | Stage::Merge => 1,
             Stage::Lookup => match &self.index {
                 Some(ip) if !ip.compare.is_empty() => self.parts.len(),
@@ -300,19 +301,6 @@ impl Plan {
     /// The stages this plan runs, in order.
     pub(crate) fn stages(&self) -> Vec<Stage> {
         STAGES.into_iter().filter(|&s| self.tasks(s) > 0).collect()
-    }
-
-    /// LSH bands (MinHash) or block tables (SimHash): the band row files per part and bucket range.
-    pub(crate) fn bands(&self) -> usize {
-        match self.config.method {
-            Method::Minhash => self.config.bands,
-            Method::Simhash => self.block_index().tables(),
-        }
-    }
-
-    /// SimHash: the block tables for `--hamming` with `--simhash-blocks` blocks.
-    pub(crate) fn block_index(&self) -> BlockIndex {
-        BlockIndex::new(self.config.simhash_blocks, self.config.hamming)
     }
 
     /// Values per document record of the document store: K signature values (MinHash), or the

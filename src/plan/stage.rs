@@ -12,6 +12,7 @@
 //! | `verify`      | one per part                 | its part of each pair file, stores  | `estimated/pP.parquet`, `checks/pP.parquet`, `needs/tT.bin` |
 //! | `keys`        | one per part (`--work-keys remade`) | its part of each `needs/*`, its shards | `keys/pP.{keys,index}` |
 //! | `exact`       | one per part                 | its estimates and checks, key files | `edges/pP.parquet`              |
+//! | `sweep`       | one per part (`--sweep`)     | its part of each pair file, stores, key files | `sweep/pP.parquet` |
 //! | `cluster`     | one                          | `edges/*` (streamed), `docs/*`      | `cluster/pP.parquet`            |
 //! | `paragraphs`  | per hash range (`--paragraphs`) | its range of `paragraphs/p*.bin`, `cluster/*` | `paragraphs/drops-rR-pP.parquet` |
 //! | `substrings`  | per hash range (`--substrings`) | its range of `substrings/p*.bin`, `cluster/*` | `substrings/drops-rR-pP.parquet` |
@@ -50,6 +51,9 @@ pub(crate) enum Stage {
     Keys,
     /// A part's checks on shingle keys -> its verified edges.
     Exact,
+    /// `--sweep`: the candidate pairs of a part (the run's layout and the sweep's) -> which of
+    /// the sweep's thresholds each reaches, decided as verify decides at that threshold.
+    Sweep,
     /// All edges (streamed) -> clusters and keepers.
     Cluster,
     /// `--paragraphs`: the paragraphs of one hash range -> those an earlier kept document (or
@@ -76,7 +80,7 @@ pub(crate) enum Stage {
 }
 
 /// All stages in run order (a plan runs those with tasks: [`Plan::stages`]).
-pub(crate) const STAGES: [Stage; 18] = [
+pub(crate) const STAGES: [Stage; 19] = [
     Stage::Sample,
     Stage::Frequencies,
     Stage::Signatures,
@@ -86,6 +90,7 @@ pub(crate) const STAGES: [Stage; 18] = [
     Stage::Verify,
     Stage::Keys,
     Stage::Exact,
+    Stage::Sweep,
     Stage::Cluster,
     Stage::Paragraphs,
     Stage::Substrings,
@@ -115,6 +120,7 @@ impl Stage {
                 | Stage::Verify
                 | Stage::Keys
                 | Stage::Exact
+                | Stage::Sweep
                 | Stage::Manifest
         )
     }
@@ -156,6 +162,7 @@ impl Stage {
             Stage::Verify => "verify",
             Stage::Keys => "keys",
             Stage::Exact => "exact",
+            Stage::Sweep => "sweep",
             Stage::Cluster => "cluster",
             Stage::Paragraphs => "paragraphs",
             Stage::Substrings => "substrings",

@@ -72,6 +72,7 @@ pub(crate) fn render(r: &Report) -> String {
     alerts(&mut h, r);
     slices(&mut h, r);
     charts(&mut h, r);
+    super::sweep::sweep(&mut h, r);
     clusters(&mut h, r);
     pairs(&mut h, r);
     contamination(&mut h, r);

@@ -13,6 +13,7 @@ pub(crate) mod numbers;
 mod shown;
 mod spans;
 mod svg;
+mod sweep;
 mod view;
 
 use std::collections::{BTreeMap, HashMap};

@@ -21,6 +21,9 @@
 //! bucket's documents kept so far (a star on the first member would leave near-duplicates of
 //! each other that do not resemble the first one uncompared, and kept side by side).
 //!
+//! The tasks after the run's own (`--sweep`, [`Plan::sweep_layout`]) list the pairs of the
+//! sweep's bands, in `sweep-candidates/tT.bin`, a giant bucket as a star.
+//!
 //! Output invariant: pairs (a, b) with a < b, sorted and unique.
 
 use rayon::prelude::*;
@@ -74,7 +77,9 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateSt
             }
         })?;
     }
-    let keeper = plan.config.cluster == ClusterRule::Keeper;
+    // A `--sweep` band's task: its pairs are the sweep's alone, a giant bucket a star.
+    let sweep = t >= plan.run_candidates();
+    let keeper = plan.config.cluster == ClusterRule::Keeper && !sweep;
     let k = plan.config.hamming as u32;
     let near = |a: u64, b: u64| {
         let (x, y) = (fps.get(&a), fps.get(&b));
@@ -97,7 +102,11 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, t: usize) -> Result<CandidateSt
     };
     let (found, giants, stats) = pairs_of_rows(rows, cap, filter, keeper);
     let starts: Vec<u64> = plan.parts.iter().map(|&(first, _)| first).collect();
-    work.write_bytes(&work::pairs_file(t), pairs::encode(&found, &starts))?;
+    let name = match sweep {
+        true => work::sweep_pairs_file(t),
+        false => work::pairs_file(t),
+    };
+    work.write_bytes(&name, pairs::encode(&found, &starts))?;
     if !plan.store_layout().in_records {
         let mut docs: Vec<u64> = found.iter().flat_map(|&(a, b)| [a, b]).collect();
         docs.extend(giants.iter().flatten());

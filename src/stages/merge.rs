@@ -109,6 +109,10 @@ pub(crate) struct Summary {
     /// `--substrings`: windows and bytes removed from kept documents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub substrings: Option<crate::stages::substrings::SubstringSummary>,
+    /// `--sweep`: what each listed threshold would drop (the run's threshold's row counted the
+    /// same way), per `--report-group` value the breakdown keeps too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweep: Vec<crate::stages::cluster::SweepRow>,
     /// Seconds spent writing report.html.
     pub report_seconds: f64,
     pub config: serde_json::Value,
@@ -240,6 +244,10 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<se
         None => None,
     };
     let stages = stage_reports(&reports, walls);
+    let mut sweep = cl.sweep.clone();
+    for row in &mut sweep {
+        row.groups.retain(|g, _| breakdown.by_group.contains_key(g));
+    }
     let total: f64 = stages.iter().map(|s| s.seconds).sum();
     let paragraphs = cfg.paragraphs.as_ref().map(|pc| {
         crate::stages::paragraphs::ParagraphSummary::gather(
@@ -303,6 +311,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<se
         }),
         paragraphs,
         substrings,
+        sweep,
         report_seconds: 0.0,
         config: cfg.to_json(),
     };
@@ -371,7 +380,8 @@ impl Totals {
             }
         }
         let mut cand = CandidateStats::default();
-        for r in of(Stage::Candidates) {
+        // The run's own layout (`--sweep`'s bands follow it).
+        for r in of(Stage::Candidates).iter().take(plan.run_candidates()) {
             let s: CandidateStats = r.stats();
             cand.shared_buckets += s.shared_buckets;
             cand.largest_bucket = cand.largest_bucket.max(s.largest_bucket);

@@ -3,7 +3,7 @@
 //! and writes is in [`crate::plan`] and [`crate::io::work`].
 //!
 //! sample, frequencies (SimHash only) -> signatures -> candidates -> pair-signatures (`--work-keys
-//! remade`) -> verify -> keys -> exact -> cluster ->
+//! remade`) -> verify -> keys -> exact -> sweep (`--sweep`) -> cluster ->
 //! paragraphs (`--paragraphs`) -> substrings, sources (`--substrings`) -> manifest -> merge.
 
 pub(crate) mod candidates;
@@ -22,6 +22,7 @@ pub(crate) mod sample;
 pub(crate) mod signatures;
 pub(crate) mod sources;
 pub(crate) mod substrings;
+pub(crate) mod sweep;
 pub(crate) mod verify;
 
 /// The documents at each keep position, from

@@ -21,5 +21,6 @@ mod scripts;
 mod signals;
 mod slurm;
 mod substrings;
+mod sweep;
 mod tasks;
 mod terminal;

@@ -30,6 +30,7 @@ mod keeper;
 mod order;
 mod rule;
 mod stream;
+mod sweep;
 
 pub(crate) use rule::NOT_TONIGHT;
 
@@ -42,6 +43,7 @@ pub(crate) use copies::Copied;
 use copies::{most_copied, prior_copies, write_copies};
 use hashes::{check_unique_ids, first_copies};
 pub(crate) use keeper::GiantStats;
+pub(crate) use sweep::SweepRow;
 
 use std::collections::BTreeMap;
 
@@ -77,6 +79,9 @@ pub(crate) struct ClusterStats {
     /// document (tonight's or an indexed one).
     #[serde(default)]
     pub contaminated_duplicates: u64,
+    /// `--sweep`: what each listed threshold would drop.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweep: Vec<sweep::SweepRow>,
 }
 
 /// A match of one of tonight's documents in the retained index (from the lookup stage).
@@ -236,19 +241,44 @@ impl KeepData {
     }
 }
 
-/// The cluster task: the rule of `--cluster` over every document, written per part.
+/// The cluster task: the rule of `--cluster` over every document, written per part; with
+/// `--sweep`, the rule again at each listed threshold, counted.
 pub(crate) fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
     let cfg = &plan.config;
     if !cfg.allow_duplicate_ids {
         check_unique_ids(work, plan)?;
     }
-    let n = plan.documents as usize;
     let across =
         crate::io::doc_columns::across_keys(work, plan.parts.len(), plan.config.across.is_some())?;
     let groups = first_copies(work, plan, &across)?;
-    if streamed(plan) {
-        return stream::run(work, plan, groups);
+    let sweep = match cfg.sweep.is_empty() {
+        true => None,
+        false => Some(groups.dense(plan.documents as usize)),
+    };
+    let mut stats = match streamed(plan) {
+        true => stream::run(work, plan, groups)?,
+        false => rule_outcome(work, plan, groups, across)?,
+    };
+    if let Some(first_copy) = sweep {
+        let contaminated = crate::io::doc_columns::all_contaminated(
+            work,
+            plan.parts.len(),
+            cfg.reference.is_some(),
+        )?;
+        stats.sweep = sweep::rows(work, plan, &first_copy, &contaminated)?;
     }
+    Ok(stats)
+}
+
+/// The in-memory rules' outcome ([`keeper`], [`components`]), written per part.
+fn rule_outcome(
+    work: &OutputDir,
+    plan: &Plan,
+    groups: groups::Groups,
+    across: Vec<u64>,
+) -> Result<ClusterStats> {
+    let cfg = &plan.config;
+    let n = plan.documents as usize;
     let first_copy = groups.dense(n);
     drop(groups);
     let index = IndexMatches::read(work, plan)?;
@@ -379,6 +409,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
         cluster_size_histogram: hist.iter().map(|&(s, c)| (s.to_string(), c)).collect(),
         giant_buckets: giant,
         renewed,
+        sweep: Vec::new(),
     })
 }
 

@@ -21,6 +21,9 @@ pub(super) enum Kernel {
     Minhash {
         perms: Permutations,
         rows: usize,
+        /// `--sweep`: the rows of its bands, which follow the run's `bands` (none: 0).
+        sweep_rows: usize,
+        bands: usize,
         /// Whether the chunk's shingle keys are kept (`--work-keys stored`).
         keys: bool,
     },
@@ -54,6 +57,8 @@ impl Kernel {
             Method::Minhash => Kernel::Minhash {
                 perms: Permutations::of(cfg),
                 rows: cfg.rows,
+                sweep_rows: plan.sweep_layout().map_or(0, |(_, rows)| rows),
+                bands: cfg.bands,
                 keys: cfg.work_keys != WorkKeys::Remade,
             },
             Method::Simhash => {
@@ -168,8 +173,15 @@ impl Kernel {
             .enumerate()
             .with_min_len(64)
             .for_each(|(d, out)| match self {
-                Kernel::Minhash { rows, .. } => {
-                    crate::lsh::band_keys(sigs.get(d as u32), *rows, out)
+                Kernel::Minhash {
+                    rows,
+                    sweep_rows,
+                    bands,
+                    ..
+                } => {
+                    let (run, sweep) = out.split_at_mut(*bands);
+                    crate::lsh::band_keys(sigs.get(d as u32), *rows, run);
+                    crate::lsh::band_keys(sigs.get(d as u32), *sweep_rows, sweep);
                 }
                 Kernel::Simhash { index, .. } => {
                     index.bucket_keys(simhash::record_fingerprint(sigs.get(d as u32)), out)

@@ -205,7 +205,7 @@ impl PartDocs {
         stats: &mut SignatureStats,
     ) {
         let cfg = &plan.config;
-        let (bands, ranges) = (plan.bands(), plan.bucket_ranges);
+        let (bands, ranges) = (plan.bands() + plan.sweep_bands(), plan.bucket_ranges);
         let (corpus, chunk, copy_of) = (c.corpus, c.chunk, c.copy_of);
         for d in 0..corpus.len() as u32 {
             let t = corpus.text(d);
@@ -392,7 +392,8 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SignatureSt
     let reference = reference?;
     let mut first_chunk = Some(first_chunk);
     let table = reference.as_deref().map(|r| &r.table);
-    let bands = plan.bands();
+    // The run's bands, then the sweep's (`--sweep`).
+    let bands = plan.bands() + plan.sweep_bands();
     let mut stats = SignatureStats {
         documents: count,
         ..Default::default()

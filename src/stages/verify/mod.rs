@@ -159,7 +159,7 @@ pub(crate) fn check_pairs(
 }
 
 /// Signatures (and ids, when `ids`) of the documents of `pairs` and of `also`.
-fn fetch_sigs(
+pub(crate) fn fetch_sigs(
     work: &OutputDir,
     plan: &Plan,
     pairs: &[(u64, u64)],
@@ -225,7 +225,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats
         candidates::release_band_rows(work, plan, p)?;
     }
     let mut pairs: Vec<(u64, u64)> = Vec::new();
-    for t in 0..plan.tasks(Stage::Candidates) {
+    for t in 0..plan.run_candidates() {
         let name = work::pairs_file(t);
         let part = (p, plan.parts[p].0);
         pairs::read_part(work, &name, plan.parts.len(), part, &mut pairs)?;

@@ -1,0 +1,183 @@
+//! `--sweep`: what the run's rule would drop at each listed threshold, from the sweep stage's
+//! pairs ([`crate::stages::sweep`]): the rule once per threshold over the pairs that reach it,
+//! exact copies and keep order as the run's, then one pass over the parts' document files for
+//! the text removed, per `--report-group` value too.
+//!
+//! The counts are those of a run at that threshold up to its candidates (the sweep's layout and
+//! the run's together, giant buckets of the sweep's layout a star, no giant-bucket comparisons)
+//! and, under `keeper`, the order in which a document's kept neighbours are offered. Memory:
+//! the rule's (~25 bytes per document and 8 per pair reaching the threshold, one threshold at a
+//! time) and a bit per document and threshold.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::order::keep_order;
+use super::rule::{keepers, Documents, NoLazy};
+use super::KeepData;
+use crate::config::ClusterRule;
+use crate::error::Result;
+use crate::io::output::OutputDir;
+use crate::io::work::{part_file, polars_err as pe, series, u32s, u64s};
+use crate::plan::{doc32, Plan};
+use crate::stages::sweep::sweep_file;
+use crate::unionfind::UnionFind;
+
+/// Drops and text removed at one threshold (of a `--report-group` value, or of the run).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Removed {
+    pub dropped: u64,
+    pub text_bytes: u64,
+}
+
+/// One threshold of the sweep.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct SweepRow {
+    pub threshold: f64,
+    pub dropped: u64,
+    /// Text bytes of the dropped documents.
+    pub text_bytes: u64,
+    /// At least this share of the pairs at exactly this similarity share a band bucket (the
+    /// larger of the run's layout's and the sweep's).
+    pub lsh_recall: f64,
+    /// Per `--report-group` value (empty without one).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub groups: BTreeMap<String, Removed>,
+}
+
+/// Streams the sweep pairs that reach threshold `i` (its bit) to `f`, part by part.
+fn each_pair(
+    work: &OutputDir,
+    plan: &Plan,
+    i: usize,
+    f: &mut dyn FnMut(u32, u32, f32),
+) -> Result<()> {
+    for p in 0..plan.parts.len() {
+        let df = work.read_parquet(&sweep_file(p))?;
+        let (a, b) = (u64s(&df, "a", "cluster")?, u64s(&df, "b", "cluster")?);
+        let reached = u32s(&df, "reached", "cluster")?;
+        let sim = series(&df, "similarity", "cluster")?;
+        let sim = sim.f32().map_err(pe("cluster"))?;
+        for (((x, y), r), s) in a
+            .into_iter()
+            .zip(b)
+            .zip(reached)
+            .zip(sim.into_no_null_iter())
+        {
+            if r >> i & 1 == 1 {
+                f(doc32(x), doc32(y), s);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Each threshold's dropped documents (a bitmap per threshold) under the run's rule.
+fn dropped(
+    work: &OutputDir,
+    plan: &Plan,
+    first_copy: &[u32],
+    never_kept: &[bool],
+) -> Result<Vec<Vec<u64>>> {
+    let cfg = &plan.config;
+    let n = plan.documents as usize;
+    let keep = KeepData::read(work, plan)?;
+    let rank = keep_order(plan, &keep);
+    let mut out = Vec::new();
+    for i in 0..cfg.sweep.len() {
+        let mut bits = vec![0u64; n.div_ceil(64)];
+        let never = |d: usize| never_kept.get(d).copied().unwrap_or(false);
+        let keeper: Vec<u32> = match cfg.cluster {
+            ClusterRule::Keeper => {
+                let docs = Documents {
+                    rank: &rank,
+                    group: first_copy,
+                    copies_kept: cfg.across.is_some(),
+                    never_kept,
+                };
+                let each = |f: &mut dyn FnMut(u32, u32, f32)| each_pair(work, plan, i, f);
+                keepers(&docs, |_| false, each, &mut NoLazy)?.keeper
+            }
+            ClusterRule::Components => {
+                let mut uf = UnionFind::new(n);
+                each_pair(work, plan, i, &mut |x, y, _| uf.union(x, y))?;
+                for (d, &f) in first_copy.iter().enumerate() {
+                    if f != d as u32 {
+                        uf.union(f, d as u32);
+                    }
+                }
+                let c = super::Clusters::build(
+                    uf,
+                    &cfg.keep,
+                    |d| keep.text_len(d),
+                    |d| keep.priority(d),
+                );
+                (0..n as u32).map(|d| c.keeper_of(d)).collect()
+            }
+        };
+        for (d, &k) in keeper.iter().enumerate() {
+            if k != d as u32 || never(d) {
+                bits[d / 64] |= 1 << (d % 64);
+            }
+        }
+        out.push(bits);
+    }
+    Ok(out)
+}
+
+/// The sweep's rows: each threshold's drops and text removed, per group too.
+pub(super) fn rows(
+    work: &OutputDir,
+    plan: &Plan,
+    first_copy: &[u32],
+    never_kept: &[bool],
+) -> Result<Vec<SweepRow>> {
+    let cfg = &plan.config;
+    let bits = dropped(work, plan, first_copy, never_kept)?;
+    let recall = |t: f64| {
+        let run = crate::lsh::candidate_probability(t, cfg.bands, cfg.rows);
+        let sweep =
+            (plan.sweep_layout()).map_or(0.0, |(b, r)| crate::lsh::candidate_probability(t, b, r));
+        run.max(sweep)
+    };
+    let mut rows: Vec<SweepRow> = (cfg.sweep.iter())
+        .map(|&t| SweepRow {
+            threshold: t,
+            dropped: 0,
+            text_bytes: 0,
+            lsh_recall: recall(t),
+            groups: BTreeMap::new(),
+        })
+        .collect();
+    for p in 0..plan.parts.len() {
+        let df = work.read_parquet(&part_file("docs", p))?;
+        let text_len = u32s(&df, "text_len", "cluster")?;
+        let group = match cfg.report_group.is_some() {
+            true => Some(series(&df, "group", "cluster")?),
+            false => None,
+        };
+        let group = group
+            .as_ref()
+            .map(|g| g.str().map_err(pe("cluster")))
+            .transpose()?;
+        let first = plan.part_range(p).start;
+        for (j, &len) in text_len.iter().enumerate() {
+            let d = first + j as u64;
+            for (row, bits) in rows.iter_mut().zip(&bits) {
+                if bits[(d / 64) as usize] >> (d % 64) & 1 == 0 {
+                    continue;
+                }
+                row.dropped += 1;
+                row.text_bytes += u64::from(len);
+                if let Some(g) = &group {
+                    let name = g.get(j).unwrap_or("(null)");
+                    let r = row.groups.entry(name.to_string()).or_default();
+                    r.dropped += 1;
+                    r.text_bytes += u64::from(len);
+                }
+            }
+        }
+    }
+    Ok(rows)
+}

@@ -1,0 +1,164 @@
+//! Stage `sweep` (`--sweep`, one task per part): the distinct candidate pairs whose first
+//! document is in the part, from the run's layout and the sweep's ([`Plan::sweep_layout`]) ->
+//! which of the sweep's thresholds each pair reaches (`sweep/pP.parquet`: a, b, similarity,
+//! reached, a bit per threshold in the order of `--sweep`).
+//!
+//! Each threshold is decided as a run at that threshold verifies: the signature estimate where
+//! it is clear of the threshold, exact Jaccard of the shingle keys where it is near it or a
+//! document is short ([`needs_exact`]), so a pair's bit for `t` is the verify stage's answer at
+//! `t`. The exact Jaccard is computed once per pair, for all the thresholds that need it. The
+//! cluster task then runs the rule once per threshold over the pairs that reach it
+//! ([`crate::stages::cluster::sweep`]). Nothing here changes the run's own edges or manifest.
+
+use polars::prelude::Column;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::io::output::OutputDir;
+use crate::io::pairs;
+use crate::io::work::{self, doc_column, write_frame};
+use crate::minhash::{estimate_jaccard, SigSource};
+use crate::plan::{Plan, Stage};
+use crate::stages::keys::KeySource;
+use crate::stages::verify::{fetch_sigs, needs_exact, similarity, WINDOW};
+
+/// Counters of a sweep task.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct SweepStats {
+    /// Distinct candidate pairs of both layouts whose first document is in the part.
+    pub candidate_pairs: u64,
+    /// Pairs the sweep's layout alone found.
+    pub sweep_only_pairs: u64,
+    /// Pairs that reach the lowest threshold.
+    pub reached_pairs: u64,
+    /// Pairs whose exact Jaccard was computed (near a threshold, or with a short document).
+    pub exact_checks: u64,
+}
+
+/// Part `p`'s sweep file.
+pub(crate) fn sweep_file(p: usize) -> String {
+    work::part_file("sweep", p)
+}
+
+/// The thresholds (bits, in the order of `sweep`) a pair reaches: at those of `exact` (bits) on
+/// its exact Jaccard `j`, at the others on its estimate `s`.
+fn reached(sweep: &[f64], s: f64, j: Option<f64>, exact: u32) -> u32 {
+    (sweep.iter().enumerate())
+        .filter(|&(i, &t)| match exact >> i & 1 {
+            1 => j.unwrap_or(s) >= t,
+            _ => s >= t,
+        })
+        .fold(0, |m, (i, _)| m | 1 << i)
+}
+
+/// The sweep task of part `p`.
+pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SweepStats> {
+    let part = (p, plan.parts[p].0);
+    let (mut run_pairs, mut pairs) = (Vec::new(), Vec::new());
+    for t in 0..plan.tasks(Stage::Candidates) {
+        match t < plan.run_candidates() {
+            true => pairs::read_part(
+                work,
+                &work::pairs_file(t),
+                plan.parts.len(),
+                part,
+                &mut run_pairs,
+            )?,
+            false => pairs::read_part(
+                work,
+                &work::sweep_pairs_file(t),
+                plan.parts.len(),
+                part,
+                &mut pairs,
+            )?,
+        }
+    }
+    run_pairs.par_sort_unstable();
+    run_pairs.dedup();
+    pairs.par_sort_unstable();
+    pairs.dedup();
+    let sweep_only = pairs
+        .iter()
+        .filter(|x| run_pairs.binary_search(x).is_err())
+        .count() as u64;
+    pairs.extend(run_pairs);
+    pairs.par_sort_unstable();
+    pairs.dedup();
+    let mut stats = SweepStats {
+        candidate_pairs: pairs.len() as u64,
+        sweep_only_pairs: sweep_only,
+        ..SweepStats::default()
+    };
+    let cfg = &plan.config;
+    let mut keys = KeySource::new(work, plan, true);
+    let (mut a, mut b, mut sim, mut reach) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for batch in pairs.chunk_by(|x, y| x.0 / WINDOW == y.0 / WINDOW) {
+        let sigs = fetch_sigs(work, plan, batch, Vec::new(), false)?;
+        // Per pair: the estimate, and the thresholds at which verify would check it exactly.
+        let decided: Vec<(f64, u32)> = batch
+            .par_iter()
+            .with_min_len(64)
+            .map(|&(x, y)| {
+                let s = estimate_jaccard(sigs.sig(x), sigs.sig(y));
+                let exact = (cfg.sweep.iter().enumerate())
+                    .filter(|&(_, &t)| {
+                        needs_exact(x, y, &sigs, cfg.verify, t, cfg.min_shingles, || s)
+                    })
+                    .fold(0u32, |m, (i, _)| m | 1 << i);
+                (s, exact)
+            })
+            .collect();
+        let mut checked: Vec<u64> = (batch.iter().zip(&decided))
+            .filter(|(_, &(_, exact))| exact != 0)
+            .flat_map(|(&(x, y), _)| [x, y])
+            .collect();
+        checked.sort_unstable();
+        checked.dedup();
+        let sets = keys.sets(checked)?;
+        let found: Vec<(f32, u32, bool)> = (batch.par_iter().zip(&decided))
+            .with_min_len(64)
+            .map(|(&(x, y), &(s, exact))| {
+                let j = (exact != 0).then(|| similarity(x, y, true, &sets, &sigs));
+                let bits = reached(&cfg.sweep, s, j, exact);
+                (j.unwrap_or(s) as f32, bits, exact != 0)
+            })
+            .collect();
+        for (&(x, y), &(s, bits, exact)) in batch.iter().zip(&found) {
+            stats.exact_checks += u64::from(exact);
+            if bits != 0 {
+                a.push(x);
+                b.push(y);
+                sim.push(s);
+                reach.push(bits);
+            }
+        }
+    }
+    stats.reached_pairs = a.len() as u64;
+    let columns = vec![
+        doc_column("a", a),
+        doc_column("b", b),
+        Column::new("similarity".into(), sim),
+        Column::new("reached".into(), reach),
+    ];
+    write_frame(work, &sweep_file(p), "sweep", columns)?;
+    Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reached;
+
+    #[test]
+    fn each_threshold_is_decided_on_what_verify_would_use_there() {
+        let sweep = [0.7, 0.8, 0.9];
+        // Estimate 0.85, exact 0.78: near 0.8 and 0.9 the exact value decides, far below 0.7
+        // the estimate does.
+        assert_eq!(reached(&sweep, 0.85, Some(0.78), 0b110), 0b001);
+        // The estimate alone: 0.7 and 0.8 reached, 0.9 not.
+        assert_eq!(reached(&sweep, 0.85, None, 0), 0b011);
+        // A threshold is reached at exactly its value.
+        assert_eq!(reached(&sweep, 0.5, Some(0.9), 0b111), 0b111);
+        assert_eq!(reached(&sweep, 0.5, Some(0.69), 0b111), 0);
+    }
+}

@@ -1,0 +1,200 @@
+//! `run --sweep`: one run counts what each listed threshold would drop, within 1% of separate
+//! runs; the manifest is the plain run's, byte for byte; the same on the task path, with remade
+//! keys, under either rule; per `--report-group` value; bad lists refused.
+
+use std::path::Path;
+
+use crate::common::*;
+use crate::tasks::by_hand;
+
+const SWEEP: &str = "0.7,0.75,0.8,0.85,0.9,0.95";
+
+/// The summary's sweep rows as (threshold, dropped).
+fn rows(out: &Path) -> Vec<(f64, u64)> {
+    let s = summary(out);
+    (s["sweep"].as_array().unwrap().iter())
+        .map(|r| {
+            (
+                r["threshold"].as_f64().unwrap(),
+                r["dropped"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Runs `glob` with the sweep and at each threshold alone: each row within 1% of its separate
+/// run, the manifest the plain run's. Returns the sweep run's output.
+fn within_one_percent(glob: &str, dir: &Path, extra: &[&str]) -> std::path::PathBuf {
+    let out = dir.join("sweep");
+    run_ok(glob, &out, &[&["--sweep", SWEEP][..], extra].concat());
+    let plain = dir.join("plain");
+    run_ok(glob, &plain, extra);
+    assert!(
+        manifest_bytes(&out) == manifest_bytes(&plain),
+        "the sweep changed the manifest"
+    );
+    let rows = rows(&out);
+    assert_eq!(rows.len(), 6);
+    for (t, dropped) in rows {
+        let alone = dir.join(format!("t{t}"));
+        run_ok(
+            glob,
+            &alone,
+            &[&["--threshold", &t.to_string()][..], extra].concat(),
+        );
+        let want = summary(&alone)["documents_dropped"].as_u64().unwrap();
+        let off = (dropped as f64 - want as f64).abs() / want.max(1) as f64;
+        assert!(
+            off <= 0.01,
+            "threshold {t}: the sweep drops {dropped}, a run at it {want}"
+        );
+    }
+    out
+}
+
+#[test]
+fn a_sweep_counts_what_separate_runs_drop_and_keeps_the_manifest() {
+    let dir = temp_dir("sweep-synthetic");
+    let (glob, docs) = three_shards(&dir.join("in"));
+    let out = within_one_percent(&glob, &dir, &[]);
+    let s = summary(&out);
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/summary.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let rows = s["sweep"].as_array().unwrap();
+    for r in rows {
+        check_fields(r, &schema["sweep_row_fields"]);
+        assert!(r["text_bytes"].as_u64() <= s["text_bytes"].as_u64());
+    }
+    // A lower threshold drops at least as much here, and the lowest drops more than the run.
+    let dropped: Vec<u64> = rows
+        .iter()
+        .map(|r| r["dropped"].as_u64().unwrap())
+        .collect();
+    assert!(dropped.windows(2).all(|w| w[0] >= w[1]), "{dropped:?}");
+    assert!(dropped[0] > s["documents_dropped"].as_u64().unwrap());
+    assert!(dropped[0] < docs.len() as u64);
+    // The recall the layouts give at each threshold, and the report's section.
+    assert!(rows.iter().all(|r| r["lsh_recall"].as_f64() >= Some(0.95)));
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(page.contains("What each threshold would drop"));
+    // The configuration says what was swept, the manifest's metadata does not.
+    assert_eq!(s["config"]["sweep"].as_array().map(Vec::len), Some(6));
+}
+
+#[test]
+fn a_sweep_on_the_development_corpus_counts_what_separate_runs_drop() {
+    let Some(dev) = dev_small() else { return };
+    let dir = temp_dir("sweep-dev-small");
+    let glob = format!("{}/shard-*.parquet", dev.display());
+    within_one_percent(&glob, &dir, &[]);
+}
+
+#[test]
+fn a_sweep_is_the_same_on_the_task_path_with_remade_keys_and_either_rule() {
+    let dir = temp_dir("sweep-tasks");
+    let (glob, _) = three_shards(&dir.join("in"));
+    for (i, rule) in [
+        &[][..],
+        &["--cluster", "components"][..],
+        &["--keep", "longest"][..],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let reference = dir.join(format!("ref{i}"));
+        run_ok(&glob, &reference, &[&["--sweep", SWEEP][..], rule].concat());
+        let want = rows(&reference);
+        let plain = dir.join(format!("plain{i}"));
+        run_ok(&glob, &plain, rule);
+        let remade = dir.join(format!("remade{i}"));
+        let args = [
+            &["--sweep", SWEEP, "--work-keys", "remade", "--tasks", "3"][..],
+            rule,
+        ]
+        .concat();
+        run_ok(&glob, &remade, &args);
+        let out = dir.join(format!("hand{i}"));
+        let stages = by_hand(
+            &glob,
+            &dir.join(format!("work{i}")),
+            &out,
+            &[&["--sweep", SWEEP][..], rule].concat(),
+        );
+        assert!(stages.iter().any(|s| s == "sweep"), "{stages:?}");
+        for o in [&remade, &out] {
+            assert_eq!(rows(o), want, "{rule:?} {}", o.display());
+            assert!(manifest_bytes(o) == manifest_bytes(&plain), "{rule:?}");
+        }
+    }
+}
+
+#[test]
+fn a_sweep_counts_each_report_group() {
+    let dir = temp_dir("sweep-groups");
+    let (_, docs) = three_shards(&dir.join("in"));
+    let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
+    let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
+    let source: Vec<&str> = ids.iter().map(|id| &id[..2]).collect();
+    let glob = write_shard(
+        &dir.join("all.parquet"),
+        &ids,
+        &texts,
+        vec![polars::prelude::Column::new("source".into(), source)],
+    );
+    let out = dir.join("out");
+    run_ok(
+        &glob,
+        &out,
+        &["--sweep", "0.7,0.8", "--report-group", "source"],
+    );
+    for r in summary(&out)["sweep"].as_array().unwrap() {
+        let groups = r["groups"].as_object().unwrap();
+        assert_eq!(groups.keys().collect::<Vec<_>>(), ["en", "mx", "zh"]);
+        let sum: u64 = groups
+            .values()
+            .map(|g| g["dropped"].as_u64().unwrap())
+            .sum();
+        assert_eq!(Some(sum), r["dropped"].as_u64());
+        let bytes: u64 = groups
+            .values()
+            .map(|g| g["text_bytes"].as_u64().unwrap())
+            .sum();
+        assert_eq!(Some(bytes), r["text_bytes"].as_u64());
+    }
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(page.contains("Documents dropped per group"));
+}
+
+#[test]
+fn bad_sweeps_are_refused_naming_what_to_pass() {
+    let dir = temp_dir("sweep-bad");
+    let (glob, _) = three_shards(&dir.join("in"));
+    let out = dir.join("out");
+    let cases: [(&[&str], &str); 5] = [
+        (&["--sweep", "0.7,1.2,0.8"], "--sweep 1.2 is outside (0, 1]"),
+        (
+            &["--sweep", "0.7,0.9"],
+            "does not list the run's threshold 0.8 (the default --threshold)",
+        ),
+        (
+            &["--sweep", "0.7,0.8", "--threshold", "0.75"],
+            "threshold 0.75 (--threshold)",
+        ),
+        (
+            &["--sweep", "0.8,0.9", "--method", "simhash"],
+            "--sweep is for MinHash",
+        ),
+        (
+            &["--sweep", "0.7,0.8", "--index", "idx", "--batch", "b1"],
+            "--sweep with --index is not supported",
+        ),
+    ];
+    for (args, want) in cases {
+        let err = run_cmd(&glob, &out, args).fails();
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!out.join("manifest.parquet").exists());
+    }
+}
