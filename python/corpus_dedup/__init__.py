@@ -74,6 +74,7 @@ def run(input: Union[str, Sequence[str]], output: str, *, progress: Optional[boo
     `keep="longest"`, `tokenizer="jieba"`, `method="simhash"`, `index="idx", batch="2026-11-26"`,
     `partition_by="lang"`, `across="source"`, `reference="bench/*.parquet"` (a glob or a list:
     benchmark decontamination, adding the `contaminated_by` and `contamination` columns),
+    `sweep=[0.7, 0.75, 0.8, 0.85, 0.9]` (what each threshold would drop: `summary(output)["sweep"]`),
     `threads=4`, ... Progress bars are off unless `progress=True`. The GIL is released while the
     job runs. A rerun of the same call resumes an interrupted run.
     """

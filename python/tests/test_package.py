@@ -46,6 +46,21 @@ def test_run_gives_the_cli_manifest_byte_for_byte(tmp_path):
     assert cd.read_manifest(str(tmp_path / "py")).equals(manifest)
 
 
+def test_a_sweep_counts_each_threshold_as_the_cli_does(tmp_path):
+    done = cli("run", "--input", SAMPLES, "--output", str(tmp_path / "cli"), "--sweep",
+               "0.7,0.8,0.9", "--quiet")
+    assert done.returncode == 0, done.stderr
+    manifest = cd.run(SAMPLES, str(tmp_path / "py"), sweep=[0.9, 0.7, 0.8])
+    rows = cd.summary(str(tmp_path / "py"))["sweep"]
+    assert rows == json.loads((tmp_path / "cli" / "summary.json").read_text())["sweep"]
+    assert [r["threshold"] for r in rows] == [0.7, 0.8, 0.9]
+    assert rows[0]["dropped"] >= rows[1]["dropped"] >= rows[2]["dropped"]
+    # The manifest is the run's threshold's (0.8), as without the sweep.
+    assert manifest.equals(cd.run(SAMPLES, str(tmp_path / "plain")))
+    with pytest.raises(cd.ConfigError, match="does not list the run's threshold"):
+        cd.run(SAMPLES, str(tmp_path / "bad"), sweep=[0.7, 0.9])
+
+
 def test_a_bad_input_raises_error_with_the_cli_text(tmp_path):
     missing = str(tmp_path / "nothing-*.parquet")
     done = cli("run", "--input", missing, "--output", str(tmp_path / "a"))

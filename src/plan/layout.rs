@@ -19,14 +19,24 @@ impl Plan {
         self.bands() * self.bucket_ranges
     }
 
-    /// `--sweep`: the LSH layout (bands, rows) of its lowest threshold when that is below the
-    /// run's, whose band rows and candidates the sweep adds to the run's; None otherwise.
+    /// `--sweep`: the bands (bands, rows) it adds to the run's layout when its lowest threshold
+    /// is below the run's, so that the two find a pair at that threshold as a run there would
+    /// ([`crate::lsh::choose_sweep_bands`]); their band rows and candidates are the sweep's.
     pub(crate) fn sweep_layout(&self) -> Option<(usize, usize)> {
         let cfg = &self.config;
         let lowest = *cfg.sweep.first()?;
-        (lowest < cfg.threshold).then(|| {
-            crate::lsh::choose_bands(lowest, cfg.num_perm, crate::config::LSH_TARGET_RECALL)
-        })
+        let target = crate::config::LSH_TARGET_RECALL;
+        let run = (cfg.bands, cfg.rows);
+        (lowest < cfg.threshold)
+            .then(|| crate::lsh::choose_sweep_bands(lowest, run, cfg.num_perm, target))
+    }
+
+    /// `--sweep`: the probability that the run's and the sweep's layouts together find a pair
+    /// of Jaccard `s` ([`crate::lsh::union_probability`]).
+    pub(crate) fn sweep_recall(&self, s: f64) -> f64 {
+        let cfg = &self.config;
+        let sweep = self.sweep_layout().unwrap_or((0, 1));
+        crate::lsh::union_probability(s, (cfg.bands, cfg.rows), sweep, cfg.num_perm)
     }
 
     /// Bands the sweep adds (0 without a sweep layout).

@@ -6,7 +6,8 @@
 //! Each threshold is decided as a run at that threshold verifies: the signature estimate where
 //! it is clear of the threshold, exact Jaccard of the shingle keys where it is near it or a
 //! document is short ([`needs_exact`]), so a pair's bit for `t` is the verify stage's answer at
-//! `t`. The exact Jaccard is computed once per pair, for all the thresholds that need it. The
+//! `t`. The exact Jaccard is computed once per pair, for all the thresholds that need it, and
+//! not at all where the exact task already made the check (`sweep/exact/pP.parquet`). The
 //! cluster task then runs the rule once per threshold over the pairs that reach it
 //! ([`crate::stages::cluster::sweep`]). Nothing here changes the run's own edges or manifest.
 
@@ -17,11 +18,12 @@ use serde::{Deserialize, Serialize};
 use crate::error::Result;
 use crate::io::output::OutputDir;
 use crate::io::pairs;
-use crate::io::work::{self, doc_column, write_frame};
+use crate::io::work::{self, doc_column, polars_err as pe, series, u64s, write_frame};
 use crate::minhash::{estimate_jaccard, SigSource};
 use crate::plan::{Plan, Stage};
 use crate::stages::keys::KeySource;
-use crate::stages::verify::{fetch_sigs, needs_exact, similarity, WINDOW};
+use crate::stages::verify::{exact_jaccards, fetch_sigs, needs_exact, WINDOW};
+use crate::text::sets::ShingleSets;
 
 /// Counters of a sweep task.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -41,6 +43,41 @@ pub(crate) fn sweep_file(p: usize) -> String {
     work::part_file("sweep", p)
 }
 
+/// Part `p`'s Jaccards the exact task computed (`--sweep`).
+fn computed_file(p: usize) -> String {
+    work::part_file("sweep/exact", p)
+}
+
+/// Writes the exact task's checks of part `p` with their Jaccard, for the sweep task.
+pub(crate) fn write_computed(
+    work: &OutputDir,
+    p: usize,
+    mut computed: Vec<(u64, u64, f64)>,
+) -> Result<()> {
+    computed.sort_unstable_by_key(|&(a, b, _)| (a, b));
+    let columns = vec![
+        doc_column("a", computed.iter().map(|c| c.0).collect()),
+        doc_column("b", computed.iter().map(|c| c.1).collect()),
+        Column::new(
+            "jaccard".into(),
+            computed.iter().map(|c| c.2).collect::<Vec<f64>>(),
+        ),
+    ];
+    write_frame(work, &computed_file(p), "exact", columns)
+}
+
+/// Reads what [`write_computed`] wrote.
+fn read_computed(work: &OutputDir, p: usize) -> Result<Known> {
+    let df = work.read_parquet(&computed_file(p))?;
+    let (a, b) = (u64s(&df, "a", "sweep")?, u64s(&df, "b", "sweep")?);
+    let j = series(&df, "jaccard", "sweep")?;
+    let j = j.f64().map_err(pe("sweep"))?;
+    Ok(Known {
+        pairs: a.into_iter().zip(b).collect(),
+        jaccard: j.into_no_null_iter().collect(),
+    })
+}
+
 /// The thresholds (bits, in the order of `sweep`) a pair reaches: at those of `exact` (bits) on
 /// its exact Jaccard `j`, at the others on its estimate `s`.
 fn reached(sweep: &[f64], s: f64, j: Option<f64>, exact: u32) -> u32 {
@@ -50,6 +87,80 @@ fn reached(sweep: &[f64], s: f64, j: Option<f64>, exact: u32) -> u32 {
             _ => s >= t,
         })
         .fold(0, |m, (i, _)| m | 1 << i)
+}
+
+/// The Jaccards the exact task computed: (a, b) ascending, and each pair's.
+struct Known {
+    pairs: Vec<(u64, u64)>,
+    jaccard: Vec<f64>,
+}
+
+impl Known {
+    fn get(&self, pair: &(u64, u64)) -> Option<f64> {
+        self.pairs.binary_search(pair).ok().map(|i| self.jaccard[i])
+    }
+}
+
+/// A window of pairs: each one's estimate and the thresholds at which verify would check it
+/// exactly, the checks the exact task did not make, and the sets they need.
+struct Window<'a> {
+    pairs: &'a [(u64, u64)],
+    decided: Vec<(f64, u32)>,
+    unknown: Vec<(u64, u64)>,
+    sets: ShingleSets,
+}
+
+/// Reads what a window needs: its signatures, to decide each pair, and its checks' sets.
+fn prepare<'a>(
+    work: &OutputDir,
+    plan: &Plan,
+    pairs: &'a [(u64, u64)],
+    known: &Known,
+    keys: &mut KeySource,
+) -> Result<Window<'a>> {
+    let cfg = &plan.config;
+    let sigs = fetch_sigs(work, plan, pairs, Vec::new(), false)?;
+    let decided: Vec<(f64, u32)> = pairs
+        .par_iter()
+        .with_min_len(64)
+        .map(|&(x, y)| {
+            let s = estimate_jaccard(sigs.sig(x), sigs.sig(y));
+            let exact = (cfg.sweep.iter().enumerate())
+                .filter(|&(_, &t)| needs_exact(x, y, &sigs, cfg.verify, t, cfg.min_shingles, || s))
+                .fold(0u32, |m, (i, _)| m | 1 << i);
+            (s, exact)
+        })
+        .collect();
+    let unknown: Vec<(u64, u64)> = (pairs.iter().zip(&decided))
+        .filter(|&(pair, &(_, exact))| exact != 0 && known.get(pair).is_none())
+        .map(|(&pair, _)| pair)
+        .collect();
+    let mut checked: Vec<u64> = unknown.iter().flat_map(|&(x, y)| [x, y]).collect();
+    checked.sort_unstable();
+    checked.dedup();
+    let sets = keys.sets(checked)?;
+    Ok(Window {
+        pairs,
+        decided,
+        unknown,
+        sets,
+    })
+}
+
+/// Each pair of a window: its similarity (exact where a threshold needs it), the thresholds it
+/// reaches, and whether it was checked exactly.
+fn finish(plan: &Plan, w: &Window, known: &Known) -> Vec<(f32, u32, bool)> {
+    let mut fresh = exact_jaccards(&w.unknown, &w.sets).into_iter();
+    (w.pairs.iter().zip(&w.decided))
+        .map(|(pair, &(s, exact))| {
+            let j = match exact != 0 {
+                true => known.get(pair).or_else(|| fresh.next()),
+                false => None,
+            };
+            let bits = reached(&plan.config.sweep, s, j, exact);
+            (j.unwrap_or(s) as f32, bits, exact != 0)
+        })
+        .collect()
 }
 
 /// The sweep task of part `p`.
@@ -90,41 +201,29 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SweepStats>
         sweep_only_pairs: sweep_only,
         ..SweepStats::default()
     };
-    let cfg = &plan.config;
+    let known = read_computed(work, p)?;
     let mut keys = KeySource::new(work, plan, true);
     let (mut a, mut b, mut sim, mut reach) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for batch in pairs.chunk_by(|x, y| x.0 / WINDOW == y.0 / WINDOW) {
-        let sigs = fetch_sigs(work, plan, batch, Vec::new(), false)?;
-        // Per pair: the estimate, and the thresholds at which verify would check it exactly.
-        let decided: Vec<(f64, u32)> = batch
-            .par_iter()
-            .with_min_len(64)
-            .map(|&(x, y)| {
-                let s = estimate_jaccard(sigs.sig(x), sigs.sig(y));
-                let exact = (cfg.sweep.iter().enumerate())
-                    .filter(|&(_, &t)| {
-                        needs_exact(x, y, &sigs, cfg.verify, t, cfg.min_shingles, || s)
-                    })
-                    .fold(0u32, |m, (i, _)| m | 1 << i);
-                (s, exact)
-            })
-            .collect();
-        let mut checked: Vec<u64> = (batch.iter().zip(&decided))
-            .filter(|(_, &(_, exact))| exact != 0)
-            .flat_map(|(&(x, y), _)| [x, y])
-            .collect();
-        checked.sort_unstable();
-        checked.dedup();
-        let sets = keys.sets(checked)?;
-        let found: Vec<(f32, u32, bool)> = (batch.par_iter().zip(&decided))
-            .with_min_len(64)
-            .map(|(&(x, y), &(s, exact))| {
-                let j = (exact != 0).then(|| similarity(x, y, true, &sets, &sigs));
-                let bits = reached(&cfg.sweep, s, j, exact);
-                (j.unwrap_or(s) as f32, bits, exact != 0)
-            })
-            .collect();
-        for (&(x, y), &(s, bits, exact)) in batch.iter().zip(&found) {
+    // A window's exact Jaccards are computed while the next one's sets are read.
+    let windows: Vec<&[(u64, u64)]> = pairs
+        .chunk_by(|x, y| x.0 / WINDOW == y.0 / WINDOW)
+        .collect();
+    let mut next = (windows.first())
+        .map(|w| prepare(work, plan, w, &known, &mut keys))
+        .transpose()?;
+    let mut at = 0;
+    while let Some(window) = next.take() {
+        at += 1;
+        let (found, after) = rayon::join(
+            || finish(plan, &window, &known),
+            || {
+                (windows.get(at))
+                    .map(|w| prepare(work, plan, w, &known, &mut keys))
+                    .transpose()
+            },
+        );
+        next = after?;
+        for (&(x, y), &(s, bits, exact)) in window.pairs.iter().zip(&found) {
             stats.exact_checks += u64::from(exact);
             if bits != 0 {
                 a.push(x);

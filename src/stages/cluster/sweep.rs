@@ -38,8 +38,8 @@ pub(crate) struct SweepRow {
     pub dropped: u64,
     /// Text bytes of the dropped documents.
     pub text_bytes: u64,
-    /// At least this share of the pairs at exactly this similarity share a band bucket (the
-    /// larger of the run's layout's and the sweep's).
+    /// The share of pairs at exactly this similarity that the run's and the sweep's layouts
+    /// together find as candidates.
     pub lsh_recall: f64,
     /// Per `--report-group` value (empty without one).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -135,18 +135,12 @@ pub(super) fn rows(
 ) -> Result<Vec<SweepRow>> {
     let cfg = &plan.config;
     let bits = dropped(work, plan, first_copy, never_kept)?;
-    let recall = |t: f64| {
-        let run = crate::lsh::candidate_probability(t, cfg.bands, cfg.rows);
-        let sweep =
-            (plan.sweep_layout()).map_or(0.0, |(b, r)| crate::lsh::candidate_probability(t, b, r));
-        run.max(sweep)
-    };
     let mut rows: Vec<SweepRow> = (cfg.sweep.iter())
         .map(|&t| SweepRow {
             threshold: t,
             dropped: 0,
             text_bytes: 0,
-            lsh_recall: recall(t),
+            lsh_recall: plan.sweep_recall(t),
             groups: BTreeMap::new(),
         })
         .collect();

@@ -109,9 +109,26 @@ fn held_jaccard(a: u64, b: u64, sets: &ShingleSets) -> Option<f64> {
 }
 
 /// The pairs whose exact Jaccard (on the held `sets`) is at least `threshold`, in input order.
-/// Consecutive pairs with the same first document share one load of its keys
-/// ([`KeyTable::jaccards`]): pairs come sorted, and a document is often checked against several.
 pub(crate) fn exact_edges(pairs: &[(u64, u64)], sets: &ShingleSets, threshold: f64) -> Vec<Edge> {
+    reaching(pairs, &exact_jaccards(pairs, sets), threshold)
+}
+
+/// The pairs whose Jaccard (`jaccards`, one per pair) is at least `threshold`, as edges.
+fn reaching(pairs: &[(u64, u64)], jaccards: &[f64], threshold: f64) -> Vec<Edge> {
+    (pairs.iter().zip(jaccards))
+        .filter(|&(_, &s)| s >= threshold)
+        .map(|(&(a, b), &s)| Edge {
+            a,
+            b,
+            similarity: s as f32,
+        })
+        .collect()
+}
+
+/// The exact Jaccard of each pair (on the held `sets`), in input order. Consecutive pairs with
+/// the same first document share one load of its keys ([`KeyTable::jaccards`]): pairs come
+/// sorted, and a document is often checked against several.
+pub(crate) fn exact_jaccards(pairs: &[(u64, u64)], sets: &ShingleSets) -> Vec<f64> {
     let groups: Vec<&[(u64, u64)]> = pairs.chunk_by(|x, y| x.0 == y.0).collect();
     groups
         .par_iter()
@@ -126,21 +143,12 @@ pub(crate) fn exact_edges(pairs: &[(u64, u64)], sets: &ShingleSets, threshold: f
                 sets.get(a).is_some() && group.iter().all(|&(_, b)| sets.get(b).is_some()),
                 "exact checks of {a} without all their shingle sets"
             );
-            let mut edges = Vec::new();
+            // NaN (no edge at any threshold) where the first document's set is not held.
+            let mut out = vec![f64::NAN; group.len()];
             if let Some(keys) = sets.get(a) {
-                TABLE.with_borrow_mut(|t| {
-                    t.jaccards(keys, &others, |n, s| {
-                        if s >= threshold {
-                            edges.push(Edge {
-                                a,
-                                b: group[n].1,
-                                similarity: s as f32,
-                            });
-                        }
-                    })
-                });
+                TABLE.with_borrow_mut(|t| t.jaccards(keys, &others, |n, s| out[n] = s));
             }
-            edges
+            out
         })
         .collect()
 }
@@ -202,13 +210,15 @@ pub(crate) fn estimate_batch(
 /// reaches the threshold (likely edges) are checked first, then the others, so more of the
 /// latter are skipped. Sets come from `fetch_sets` (documents sorted and unique, not already
 /// fetched for this batch). Which pairs are skipped depends only on the pairs and the order of
-/// batches, so the edges are the same at any thread count. Returns the edges, the sets fetched
+/// batches, so the edges are the same at any thread count. `computed` (`--sweep`) gets every
+/// check made with its Jaccard. Returns the edges, the sets fetched
 /// and the number of checks skipped.
 pub(crate) fn exact_batch(
     checks: &[ExactPair],
     threshold: f64,
     mut joined: Option<&mut SparseUnionFind>,
     mut fetch_sets: impl FnMut(Vec<u64>) -> crate::error::Result<ShingleSets>,
+    mut computed: Option<&mut Vec<(u64, u64, f64)>>,
 ) -> crate::error::Result<(Vec<Edge>, ShingleSets, u64)> {
     let mut edges = Vec::new();
     let mut sets = ShingleSets::default();
@@ -227,7 +237,11 @@ pub(crate) fn exact_batch(
         let mut need = docs_of_pairs(&todo, |_, _| true);
         need.retain(|&d| sets.get(d).is_none());
         sets = sets.merge(fetch_sets(need)?);
-        let found = exact_edges(&todo, &sets, threshold);
+        let jaccards = exact_jaccards(&todo, &sets);
+        if let Some(all) = computed.as_mut() {
+            all.extend(todo.iter().zip(&jaccards).map(|(&(a, b), &j)| (a, b, j)));
+        }
+        let found = reaching(&todo, &jaccards, threshold);
         if let Some(j) = joined.as_mut() {
             for e in &found {
                 j.union(e.a, e.b);
@@ -403,7 +417,8 @@ mod tests {
             vec![set(0..10), set(0..10), set(0..10), set(1..11), set(50..60)],
         );
         let mut asked = Vec::new();
-        let (found, sets, skipped) = exact_batch(&checks, 0.8, Some(&mut joined), |need| {
+        let mut computed = Vec::new();
+        let fetch = |need: Vec<u64>| {
             asked.push(need.clone());
             Ok(ShingleSets::new(
                 need.clone(),
@@ -411,8 +426,14 @@ mod tests {
                     .map(|&d| all.get(d).unwrap_or(&[]).to_vec())
                     .collect(),
             ))
-        })
-        .unwrap_or_default();
+        };
+        let (found, sets, skipped) =
+            exact_batch(&checks, 0.8, Some(&mut joined), fetch, Some(&mut computed))
+                .unwrap_or_default();
+        // Every check made, with its Jaccard: 3-4 at 9 / 11, 3-5 and 4-5 at 0.
+        let made: Vec<(u64, u64)> = computed.iter().map(|&(a, b, _)| (a, b)).collect();
+        assert_eq!(made, [(3, 4), (3, 5), (4, 5)]);
+        assert!((computed[0].2 - 9.0 / 11.0).abs() < 1e-12 && computed[1].2 == 0.0);
         // 0-2 skipped; likely round: 3-4 checked (an edge); other round: 3-5 and 4-5 checked.
         assert_eq!(skipped, 1);
         assert_eq!(asked, vec![vec![3, 4], vec![5]]);

@@ -5,7 +5,8 @@
 //! MinHash: exact Jaccard, in windows of first documents with the sets of later windows carried
 //! within a budget, the likely edges first ([`exact_batch`]); under `--cluster components` a
 //! check whose documents are already linked is skipped. SimHash: a pair with a short document
-//! must also reach the Jaccard threshold ([`jaccard_edges`]).
+//! must also reach the Jaccard threshold ([`jaccard_edges`]). With `--sweep` every check's
+//! Jaccard is kept for the sweep task (`sweep/exact/pP.parquet`).
 
 use crate::config::{ClusterRule, Method};
 use crate::error::Result;
@@ -39,15 +40,19 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats
     let (mut exact_sets, mut skipped) = (0u64, 0u64);
     let mut carry = ShingleSets::default();
     let mut found_edges = 0u64;
+    // `--sweep`: every check's Jaccard, which the sweep task then need not compute again.
+    let mut computed = Vec::new();
     for batch in checks.chunk_by(|x, y| window(x.a) == window(y.a)) {
         let (found, sets) = match cfg.method {
             Method::Minhash => {
                 let links = (cfg.cluster == ClusterRule::Components).then_some(&mut joined);
-                let (found, sets, skip) = exact_batch(batch, cfg.threshold, links, |need| {
+                let fetch = |need| {
                     let (sets, read) = fetch_sets(&mut keys, need, &mut carry)?;
                     exact_sets += read;
                     Ok(sets)
-                })?;
+                };
+                let sweep = (!cfg.sweep.is_empty()).then_some(&mut computed);
+                let (found, sets, skip) = exact_batch(batch, cfg.threshold, links, fetch, sweep)?;
                 skipped += skip;
                 (found, sets)
             }
@@ -68,6 +73,9 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats
     }
     edges.sort_unstable_by_key(|e| (e.a, e.b));
     write_edges(work, &part_file("edges", p), &edges)?;
+    if !cfg.sweep.is_empty() {
+        crate::stages::sweep::write_computed(work, p, computed)?;
+    }
     Ok(VerifyStats {
         verified_pairs: found_edges,
         documents_exact_sets: exact_sets,

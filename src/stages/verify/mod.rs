@@ -44,8 +44,8 @@ pub(crate) mod exact;
 use decide::fingerprint;
 
 pub(crate) use decide::{
-    docs_needing_sets, docs_of_pairs, estimate_batch, exact_batch, exact_edges, hamming_batch,
-    jaccard_edges, needs_exact, short_docs, similarity, Edge, ExactPair,
+    docs_needing_sets, docs_of_pairs, estimate_batch, exact_batch, exact_edges, exact_jaccards,
+    hamming_batch, jaccard_edges, needs_exact, short_docs, similarity, Edge, ExactPair,
 };
 
 use polars::prelude::Column;
