@@ -14,6 +14,7 @@
 mod keepers;
 mod page;
 pub(crate) mod score;
+mod sweep;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -41,7 +42,11 @@ pub(crate) struct Band {
     pub name: String,
     pub lo: f64,
     pub hi: f64,
-    /// The run's drops in it.
+    /// `--sweep`: the threshold below the run's that would drop this stratum's documents, which
+    /// the run keeps ([`sweep`]); None for the run's own drops.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<f64>,
+    /// The run's drops in it (the documents the threshold would drop, for a sweep stratum).
     pub drops: u64,
     /// Pairs sampled from it.
     pub sampled: u64,
@@ -60,6 +65,7 @@ pub(crate) fn bands(threshold: f64) -> Vec<Band> {
         name,
         lo,
         hi,
+        sweep: None,
         drops: 0,
         sampled: 0,
     };
@@ -124,6 +130,18 @@ struct Drop {
     /// The earlier batch of the index the keeper is in (None: in this run).
     batch: Option<String>,
     similarity: f32,
+    /// A sweep drop's keeper, by manifest row, until its id is read.
+    keeper_row: Option<u64>,
+}
+
+/// Offers a drop to its stratum's list of the `per_band` whose ids hash lowest.
+fn offer(list: &mut Vec<Drop>, per_band: usize, key: u64, drop: impl FnOnce() -> Drop) {
+    if per_band == 0 || (list.len() == per_band && list.last().is_some_and(|d| d.key <= key)) {
+        return;
+    }
+    let pos = list.partition_point(|x| x.key < key);
+    list.insert(pos, drop());
+    list.truncate(per_band);
 }
 
 /// The manifest's columns the audit reads.
@@ -166,28 +184,33 @@ impl Groups<'_> {
 
 /// Counts the run's drops per stratum and keeps, per stratum, the `per_band` drops whose ids
 /// hash lowest. The strata are `bands`, or with `by_group` each band of each `--report-group`
-/// value, in group order. `tonight`: the run's own batch name (`--index`), which a keeper in
-/// this run carries.
+/// value, in group order; then one per band of `sweep` (the documents the run keeps that a
+/// lower threshold would drop, by manifest row, [`sweep::read`]), after `bands`. `tonight`:
+/// the run's own batch name (`--index`), which a keeper in this run carries.
 fn first_pass(
     rows: &crate::results::ManifestRows,
     m: &Manifest,
     bands: &[Band],
+    sweep: &[sweep::SweepDrop],
     by_group: bool,
     per_band: usize,
 ) -> Result<Vec<Stratum>> {
     let tonight = m.config.batch.as_deref();
+    let run_bands = bands.iter().filter(|b| b.sweep.is_none()).count();
     let mut strata: BTreeMap<(Option<String>, usize), Stratum> = BTreeMap::new();
-    if !by_group {
-        for (b, band) in bands.iter().enumerate() {
+    for (b, band) in bands.iter().enumerate() {
+        if !by_group || band.sweep.is_some() {
             strata.insert((None, b), (band.clone(), Vec::new()));
         }
     }
+    let sweep_band = |t: f64| (bands.iter()).position(|b| b.sweep == Some(t));
     let mut groups = Groups {
         cfg: &m.config,
         file: String::new(),
         values: None,
     };
-    rows.each_group(&COLUMNS, |_, df| {
+    let mut next = 0;
+    rows.each_group(&COLUMNS, |first, df| {
         let err = |e| rows.error(e);
         let col = |name: &str| df.column(name).map_err(err);
         let (ids, files) = (
@@ -202,11 +225,34 @@ fn first_pass(
         let dup = col("duplicate_of")?.str().map_err(err)?;
         let batch = (df.column("duplicate_of_batch").ok()).and_then(|c| c.str().ok());
         for i in 0..df.height() {
+            let (file, row) = (files.get(i).unwrap_or_default(), rws.get(i).unwrap_or(0));
+            let id = ids.get(i).unwrap_or_default();
+            let key = || xxhash_rust::xxh3::xxh3_64(id.as_bytes());
+            let r = (first + i) as u64;
+            while sweep.get(next).is_some_and(|d| d.row < r) {
+                next += 1;
+            }
+            if let Some(d) = sweep.get(next).filter(|d| d.row == r) {
+                if let Some((band, list)) =
+                    sweep_band(d.threshold).and_then(|b| strata.get_mut(&(None, b)))
+                {
+                    band.drops += 1;
+                    let key = key();
+                    offer(list, per_band, key, || Drop {
+                        key,
+                        at: (file.to_string(), row),
+                        id: id.to_string(),
+                        keeper: String::new(),
+                        batch: None,
+                        similarity: d.similarity,
+                        keeper_row: Some(d.keeper_row),
+                    });
+                }
+            }
             let (Some(false), Some(s), Some(k)) = (keep.get(i), sims.get(i), dup.get(i)) else {
                 continue;
             };
-            let (file, row) = (files.get(i).unwrap_or_default(), rws.get(i).unwrap_or(0));
-            let b = band_of(bands, s as f64);
+            let b = band_of(&bands[..run_bands], s as f64);
             let group = match by_group {
                 true => Some(groups.of(file, row)?),
                 false => None,
@@ -219,30 +265,48 @@ fn first_pass(
                 (band, Vec::new())
             });
             band.drops += 1;
-            if per_band == 0 {
-                continue;
-            }
-            let id = ids.get(i).unwrap_or_default();
-            let key = xxhash_rust::xxh3::xxh3_64(id.as_bytes());
-            if list.len() == per_band && list.last().is_some_and(|d| d.key <= key) {
-                continue;
-            }
+            let key = key();
             let earlier = batch.and_then(|c| c.get(i)).filter(|b| Some(*b) != tonight);
-            let d = Drop {
+            offer(list, per_band, key, || Drop {
                 key,
                 at: (file.to_string(), row),
                 id: id.to_string(),
                 keeper: k.to_string(),
                 batch: earlier.map(str::to_string),
                 similarity: s,
-            };
-            let pos = list.partition_point(|x| x.key < key);
-            list.insert(pos, d);
-            list.truncate(per_band);
+                keeper_row: None,
+            });
         }
         Ok(())
     })?;
-    Ok(strata.into_values().collect())
+    // Sweep strata last, after every group's bands.
+    let (run, swept): (Vec<_>, Vec<_>) =
+        (strata.into_iter()).partition(|((_, b), _)| *b < run_bands);
+    Ok(run.into_iter().chain(swept).map(|(_, s)| s).collect())
+}
+
+/// The bands of the run in `out` (`threshold`'s) and of its sweep, and its sweep drops.
+fn all_bands(out: &str, threshold: f64) -> Result<(Vec<Band>, Vec<sweep::SweepDrop>)> {
+    let drops = sweep::read(out)?;
+    let mut all = bands(threshold);
+    all.extend(sweep::bands(&drops, threshold));
+    Ok((all, drops))
+}
+
+/// Names the keeper of each sampled sweep drop: its id, read by manifest row.
+fn name_sweep_keepers(rows: &crate::results::ManifestRows, strata: &mut [Stratum]) -> Result<()> {
+    let drops = strata.iter_mut().flat_map(|(_, list)| list.iter_mut());
+    let wanted: Vec<u64> = drops.filter_map(|d| d.keeper_row).collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let found = sweep::ids_at(rows, &wanted)?;
+    for d in strata.iter_mut().flat_map(|(_, list)| list.iter_mut()) {
+        if let Some(id) = d.keeper_row.and_then(|r| found.get(&r)) {
+            d.keeper = id.clone();
+        }
+    }
+    Ok(())
 }
 
 /// How many of `total` pairs each stratum gets: equal shares, a stratum with fewer candidates
@@ -278,7 +342,9 @@ pub(crate) fn sample(out: &str, pairs: usize, by_group: bool) -> Result<Audit> {
         )));
     }
     let threshold = m.config.threshold;
-    let strata = first_pass(&rows, &m, &bands(threshold), by_group, pairs)?;
+    let (all, swept) = all_bands(out, threshold)?;
+    let mut strata = first_pass(&rows, &m, &all, &swept, by_group, pairs)?;
+    name_sweep_keepers(&rows, &mut strata)?;
     let available: Vec<usize> = strata.iter().map(|s| s.1.len()).collect();
     let drops: Vec<u64> = strata.iter().map(|s| s.0.drops).collect();
     let take = shares(&available, &drops, pairs);
@@ -439,7 +505,8 @@ pub(crate) fn recorded(out: &str) -> Result<(String, Vec<Band>, BTreeMap<String,
     let (pair, band, group) = (column("pair")?, column("band")?, column("group")?);
     let by_group = group.iter().any(Option::is_some);
     let (m, rows) = Manifest::open(&in_output(out, "manifest.parquet"))?;
-    let strata = first_pass(&rows, &m, &bands(m.config.threshold), by_group, 0)?;
+    let (all, swept) = all_bands(out, m.config.threshold)?;
+    let strata = first_pass(&rows, &m, &all, &swept, by_group, 0)?;
     let mut strata: Vec<Band> = strata.into_iter().map(|(band, _)| band).collect();
     let index: HashMap<(Option<&str>, &str), usize> = (strata.iter().enumerate())
         .map(|(i, b)| ((b.group.as_deref(), b.name.as_str()), i))

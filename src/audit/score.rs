@@ -34,6 +34,9 @@ pub(crate) struct BandScore {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
     pub band: String,
+    /// `--sweep`: the threshold below the run's that would drop this band's documents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<f64>,
     pub drops: u64,
     pub sampled: u64,
     pub yes: u64,
@@ -76,6 +79,16 @@ fn stratified<'a>(bands: impl Iterator<Item = &'a BandScore>) -> Option<Share> {
     })
 }
 
+/// `--sweep`: the precision a run at a lower threshold would have: its drops are the run's and
+/// those of the sweep's bands at or above it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct ThresholdScore {
+    pub threshold: f64,
+    pub drops: u64,
+    /// None when no band of its drops is labelled.
+    pub precision: Option<Share>,
+}
+
 /// The run's drops a person would not have made, estimated, with a 95% interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub(crate) struct Wrong {
@@ -99,6 +112,9 @@ pub(crate) struct Score {
     pub wrong_drops: Option<Wrong>,
     /// Bands with drops but no label, left out of the overall figure.
     pub unlabelled_bands: Vec<String>,
+    /// `--sweep`: each threshold below the run's, as if the run had used it (empty without).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<ThresholdScore>,
 }
 
 /// Labels as the page exports them: a JSON object of pair -> label.
@@ -162,11 +178,15 @@ pub(crate) fn score(
             }
         }
     }
-    let drops: u64 = bands.iter().map(|b| b.drops).sum();
+    let drops: u64 = (bands.iter())
+        .filter(|b| b.sweep.is_none())
+        .map(|b| b.drops)
+        .sum();
     let scored: Vec<BandScore> = (bands.iter().zip(&counts))
         .map(|(b, &(yes, no, skipped))| BandScore {
             group: b.group.clone(),
             band: b.name.clone(),
+            sweep: b.sweep,
             drops: b.drops,
             sampled: b.sampled,
             yes,
@@ -175,10 +195,11 @@ pub(crate) fn score(
             precision: (yes + no > 0).then(|| wilson(yes, yes + no)),
         })
         .collect();
-    let overall = stratified(scored.iter());
+    let run_bands = || scored.iter().filter(|b| b.sweep.is_none());
+    let overall = stratified(run_bands());
     // `--by-group`: each group's precision over its own bands.
     let mut by_group: BTreeMap<&str, Vec<&BandScore>> = BTreeMap::new();
-    for b in &scored {
+    for b in run_bands() {
         if let Some(g) = &b.group {
             by_group.entry(g.as_str()).or_default().push(b);
         }
@@ -205,6 +226,19 @@ pub(crate) fn score(
             None => b.band.clone(),
         })
         .collect();
+    let mut lower: Vec<f64> = scored.iter().filter_map(|b| b.sweep).collect();
+    lower.sort_by(f64::total_cmp);
+    lower.dedup();
+    let thresholds = (lower.into_iter())
+        .map(|t| {
+            let at = || (scored.iter()).filter(move |b| b.sweep.is_none_or(|s| s >= t));
+            ThresholdScore {
+                threshold: t,
+                drops: at().map(|b| b.drops).sum(),
+                precision: stratified(at()),
+            }
+        })
+        .collect();
     Ok(Score {
         run: run.to_string(),
         drops,
@@ -213,6 +247,7 @@ pub(crate) fn score(
         groups,
         wrong_drops,
         unlabelled_bands,
+        thresholds,
     })
 }
 
@@ -226,6 +261,7 @@ mod tests {
             name: name.into(),
             lo: 0.0,
             hi: 0.0,
+            sweep: None,
             drops,
             sampled: 0,
         }
@@ -298,6 +334,38 @@ mod tests {
             (s.overall, s.unlabelled_bands),
             (None, vec!["b".to_string()])
         );
+    }
+
+    #[test]
+    fn a_lower_threshold_adds_its_sweep_bands_to_the_run_drops() {
+        let sweep = |t: f64, drops| Band {
+            sweep: Some(t),
+            ..band(&format!("would drop at {t}"), drops)
+        };
+        let bands = [
+            band("0.80-0.90", 300),
+            band("0.90-1.00", 100),
+            sweep(0.7, 100),
+            sweep(0.75, 100),
+        ];
+        let of = pairs("r1", &[("0", 0), ("1", 1), ("2", 2), ("3", 2), ("4", 3)]);
+        let l = labels(
+            "r1",
+            &[("0", "y"), ("1", "y"), ("2", "n"), ("3", "n"), ("4", "y")],
+        );
+        let s = score("r1", &bands, &of, &l).unwrap();
+        // The run's own figures leave the sweep's bands out.
+        assert_eq!(s.drops, 400);
+        assert_eq!(s.overall.unwrap().precision, 1.0);
+        assert_eq!(s.wrong_drops.unwrap().estimate, 0.0);
+        // At 0.75: 500 drops, all agreed; at 0.7: 600, the 100 of 0.7 all wrong.
+        let t: Vec<(f64, u64, f64)> = (s.thresholds.iter())
+            .map(|t| (t.threshold, t.drops, t.precision.unwrap().precision))
+            .collect();
+        assert_eq!(t[1], (0.75, 500, 1.0));
+        assert_eq!((t[0].0, t[0].1), (0.7, 600));
+        assert!((t[0].2 - 5.0 / 6.0).abs() < 1e-12);
+        assert_eq!(s.bands[2].sweep, Some(0.7));
     }
 
     #[test]

@@ -218,6 +218,14 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, walls: StageWalls) -> Result<se
     out.write_with("manifest.parquet", |w| {
         write_manifest(w, work, plan, manifest_metadata(plan))
     })?;
+    if !cfg.sweep.is_empty() {
+        let name = crate::stages::sweep::BELOW;
+        let below = work.read(name)?.ok_or_else(|| Error::WorkFile {
+            path: work.location(name),
+            source: "missing; the cluster task writes it: rerun the run".into(),
+        })?;
+        out.write_bytes(crate::stages::sweep::DROPS, below)?;
+    }
     let of = |s: Stage| -> &[TaskReport] {
         reports
             .iter()

@@ -38,6 +38,12 @@ pub(crate) struct SweepStats {
     pub exact_checks: u64,
 }
 
+/// The documents the run keeps that a threshold of the sweep below the run's drops (manifest
+/// row, the keeper's row there, their similarity, the highest such threshold), written by the
+/// cluster task; and where the merge task puts it in the output, for `audit`.
+pub(crate) const BELOW: &str = "sweep/below.parquet";
+pub(crate) const DROPS: &str = "sweep-drops.parquet";
+
 /// Part `p`'s sweep file.
 pub(crate) fn sweep_file(p: usize) -> String {
     work::part_file("sweep", p)

@@ -198,3 +198,96 @@ fn bad_sweeps_are_refused_naming_what_to_pass() {
         assert!(!out.join("manifest.parquet").exists());
     }
 }
+
+#[test]
+fn an_audit_samples_what_a_lower_threshold_would_drop_and_scores_it() {
+    let dir = temp_dir("sweep-audit");
+    let (glob, _) = three_shards(&dir.join("in"));
+    let out = dir.join("out");
+    run_ok(&glob, &out, &["--sweep", "0.7,0.75,0.8,0.9"]);
+    // The documents the run keeps that 0.7 or 0.75 would drop, by manifest row.
+    let drops = read_df(&out.join("sweep-drops.parquet"));
+    check_columns(&drops, "sweep-drops");
+    let rows = manifest(&out);
+    let (row, keeper) = (
+        drops.column("row").unwrap(),
+        drops.column("keeper_row").unwrap(),
+    );
+    let (row, keeper) = (row.u64().unwrap(), keeper.u64().unwrap());
+    assert!(drops.height() > 0);
+    for (r, k) in row.into_no_null_iter().zip(keeper.into_no_null_iter()) {
+        assert!(rows[r as usize].keep && r != k, "row {r}");
+    }
+    let thresholds = drops.column("threshold").unwrap().f64().unwrap().clone();
+    let at = |t: f64| thresholds.into_no_null_iter().filter(|&x| x == t).count() as u64;
+    // Its bands: the run's, then one per lower threshold with its drops.
+    let audit = cd(["audit"]).arg(&out).args(["--pairs", "60"]).ok();
+    let written: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
+    let bands = written["bands"].as_array().unwrap();
+    let swept: Vec<(&str, u64)> = (bands.iter())
+        .filter(|b| b.get("sweep").is_some())
+        .map(|b| (b["name"].as_str().unwrap(), b["drops"].as_u64().unwrap()))
+        .collect();
+    let want: Vec<(&str, u64)> = [
+        ("would drop at 0.7", at(0.7)),
+        ("would drop at 0.75", at(0.75)),
+    ]
+    .into_iter()
+    .filter(|&(_, n)| n > 0)
+    .collect();
+    assert_eq!(swept, want);
+    // Its pairs: a document the run keeps, and its keeper at that threshold, with both texts.
+    let pairs = read_df(&out.join("audit-pairs.parquet"));
+    let band = str_column(&pairs, "band");
+    let (dropped, kept) = (
+        str_column(&pairs, "dropped_id"),
+        str_column(&pairs, "kept_id"),
+    );
+    let by_id: std::collections::HashMap<&str, &Row> =
+        rows.iter().map(|r| (r.id.as_str(), r)).collect();
+    let mut sampled = 0;
+    for i in (0..pairs.height()).filter(|&i| band[i].starts_with("would drop at")) {
+        sampled += 1;
+        assert!(
+            by_id[dropped[i]].keep && !kept[i].is_empty(),
+            "{}",
+            dropped[i]
+        );
+        assert!(pairs
+            .column("kept_text")
+            .unwrap()
+            .str()
+            .unwrap()
+            .get(i)
+            .is_some());
+    }
+    assert!(sampled > 0);
+    // Labels: every run pair agreed, every sweep pair not: the run's precision is 1, a lower
+    // threshold's is the run's drops over all it would drop.
+    let pair = str_column(&pairs, "pair");
+    let labels: serde_json::Map<String, serde_json::Value> = (0..pairs.height())
+        .map(|i| {
+            (
+                pair[i].to_string(),
+                if band[i].starts_with("would") {
+                    "n"
+                } else {
+                    "y"
+                }
+                .into(),
+            )
+        })
+        .collect();
+    let file = dir.join("labels.json");
+    std::fs::write(&file, serde_json::Value::Object(labels).to_string()).unwrap();
+    let scored = cd(["audit"]).arg(&out).arg("--score").arg(&file).ok();
+    let s: serde_json::Value = serde_json::from_slice(&scored.stdout).unwrap();
+    assert_eq!(s["overall"]["precision"], 1.0);
+    let run_drops = s["drops"].as_u64().unwrap();
+    let lowest = &s["thresholds"][0];
+    assert_eq!(lowest["threshold"], 0.7);
+    let all = lowest["drops"].as_u64().unwrap();
+    assert_eq!(all, run_drops + at(0.7) + at(0.75));
+    let p = lowest["precision"]["precision"].as_f64().unwrap();
+    assert!((p - run_drops as f64 / all as f64).abs() < 1e-9, "{p}");
+}

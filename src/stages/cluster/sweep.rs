@@ -19,10 +19,11 @@ use super::KeepData;
 use crate::config::ClusterRule;
 use crate::error::Result;
 use crate::io::output::OutputDir;
-use crate::io::work::{part_file, polars_err as pe, series, u32s, u64s};
+use crate::io::work::{part_file, polars_err as pe, series, u32s, u64s, write_frame};
 use crate::plan::{doc32, Plan};
 use crate::stages::sweep::sweep_file;
 use crate::unionfind::UnionFind;
+use polars::prelude::Column;
 
 /// Drops and text removed at one threshold (of a `--report-group` value, or of the run).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -73,22 +74,58 @@ fn each_pair(
     Ok(())
 }
 
-/// Each threshold's dropped documents (a bitmap per threshold) under the run's rule.
+/// A document the run keeps that a lower threshold of the sweep drops: the highest such
+/// threshold (its index in `--sweep`), its keeper there and their similarity (NaN where the rule
+/// does not know it).
+#[derive(Debug, Clone, Copy)]
+struct Below {
+    at: usize,
+    keeper: u32,
+    similarity: f32,
+}
+
+/// Whether each document is kept in the run, from the cluster files just written.
+fn kept_in_run(work: &OutputDir, plan: &Plan, never_kept: &[bool]) -> Result<Vec<bool>> {
+    let mut kept = Vec::with_capacity(plan.documents as usize);
+    for p in 0..plan.parts.len() {
+        let df = work.read_parquet(&part_file("cluster", p))?;
+        let first = plan.part_range(p).start;
+        let keeper = u64s(&df, "keeper", "cluster")?;
+        kept.extend(
+            keeper
+                .iter()
+                .enumerate()
+                .map(|(j, &k)| k == first + j as u64),
+        );
+    }
+    for (k, &never) in kept.iter_mut().zip(never_kept) {
+        *k &= !never;
+    }
+    Ok(kept)
+}
+
+/// A bitmap of dropped documents per threshold, and the documents below the run's threshold.
+type Dropped = (Vec<Vec<u64>>, BTreeMap<u32, Below>);
+
+/// Each threshold's dropped documents (a bitmap per threshold) under the run's rule, and the
+/// documents the run keeps that a threshold below it drops.
 fn dropped(
     work: &OutputDir,
     plan: &Plan,
     first_copy: &[u32],
     never_kept: &[bool],
-) -> Result<Vec<Vec<u64>>> {
+) -> Result<Dropped> {
     let cfg = &plan.config;
     let n = plan.documents as usize;
     let keep = KeepData::read(work, plan)?;
     let rank = keep_order(plan, &keep);
+    let kept = kept_in_run(work, plan, never_kept)?;
+    let mut below = BTreeMap::new();
     let mut out = Vec::new();
     for i in 0..cfg.sweep.len() {
         let mut bits = vec![0u64; n.div_ceil(64)];
         let never = |d: usize| never_kept.get(d).copied().unwrap_or(false);
-        let keeper: Vec<u32> = match cfg.cluster {
+        let (keeper, similarity): (Vec<u32>, Vec<f32>) = match cfg.cluster {
             ClusterRule::Keeper => {
                 let docs = Documents {
                     rank: &rank,
@@ -97,7 +134,8 @@ fn dropped(
                     never_kept,
                 };
                 let each = |f: &mut dyn FnMut(u32, u32, f32)| each_pair(work, plan, i, f);
-                keepers(&docs, |_| false, each, &mut NoLazy)?.keeper
+                let k = keepers(&docs, |_| false, each, &mut NoLazy)?;
+                (k.keeper, k.similarity)
             }
             ClusterRule::Components => {
                 let mut uf = UnionFind::new(n);
@@ -113,17 +151,54 @@ fn dropped(
                     |d| keep.text_len(d),
                     |d| keep.priority(d),
                 );
-                (0..n as u32).map(|d| c.keeper_of(d)).collect()
+                let keeper = (0..n as u32).map(|d| c.keeper_of(d)).collect();
+                (keeper, vec![f32::NAN; n])
             }
         };
         for (d, &k) in keeper.iter().enumerate() {
             if k != d as u32 || never(d) {
                 bits[d / 64] |= 1 << (d % 64);
             }
+            // Higher thresholds come later: the highest below the run's that drops it stays.
+            if k != d as u32 && kept[d] && cfg.sweep[i] < cfg.threshold {
+                let (keeper, similarity) = (k, similarity[d]);
+                below.insert(
+                    d as u32,
+                    Below {
+                        at: i,
+                        keeper,
+                        similarity,
+                    },
+                );
+            }
         }
         out.push(bits);
     }
-    Ok(out)
+    Ok((out, below))
+}
+
+/// Writes the documents the run keeps that a lower threshold drops, by document (their
+/// manifest row), for the output ([`crate::stages::sweep::DROPS`], which `audit` samples).
+fn write_below(work: &OutputDir, plan: &Plan, below: &BTreeMap<u32, Below>) -> Result<()> {
+    let column = |f: &dyn Fn(u32, &Below) -> u64| -> Vec<u64> {
+        below.iter().map(|(&d, b)| f(d, b)).collect()
+    };
+    let columns = vec![
+        Column::new("row".into(), column(&|d, _| u64::from(d))),
+        Column::new("keeper_row".into(), column(&|_, b| u64::from(b.keeper))),
+        Column::new(
+            "similarity".into(),
+            below.values().map(|b| b.similarity).collect::<Vec<f32>>(),
+        ),
+        Column::new(
+            "threshold".into(),
+            below
+                .values()
+                .map(|b| plan.config.sweep[b.at])
+                .collect::<Vec<f64>>(),
+        ),
+    ];
+    write_frame(work, crate::stages::sweep::BELOW, "cluster", columns)
 }
 
 /// The sweep's rows: each threshold's drops and text removed, per group too.
@@ -134,7 +209,8 @@ pub(super) fn rows(
     never_kept: &[bool],
 ) -> Result<Vec<SweepRow>> {
     let cfg = &plan.config;
-    let bits = dropped(work, plan, first_copy, never_kept)?;
+    let (bits, below) = dropped(work, plan, first_copy, never_kept)?;
+    write_below(work, plan, &below)?;
     let mut rows: Vec<SweepRow> = (cfg.sweep.iter())
         .map(|&t| SweepRow {
             threshold: t,
