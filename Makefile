@@ -13,7 +13,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-ab bench-same bench-ratios bench-peers bench-kernels bench-scale bench-work-bytes bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-audit bench-signals bench-decontam bench-paragraphs bench-substrings bench-jsonl bench-export bench-index-soak soak s3-demo clean-out
+.PHONY: build dedup test samples bench bench-ab bench-same bench-ratios bench-peers bench-kernels bench-scale bench-work-bytes bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-sweep bench-audit bench-signals bench-decontam bench-paragraphs bench-substrings bench-jsonl bench-export bench-index-soak soak s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -76,6 +76,10 @@ bench-index: build
 ## Quality of the classic and oph sketches over seeds 1-SEEDS: make bench-sketch [CORPORA='dir ...'] [SEEDS=15]
 bench-sketch: build
 	CORPORA='$(or $(CORPORA),../shared/corpus/dev-small)' SEEDS=$(or $(SEEDS),15) bash benches/sketch.sh
+
+## One run --sweep against separate runs at each threshold, and its cost: make bench-sweep [CORPORA='dev-small multi rust-docs DIR'] [ROUNDS=3]
+bench-sweep: build
+	ROUNDS=$(or $(ROUNDS),3) bash benches/sweep.sh $(or $(CORPORA),dev-small multi rust-docs)
 
 ## Audit against exact truth: labels from the truth scored beside the true precision: make bench-audit [PAIRS=200]
 bench-audit: build

@@ -53,7 +53,7 @@ for r in rows:
     rel = d / sep if sep else 0.0
     print(f"| {name} | {t} | {r['dropped']:,} | {sep:,} | {d:+,} ({rel:+.2%}) | {r['lsh_recall']:.4f} |")
 PY
-    costs+=("| $name | $plain | $sweep | $(python3 -c "print(f'{$sweep / $plain:.2f}')") |")
+    costs+=("| $name | $(printf %.2f "$plain") | $(printf %.2f "$sweep") | $(python3 -c "print(f'{$sweep / $plain:.2f}')") |")
   done
 done
 echo

@@ -120,7 +120,7 @@ textarea{width:100%;height:80px;margin-top:8px;font-family:monospace;font-size:1
 <div class="diff" id="diff"></div>
 <div class="cols"><div><h2>kept</h2><div class="text" id="kept"></div></div>
 <div><h2>dropped</h2><div class="text" id="dropped"></div></div></div>
-<table id="bands"><tr><th>group</th><th>band</th><th>drops in the run</th><th>pairs sampled</th><th>labelled</th></tr></table>
+<table id="bands"><tr><th>group</th><th>band</th><th>documents (the run's drops; "would drop at": what that threshold adds)</th><th>pairs sampled</th><th>labelled</th></tr></table>
 <textarea id="labels-json" readonly aria-label="exported labels"></textarea>
 </main>
 <script type="application/json" id="data">{{DATA}}</script>
@@ -159,7 +159,7 @@ function show() {
   const p = pairs[at];
   $("where").textContent = "pair " + (at + 1) + " of " + pairs.length + " (" + p.pair + ")";
   $("band").textContent = "band " + p.band + (p.group === null ? "" : ", group " + p.group);
-  $("sim").textContent = "similarity " + p.similarity.toFixed(3) + (p.jaccard === null ? "" : ", exact Jaccard " + p.jaccard.toFixed(3));
+  $("sim").textContent = (p.similarity === null ? "similarity not recorded" : "similarity " + p.similarity.toFixed(3)) + (p.jaccard === null ? "" : ", exact Jaccard " + p.jaccard.toFixed(3));
   $("ids").textContent = "kept " + p.kept_id + " / dropped " + p.dropped_id;
   const l = labels[p.pair];
   $("label").textContent = l ? names[l] : "not labelled";

@@ -9,7 +9,7 @@
 //! `t`. The exact Jaccard is computed once per pair, for all the thresholds that need it, and
 //! not at all where the exact task already made the check (`sweep/exact/pP.parquet`). The
 //! cluster task then runs the rule once per threshold over the pairs that reach it
-//! ([`crate::stages::cluster::sweep`]). Nothing here changes the run's own edges or manifest.
+//! (`cluster/sweep.rs`). Nothing here changes the run's own edges or manifest.
 
 use polars::prelude::Column;
 use rayon::prelude::*;
