@@ -174,22 +174,11 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SweepStats>
     let part = (p, plan.parts[p].0);
     let (mut run_pairs, mut pairs) = (Vec::new(), Vec::new());
     for t in 0..plan.tasks(Stage::Candidates) {
-        match t < plan.run_candidates() {
-            true => pairs::read_part(
-                work,
-                &work::pairs_file(t),
-                plan.parts.len(),
-                part,
-                &mut run_pairs,
-            )?,
-            false => pairs::read_part(
-                work,
-                &work::sweep_pairs_file(t),
-                plan.parts.len(),
-                part,
-                &mut pairs,
-            )?,
-        }
+        let (name, into) = match t < plan.run_candidates() {
+            true => (work::pairs_file(t), &mut run_pairs),
+            false => (work::sweep_pairs_file(t), &mut pairs),
+        };
+        pairs::read_part(work, &name, plan.parts.len(), part, into)?;
     }
     run_pairs.par_sort_unstable();
     run_pairs.dedup();
