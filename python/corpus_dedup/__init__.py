@@ -131,14 +131,16 @@ def explain(output: str, id: str, limit: int = 20) -> dict:
 def audit(output: str, pairs: int = 200, by_group: bool = False) -> pl.DataFrame:
     """Samples the run's drops stratified by similarity band, and with `by_group` by the run's
     --report-group value too (what `corpus-dedup audit OUT` does): writes OUT/audit-pairs.parquet
-    and OUT/audit.html, and returns the sampled pairs."""
+    and OUT/audit.html, and returns the sampled pairs. After `run(..., sweep=[...])` it samples
+    too what each lower threshold would add (bands "would drop at 0.75")."""
     written = json.loads(_native.audit(output, pairs, by_group))
     return pl.read_parquet(written["pairs_file"])
 
 
 def score(output: str, labels: Union[str, Mapping[str, str]]) -> dict:
     """Precision per band and over all the run's drops from labels on its audit pairs: a path
-    to the JSON file the audit page exports, or a mapping of pair -> "y", "n" or "s"."""
+    to the JSON file the audit page exports, or a mapping of pair -> "y", "n" or "s". After a
+    sweep, `["thresholds"]` holds the precision each lower threshold would have."""
     if isinstance(labels, str):
         with open(labels, encoding="utf-8") as f:
             text = f.read()

@@ -929,3 +929,47 @@ fn jsonl_on_s3_gives_the_local_manifest_and_shards() {
         );
     }
 }
+
+#[test]
+fn a_sweep_on_s3_counts_what_a_local_sweep_does() {
+    let Some(server) = start("s3-sweep") else {
+        return;
+    };
+    upload_samples(&server, "crawl", "night");
+    let sweep = ["--sweep", "0.7,0.8,0.9"];
+    let o = run_s3(
+        &server,
+        SECRET,
+        &[
+            &[
+                "--input",
+                "s3://crawl/night/*.parquet",
+                "--output",
+                "s3://crawl/runs/sw",
+            ][..],
+            &sweep,
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let local = temp_dir("s3-sweep-local");
+    let samples = format!(
+        "{}/data-samples/synthetic/*.parquet",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    run_ok(&samples, &local, &sweep);
+    // The work directory on S3 makes keys again from the shards (`--work-keys auto`): the same
+    // counts, and the same documents a lower threshold would add, for `audit`.
+    let remote = server.root.join("crawl/runs/sw");
+    assert_eq!(summary(&remote)["sweep"], summary(&local)["sweep"]);
+    assert!(
+        summary(&remote)["sweep"][0]["dropped"].as_u64()
+            > summary(&remote)["documents_dropped"].as_u64()
+    );
+    let drops = |dir: &std::path::Path| read_df(&dir.join("sweep-drops.parquet"));
+    assert!(drops(&remote).equals(&drops(&local)));
+    assert_eq!(
+        comparable(&manifest(&remote)),
+        comparable(&manifest(&local))
+    );
+}

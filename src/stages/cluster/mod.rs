@@ -253,19 +253,19 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan) -> Result<ClusterStats> {
     let groups = first_copies(work, plan, &across)?;
     let sweep = match cfg.sweep.is_empty() {
         true => None,
-        false => Some(groups.dense(plan.documents as usize)),
+        false => Some((groups.dense(plan.documents as usize), across.clone())),
     };
     let mut stats = match streamed(plan) {
         true => stream::run(work, plan, groups)?,
         false => rule_outcome(work, plan, groups, across)?,
     };
-    if let Some(first_copy) = sweep {
+    if let Some((first_copy, across)) = sweep {
         let contaminated = crate::io::doc_columns::all_contaminated(
             work,
             plan.parts.len(),
             cfg.reference.is_some(),
         )?;
-        stats.sweep = sweep::rows(work, plan, &first_copy, &contaminated)?;
+        stats.sweep = sweep::rows(work, plan, &first_copy, &contaminated, &across)?;
     }
     Ok(stats)
 }

@@ -40,8 +40,10 @@ pub(super) trait Lazy {
 }
 
 /// No lazy comparisons.
+#[cfg(test)]
 pub(super) struct NoLazy;
 
+#[cfg(test)]
 impl Lazy for NoLazy {
     fn compare(&mut self, _: u64, _: &mut dyn FnMut(u64, f32)) -> Result<()> {
         Ok(())

@@ -3,9 +3,9 @@
 //! exact copies and keep order as the run's, then one pass over the parts' document files for
 //! the text removed, per `--report-group` value too.
 //!
-//! The counts are those of a run at that threshold up to its candidates (the sweep's layout and
-//! the run's together, giant buckets of the sweep's layout a star, no giant-bucket comparisons)
-//! and, under `keeper`, the order in which a document's kept neighbours are offered. Memory:
+//! The counts are those of a run at that threshold up to its candidates: the sweep's layout and
+//! the run's together; the run's giant buckets compared lazily as a run at that threshold would
+//! (`keeper`), the sweep's linked as a star. Memory:
 //! the rule's (~25 bytes per document and 8 per pair reaching the threshold, one threshold at a
 //! time) and a bit per document and threshold.
 
@@ -13,8 +13,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::keeper::Giants;
 use super::order::keep_order;
-use super::rule::{keepers, Documents, NoLazy};
+use super::rule::{keepers, Documents};
 use super::KeepData;
 use crate::config::ClusterRule;
 use crate::error::Result;
@@ -114,6 +115,7 @@ fn dropped(
     plan: &Plan,
     first_copy: &[u32],
     never_kept: &[bool],
+    across: &[u64],
 ) -> Result<Dropped> {
     let cfg = &plan.config;
     let n = plan.documents as usize;
@@ -134,7 +136,12 @@ fn dropped(
                     never_kept,
                 };
                 let each = |f: &mut dyn FnMut(u32, u32, f32)| each_pair(work, plan, i, f);
-                let k = keepers(&docs, |_| false, each, &mut NoLazy)?;
+                // The run's giant buckets, compared as a run at this threshold compares them.
+                let mut at = plan.clone();
+                at.config.threshold = cfg.sweep[i];
+                let group = |d: u64| u64::from(first_copy[d as usize]);
+                let mut giants = Giants::read(work, &at, group, across.to_vec())?;
+                let k = keepers(&docs, |_| false, each, &mut giants)?;
                 (k.keeper, k.similarity)
             }
             ClusterRule::Components => {
@@ -207,9 +214,10 @@ pub(super) fn rows(
     plan: &Plan,
     first_copy: &[u32],
     never_kept: &[bool],
+    across: &[u64],
 ) -> Result<Vec<SweepRow>> {
     let cfg = &plan.config;
-    let (bits, below) = dropped(work, plan, first_copy, never_kept)?;
+    let (bits, below) = dropped(work, plan, first_copy, never_kept, across)?;
     write_below(work, plan, &below)?;
     let mut rows: Vec<SweepRow> = (cfg.sweep.iter())
         .map(|&t| SweepRow {
