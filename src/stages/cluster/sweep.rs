@@ -5,9 +5,9 @@
 //!
 //! The counts are those of a run at that threshold up to its candidates: the sweep's layout and
 //! the run's together; the run's giant buckets compared lazily as a run at that threshold would
-//! (`keeper`), the sweep's linked as a star. Memory:
-//! the rule's (~25 bytes per document and 8 per pair reaching the threshold, one threshold at a
-//! time) and a bit per document and threshold.
+//! (`keeper`), the sweep's linked as a star. Memory: the rule's (~25 bytes per document and 8
+//! per pair reaching the threshold, one threshold at a time) and a bit per document and
+//! threshold.
 
 use std::collections::BTreeMap;
 
