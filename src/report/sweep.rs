@@ -11,6 +11,10 @@ const DOCS: &str = "#e45756";
 const TEXT: &str = "#4c78a8";
 /// Groups in the per-group table (those with most drops at the lowest threshold).
 const GROUPS: usize = 20;
+/// The per-group chart's colours: a line for each of the groups with most drops.
+const PALETTE: [&str; 6] = [
+    "#e45756", "#4c78a8", "#54a24b", "#f58518", "#b279a2", "#72b7b2",
+];
 
 /// One row of summary.json's `sweep`.
 struct Row<'a> {
@@ -109,6 +113,66 @@ pub(super) fn sweep(h: &mut String, r: &Report) {
     by_group(h, r, &rows);
 }
 
+/// The groups with most drops at the lowest threshold, a line each: the share of the group's
+/// documents each threshold drops.
+fn group_chart(
+    h: &mut String,
+    r: &Report,
+    rows: &[Row],
+    names: &[(&String, u64)],
+    share: &dyn Fn(&str, &Row) -> (u64, u64),
+) {
+    let percent = |(d, all): (u64, u64)| 100.0 * d as f64 / all.max(1) as f64;
+    let shown: Vec<&String> = names.iter().take(PALETTE.len()).map(|&(g, _)| g).collect();
+    let line = |g: &str| -> Vec<(f64, f64)> {
+        rows.iter()
+            .map(|x| (x.threshold, percent(share(g, x))))
+            .collect()
+    };
+    let top = (shown.iter())
+        .flat_map(|g| line(g))
+        .map(|(_, y)| y)
+        .fold(1.0f64, f64::max);
+    let (lo, hi) = (rows[0].threshold, rows[rows.len() - 1].threshold);
+    let pad = ((hi - lo) * 0.05).max(0.01);
+    let mut marks = Vec::new();
+    let mut legend = Vec::new();
+    for (g, &colour) in shown.iter().zip(PALETTE.iter()) {
+        marks.push(Mark::Line(line(g), colour));
+        marks.push(Mark::Dots(line(g), colour));
+        // A long value (a URL, a path) is cut to what the legend has room for.
+        let name: String = short_name(g).chars().take(16).collect();
+        legend.push((colour, name));
+    }
+    marks.push(Mark::Rule(r.threshold, format!("this run {}", r.threshold)));
+    let chart = Chart {
+        title: "Share of each group's documents dropped (the groups with most drops)".into(),
+        x: Axis {
+            lo: lo - pad,
+            hi: hi + pad,
+            log: false,
+        },
+        y: Axis {
+            lo: 0.0,
+            hi: top * 1.1,
+            log: false,
+        },
+        x_ticks: rows
+            .iter()
+            .map(|x| (x.threshold, format!("{}", x.threshold)))
+            .collect(),
+        y_ticks: linear_ticks(top)
+            .into_iter()
+            .map(|(v, l)| (v, format!("{l}%")))
+            .collect(),
+        x_label: "threshold (Jaccard)".into(),
+        y_label: "dropped".into(),
+        marks,
+        legend,
+    };
+    h.push_str(&chart.render());
+}
+
 /// Per `--report-group` value: its share of documents dropped at each threshold.
 fn by_group(h: &mut String, r: &Report, rows: &[Row]) {
     let Some(lowest) = rows[0].groups else {
@@ -117,17 +181,25 @@ fn by_group(h: &mut String, r: &Report, rows: &[Row]) {
     let mut names: Vec<(&String, u64)> =
         lowest.iter().map(|(g, v)| (g, num(v, "dropped"))).collect();
     names.sort_by_key(|&(g, d)| (std::cmp::Reverse(d), g));
-    h.push_str("<h3>Documents dropped per group</h3><table><tr><th>group</th><th class=\"n\">documents</th>");
+    // A group's share of its own documents dropped at threshold `x`.
+    let share = |g: &str, x: &Row| {
+        let all = r.breakdown.by_group.get(g).map_or(0, |t| t.documents);
+        let d = x
+            .groups
+            .and_then(|m| m.get(g))
+            .map_or(0, |v| num(v, "dropped"));
+        (d, all)
+    };
+    // The chart and the table side by side, as the section's first pair.
+    h.push_str("<h3>Documents dropped per group</h3><div class=\"charts\">");
+    group_chart(h, r, rows, &names, &share);
+    h.push_str("<div><table><tr><th>group</th><th class=\"n\">documents</th>");
     for x in rows {
         let _ = write!(h, "<th class=\"n\">{}</th>", x.threshold);
     }
     h.push_str("</tr>");
-    for (g, _) in names.into_iter().take(GROUPS) {
-        let all = r
-            .breakdown
-            .by_group
-            .get(g.as_str())
-            .map_or(0, |t| t.documents);
+    for &(g, _) in names.iter().take(GROUPS) {
+        let all = share(g, &rows[0]).1;
         let _ = write!(
             h,
             "<tr><td class=\"id\">{}</td><td class=\"n\">{}</td>",
@@ -135,13 +207,10 @@ fn by_group(h: &mut String, r: &Report, rows: &[Row]) {
             crate::progress::thousands(all)
         );
         for x in rows {
-            let d = x
-                .groups
-                .and_then(|m| m.get(g.as_str()))
-                .map_or(0, |v| num(v, "dropped"));
+            let (d, all) = share(g, x);
             let _ = write!(h, "<td class=\"n\">{}</td>", pct(d, all));
         }
         h.push_str("</tr>");
     }
-    h.push_str("</table>");
+    h.push_str("</table></div></div>");
 }

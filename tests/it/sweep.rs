@@ -166,6 +166,7 @@ fn a_sweep_counts_each_report_group() {
     }
     let page = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(page.contains("Documents dropped per group"));
+    assert!(page.contains("Share of each group&#39;s documents dropped"));
 }
 
 #[test]
