@@ -483,6 +483,24 @@ fn frame(a: &Audit) -> PolarsResult<DataFrame> {
     ])
 }
 
+/// The Parquet file at `path` in a run's output, or None when there is none.
+fn output_frame(path: &str) -> Result<Option<DataFrame>> {
+    let Some(bytes) = crate::results::read_location(path)? else {
+        return Ok(None);
+    };
+    let reader = ParquetReader::new(std::io::Cursor::new(bytes));
+    reader.finish().map(Some).map_err(frame_error(path))
+}
+
+/// An error reading the output file at `path` (not Parquet, a column missing or of another
+/// type), naming it.
+fn frame_error(path: &str) -> impl Fn(PolarsError) -> Error + '_ {
+    move |e| Error::Manifest {
+        path: path.to_string(),
+        source: e.into(),
+    }
+}
+
 /// The strata's drop counts and each sampled pair's stratum (an index into them) of an audit
 /// written before, for scoring: from the manifest (counts, fingerprint) and the pairs file (an
 /// audit `--by-group` has a group on every pair).
@@ -492,14 +510,10 @@ pub(crate) fn recorded(out: &str) -> Result<(String, Vec<Band>, BTreeMap<String,
         path: path.clone(),
         source: "no such file; run `corpus-dedup audit OUT` first to sample the pairs".into(),
     };
-    let bytes = crate::results::read_location(&path)?.ok_or_else(missing)?;
-    let err = |e: PolarsError| Error::Manifest {
-        path: path.clone(),
-        source: e.into(),
-    };
-    let df = (ParquetReader::new(std::io::Cursor::new(bytes)).finish()).map_err(err)?;
+    let df = output_frame(&path)?.ok_or_else(missing)?;
+    let err = frame_error(&path);
     let column = |name: &str| -> Result<Vec<Option<String>>> {
-        let c = df.column(name).map_err(err)?.str().map_err(err)?;
+        let c = df.column(name).map_err(&err)?.str().map_err(&err)?;
         Ok(c.iter().map(|x| x.map(str::to_string)).collect())
     };
     let (pair, band, group) = (column("pair")?, column("band")?, column("group")?);

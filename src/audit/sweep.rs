@@ -6,11 +6,9 @@
 
 use std::collections::HashMap;
 
-use polars::prelude::*;
-
 use super::Band;
-use crate::error::{Error, Result};
-use crate::results::{in_output, read_location, ManifestRows};
+use crate::error::Result;
+use crate::results::{in_output, ManifestRows};
 
 /// A document the run keeps that a lower threshold drops.
 #[derive(Debug, Clone, Copy)]
@@ -26,22 +24,18 @@ pub(super) struct SweepDrop {
 /// The run's sweep drops, by manifest row (none for a run without `--sweep`).
 pub(super) fn read(out: &str) -> Result<Vec<SweepDrop>> {
     let path = in_output(out, crate::stages::sweep::DROPS);
-    let Some(bytes) = read_location(&path)? else {
+    let Some(df) = super::output_frame(&path)? else {
         return Ok(Vec::new());
     };
-    let err = |e: PolarsError| Error::Manifest {
-        path: path.clone(),
-        source: e.into(),
-    };
-    let df = (ParquetReader::new(std::io::Cursor::new(bytes)).finish()).map_err(err)?;
-    let column = |name: &str| df.column(name).map_err(err);
+    let err = super::frame_error(&path);
+    let column = |name: &str| df.column(name).map_err(&err);
     let (row, keeper) = (
-        column("row")?.u64().map_err(err)?,
-        column("keeper_row")?.u64().map_err(err)?,
+        column("row")?.u64().map_err(&err)?,
+        column("keeper_row")?.u64().map_err(&err)?,
     );
     let (sim, threshold) = (
-        column("similarity")?.f32().map_err(err)?,
-        column("threshold")?.f64().map_err(err)?,
+        column("similarity")?.f32().map_err(&err)?,
+        column("threshold")?.f64().map_err(&err)?,
     );
     let mut drops: Vec<SweepDrop> = (0..df.height())
         .map(|i| SweepDrop {

@@ -51,45 +51,22 @@ pub(super) fn sweep(h: &mut String, r: &Report) {
         "<h2>What each threshold would drop</h2><p class=\"note\">One run counted the documents the keeper rule drops at each threshold of <code>--sweep</code> (pairs decided as a run at that threshold decides them; candidates from the layouts of the lowest threshold and of the run's). The manifest is the run's threshold, {}. To check a threshold's drops by eye, label a sample with <code>corpus-dedup audit</code>.</p><div class=\"charts\">",
         r.threshold
     );
-    let top = (rows.iter())
-        .map(|x| share(x.dropped, docs).max(share(x.text_bytes, text)))
-        .fold(1.0f64, f64::max);
-    let (lo, hi) = (rows[0].threshold, rows[rows.len() - 1].threshold);
-    let pad = ((hi - lo) * 0.05).max(0.01);
-    let line =
-        |f: &dyn Fn(&Row) -> f64| rows.iter().map(|x| (x.threshold, f(x))).collect::<Vec<_>>();
-    let chart = Chart {
-        title: "Share removed at each threshold".into(),
-        x: Axis {
-            lo: lo - pad,
-            hi: hi + pad,
-            log: false,
-        },
-        y: Axis {
-            lo: 0.0,
-            hi: top * 1.1,
-            log: false,
-        },
-        x_ticks: rows
-            .iter()
-            .map(|x| (x.threshold, format!("{}", x.threshold)))
-            .collect(),
-        y_ticks: linear_ticks(top)
-            .into_iter()
-            .map(|(v, l)| (v, format!("{l}%")))
-            .collect(),
-        x_label: "threshold (Jaccard)".into(),
-        y_label: "removed".into(),
-        marks: vec![
-            Mark::Line(line(&|x| share(x.dropped, docs)), DOCS),
-            Mark::Dots(line(&|x| share(x.dropped, docs)), DOCS),
-            Mark::Line(line(&|x| share(x.text_bytes, text)), TEXT),
-            Mark::Dots(line(&|x| share(x.text_bytes, text)), TEXT),
-            Mark::Rule(r.threshold, format!("this run {}", r.threshold)),
-        ],
-        legend: vec![(DOCS, "documents".into()), (TEXT, "text bytes".into())],
-    };
-    h.push_str(&chart.render());
+    let line = |f: &dyn Fn(&Row) -> f64| rows.iter().map(|x| (x.threshold, f(x))).collect();
+    let lines = vec![
+        (DOCS, "documents".into(), line(&|x| share(x.dropped, docs))),
+        (
+            TEXT,
+            "text bytes".into(),
+            line(&|x| share(x.text_bytes, text)),
+        ),
+    ];
+    h.push_str(&percent_chart(
+        r,
+        rows.as_slice(),
+        "Share removed at each threshold",
+        "removed",
+        lines,
+    ));
     let th = crate::progress::thousands;
     h.push_str("<div><table><tr><th class=\"n\">threshold</th><th class=\"n\">documents dropped</th><th class=\"n\">share</th><th class=\"n\">text removed</th><th class=\"n\">share</th><th class=\"n\">LSH recall at it</th></tr>");
     for x in &rows {
@@ -113,40 +90,27 @@ pub(super) fn sweep(h: &mut String, r: &Report) {
     by_group(h, r, &rows);
 }
 
-/// The groups with most drops at the lowest threshold, a line each: the share of the group's
-/// documents each threshold drops.
-fn group_chart(
-    h: &mut String,
-    r: &Report,
-    rows: &[Row],
-    names: &[(&String, u64)],
-    share: &dyn Fn(&str, &Row) -> (u64, u64),
-) {
-    let percent = |(d, all): (u64, u64)| 100.0 * d as f64 / all.max(1) as f64;
-    let shown: Vec<&String> = names.iter().take(PALETTE.len()).map(|&(g, _)| g).collect();
-    let line = |g: &str| -> Vec<(f64, f64)> {
-        rows.iter()
-            .map(|x| (x.threshold, percent(share(g, x))))
-            .collect()
-    };
-    let top = (shown.iter())
-        .flat_map(|g| line(g))
-        .map(|(_, y)| y)
+/// A chart's line: its colour, its name in the legend, its points.
+type Line = (&'static str, String, Vec<(f64, f64)>);
+
+/// A line per (colour, name, points) of percentages at each threshold of `rows`, the run's
+/// threshold marked.
+fn percent_chart(r: &Report, rows: &[Row], title: &str, y_label: &str, lines: Vec<Line>) -> String {
+    let top = (lines.iter())
+        .flat_map(|(_, _, points)| points.iter().map(|p| p.1))
         .fold(1.0f64, f64::max);
     let (lo, hi) = (rows[0].threshold, rows[rows.len() - 1].threshold);
     let pad = ((hi - lo) * 0.05).max(0.01);
     let mut marks = Vec::new();
     let mut legend = Vec::new();
-    for (g, &colour) in shown.iter().zip(PALETTE.iter()) {
-        marks.push(Mark::Line(line(g), colour));
-        marks.push(Mark::Dots(line(g), colour));
-        // A long value (a URL, a path) is cut to what the legend has room for.
-        let name: String = short_name(g).chars().take(16).collect();
+    for (colour, name, points) in lines {
+        marks.push(Mark::Line(points.clone(), colour));
+        marks.push(Mark::Dots(points, colour));
         legend.push((colour, name));
     }
     marks.push(Mark::Rule(r.threshold, format!("this run {}", r.threshold)));
-    let chart = Chart {
-        title: "Share of each group's documents dropped (the groups with most drops)".into(),
+    Chart {
+        title: title.into(),
         x: Axis {
             lo: lo - pad,
             hi: hi + pad,
@@ -166,11 +130,35 @@ fn group_chart(
             .map(|(v, l)| (v, format!("{l}%")))
             .collect(),
         x_label: "threshold (Jaccard)".into(),
-        y_label: "dropped".into(),
+        y_label: y_label.into(),
         marks,
         legend,
-    };
-    h.push_str(&chart.render());
+    }
+    .render()
+}
+
+/// The groups with most drops at the lowest threshold, a line each: the share of the group's
+/// documents each threshold drops.
+fn group_chart(
+    h: &mut String,
+    r: &Report,
+    rows: &[Row],
+    names: &[(&String, u64)],
+    share: &dyn Fn(&str, &Row) -> (u64, u64),
+) {
+    let percent = |(d, all): (u64, u64)| 100.0 * d as f64 / all.max(1) as f64;
+    let lines = (names.iter().zip(PALETTE))
+        .map(|(&(g, _), colour)| {
+            let points = rows
+                .iter()
+                .map(|x| (x.threshold, percent(share(g, x))))
+                .collect();
+            // A long value (a URL, a path) is cut to what the legend has room for.
+            (colour, short_name(g).chars().take(16).collect(), points)
+        })
+        .collect();
+    let title = "Share of each group's documents dropped (the groups with most drops)";
+    h.push_str(&percent_chart(r, rows, title, "dropped", lines));
 }
 
 /// Per `--report-group` value: its share of documents dropped at each threshold.

@@ -17,12 +17,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::io::output::OutputDir;
-use crate::io::pairs;
 use crate::io::work::{self, doc_column, polars_err as pe, series, u64s, write_frame};
 use crate::minhash::{estimate_jaccard, SigSource};
 use crate::plan::{Plan, Stage};
 use crate::stages::keys::KeySource;
-use crate::stages::verify::{exact_jaccards, fetch_sigs, needs_exact, WINDOW};
+use crate::stages::verify::{exact_jaccards, fetch_sigs, needs_exact, part_pairs, WINDOW};
 use crate::text::sets::ShingleSets;
 
 /// Counters of a sweep task.
@@ -84,15 +83,20 @@ fn read_computed(work: &OutputDir, p: usize) -> Result<Known> {
     })
 }
 
+/// A bit for each threshold of `sweep` (in its order) at which `at(i, threshold)` holds.
+fn mask(sweep: &[f64], at: impl Fn(usize, f64) -> bool) -> u32 {
+    (sweep.iter().enumerate())
+        .filter(|&(i, &t)| at(i, t))
+        .fold(0, |m, (i, _)| m | 1 << i)
+}
+
 /// The thresholds (bits, in the order of `sweep`) a pair reaches: at those of `exact` (bits) on
 /// its exact Jaccard `j`, at the others on its estimate `s`.
 fn reached(sweep: &[f64], s: f64, j: Option<f64>, exact: u32) -> u32 {
-    (sweep.iter().enumerate())
-        .filter(|&(i, &t)| match exact >> i & 1 {
-            1 => j.unwrap_or(s) >= t,
-            _ => s >= t,
-        })
-        .fold(0, |m, (i, _)| m | 1 << i)
+    mask(sweep, |i, t| match exact >> i & 1 {
+        1 => j.unwrap_or(s) >= t,
+        _ => s >= t,
+    })
 }
 
 /// The Jaccards the exact task computed: (a, b) ascending, and each pair's.
@@ -107,11 +111,12 @@ impl Known {
     }
 }
 
-/// A window of pairs: each one's estimate and the thresholds at which verify would check it
-/// exactly, the checks the exact task did not make, and the sets they need.
+/// A window of pairs: each one's estimate, the thresholds at which verify would check it
+/// exactly and the exact task's Jaccard where it made the check; the other checks, and the sets
+/// they need.
 struct Window<'a> {
     pairs: &'a [(u64, u64)],
-    decided: Vec<(f64, u32)>,
+    decided: Vec<(f64, u32, Option<f64>)>,
     unknown: Vec<(u64, u64)>,
     sets: ShingleSets,
 }
@@ -126,19 +131,21 @@ fn prepare<'a>(
 ) -> Result<Window<'a>> {
     let cfg = &plan.config;
     let sigs = fetch_sigs(work, plan, pairs, Vec::new(), false)?;
-    let decided: Vec<(f64, u32)> = pairs
+    let decided: Vec<(f64, u32, Option<f64>)> = pairs
         .par_iter()
         .with_min_len(64)
         .map(|&(x, y)| {
             let s = estimate_jaccard(sigs.sig(x), sigs.sig(y));
-            let exact = (cfg.sweep.iter().enumerate())
-                .filter(|&(_, &t)| needs_exact(x, y, &sigs, cfg.verify, t, cfg.min_shingles, || s))
-                .fold(0u32, |m, (i, _)| m | 1 << i);
-            (s, exact)
+            let (verify, min) = (cfg.verify, cfg.min_shingles);
+            let exact = mask(&cfg.sweep, |_, t| {
+                needs_exact(x, y, &sigs, verify, t, min, || s)
+            });
+            let j = (exact != 0).then(|| known.get(&(x, y))).flatten();
+            (s, exact, j)
         })
         .collect();
     let unknown: Vec<(u64, u64)> = (pairs.iter().zip(&decided))
-        .filter(|&(pair, &(_, exact))| exact != 0 && known.get(pair).is_none())
+        .filter(|&(_, &(_, exact, j))| exact != 0 && j.is_none())
         .map(|(&pair, _)| pair)
         .collect();
     let mut checked: Vec<u64> = unknown.iter().flat_map(|&(x, y)| [x, y]).collect();
@@ -155,12 +162,12 @@ fn prepare<'a>(
 
 /// Each pair of a window: its similarity (exact where a threshold needs it), the thresholds it
 /// reaches, and whether it was checked exactly.
-fn finish(plan: &Plan, w: &Window, known: &Known) -> Vec<(f32, u32, bool)> {
+fn finish(plan: &Plan, w: &Window) -> Vec<(f32, u32, bool)> {
     let mut fresh = exact_jaccards(&w.unknown, &w.sets).into_iter();
-    (w.pairs.iter().zip(&w.decided))
-        .map(|(pair, &(s, exact))| {
+    (w.decided.iter())
+        .map(|&(s, exact, known)| {
             let j = match exact != 0 {
-                true => known.get(pair).or_else(|| fresh.next()),
+                true => known.or_else(|| fresh.next()),
                 false => None,
             };
             let bits = reached(&plan.config.sweep, s, j, exact);
@@ -171,25 +178,21 @@ fn finish(plan: &Plan, w: &Window, known: &Known) -> Vec<(f32, u32, bool)> {
 
 /// The sweep task of part `p`.
 pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SweepStats> {
-    let part = (p, plan.parts[p].0);
-    let (mut run_pairs, mut pairs) = (Vec::new(), Vec::new());
-    for t in 0..plan.tasks(Stage::Candidates) {
-        let (name, into) = match t < plan.run_candidates() {
-            true => (work::pairs_file(t), &mut run_pairs),
-            false => (work::sweep_pairs_file(t), &mut pairs),
-        };
-        pairs::read_part(work, &name, plan.parts.len(), part, into)?;
-    }
-    run_pairs.par_sort_unstable();
-    run_pairs.dedup();
-    pairs.par_sort_unstable();
-    pairs.dedup();
+    let run_pairs = part_pairs(
+        work,
+        plan,
+        p,
+        (0..plan.run_candidates()).map(work::pairs_file),
+    )?;
+    let sweep_tasks = plan.run_candidates()..plan.tasks(Stage::Candidates);
+    let mut pairs = part_pairs(work, plan, p, sweep_tasks.map(work::sweep_pairs_file))?;
     let sweep_only = pairs
         .iter()
         .filter(|x| run_pairs.binary_search(x).is_err())
         .count() as u64;
+    // Two sorted runs: the merge sort merges them.
     pairs.extend(run_pairs);
-    pairs.par_sort_unstable();
+    pairs.par_sort();
     pairs.dedup();
     let mut stats = SweepStats {
         candidate_pairs: pairs.len() as u64,
@@ -210,7 +213,7 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<SweepStats>
     while let Some(window) = next.take() {
         at += 1;
         let (found, after) = rayon::join(
-            || finish(plan, &window, &known),
+            || finish(plan, &window),
             || {
                 (windows.get(at))
                     .map(|w| prepare(work, plan, w, &known, &mut keys))

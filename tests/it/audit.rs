@@ -26,12 +26,14 @@ fn audited_run(name: &str) -> PathBuf {
     out
 }
 
-fn audit(out: &Path, extra: &[&str]) -> serde_json::Value {
+/// `corpus-dedup audit OUT` with `extra`: what it prints.
+pub(crate) fn audit(out: &Path, extra: &[&str]) -> serde_json::Value {
     let o = cd(["audit"]).arg(out).args(extra).ok();
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
-fn score(out: &Path, labels: &serde_json::Value) -> Result<serde_json::Value, String> {
+/// `corpus-dedup audit OUT --score` of `labels`: its JSON, or its error.
+pub(crate) fn score(out: &Path, labels: &serde_json::Value) -> Result<serde_json::Value, String> {
     let file = out.join("labels.json");
     std::fs::write(&file, labels.to_string()).unwrap();
     let o = cd(["audit"]).arg(out).arg("--score").arg(&file).output();

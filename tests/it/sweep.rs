@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::audit::{audit, score};
 use crate::common::*;
 use crate::tasks::by_hand;
 
@@ -222,8 +223,7 @@ fn an_audit_samples_what_a_lower_threshold_would_drop_and_scores_it() {
     let thresholds = drops.column("threshold").unwrap().f64().unwrap().clone();
     let at = |t: f64| thresholds.into_no_null_iter().filter(|&x| x == t).count() as u64;
     // Its bands: the run's, then one per lower threshold with its drops.
-    let audit = cd(["audit"]).arg(&out).args(["--pairs", "60"]).ok();
-    let written: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
+    let written = audit(&out, &["--pairs", "60"]);
     let bands = written["bands"].as_array().unwrap();
     let swept: Vec<(&str, u64)> = (bands.iter())
         .filter(|b| b.get("sweep").is_some())
@@ -279,10 +279,7 @@ fn an_audit_samples_what_a_lower_threshold_would_drop_and_scores_it() {
             )
         })
         .collect();
-    let file = dir.join("labels.json");
-    std::fs::write(&file, serde_json::Value::Object(labels).to_string()).unwrap();
-    let scored = cd(["audit"]).arg(&out).arg("--score").arg(&file).ok();
-    let s: serde_json::Value = serde_json::from_slice(&scored.stdout).unwrap();
+    let s = score(&out, &serde_json::Value::Object(labels)).unwrap();
     assert_eq!(s["overall"]["precision"], 1.0);
     let run_drops = s["drops"].as_u64().unwrap();
     let lowest = &s["thresholds"][0];

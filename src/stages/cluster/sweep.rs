@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::groups::bit;
 use super::keeper::Giants;
 use super::order::keep_order;
 use super::rule::{keepers, Documents};
@@ -124,9 +125,9 @@ fn dropped(
     let kept = kept_in_run(work, plan, never_kept)?;
     let mut below = BTreeMap::new();
     let mut out = Vec::new();
+    let never = |d: usize| never_kept.get(d).copied().unwrap_or(false);
     for i in 0..cfg.sweep.len() {
         let mut bits = vec![0u64; n.div_ceil(64)];
-        let never = |d: usize| never_kept.get(d).copied().unwrap_or(false);
         let (keeper, similarity): (Vec<u32>, Vec<f32>) = match cfg.cluster {
             ClusterRule::Keeper => {
                 let docs = Documents {
@@ -243,7 +244,7 @@ pub(super) fn rows(
         for (j, &len) in text_len.iter().enumerate() {
             let d = first + j as u64;
             for (row, bits) in rows.iter_mut().zip(&bits) {
-                if bits[(d / 64) as usize] >> (d % 64) & 1 == 0 {
+                if !bit(bits, d) {
                     continue;
                 }
                 row.dropped += 1;

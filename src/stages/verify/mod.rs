@@ -224,15 +224,12 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats
     if plan.tasks(Stage::PairSignatures) == 0 {
         candidates::release_band_rows(work, plan, p)?;
     }
-    let mut pairs: Vec<(u64, u64)> = Vec::new();
-    for t in 0..plan.run_candidates() {
-        let name = work::pairs_file(t);
-        let part = (p, plan.parts[p].0);
-        pairs::read_part(work, &name, plan.parts.len(), part, &mut pairs)?;
-    }
-    // Sorted runs, one per candidates file: a merge sort finds them.
-    pairs.par_sort();
-    pairs.dedup();
+    let pairs = part_pairs(
+        work,
+        plan,
+        p,
+        (0..plan.run_candidates()).map(work::pairs_file),
+    )?;
     let cfg = &plan.config;
     let (mut edges, mut checks) = (Vec::new(), Vec::new());
     for batch in pairs.chunk_by(|x, y| window(x.0) == window(y.0)) {
@@ -269,6 +266,25 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<VerifyStats
         exact_checks: checks.len() as u64,
         ..VerifyStats::default()
     })
+}
+
+/// The distinct pairs whose first document is in part `p`, from the candidate pair files
+/// `names`, sorted.
+pub(crate) fn part_pairs(
+    work: &OutputDir,
+    plan: &Plan,
+    p: usize,
+    names: impl IntoIterator<Item = String>,
+) -> Result<Vec<(u64, u64)>> {
+    let mut pairs: Vec<(u64, u64)> = Vec::new();
+    for name in names {
+        let part = (p, plan.parts[p].0);
+        pairs::read_part(work, &name, plan.parts.len(), part, &mut pairs)?;
+    }
+    // Sorted runs, one per candidates file: a merge sort finds them.
+    pairs.par_sort();
+    pairs.dedup();
+    Ok(pairs)
 }
 
 /// `--work-keys remade`: writes the documents of verify task `p`'s `checks` by part, for the
