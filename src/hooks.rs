@@ -11,6 +11,9 @@
 //!   chunk and shard boundaries); it never changes a result.
 //! - `CORPUS_DEDUP_JSONL_GROUP_ROWS=N`: the documents of a JSON Lines row group, each a place a
 //!   task may seek to (tests use tiny groups); it never changes a result.
+//! - `CORPUS_DEDUP_JSONL_RANGE_BYTES=N`: the smallest byte range of a plain JSON Lines file the
+//!   `lines` stage counts apart (tests cut tiny files into many ranges); it never changes a
+//!   result.
 //! - `CORPUS_DEDUP_MANIFEST_SLICE_ROWS=N`: the report reads the manifest N rows at a time
 //!   instead of a row group at a time (tests cross many slices); it never changes the report.
 //! - `CORPUS_DEDUP_COMPACT=never`: no lingering batch is compacted (tests compare the decisions
@@ -29,6 +32,11 @@ pub(crate) fn chunk_rows(default: u64) -> u64 {
 /// The rows of a JSON Lines row group: `default`, unless the group-size hook sets it.
 pub(crate) fn jsonl_group_rows(default: u64) -> u64 {
     number("CORPUS_DEDUP_JSONL_GROUP_ROWS", default).max(1)
+}
+
+/// The smallest byte range of a plain JSON Lines file: `default`, unless the range hook sets it.
+pub(crate) fn jsonl_range_bytes(default: u64) -> u64 {
+    number("CORPUS_DEDUP_JSONL_RANGE_BYTES", default).max(1)
 }
 
 /// The manifest rows the report reads at a time, at most: `default`, unless the slice hook sets

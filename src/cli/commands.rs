@@ -321,7 +321,10 @@ pub(super) fn task(
         let mut plan = crate::plan::read_plan(&dir)?.ok_or_else(|| crate::Error::NoPlan {
             work: work.to_string(),
         })?;
-        // A stage after the signatures sees the documents its tasks counted.
+        // A stage after the lines (signatures) sees the documents its tasks counted.
+        if stage.after(Stage::Lines) {
+            plan.settle_lines_from(&dir)?;
+        }
         if stage.after(Stage::Signatures) {
             plan.settle_from(&dir)?;
         }

@@ -126,6 +126,8 @@ fn sample_plan(plan: &Plan, heads: &BTreeMap<usize, (u64, u64)>, docs: u64) -> O
         g.first_doc = next;
         g.row_groups = vec![rows];
         g.group_starts = Vec::new();
+        // Read from the start like any counted file: no `lines` stage for a sample.
+        g.ranges = Vec::new();
         next += rows;
         files.push(g);
     }

@@ -344,6 +344,9 @@ fn run_tasks(
         crate::progress::set_current(None);
         pb.finish_and_clear();
         result?;
+        if stage == Stage::Lines {
+            plan.settle_lines_from(&work)?;
+        }
         if stage == Stage::Signatures {
             // No later stage reads the input by parts: the JSON Lines readers kept open for
             // the next part are closed. Files the plan left to the tasks are counted now.

@@ -14,7 +14,7 @@ use crate::io::output::OutputDir;
 use crate::io::work::{peak_rss_mib, write_marker, TaskReport};
 use crate::plan::{Plan, Stage};
 use crate::stages::{
-    candidates, cluster, frequencies, index, keys, lookup, manifest, merge, pair_signatures,
+    candidates, cluster, frequencies, index, keys, lines, lookup, manifest, merge, pair_signatures,
     paragraphs, sample, signatures, sources, substrings, sweep, verify,
 };
 
@@ -36,6 +36,7 @@ pub(crate) fn run_task(
     }
     let start = Instant::now();
     let stats = match stage {
+        Stage::Lines => to_json(lines::run(plan, task)?),
         Stage::Sample => to_json(sample::run(work, plan, task)?),
         Stage::Frequencies => to_json(frequencies::run(work, plan)?),
         Stage::Signatures => to_json(signatures::run(work, plan, task)?),

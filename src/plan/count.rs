@@ -172,6 +172,7 @@ impl Plan {
     /// every marker once and kept in [`COUNTS`] for the other tasks (written whole, the same
     /// bytes by whichever task writes them).
     pub(crate) fn settle_from(&mut self, work: &OutputDir) -> Result<()> {
+        self.settle_lines_from(work)?;
         if self.counted() {
             return Ok(());
         }
@@ -218,6 +219,7 @@ mod tests {
             group_starts: Vec::new(),
             uncounted,
             estimated_rows: if uncounted { bytes * 3 } else { 0 },
+            ranges: Vec::new(),
         }
     }
 

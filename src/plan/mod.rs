@@ -33,6 +33,7 @@ use crate::io::work;
 mod chunks;
 mod count;
 mod layout;
+pub(crate) mod lines;
 mod numbers;
 mod stage;
 pub(crate) use chunks::{At, Chunker};
@@ -92,6 +93,10 @@ pub(crate) struct InputFile {
     /// An uncounted file's documents as the plan estimates them (for spreading work only).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub estimated_rows: u64,
+    /// Plain local JSON Lines: where each byte range the `lines` stage counts starts ([`lines`]);
+    /// empty for other files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranges: Vec<u64>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -143,7 +148,10 @@ impl Plan {
         let sampled = cfg.method == Method::Simhash
             && cfg.simhash_max_df < 1.0
             && index.as_ref().is_none_or(|ip| ip.frequencies.is_none());
-        let count = |f: &String| match !sampled && crate::io::jsonl::counted_by_tasks(f) {
+        let listed = |f: &String| {
+            lines::counted_in_ranges(f) || (!sampled && crate::io::jsonl::counted_by_tasks(f))
+        };
+        let count = |f: &String| match listed(f) {
             true => input::list_uncounted(f, cfg),
             false => input::count_rows(f, cfg),
         };
@@ -171,6 +179,7 @@ impl Plan {
                 group_starts: c.group_starts,
                 uncounted: c.uncounted,
                 estimated_rows: 0,
+                ranges: Vec::new(),
             });
             next += c.rows;
         }
@@ -186,16 +195,9 @@ impl Plan {
             Some(t) => t as u64,
             None => estimate.div_ceil(DOCS_PER_PART).max(1),
         };
-        let per = documents.div_ceil(n_parts).max(1);
-        // More tasks than documents: the surplus parts are empty, which every stage accepts.
+        lines::cut_ranges(&mut files, n_parts);
         let (parts, part_files) = match uncounted {
-            false => {
-                let parts = (0..n_parts)
-                    .map(|i| (i * per).min(documents))
-                    .map(|first| (first, per.min(documents - first)))
-                    .collect();
-                (parts, Vec::new())
-            }
+            false => (even_parts(documents, n_parts), Vec::new()),
             true => (
                 vec![(0, 0); n_parts as usize],
                 count::cut_by_files(&files, n_parts),
@@ -252,6 +254,7 @@ impl Plan {
     /// Number of tasks of `stage` (0: the stage does not run for this plan's method).
     pub(crate) fn tasks(&self, stage: Stage) -> usize {
         match stage {
+            Stage::Lines => usize::from(self.has_ranges()) * self.parts.len(),
             Stage::Sample => usize::from(self.samples_features()) * self.parts.len(),
             Stage::Frequencies => usize::from(self.samples_features()),
             Stage::Signatures | Stage::Verify | Stage::Exact | Stage::Manifest => self.parts.len(),
@@ -423,6 +426,16 @@ impl Plan {
     }
 }
 
+/// `documents` cut into `n` contiguous parts of about equal size. More parts than documents: the
+/// surplus parts are empty, which every stage accepts.
+pub(crate) fn even_parts(documents: u64, n: u64) -> Vec<(u64, u64)> {
+    let per = documents.div_ceil(n).max(1);
+    (0..n)
+        .map(|i| (i * per).min(documents))
+        .map(|first| (first, per.min(documents - first)))
+        .collect()
+}
+
 /// Reads the plan of a work directory.
 pub(crate) fn read_plan(work: &OutputDir) -> Result<Option<Plan>> {
     match work.read(work::PLAN)? {
@@ -475,6 +488,7 @@ pub(crate) mod tests {
                 group_starts: Vec::new(),
                 uncounted: false,
                 estimated_rows: 0,
+                ranges: Vec::new(),
             });
             next += r;
         }

@@ -3,6 +3,7 @@
 //!
 //! | stage         | tasks                        | reads                               | writes                          |
 //! |---------------|------------------------------|-------------------------------------|---------------------------------|
+//! | `lines`       | one per part (plain local JSON Lines) | a few byte ranges of the files | its marker (the ranges' counts) |
 //! | `sample`      | one per part (SimHash)       | its rows that fall in the sample    | `sample/pP.bin`                 |
 //! | `frequencies` | one (SimHash)                | `sample/*`                          | `frequencies.bin`               |
 //! | `signatures`  | one per part                 | its rows of the shards              | `store/pP.{sig,ids,keys}`, `docs/pP.parquet`, `bands/bB-rR/pP.bin`, `exact/pP.bin` |
@@ -30,6 +31,9 @@ use super::Plan;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Stage {
+    /// Plain local JSON Lines: a few byte ranges of the files -> their documents and line starts
+    /// ([`super::lines`]).
+    Lines,
     /// SimHash: features of the sampled documents of a part (for document frequencies).
     Sample,
     /// SimHash: the sample's feature counts -> the over-frequent feature filter.
@@ -80,7 +84,8 @@ pub(crate) enum Stage {
 }
 
 /// All stages in run order (a plan runs those with tasks: [`Plan::stages`]).
-pub(crate) const STAGES: [Stage; 19] = [
+pub(crate) const STAGES: [Stage; 20] = [
+    Stage::Lines,
     Stage::Sample,
     Stage::Frequencies,
     Stage::Signatures,
@@ -152,6 +157,7 @@ impl Stage {
     /// The stage's name (as on the command line).
     pub(crate) fn name(self) -> &'static str {
         match self {
+            Stage::Lines => "lines",
             Stage::Sample => "sample",
             Stage::Frequencies => "frequencies",
             Stage::Signatures => "signatures",

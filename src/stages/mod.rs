@@ -2,7 +2,7 @@
 //! and the algorithms only it uses. The stage list is [`crate::plan::Stage`]; what each task reads
 //! and writes is in [`crate::plan`] and [`crate::io::work`].
 //!
-//! sample, frequencies (SimHash only) -> signatures -> candidates -> pair-signatures (`--work-keys
+//! lines (plain local JSON Lines) -> sample, frequencies (SimHash only) -> signatures -> candidates -> pair-signatures (`--work-keys
 //! remade`) -> verify -> keys -> exact -> sweep (`--sweep`) -> cluster ->
 //! paragraphs (`--paragraphs`) -> substrings, sources (`--substrings`) -> manifest -> merge.
 
@@ -12,6 +12,7 @@ pub(crate) mod drop_spans;
 pub(crate) mod frequencies;
 pub(crate) mod index;
 pub(crate) mod keys;
+pub(crate) mod lines;
 pub(crate) mod lookup;
 pub(crate) mod manifest;
 pub(crate) mod merge;

@@ -561,3 +561,129 @@ fn compressed_files_are_counted_by_their_tasks_not_by_the_plan() {
     assert!(decisions(&again).equals_missing(&decisions(&clean)));
     assert_eq!(summary(&again)["documents_in"], 420);
 }
+
+#[test]
+fn plain_files_are_counted_in_byte_ranges_by_tasks_not_by_the_plan() {
+    let dir = temp_dir("jsonl-ranges");
+    let (pq, docs) = three_shards(&dir.join("gen"));
+    // One plain file, no id field (ids are `file:LINE`), blank lines, `\r\n` and a long line
+    // that spans many ranges.
+    let long = "word ".repeat(4_000);
+    let mut content = String::from("\u{feff}");
+    let mut lines_of_docs = Vec::new();
+    let mut line = 0;
+    for (i, d) in docs.iter().enumerate() {
+        if i % 9 == 0 {
+            content.push_str("  \n");
+            line += 1;
+        }
+        let text = match i {
+            200 => format!("{} {long}", d.text),
+            _ => d.text.clone(),
+        };
+        content.push_str(&format!(
+            "{{\"text\": {}}}",
+            serde_json::to_string(&text).unwrap()
+        ));
+        content.push_str(if i % 5 == 0 { "\r\n" } else { "\n" });
+        line += 1;
+        lines_of_docs.push(line);
+    }
+    let input = dir.join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    let file = input.join("all.jsonl");
+    std::fs::write(&file, &content).unwrap();
+    let glob = file.display().to_string();
+    // Ranges of 500 bytes, groups of 7 documents, chunks of 5, three tasks.
+    let small = |c: Cmd| {
+        c.env("CORPUS_DEDUP_JSONL_RANGE_BYTES", "500")
+            .env("CORPUS_DEDUP_JSONL_GROUP_ROWS", "7")
+            .env("CORPUS_DEDUP_CHUNK_ROWS", "5")
+    };
+    let (whole, cut) = (dir.join("whole"), dir.join("cut"));
+    run_ok(&glob, &whole, &[]);
+    small(run_cmd(&glob, &cut, &["--tasks", "3", "--threads", "2"])).ok();
+    assert_eq!(manifest_bytes(&whole), manifest_bytes(&cut));
+    // Every id names its document's line; the decisions are the Parquet rows'.
+    let rows = manifest(&whole);
+    assert_eq!(rows.len(), docs.len());
+    for (r, l) in rows.iter().zip(&lines_of_docs) {
+        assert_eq!(r.id, format!("{glob}:{l}"));
+    }
+    let keep = |out: &Path| {
+        read_df(&out.join("manifest.parquet"))
+            .column("keep")
+            .unwrap()
+            .clone()
+    };
+    let parquet = dir.join("parquet");
+    run_ok(&pq, &parquet, &[]);
+    assert!(keep(&whole).equals_missing(&keep(&parquet)));
+    assert_eq!(summary(&cut)["blank_lines"], docs.len().div_ceil(9) as u64);
+
+    // The plan lists the file and reads no document (but of its first MiB, for an estimate): it
+    // plans a file whose last line is broken; the lines stage runs first, three tasks.
+    let broken = input.join("broken.jsonl");
+    let body = content.trim_start_matches('\u{feff}');
+    let copies = (1 << 20) / body.len() + 1;
+    std::fs::write(&broken, format!("{}{{\"text\": \n", body.repeat(copies))).unwrap();
+    let (work, out) = (dir.join("work"), dir.join("out"));
+    let b = broken.display().to_string();
+    let plan = small(cd([
+        "plan", "--quiet", "--tasks", "3", "--input", &b, "--output",
+    ]))
+    .arg(&out)
+    .arg("--work")
+    .arg(&work)
+    .ok();
+    let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    assert!(plan["documents"].is_null(), "{plan}");
+    assert_eq!(
+        (plan["stages"][0].as_str(), plan["tasks"]["lines"].as_u64()),
+        (Some("lines"), Some(3))
+    );
+    let err = small(run_cmd(&b, &dir.join("out-broken"), &[])).fails();
+    let at = format!("line {}", line * copies + 1);
+    assert!(err.contains("broken.jsonl") && err.contains(&at), "{err}");
+
+    // A file changed between the plan and its lines task is refused, naming it.
+    std::fs::write(&broken, &content).unwrap();
+    let task = |work: &Path, stage: &str, t: usize, n: usize| {
+        small(cd([
+            "task",
+            stage,
+            "--task",
+            &t.to_string(),
+            "--tasks",
+            &n.to_string(),
+        ]))
+        .arg("--work")
+        .arg(work)
+    };
+    let err = task(&work, "lines", 0, 3).fails();
+    assert!(
+        err.contains("broken.jsonl") && err.contains("changed"),
+        "{err}"
+    );
+
+    // The task path, as Ray and Slurm drive it, and a lines task killed and run again: the
+    // manifest of the run.
+    let (work, out) = (dir.join("work2"), dir.join("tasks"));
+    let stages = small(cd([
+        "plan", "--quiet", "--tasks", "3", "--input", &glob, "--output",
+    ]))
+    .arg(&out)
+    .arg("--work")
+    .arg(&work)
+    .ok();
+    let counts: serde_json::Value = serde_json::from_slice(&stages.stdout).unwrap();
+    task(&work, "lines", 1, 3).killed_at("lines:1");
+    for stage in counts["stages"].as_array().unwrap() {
+        let stage = stage.as_str().unwrap();
+        let n = counts["tasks"][stage].as_u64().unwrap() as usize;
+        for t in (0..n).rev() {
+            task(&work, stage, t, n).ok();
+        }
+    }
+    assert_eq!(manifest_bytes(&whole), manifest_bytes(&out));
+}

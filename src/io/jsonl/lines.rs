@@ -27,6 +27,8 @@ pub(crate) struct Lines {
     reader: Box<dyn BufRead + Send>,
     pub(super) pos: Position,
     buf: Vec<u8>,
+    /// Whether the next line is the file's first, which may start with a byte-order mark.
+    first: bool,
 }
 
 /// How far a [`Lines`] has read: the line last read (from 1), the documents and the blank lines
@@ -99,6 +101,7 @@ impl Lines {
             reader,
             pos: Position::default(),
             buf: Vec::new(),
+            first: true,
         })
     }
 
@@ -140,6 +143,7 @@ impl Lines {
                 byte: start.byte,
             },
             buf: Vec::new(),
+            first: false,
         })
     }
 
@@ -177,13 +181,14 @@ impl Lines {
         if self.buf[..end].ends_with(b"\r") {
             end -= 1;
         }
-        let start = if self.pos.line == 0 && self.buf.starts_with(b"\xEF\xBB\xBF") {
+        let start = if self.first && self.buf.starts_with(b"\xEF\xBB\xBF") {
             3.min(end)
         } else {
             0
         };
         let document = !self.buf[start..end].iter().all(u8::is_ascii_whitespace);
         self.pos.count_line(!document);
+        self.first = false;
         Ok(Some(Line {
             line: self.pos.line,
             document,
@@ -211,13 +216,19 @@ impl Lines {
     /// copying a line, until `until` documents are read (stopping after that one's line end) or
     /// the file ends.
     pub(super) fn count_until(&mut self, until: u64) -> Result<()> {
+        self.count_within(until, u64::MAX)
+    }
+
+    /// [`Self::count_until`], stopping too before a line that starts at byte `end` or later.
+    pub(super) fn count_within(&mut self, until: u64, end: u64) -> Result<()> {
         // The first line goes through `next_line`, which knows the byte-order mark.
-        if self.pos.line == 0 && self.pos.rows < until && self.next_line()?.is_none() {
+        if self.first && self.pos.rows < until && self.pos.byte < end && self.next_line()?.is_none()
+        {
             return Ok(());
         }
         // The line under way: whether it has bytes, and whether they are all whitespace.
         let (mut open, mut blank) = (false, true);
-        while self.pos.rows < until {
+        while self.pos.rows < until && (open || self.pos.byte < end) {
             let buf = match self.reader.fill_buf() {
                 Ok(b) => b,
                 Err(e) => return Err(self.read_error(e)),
@@ -231,17 +242,17 @@ impl Lines {
             let n = buf.len();
             let mut start = 0;
             let mut used = n;
-            for end in memchr::memchr_iter(b'\n', buf).chain(std::iter::once(n)) {
-                let part = &buf[start..end];
+            for e in memchr::memchr_iter(b'\n', buf).chain(std::iter::once(n)) {
+                let part = &buf[start..e];
                 open |= !part.is_empty();
                 blank = blank && part.iter().all(u8::is_ascii_whitespace);
-                if end == n {
+                if e == n {
                     break;
                 }
                 self.pos.count_line(blank);
                 (open, blank) = (false, true);
-                start = end + 1;
-                if self.pos.rows == until {
+                start = e + 1;
+                if self.pos.rows == until || self.pos.byte + start as u64 >= end {
                     used = start;
                     break;
                 }

@@ -34,6 +34,7 @@ pub(crate) mod edit;
 mod fields;
 mod head;
 mod lines;
+pub(crate) mod ranges;
 
 use fields::{Columns, Fields};
 use head::groups_of;
