@@ -63,6 +63,22 @@ if [ -d "$multi" ]; then
   same "$multi/*.parquet" --method simhash
   same "$multi/*.parquet" --work-keys remade
 fi
+# The same shards as plain JSON Lines.
+mkdir -p "$work/jl"
+"$PY" - "$small" "$work/jl" <<'PY'
+import glob, json, os, sys
+import pyarrow.parquet as pq
+for f in sorted(glob.glob(f"{sys.argv[1]}/shard-*.parquet")):
+    with open(os.path.join(sys.argv[2], os.path.basename(f).replace(".parquet", ".jsonl")), "w") as out:
+        for row in pq.read_table(f).to_pylist():
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+PY
+j="$work/jl/shard-*.jsonl"
+same "$j"
+same "$j" --method simhash
+same "$j" --paragraphs --substrings
+same "$j" --tasks 3
+same "$j" --work-keys remade --cluster components --tasks 3
 # Two nights through one index (window 1), then night 2 again: manifests and heads.
 for v in old new; do
   bin=$OLD; [ "$v" = new ] && bin=$NEW

@@ -70,13 +70,16 @@ impl Plan {
     /// when every file is counted, or parts of whole files when files the signatures tasks count
     /// remain.
     pub(crate) fn settle_lines(&mut self, counts: &[RangeCount]) -> Result<()> {
+        let mut sorted: Vec<&RangeCount> = counts.iter().collect();
+        sorted.sort_by_key(|c| (c.file, c.range));
+        sorted.dedup_by_key(|c| (c.file, c.range));
         for (i, f) in self.files.iter_mut().enumerate() {
             if f.ranges.is_empty() || !f.uncounted {
                 continue;
             }
-            let mut mine: Vec<&RangeCount> = counts.iter().filter(|c| c.file == i).collect();
-            mine.sort_by_key(|c| c.range);
-            mine.dedup_by_key(|c| c.range);
+            let from = sorted.partition_point(|c| c.file < i);
+            let to = sorted.partition_point(|c| c.file <= i);
+            let mine = &sorted[from..to];
             if mine.len() != f.ranges.len() {
                 return Err(Error::Internal(format!(
                     "{}: {} of its {} byte ranges counted",
@@ -85,7 +88,7 @@ impl Plan {
                     f.ranges.len()
                 )));
             }
-            let s = ranges::settle(&mine);
+            let s = ranges::settle(mine);
             f.rows = s.rows;
             f.blank_lines = s.blank_lines;
             f.row_groups = s.row_groups;
