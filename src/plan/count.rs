@@ -73,6 +73,16 @@ pub(crate) struct FileCount {
     pub blank_lines: u64,
 }
 
+/// `documents` cut into `n` contiguous parts of about equal size. More parts than documents: the
+/// surplus parts are empty, which every stage accepts.
+pub(super) fn even_parts(documents: u64, n: u64) -> Vec<(u64, u64)> {
+    let per = documents.div_ceil(n).max(1);
+    (0..n)
+        .map(|i| (i * per).min(documents))
+        .map(|first| (first, per.min(documents - first)))
+        .collect()
+}
+
 /// Parts as ranges of whole files, `n` of them, of about equal (estimated) documents: a file
 /// goes to the part its middle falls in (a part may be empty).
 pub(super) fn cut_by_files(files: &[InputFile], n: u64) -> Vec<(usize, usize)> {

@@ -104,7 +104,7 @@ impl Plan {
                     next += f.rows;
                 }
                 self.documents = next;
-                self.parts = super::even_parts(next, n);
+                self.parts = super::count::even_parts(next, n);
                 self.part_files = Vec::new();
                 super::check_documents(&self.config, next, &self.parts)
             }

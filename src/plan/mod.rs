@@ -197,7 +197,7 @@ impl Plan {
         };
         lines::cut_ranges(&mut files, n_parts);
         let (parts, part_files) = match uncounted {
-            false => (even_parts(documents, n_parts), Vec::new()),
+            false => (count::even_parts(documents, n_parts), Vec::new()),
             true => (
                 vec![(0, 0); n_parts as usize],
                 count::cut_by_files(&files, n_parts),
@@ -424,16 +424,6 @@ impl Plan {
         }
         Ok(plan)
     }
-}
-
-/// `documents` cut into `n` contiguous parts of about equal size. More parts than documents: the
-/// surplus parts are empty, which every stage accepts.
-pub(crate) fn even_parts(documents: u64, n: u64) -> Vec<(u64, u64)> {
-    let per = documents.div_ceil(n).max(1);
-    (0..n)
-        .map(|i| (i * per).min(documents))
-        .map(|first| (first, per.min(documents - first)))
-        .collect()
 }
 
 /// Reads the plan of a work directory.
