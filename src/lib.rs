@@ -35,6 +35,7 @@ mod progress;
 mod reference;
 mod report;
 mod results;
+mod serve;
 mod simhash;
 mod stages;
 pub mod synth;

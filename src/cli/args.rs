@@ -97,6 +97,13 @@ pub(super) enum Command {
         #[command(subcommand)]
         command: IndexCommand,
     },
+    /// Answer "is this text a near-duplicate of anything retained?" over HTTP/JSON, one request
+    /// at a time, over the index nightly runs keep: POST /check, POST /add (retains a text that
+    /// is none, durably, before answering), DELETE /documents/ID, GET /health, GET /stats.
+    Serve {
+        #[command(flatten)]
+        options: crate::serve::ServeOptions,
+    },
     /// Run one task of a planned run (what a cluster scheduler launches).
     Task {
         /// The stage.

@@ -359,3 +359,15 @@ pub(super) fn task(
     print_json(&line);
     Ok(())
 }
+
+pub(super) fn serve(options: crate::serve::ServeOptions) -> anyhow::Result<()> {
+    let what = format!("corpus-dedup serve failed (index '{}')", options.index);
+    crate::serve::serve(&options, |addr| {
+        // The address on one line of its own, for a script that started it on port 0.
+        eprintln!(
+            "corpus-dedup: serving index '{}' on http://{addr}",
+            visible(&options.index)
+        );
+    })
+    .with_context(|| what)
+}

@@ -13,7 +13,7 @@ use clap::{CommandFactory, FromArgMatches};
 use crate::visible::visible;
 
 use args::{Cli, Command};
-use commands::{apply, audit, explain, plan, report, run, task};
+use commands::{apply, audit, explain, plan, report, run, serve, task};
 pub use commands::{apply_job, audit_json, explain_json, run_job, score_json};
 use index::index_command;
 use process::{handle_signals, tune_allocator};
@@ -138,6 +138,7 @@ where
             json,
         } => explain(output, id, limit, json),
         Command::Index { command } => index_command(command),
+        Command::Serve { options } => serve(options),
         Command::Task {
             stage,
             task: index,

@@ -362,7 +362,6 @@ impl BatchReader {
     }
 
     /// The documents its files hold (original numbers, ascending).
-    #[cfg(test)]
     pub(crate) fn in_files(&self) -> Vec<u32> {
         match &self.renumbered {
             Some(r) => r.live.clone(),

@@ -36,7 +36,7 @@ use crate::minhash::SigSource;
 use crate::plan::Plan;
 use crate::simhash;
 use crate::stages::keys::KeySource;
-use crate::text::sets::jaccard;
+use crate::text::sets::{jaccard, ShingleSets};
 
 /// Counters of a lookup task.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -55,7 +55,7 @@ pub(crate) struct LookupStats {
 
 /// A verified match: (batch position in the plan's compare list, document in that batch,
 /// similarity).
-type Match = (u32, u32, f32);
+pub(crate) type Match = (u32, u32, f32);
 
 /// Reads part `p`'s exact-text hashes.
 pub(crate) fn read_exact(work: &OutputDir, p: usize, n: usize) -> Result<Vec<u128>> {
@@ -79,62 +79,96 @@ pub(crate) fn read_exact(work: &OutputDir, p: usize, n: usize) -> Result<Vec<u12
         .collect())
 }
 
-/// The part's documents as the index looks them up: each band's keys in the order of their high
-/// bits (a filter's block follows from them, so probing in that order walks every filter front
-/// to back instead of missing the cache on each probe, which made the lookup cost grow with the
-/// number of batches), the exact-text hashes likewise by the low 64 bits the exact filters hold,
-/// and SimHash fingerprints.
-struct PartKeys {
+/// The documents a lookup searches the index for: a part's (this stage), or `serve`'s requests.
+/// Query `q` is the q-th of them.
+pub(crate) trait Queries: Sync {
+    /// Its signature (SimHash: the fingerprint record).
+    fn sig(&self, q: usize) -> &[u32];
+    /// Its shingle count.
+    fn shingles(&self, q: usize) -> u32;
+    /// The shingle sets (sorted, unique keys) of queries `qs` (sorted, unique), by query number:
+    /// for the pairs verified on exact Jaccard.
+    fn sets(&self, qs: Vec<u64>) -> Result<ShingleSets>;
+}
+
+/// A part's documents as [`Queries`]: query q is document `first + q`, its sets made from the
+/// shards (this stage runs before the keys stage).
+struct PartQueries<'a> {
+    work: &'a OutputDir,
+    plan: &'a Plan,
+    sigs: &'a store::Fetched,
+    first: u64,
+}
+
+impl Queries for PartQueries<'_> {
+    fn sig(&self, q: usize) -> &[u32] {
+        self.sigs.sig(self.first + q as u64)
+    }
+    fn shingles(&self, q: usize) -> u32 {
+        self.sigs.shingles(self.first + q as u64)
+    }
+    fn sets(&self, qs: Vec<u64>) -> Result<ShingleSets> {
+        let docs = qs.iter().map(|q| self.first + q).collect();
+        let mut sets = KeySource::new(self.work, self.plan, false).sets(docs)?;
+        sets.sort_dedup();
+        let first = self.first;
+        let (docs, sets): (Vec<u64>, Vec<Vec<u32>>) =
+            sets.into_pairs().map(|(d, s)| (d - first, s)).unzip();
+        Ok(ShingleSets::new(docs, sets))
+    }
+}
+
+/// The queries as the index looks them up: each band's keys in the order of their high bits (a
+/// filter's block follows from them, so probing in that order walks every filter front to back
+/// instead of missing the cache on each probe, which made the lookup cost grow with the number
+/// of batches), the exact-text hashes likewise by the low 64 bits the exact filters hold, and
+/// SimHash fingerprints.
+pub(crate) struct Probes {
     fps: Vec<u64>,
     sorted: Vec<Vec<(u64, u32)>>,
+    exact: Vec<u128>,
     exact_sorted: Vec<(u64, u32)>,
 }
 
-impl PartKeys {
-    fn of(
-        work: &OutputDir,
+impl Probes {
+    /// The probes of `n` queries with exact-text hashes `exact` (0: none) and, with
+    /// `--partition-by`, each query's partition key (`partitions`, else empty).
+    pub(crate) fn of(
         plan: &Plan,
-        p: usize,
-        sigs: &store::Fetched,
-        exact: &[u128],
-    ) -> Result<PartKeys> {
+        n: usize,
+        queries: &impl Queries,
+        exact: Vec<u128>,
+        partitions: &[u64],
+    ) -> Probes {
         let cfg = &plan.config;
-        let range = plan.part_range(p);
-        let first = range.start;
-        let n = (range.end - range.start) as usize;
         let bands = plan.bands();
         let simhash = cfg.method == Method::Simhash;
-        // Band keys of the part's documents (none for a document without shingles or features).
+        // Band keys of the queries (none for a document without shingles or features).
         let indexed: Vec<bool> = (0..n)
             .into_par_iter()
-            .map(|q| {
-                let d = first + q as u64;
-                if simhash {
-                    simhash::record_features(sigs.sig(d)) > 0
-                } else {
-                    sigs.shingles(d) > 0
-                }
+            .map(|q| match simhash {
+                true => simhash::record_features(queries.sig(q)) > 0,
+                false => queries.shingles(q) > 0,
             })
             .collect();
         let fps: Vec<u64> = (0..n)
             .into_par_iter()
             .map(|q| match simhash {
-                true => simhash::record_fingerprint(sigs.sig(first + q as u64)),
+                true => simhash::record_fingerprint(queries.sig(q)),
                 false => 0,
             })
             .collect();
         let block_index = plan.block_index();
-        // With `--partition-by`, keys within the document's partition, as the batch stored them.
-        let partitions =
-            crate::io::doc_columns::label_keys(work, p, "partition", cfg.partition_by.is_some())?;
         let mut keys = vec![0u64; n * bands];
         keys.par_chunks_mut(bands.max(1))
             .enumerate()
             .for_each(|(q, out)| {
                 match simhash {
                     true => block_index.bucket_keys(fps[q], out),
-                    false => crate::lsh::band_keys(sigs.sig(first + q as u64), cfg.rows, out),
+                    false => crate::lsh::band_keys(queries.sig(q), cfg.rows, out),
                 }
+                // With `--partition-by`, keys within the document's partition, as the batch
+                // stored them.
                 if let Some(&pk) = partitions.get(q) {
                     out.iter_mut()
                         .for_each(|k| *k = crate::partition::band_key(*k, pk));
@@ -155,11 +189,12 @@ impl PartKeys {
                 .filter(|&q| exact[q] != 0)
                 .map(|q| (exact[q] as u64, q as u32)),
         );
-        Ok(PartKeys {
+        Probes {
             fps,
             sorted,
+            exact,
             exact_sorted,
-        })
+        }
     }
 }
 
@@ -254,62 +289,132 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats
     let sigs = store::fetch(work, &plan.parts, plan.store_layout(), docs, none)?;
     let exact = read_exact(work, p, n)?;
     let index = ip.dir();
-    let bands = plan.bands();
-    let readers: Vec<std::sync::Arc<BatchReader>> = ip
-        .compare
-        .par_iter()
-        .map(|e| BatchReader::open(&index, e, bands))
-        .collect::<Result<_>>()?;
-    // A lingering batch is compared with its renewed documents only; with `--across`, a
-    // document only with indexed documents of another value.
-    let alive = crate::index::renew::alive(&index, &ip.compare)?;
-    let (mine, theirs) = match cfg.across.is_some() {
-        true => (
-            crate::io::doc_columns::label_keys(work, p, "across", true)?,
-            ip.compare
-                .iter()
-                .map(|e| labels::read(&index, e))
-                .collect::<Result<Vec<_>>>()?,
-        ),
-        false => (Vec::new(), Vec::new()),
+    let readers = open_batches(&index, &ip.compare, plan.bands())?;
+    let mine = match cfg.across.is_some() {
+        true => crate::io::doc_columns::label_keys(work, p, "across", true)?,
+        false => Vec::new(),
     };
-    let live = |bi: usize, q: usize, x: u32| {
-        let apart = theirs
-            .get(bi)
-            .is_none_or(|t| t.get(x as usize) != mine.get(q));
+    let live = Live::read(&index, &ip.compare, cfg.across.is_some(), mine)?;
+    let queries = PartQueries {
+        work,
+        plan,
+        sigs: &sigs,
+        first,
+    };
+    let partitions =
+        crate::io::doc_columns::label_keys(work, p, "partition", cfg.partition_by.is_some())?;
+    let probes = Probes::of(plan, n, &queries, exact, &partitions);
+    let (best, copy, stats) = search(plan, &readers, &probes, &live, &queries)?;
+    let rows = matched_rows(&readers, &best, first)?;
+    let stats = LookupStats {
+        matched: rows.len() as u64,
+        exact: rows
+            .iter()
+            .filter(|r| copy[(u64::from(r.0) - first) as usize])
+            .count() as u64,
+        ..stats
+    };
+    let mut df = matches_frame(&rows, |d| copy[(u64::from(d) - first) as usize])?;
+    work.write_parquet(&lookup_file(p), &mut df, Vec::new(), ParquetUse::Work)?;
+    Ok(stats)
+}
+
+/// The index's batches `compare`, opened for lookups (shared with other tasks of the process).
+pub(crate) fn open_batches(
+    index: &OutputDir,
+    compare: &[crate::index::BatchEntry],
+    bands: usize,
+) -> Result<Vec<std::sync::Arc<BatchReader>>> {
+    compare
+        .par_iter()
+        .map(|e| BatchReader::open(index, e, bands))
+        .collect()
+}
+
+/// Which indexed documents a query may match: a lingering batch's live documents only
+/// (`--cluster keeper`); with `--across`, only those of another value than the query's.
+pub(crate) struct Live {
+    alive: Vec<Option<Vec<u32>>>,
+    /// `serve`: each batch's documents removed since (sorted; else empty).
+    pub removed: Vec<Vec<u32>>,
+    /// `--across`: each query's value, and each batch's documents' values (else empty).
+    mine: Vec<u64>,
+    theirs: Vec<Vec<u64>>,
+}
+
+impl Live {
+    /// The live documents of `compare`'s batches; `mine`: the queries' `--across` values.
+    pub(crate) fn read(
+        index: &OutputDir,
+        compare: &[crate::index::BatchEntry],
+        across: bool,
+        mine: Vec<u64>,
+    ) -> Result<Live> {
+        let theirs = match across {
+            true => compare
+                .iter()
+                .map(|e| labels::read(index, e))
+                .collect::<Result<Vec<_>>>()?,
+            false => Vec::new(),
+        };
+        Ok(Live {
+            alive: crate::index::renew::alive(index, compare)?,
+            removed: Vec::new(),
+            mine,
+            theirs,
+        })
+    }
+
+    /// Whether query `q` may match document `x` of batch `bi`.
+    fn admits(&self, bi: usize, q: usize, x: u32) -> bool {
+        let apart = (self.theirs.get(bi)).is_none_or(|t| t.get(x as usize) != self.mine.get(q));
         apart
-            && alive[bi]
+            && self.alive[bi]
                 .as_ref()
                 .is_none_or(|a| a.binary_search(&x).is_ok())
-    };
+            && (self.removed.get(bi)).is_none_or(|r| r.binary_search(&x).is_err())
+    }
+}
+
+/// Each query's earliest verified match in `readers` (by batch, then document), and whether it
+/// has an exact copy there: per batch from the oldest, the exact pre-pass, then the band keys
+/// through the filters, then verification of the candidates that could beat the match so far.
+pub(crate) fn search(
+    plan: &Plan,
+    readers: &[std::sync::Arc<BatchReader>],
+    probes: &Probes,
+    live: &Live,
+    queries: &impl Queries,
+) -> Result<(Vec<Option<Match>>, Vec<bool>, LookupStats)> {
+    let cfg = &plan.config;
+    let bands = plan.bands();
+    let n = probes.exact.len();
     let mut stats = LookupStats {
         filter_bytes: readers.iter().map(|r| r.memory_bytes() as u64).sum(),
         ..LookupStats::default()
     };
     let simhash = cfg.method == Method::Simhash;
-    let PartKeys {
-        fps,
-        sorted,
-        exact_sorted,
-    } = PartKeys::of(work, plan, p, &sigs, &exact)?;
     let mut best: Vec<Option<Match>> = vec![None; n];
-    // Documents with an exact copy in the index (their earliest match may still be a
+    // Queries with an exact copy in the index (their earliest match may still be a
     // near-duplicate with a smaller number in the same batch).
     let mut copy: Vec<bool> = vec![false; n];
     for (bi, r) in readers.iter().enumerate() {
         let bi = bi as u32;
-        // A document with a match in an earlier batch looks no further.
+        // A query with a match in an earlier batch looks no further.
         let open = |q: usize, best: &[Option<Match>]| best[q].is_none_or(|m| m.0 >= bi);
         // 1. Exact copies.
-        let queries: Vec<(usize, u128)> = r
-            .exact_may_have(&exact_sorted)
+        let exact: Vec<(usize, u128)> = r
+            .exact_may_have(&probes.exact_sorted)
             .into_iter()
             .map(|(_, q)| q as usize)
             .filter(|&q| best[q].is_none())
-            .map(|q| (q, exact[q]))
+            .map(|q| (q, probes.exact[q]))
             .collect();
-        let found = r.find_exact(&queries)?;
-        for (q, x) in found.into_iter().filter(|&(q, x)| live(bi as usize, q, x)) {
+        let found = r.find_exact(&exact)?;
+        for (q, x) in found
+            .into_iter()
+            .filter(|&(q, x)| live.admits(bi as usize, q, x))
+        {
             best[q] = Some((bi, x, 1.0));
             copy[q] = true;
         }
@@ -318,9 +423,9 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats
             .into_par_iter()
             .map(|b| {
                 // The filter first, in key order; the few keys that pass are then checked
-                // against the matches so far (in document order that would miss the cache).
-                let queries: Vec<(usize, u64)> = r
-                    .band_may_have(b, &sorted[b])
+                // against the matches so far (in query order that would miss the cache).
+                let keys: Vec<(usize, u64)> = r
+                    .band_may_have(b, &probes.sorted[b])
                     .into_iter()
                     .map(|(key, q)| (q as usize, key))
                     .filter(|&(q, _)| open(q, &best))
@@ -328,9 +433,9 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats
                 // SimHash: a bucket only says that one block of bits agrees; the records carry
                 // the fingerprints, so only pairs within the Hamming distance become candidates.
                 let near = |q: usize, fp: u64| {
-                    !simhash || simhash::hamming(fps[q], fp) as usize <= cfg.hamming
+                    !simhash || simhash::hamming(probes.fps[q], fp) as usize <= cfg.hamming
                 };
-                Ok((queries.len() as u64, r.find_band(b, &queries, near)?))
+                Ok((keys.len() as u64, r.find_band(b, &keys, near)?))
             })
             .collect::<Result<_>>()?;
         let mut cands: Vec<(usize, u32)> = Vec::new();
@@ -338,27 +443,19 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats
             stats.filter_passes += passes;
             cands.extend(found);
         }
-        cands.retain(|&(q, x)| live(bi as usize, q, x));
+        cands.retain(|&(q, x)| live.admits(bi as usize, q, x));
         cands.par_sort_unstable();
         cands.dedup();
-        // A candidate that cannot beat the document's match so far needs no verification.
+        // A candidate that cannot beat the query's match so far needs no verification.
         cands.retain(|&(q, x)| best[q].is_none_or(|m| (bi, x) < (m.0, m.1)));
         stats.candidates += cands.len() as u64;
-        for (q, m) in verify(work, plan, &sigs, first, r, &cands)? {
+        for (q, m) in verify(cfg, queries, r, &cands)? {
             if best[q].is_none_or(|b| (m.0, m.1) < (b.0, b.1)) {
                 best[q] = Some((bi, m.1, m.2));
             }
         }
     }
-    let rows = matched_rows(&readers, &best, first)?;
-    stats.matched = rows.len() as u64;
-    stats.exact = rows
-        .iter()
-        .filter(|r| copy[(u64::from(r.0) - first) as usize])
-        .count() as u64;
-    let mut df = matches_frame(&rows, |d| copy[(u64::from(d) - first) as usize])?;
-    work.write_parquet(&lookup_file(p), &mut df, Vec::new(), ParquetUse::Work)?;
-    Ok(stats)
+    Ok((best, copy, stats))
 }
 
 /// Bits of a key [`by_high_bits`] orders by: 4,096 runs, each of which falls in a few cache lines
@@ -389,14 +486,11 @@ fn by_high_bits(items: impl Iterator<Item = (u64, u32)> + Clone) -> Vec<(u64, u3
 /// The verified candidates among `cands` (part position, document of batch `r`):
 /// (part position, (batch, document, similarity, exact)).
 fn verify(
-    work: &OutputDir,
-    plan: &Plan,
-    sigs: &store::Fetched,
-    first: u64,
+    cfg: &crate::Config,
+    queries: &impl Queries,
     r: &BatchReader,
     cands: &[(usize, u32)],
 ) -> Result<Vec<(usize, Match)>> {
-    let cfg = &plan.config;
     let mut xs: Vec<u32> = cands.iter().map(|c| c.1).collect();
     xs.par_sort_unstable();
     xs.dedup();
@@ -405,12 +499,11 @@ fn verify(
     // Short documents need their shingle sets: tonight's from the store, the batch's from its
     // keys file (a batch stores the keys of every document that can be in such a pair).
     let short_q = |q: usize| -> bool {
-        let d = first + q as u64;
         if simhash {
             cfg.simhash_min_features > 0
-                && (simhash::record_features(sigs.sig(d)) as usize) < cfg.simhash_min_features
+                && (simhash::record_features(queries.sig(q)) as usize) < cfg.simhash_min_features
         } else {
-            (sigs.shingles(d) as usize) < cfg.min_shingles
+            (queries.shingles(q) as usize) < cfg.min_shingles
         }
     };
     let short_x = |x: u32| -> bool {
@@ -426,7 +519,7 @@ fn verify(
     // on the 8-bit estimate): short documents always, and with `--index-keys all` also pairs
     // near the threshold.
     let all_keys = !simhash && cfg.index_keys == IndexKeys::All;
-    let k = sigs.k() as f64;
+    let k = cfg.num_perm as f64;
     let margin = 3.0 * (cfg.threshold * (1.0 - cfg.threshold) / k).sqrt() + 1.0 / k;
     let needs_exact = |q: usize, x: u32| -> bool {
         if short_q(q) || short_x(x) {
@@ -440,7 +533,7 @@ fn verify(
             Verify::Exact => true,
             Verify::Estimate => false,
             Verify::Auto => {
-                let est = batch::bbit_estimate(sigs.sig(first + q as u64), rec);
+                let est = batch::bbit_estimate(queries.sig(q), rec);
                 (est - cfg.threshold).abs() <= margin
             }
         }
@@ -450,26 +543,24 @@ fn verify(
         .copied()
         .filter(|&(q, x)| needs_exact(q, x))
         .collect();
-    let mut tq: Vec<u64> = pairs_short.iter().map(|&(q, _)| first + q as u64).collect();
+    let mut tq: Vec<u64> = pairs_short.iter().map(|&(q, _)| q as u64).collect();
     tq.sort_unstable();
     tq.dedup();
     let mut tx: Vec<u32> = pairs_short.iter().map(|&(_, x)| x).collect();
     tx.sort_unstable();
     tx.dedup();
-    // Both sides as sorted sets: keys come in text order, the index keeps them sorted. This
-    // stage runs before the keys stage: tonight's are made from the shards.
-    let mut tonight = KeySource::new(work, plan, false).sets(tq)?;
-    tonight.sort_dedup();
+    // Both sides as sorted sets.
+    let tonight = queries.sets(tq)?;
     let theirs: AHashMap<u32, Vec<u32>> = r.keys(&tx)?;
     let exact_j = |q: usize, x: u32| -> Option<f64> {
-        Some(jaccard(tonight.get(first + q as u64)?, theirs.get(&x)?))
+        Some(jaccard(tonight.get(q as u64)?, theirs.get(&x)?))
     };
     Ok(cands
         .par_iter()
         .filter_map(|&(q, x)| {
             let rec = recs.get(&x)?;
             let short = needs_exact(q, x);
-            let mine = sigs.sig(first + q as u64);
+            let mine = queries.sig(q);
             let sim = if simhash {
                 let (fp, _) = batch::simhash_record_parts(rec);
                 let d = simhash::hamming(simhash::record_fingerprint(mine), fp);

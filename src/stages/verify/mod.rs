@@ -38,7 +38,7 @@
 //! or sets of one window's documents are fetched at once (the exact task carries sets to later
 //! windows within a budget), so memory follows the pairs, not the corpus.
 
-mod decide;
+pub(crate) mod decide;
 pub(crate) mod exact;
 
 use decide::fingerprint;

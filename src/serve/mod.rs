@@ -1,0 +1,275 @@
+//! `corpus-dedup serve`: HTTP/JSON answers, one request at a time, to "is this text a
+//! near-duplicate of anything retained?" over the index nightly runs keep ([`online`]), with
+//! what it retains made durable first ([`journal`]).
+//!
+//! Routes: `POST /check` and `POST /add` (a `{"id", "text"}` object or an array of them; an
+//! answer or an array of answers), `DELETE /documents/{id}`, `GET /health`, `GET /stats`.
+//! Safe by default: loopback unless a token file is given; with one, every request needs
+//! `Authorization: Bearer TOKEN` (else 401); bodies over the limit get 413, malformed ones 400
+//! with a message; CPU work runs off the connection threads; SIGTERM or Ctrl-C drains the
+//! requests under way and exits; one server per index (`INDEX/SERVE_LOCK`). The index lock is
+//! not held, so nightly runs go on; the server sees their new head at its next request.
+
+mod journal;
+mod online;
+mod view;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+
+use crate::error::{Error, Result};
+use crate::io::output::OutputDir;
+use online::{Online, Request};
+
+/// What `serve` is started with.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct ServeOptions {
+    /// The retained index nightly runs keep (a local directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) index: String,
+    /// Address to listen on; anything but loopback needs --token-file.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8700")]
+    pub(crate) listen: String,
+    /// A file holding the token every request must send as `Authorization: Bearer TOKEN`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) token_file: Option<String>,
+    /// The largest request body, in bytes (larger ones get 413).
+    #[arg(long, value_name = "BYTES", default_value_t = 10 << 20)]
+    pub(crate) max_body: usize,
+    /// Worker threads for the decisions (default: all cores).
+    #[arg(long)]
+    pub(crate) threads: Option<usize>,
+}
+
+struct Shared {
+    online: Online,
+    token: Option<String>,
+}
+
+/// An error answer: a status and `{"error": message}`.
+struct Failure(StatusCode, String);
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        (self.0, Json(serde_json::json!({ "error": self.1 }))).into_response()
+    }
+}
+
+fn bad(msg: impl Into<String>) -> Failure {
+    Failure(StatusCode::BAD_REQUEST, msg.into())
+}
+
+/// Refuses a request without the token (when the server has one).
+fn authorise(shared: &Shared, headers: &HeaderMap) -> std::result::Result<(), Failure> {
+    let Some(token) = &shared.token else {
+        return Ok(());
+    };
+    let sent = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    // Compared in constant time: the token is a secret.
+    let same = sent.is_some_and(|s| {
+        s.len() == token.len()
+            && s.bytes()
+                .zip(token.bytes())
+                .fold(0, |a, (x, y)| a | (x ^ y))
+                == 0
+    });
+    match same {
+        true => Ok(()),
+        false => Err(Failure(
+            StatusCode::UNAUTHORIZED,
+            "send the server's token as `Authorization: Bearer TOKEN`".into(),
+        )),
+    }
+}
+
+/// A body's texts, and whether it was one object (answered with one object).
+fn parse(body: &[u8], add: bool) -> std::result::Result<(Vec<Request>, bool), Failure> {
+    let text = std::str::from_utf8(body).map_err(|e| bad(format!("the body is not UTF-8: {e}")))?;
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| bad(format!("the body is not JSON: {e}")))?;
+    let one = value.is_object();
+    let items = match value {
+        serde_json::Value::Array(a) => a,
+        v @ serde_json::Value::Object(_) => vec![v],
+        _ => {
+            return Err(bad(
+                "send an object {\"id\": ..., \"text\": ...} or an array of them",
+            ))
+        }
+    };
+    let docs = (items.into_iter().enumerate())
+        .map(|(i, v)| {
+            let r: Request = serde_json::from_value(v).map_err(|e| {
+                bad(format!(
+                    "item {i}: {e}; each is {{\"id\": \"...\", \"text\": \"...\"}}"
+                ))
+            })?;
+            match add && r.id.is_none() {
+                true => Err(bad(format!("item {i}: an added text needs an \"id\""))),
+                false => Ok(r),
+            }
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok((docs, one))
+}
+
+fn internal(e: Error) -> Failure {
+    Failure(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+}
+
+async fn decide(shared: Arc<Shared>, headers: HeaderMap, body: Bytes, add: bool) -> Response {
+    let answer = async {
+        authorise(&shared, &headers)?;
+        let (docs, one) = parse(&body, add)?;
+        let s = Arc::clone(&shared);
+        let answers = tokio::task::spawn_blocking(move || s.online.decide(&docs, add))
+            .await
+            .map_err(|e| Failure(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+            .map_err(internal)?;
+        Ok::<_, Failure>(match one {
+            true => Json(serde_json::to_value(&answers[0]).unwrap_or_default()),
+            false => Json(serde_json::to_value(&answers).unwrap_or_default()),
+        })
+    };
+    answer.await.into_response()
+}
+
+async fn check(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    decide(s, headers, body, false).await
+}
+
+async fn add(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    decide(s, headers, body, true).await
+}
+
+async fn remove(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let answer = async {
+        authorise(&shared, &headers)?;
+        let s = Arc::clone(&shared);
+        let what = id.clone();
+        let found = tokio::task::spawn_blocking(move || s.online.remove(&what))
+            .await
+            .map_err(|e| Failure(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+            .map_err(internal)?;
+        match found {
+            true => Ok(Json(serde_json::json!({ "id": id, "removed": true }))),
+            false => Err(Failure(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "no retained document has the id {}",
+                    serde_json::Value::from(id)
+                ),
+            )),
+        }
+    };
+    answer.await.into_response()
+}
+
+async fn health() -> Response {
+    Json(serde_json::json!({ "status": "ok" })).into_response()
+}
+
+async fn stats(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    match authorise(&shared, &headers) {
+        Err(f) => f.into_response(),
+        Ok(()) => match shared.online.stats() {
+            Ok(v) => Json(v).into_response(),
+            Err(e) => internal(e).into_response(),
+        },
+    }
+}
+
+/// Resolves when SIGTERM or SIGINT arrives.
+async fn stopped() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = term => {},
+        _ = tokio::signal::ctrl_c() => {},
+    }
+}
+
+/// Runs the server until SIGTERM or SIGINT; `ready` is told the address it listens on.
+pub(crate) fn serve(opts: &ServeOptions, ready: impl FnOnce(SocketAddr)) -> Result<()> {
+    let addr: SocketAddr = opts.listen.parse().map_err(|e| {
+        Error::Config(format!(
+            "--listen {}: {e}; give an address and port, e.g. 127.0.0.1:8700",
+            opts.listen
+        ))
+    })?;
+    let token = match &opts.token_file {
+        Some(f) => {
+            let t = std::fs::read_to_string(f)
+                .map_err(|e| Error::Config(format!("--token-file {f}: {e}")))?;
+            let t = t.trim().to_string();
+            if t.is_empty() {
+                return Err(Error::Config(format!("--token-file {f} is empty: put a token in it")));
+            }
+            Some(t)
+        }
+        None if !addr.ip().is_loopback() => {
+            return Err(Error::Config(format!(
+                "--listen {addr} is reachable from other machines: give --token-file FILE (every request must then send its token), or listen on 127.0.0.1"
+            )))
+        }
+        None => None,
+    };
+    let index = OutputDir::parse(&opts.index);
+    let _lock = crate::io::lock::Lock::acquire(&index.location(""), "SERVE_LOCK", |holder| {
+        Error::IndexInUse {
+            index: opts.index.clone(),
+            holder: format!("another server ({holder}); stop it first"),
+        }
+    })?;
+    let online = Online::open(index)?;
+    let shared = Arc::new(Shared { online, token });
+    let app = Router::new()
+        .route("/check", post(check))
+        .route("/add", post(add))
+        .route("/documents/{id}", delete(remove))
+        .route("/health", get(health))
+        .route("/stats", get(stats))
+        .layer(DefaultBodyLimit::max(opts.max_body))
+        .with_state(shared);
+    let threads = opts
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Config(format!("cannot start the server's threads: {e}")))?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| Error::Config(format!("cannot listen on {addr}: {e}")))?;
+        let bound = listener
+            .local_addr()
+            .map_err(|e| Error::Config(format!("cannot listen on {addr}: {e}")))?;
+        ready(bound);
+        axum::serve(listener, app)
+            .with_graceful_shutdown(stopped())
+            .await
+            .map_err(|e| Error::Config(format!("the server on {bound} stopped: {e}")))
+    })
+}

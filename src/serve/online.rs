@@ -1,0 +1,398 @@
+//! The server's decisions: a text is a near-duplicate of the earliest retained document it is
+//! verified against, the index's (its earliest batch, as a nightly run's lookup finds it) before
+//! those added since the server started; `add` retains a text that is none, after its journal
+//! line is durable. Adds are decided one after another under one lock (the index search before
+//! it runs in parallel), so concurrent identical texts leave exactly one retained.
+
+use std::sync::{Mutex, PoisonError, RwLock};
+use std::time::Instant;
+
+use ahash::{AHashMap, AHashSet};
+use polars::prelude::{NamedFrom, StringChunked};
+
+use super::journal::Journal;
+use super::view::View;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::io::output::OutputDir;
+use crate::minhash::{estimate_jaccard, Permutations, SigSource, Signatures};
+use crate::stages::lookup::Queries;
+use crate::stages::verify::decide::needs_exact;
+use crate::text::sets::{jaccard, ShingleSets};
+
+/// One text of a request.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Request {
+    #[serde(default)]
+    pub id: Option<String>,
+    pub text: String,
+}
+
+/// The answer for one text.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct Answer {
+    pub id: Option<String>,
+    pub duplicate: bool,
+    /// The retained document it duplicates, and its batch (`online` for one added since the
+    /// server started).
+    pub duplicate_of: Option<String>,
+    pub batch: Option<String>,
+    pub similarity: Option<f32>,
+    /// `/add`: whether the text was retained.
+    pub added: bool,
+}
+
+/// The texts of a request, signed and shingled as a run signs its documents.
+pub(crate) struct Features {
+    sigs: Signatures,
+    /// Sorted, unique shingle keys.
+    sets: Vec<Vec<u32>>,
+    exact: Vec<u128>,
+}
+
+impl Features {
+    pub(crate) fn of(texts: &[&str], cfg: &Config, perms: &Permutations) -> Features {
+        let column = StringChunked::new("text".into(), texts);
+        let (sigs, keys) = crate::stages::signatures::signature_column(
+            &column,
+            Some(perms),
+            cfg.effective_tokenizer(),
+            cfg.ngram,
+            None,
+        );
+        let sets = (0..texts.len())
+            .map(|d| {
+                let mut s = keys.get(d).to_vec();
+                s.sort_unstable();
+                s.dedup();
+                s
+            })
+            .collect();
+        let exact = (0..texts.len()).map(|d| keys.exact(d)).collect();
+        Features { sigs, sets, exact }
+    }
+}
+
+impl Queries for Features {
+    fn sig(&self, q: usize) -> &[u32] {
+        self.sigs.get(q as u32)
+    }
+    fn shingles(&self, q: usize) -> u32 {
+        self.sigs.shingles[q]
+    }
+    fn sets(&self, qs: Vec<u64>) -> Result<ShingleSets> {
+        let sets = qs.iter().map(|&q| self.sets[q as usize].clone()).collect();
+        Ok(ShingleSets::new(qs, sets))
+    }
+}
+
+/// Two signatures as the verify rule reads them (documents 0 and 1).
+struct Two<'a>([(&'a [u32], u32); 2]);
+
+impl SigSource for Two<'_> {
+    fn k(&self) -> usize {
+        self.0[0].0.len()
+    }
+    fn sig(&self, doc: u64) -> &[u32] {
+        self.0[doc as usize & 1].0
+    }
+    fn shingles(&self, doc: u64) -> u32 {
+        self.0[doc as usize & 1].1
+    }
+}
+
+/// The documents retained since the server started: signatures, sets, band tables.
+#[derive(Default)]
+struct Store {
+    ids: Vec<String>,
+    sigs: Vec<u32>,
+    shingles: Vec<u32>,
+    sets: Vec<Vec<u32>>,
+    removed: Vec<bool>,
+    /// Per band: band key -> documents, in order.
+    tables: Vec<AHashMap<u64, Vec<u32>>>,
+    exact: AHashMap<u128, u32>,
+    by_id: AHashMap<String, u32>,
+}
+
+impl Store {
+    fn sig(&self, d: u32, k: usize) -> &[u32] {
+        &self.sigs[d as usize * k..(d as usize + 1) * k]
+    }
+
+    /// The live document query `q` duplicates, as the keeper rule picks it: the most similar of
+    /// those it is verified near (ties to the earliest), verified as batch verification decides
+    /// (the estimate where it is clear, exact Jaccard near the threshold or for a short text); an
+    /// exact copy of the text is similarity 1.
+    fn find(&self, cfg: &Config, f: &Features, q: usize) -> Option<(u32, f32)> {
+        let k = cfg.num_perm;
+        let live = |d: u32| !self.removed[d as usize];
+        let copy = (f.exact[q] != 0)
+            .then(|| self.exact.get(&f.exact[q]).copied())
+            .flatten()
+            .filter(|&d| live(d));
+        let mut cands: Vec<u32> = copy.into_iter().collect();
+        if f.sigs.shingles[q] > 0 && !self.tables.is_empty() {
+            let mut keys = vec![0u64; cfg.bands];
+            crate::lsh::band_keys(f.sig(q), cfg.rows, &mut keys);
+            let found = (keys.iter().zip(&self.tables)).filter_map(|(key, table)| table.get(key));
+            cands.extend(found.flatten().copied().filter(|&d| live(d)));
+        }
+        cands.sort_unstable();
+        cands.dedup();
+        let verified = cands.into_iter().filter_map(|d| {
+            if Some(d) == copy {
+                return Some((d, 1.0));
+            }
+            let pair = Two([
+                (f.sig(q), f.sigs.shingles[q]),
+                (self.sig(d, k), self.shingles[d as usize]),
+            ]);
+            let est = estimate_jaccard(pair.sig(0), pair.sig(1));
+            let rule = (cfg.verify, cfg.threshold, cfg.min_shingles);
+            let sim = match needs_exact(0, 1, &pair, rule.0, rule.1, rule.2, || est) {
+                true => jaccard(&f.sets[q], &self.sets[d as usize]),
+                false => est,
+            };
+            (sim >= cfg.threshold).then_some((d, sim))
+        });
+        // The most similar, the earliest among equals.
+        let best = verified.fold(None, |best: Option<(u32, f64)>, (d, sim)| match best {
+            Some((_, b)) if b >= sim => best,
+            _ => Some((d, sim)),
+        });
+        best.map(|(d, sim)| (d, sim as f32))
+    }
+
+    fn insert(&mut self, cfg: &Config, id: String, f: &Features, q: usize) {
+        let d = self.ids.len() as u32;
+        if self.tables.is_empty() {
+            self.tables = vec![AHashMap::new(); cfg.bands];
+        }
+        if f.sigs.shingles[q] > 0 {
+            let mut keys = vec![0u64; cfg.bands];
+            crate::lsh::band_keys(f.sig(q), cfg.rows, &mut keys);
+            for (key, table) in keys.into_iter().zip(&mut self.tables) {
+                table.entry(key).or_default().push(d);
+            }
+        }
+        if f.exact[q] != 0 {
+            self.exact.entry(f.exact[q]).or_insert(d);
+        }
+        self.sigs.extend_from_slice(f.sig(q));
+        self.shingles.push(f.sigs.shingles[q]);
+        self.sets.push(f.sets[q].clone());
+        self.removed.push(false);
+        self.by_id.insert(id.clone(), d);
+        self.ids.push(id);
+    }
+
+    /// Removes the live document `id`; false when it holds none.
+    fn remove(&mut self, id: &str) -> bool {
+        let Some(&d) = self.by_id.get(id) else {
+            return false;
+        };
+        let was = !self.removed[d as usize];
+        self.removed[d as usize] = true;
+        let exact = self.exact.iter().find(|(_, &x)| x == d).map(|(&h, _)| h);
+        if let Some(h) = exact {
+            self.exact.remove(&h);
+        }
+        was
+    }
+
+    fn live(&self) -> u64 {
+        self.removed.iter().filter(|&&r| !r).count() as u64
+    }
+}
+
+/// Latencies of the last [`KEPT_LATENCIES`] requests of each kind, and counters.
+#[derive(Default)]
+struct Stats {
+    adds: u64,
+    added: u64,
+    checks: u64,
+    latencies: AHashMap<&'static str, Vec<f64>>,
+}
+
+const KEPT_LATENCIES: usize = 10_000;
+
+/// The server's state.
+pub(crate) struct Online {
+    index: OutputDir,
+    view: RwLock<View>,
+    perms: Permutations,
+    /// The documents retained since the start and the journal, under one lock: an add is decided,
+    /// retained and made durable before the next one is decided.
+    store: RwLock<(Store, Journal)>,
+    /// Every removed id (index documents are found again in a new head).
+    removed: Mutex<AHashSet<String>>,
+    stats: Mutex<Stats>,
+    started: Instant,
+}
+
+fn poisoned<T>(e: PoisonError<T>) -> Error {
+    Error::Internal(format!(
+        "a request panicked holding the server's state: {e}"
+    ))
+}
+
+impl Online {
+    /// Opens the index at `index` (a local directory) and replays its journal.
+    pub(crate) fn open(index: OutputDir) -> Result<Online> {
+        let dir = index
+            .local_dir()
+            .map(std::path::Path::to_path_buf)
+            .ok_or_else(|| Error::Index {
+                index: index.location(""),
+                msg: "`serve` needs a local index directory (the journal is synced to its disk)"
+                    .into(),
+            })?;
+        let mut view = View::open(&index)?;
+        let (journal, adds, gone) = Journal::open(&dir)?;
+        let cfg = view.plan.config.clone();
+        let perms = Permutations::of(&cfg);
+        let mut store = Store::default();
+        for chunk in adds.chunks(4096) {
+            let texts: Vec<&str> = chunk.iter().map(|a| a.text.as_str()).collect();
+            let f = Features::of(&texts, &cfg, &perms);
+            for (q, a) in chunk.iter().enumerate() {
+                store.insert(&cfg, a.id.clone(), &f, q);
+            }
+        }
+        let removed: AHashSet<String> = gone.into_iter().collect();
+        for id in &removed {
+            store.remove(id);
+        }
+        view.remove_ids(&removed)?;
+        Ok(Online {
+            index,
+            view: RwLock::new(view),
+            perms,
+            store: RwLock::new((store, journal)),
+            removed: Mutex::new(removed),
+            stats: Mutex::new(Stats::default()),
+            started: Instant::now(),
+        })
+    }
+
+    /// Reopens the index's head when a nightly run committed a new one.
+    fn refresh(&self) -> Result<()> {
+        if !self.view.read().map_err(poisoned)?.stale(&self.index) {
+            return Ok(());
+        }
+        let mut view = View::open(&self.index)?;
+        view.remove_ids(&self.removed.lock().map_err(poisoned)?.clone())?;
+        *self.view.write().map_err(poisoned)? = view;
+        Ok(())
+    }
+
+    /// Decides `docs` in order; with `add`, retains those that duplicate nothing retained.
+    pub(crate) fn decide(&self, docs: &[Request], add: bool) -> Result<Vec<Answer>> {
+        let start = Instant::now();
+        self.refresh()?;
+        let view = self.view.read().map_err(poisoned)?;
+        let cfg = &view.plan.config;
+        let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
+        let f = Features::of(&texts, cfg, &self.perms);
+        let indexed = view.search(&f, f.exact.clone())?;
+        let answer = |q: usize, found: Option<(String, String, f32)>| Answer {
+            id: docs[q].id.clone(),
+            duplicate: found.is_some(),
+            similarity: found.as_ref().map(|m| m.2),
+            duplicate_of: found.as_ref().map(|m| m.1.clone()),
+            batch: found.map(|m| m.0),
+            added: false,
+        };
+        let online = |store: &Store, q: usize| {
+            store
+                .find(cfg, &f, q)
+                .map(|(d, sim)| ("online".to_string(), store.ids[d as usize].clone(), sim))
+        };
+        let mut out = Vec::with_capacity(docs.len());
+        if add {
+            let mut guard = self.store.write().map_err(poisoned)?;
+            let (store, journal) = &mut *guard;
+            for (q, m) in indexed.into_iter().enumerate() {
+                let found = m.or_else(|| online(store, q));
+                let mut a = answer(q, found);
+                if !a.duplicate {
+                    let id = docs[q].id.clone().unwrap_or_default();
+                    journal.add(&id, &docs[q].text)?;
+                    store.insert(cfg, id, &f, q);
+                    a.added = true;
+                }
+                out.push(a);
+            }
+            journal.sync()?;
+        } else {
+            let guard = self.store.read().map_err(poisoned)?;
+            for (q, m) in indexed.into_iter().enumerate() {
+                out.push(answer(q, m.or_else(|| online(&guard.0, q))));
+            }
+        }
+        let mut stats = self.stats.lock().map_err(poisoned)?;
+        let kind = if add { "add" } else { "check" };
+        match add {
+            true => {
+                stats.adds += docs.len() as u64;
+                stats.added += out.iter().filter(|a| a.added).count() as u64;
+            }
+            false => stats.checks += docs.len() as u64,
+        }
+        let l = stats.latencies.entry(kind).or_default();
+        if l.len() == KEPT_LATENCIES {
+            l.remove(0);
+        }
+        l.push(start.elapsed().as_secs_f64() * 1e3);
+        Ok(out)
+    }
+
+    /// Removes the retained document `id` (added online or indexed) from every later match;
+    /// false when no retained document has it.
+    pub(crate) fn remove(&self, id: &str) -> Result<bool> {
+        self.refresh()?;
+        // The view first, then the store: the order `decide` takes them in.
+        let mut view = self.view.write().map_err(poisoned)?;
+        let mut guard = self.store.write().map_err(poisoned)?;
+        let online = guard.0.remove(id);
+        let one: AHashSet<String> = [id.to_string()].into_iter().collect();
+        let indexed = view.remove_ids(&one)? > 0;
+        if online || indexed {
+            guard.1.remove(id)?;
+            self.removed
+                .lock()
+                .map_err(poisoned)?
+                .insert(id.to_string());
+        }
+        Ok(online || indexed)
+    }
+
+    /// `/stats`: documents retained, requests since the start, latency percentiles (ms).
+    pub(crate) fn stats(&self) -> Result<serde_json::Value> {
+        let view = self.view.read().map_err(poisoned)?;
+        let online = self.store.read().map_err(poisoned)?.0.live();
+        let stats = self.stats.lock().map_err(poisoned)?;
+        let percentiles = |kind: &str| {
+            let mut l = stats.latencies.get(kind).cloned().unwrap_or_default();
+            l.sort_by(f64::total_cmp);
+            let at = |p: f64| {
+                l.get(((l.len() as f64 - 1.0) * p).round() as usize)
+                    .copied()
+            };
+            serde_json::json!({ "p50": at(0.5), "p90": at(0.9), "p99": at(0.99), "max": l.last() })
+        };
+        Ok(serde_json::json!({
+            "indexed_documents": view.documents(),
+            "index_generation": view.generation,
+            "batches": view.compare.iter().map(|b| b.name.clone()).collect::<Vec<_>>(),
+            "online_documents": online,
+            "adds": stats.adds,
+            "added": stats.added,
+            "checks": stats.checks,
+            "uptime_seconds": self.started.elapsed().as_secs_f64(),
+            "latency_ms": { "add": percentiles("add"), "check": percentiles("check") },
+        }))
+    }
+}
