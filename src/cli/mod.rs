@@ -87,14 +87,13 @@ pub fn error_text(e: &(dyn std::error::Error + 'static)) -> String {
 
 /// The command line: parses `args` (the program name first), runs the command and returns its
 /// exit code (0 or 1; usage errors and `--help` exit from here, signals end the process with
-/// 128 + the signal). It blocks SIGINT and SIGTERM for the process and tunes the allocator, so
+/// 128 + the signal, but for `serve`). It blocks SIGINT and SIGTERM for the process and tunes the allocator, so
 /// it is for a process that is the command (the binary, the Python package's console script).
 pub fn main<I, T>(args: I) -> u8
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    handle_signals();
     tune_allocator();
     // A panic is a bug, not a user error: one paragraph on stderr, no backtrace dump.
     std::panic::set_hook(Box::new(|info| {
@@ -116,6 +115,11 @@ where
         .mut_subcommand("run", crate::config::help_with_defaults)
         .mut_subcommand("plan", crate::config::help_with_defaults);
     let cli = Cli::from_arg_matches(&cmd.get_matches_from(args)).unwrap_or_else(|e| e.exit());
+    // Parsing starts no thread, so the mask is still inherited by all; `serve` drains its
+    // requests on SIGTERM instead (tokio's handler).
+    if !matches!(cli.command, Command::Serve { .. }) {
+        handle_signals();
+    }
     let result = match cli.command {
         Command::Run {
             job,

@@ -179,8 +179,11 @@ async fn remove(
     answer.await.into_response()
 }
 
-async fn health() -> Response {
-    Json(serde_json::json!({ "status": "ok" })).into_response()
+async fn health(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    match authorise(&shared, &headers) {
+        Err(f) => f.into_response(),
+        Ok(()) => Json(serde_json::json!({ "status": "ok" })).into_response(),
+    }
 }
 
 async fn stats(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {

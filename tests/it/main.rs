@@ -18,6 +18,7 @@ mod report;
 mod run;
 mod s3;
 mod scripts;
+mod serve;
 mod signals;
 mod slurm;
 mod substrings;
