@@ -13,7 +13,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-ab bench-same bench-ratios bench-peers bench-kernels bench-scale bench-work-bytes bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-sweep bench-audit bench-signals bench-decontam bench-paragraphs bench-substrings bench-jsonl bench-export bench-index-soak soak s3-demo clean-out
+.PHONY: build dedup test samples bench bench-ab bench-same bench-ratios bench-peers bench-kernels bench-scale bench-work-bytes bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-sweep bench-audit bench-signals bench-decontam bench-paragraphs bench-substrings bench-jsonl bench-export bench-serve bench-index-soak soak s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -131,6 +131,10 @@ bench-substrings: build
 ## of one ~5 GB .jsonl.zst: make bench-jsonl [CORPUS=/tmp/dev-large] [ROUNDS=6] [BIG_COPIES=11]
 bench-jsonl: build
 	BIN=$(BIN) CORPUS='$(or $(CORPUS),/tmp/dev-large)' ROUNDS=$(or $(ROUNDS),6) BIG_COPIES=$(or $(BIG_COPIES),11) bash benches/jsonl/run.sh
+
+## serve against the nightly run, latency at RATE adds/s and the most adds/s: make bench-serve [CORPUS=/tmp/dev-large] [RATE=280] [CLIENTS=4]
+bench-serve: build
+	BIN=$(BIN) CORPUS='$(or $(CORPUS),/tmp/dev-large)' RATE=$(or $(RATE),280) CLIENTS=$(or $(CLIENTS),4) bash benches/serve/run.sh
 
 ## `index export` of NIGHTS x NIGHT_DOCS indexed documents: make bench-export [NIGHTS=10 NIGHT_DOCS=1000000]
 bench-export: build

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# `serve` against a nightly run (make bench-serve): CORPUS's shards split into two nights; night 1
+# indexed by `run --index`; night 2 decided by the nightly run (reference) and sent to the server
+# one text at a time, at RATE adds a second (paced, one client, a kept-alive connection), then
+# unpaced from CLIENTS clients at once. Prints the decisions against the nightly run's, latency
+# percentiles (HTTP and the journal's sync included), adds a second and the server's peak RSS.
+#   BIN=path/to/corpus-dedup [CORPUS=/tmp/dev-large] [RATE=280] [CLIENTS=4] bash benches/serve/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BIN=${BIN:?BIN=path of corpus-dedup}
+CORPUS=${CORPUS:-/tmp/dev-large} RATE=${RATE:-280} CLIENTS=${CLIENTS:-4}
+PY=$(../shared/corpus/tools/setup.sh)
+work=$(mktemp -d "${TMPDIR:-/tmp}/corpus-dedup-serve.XXXXXX")
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+shards=("$CORPUS"/shard-*.parquet)
+half=$(( ${#shards[@]} / 2 ))
+mkdir -p "$work/n1" "$work/n2"
+for i in "${!shards[@]}"; do
+  [ "$i" -lt "$half" ] && ln -s "${shards[$i]}" "$work/n1/" || ln -s "${shards[$i]}" "$work/n2/"
+done
+"$BIN" run --quiet --input "$work/n1/*.parquet" --output "$work/o1" --index "$work/index" --batch n1 > /dev/null
+cp -r "$work/index" "$work/ref-index"
+"$BIN" run --quiet --input "$work/n2/*.parquet" --output "$work/o2" --index "$work/ref-index" --batch n2 > /dev/null
+serve() {
+  rm -rf "$work/index/online"
+  "$BIN" serve --index "$work/index" --listen 127.0.0.1:0 2> "$work/serve.log" &
+  pid=$!
+  until grep -q "serving" "$work/serve.log" 2>/dev/null; do sleep 0.1; done
+  port=$(sed -n 's/.*127.0.0.1:\([0-9]*\).*/\1/p' "$work/serve.log")
+}
+serve
+"$PY" - "$port" "$work/n2" "$work/o2/manifest.parquet" "$RATE" 1 <<'PY'
+import glob, http.client, json, sys, time, threading
+import pyarrow.parquet as pq
+port, shards, manifest, rate, clients = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5])
+docs = [r for f in sorted(glob.glob(f"{shards}/*.parquet")) for r in pq.read_table(f, columns=["id", "text"]).to_pylist()]
+c = http.client.HTTPConnection("127.0.0.1", int(port))
+lat, answers, start = [], [], time.perf_counter()
+for i, d in enumerate(docs):
+    due = start + i / rate
+    now = time.perf_counter()
+    if due > now:
+        time.sleep(due - now)
+    t0 = time.perf_counter()
+    c.request("POST", "/add", json.dumps({"id": d["id"], "text": d["text"] or ""}), {"Content-Type": "application/json"})
+    answers.append(json.loads(c.getresponse().read()))
+    lat.append((time.perf_counter() - t0) * 1e3)
+m = {x["id"]: x for x in pq.read_table(manifest, columns=["id", "keep", "duplicate_of"]).to_pylist()}
+keep = sum(m[a["id"]]["keep"] == (not a["duplicate"]) for a in answers)
+of = sum((m[a["id"]]["duplicate_of"] or None) == a["duplicate_of"] for a in answers)
+lat.sort()
+pct = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]
+text_kb = sum(len((d["text"] or "").encode()) for d in docs) / len(docs) / 1024
+print(f"paced at {rate:.0f}/s, one client: {len(docs)} adds (mean text {text_kb:.1f} KiB) in {time.perf_counter() - start:.1f} s; "
+      f"latency ms p50 {pct(0.5):.2f}, p90 {pct(0.9):.2f}, p99 {pct(0.99):.2f}, max {lat[-1]:.2f}")
+print(f"decisions as the nightly run's: keep/drop {keep} of {len(docs)}, duplicate_of {of} of {len(docs)}")
+PY
+grep VmHWM "/proc/$pid/status" | awk '{print "server peak RSS after night 2: " $2 / 1024 " MiB"}'
+curl -s "http://127.0.0.1:$port/stats" | "$PY" -c 'import json,sys; s=json.load(sys.stdin); print("indexed", s["indexed_documents"], "online", s["online_documents"])'
+kill -TERM "$pid"; wait "$pid" || true
+# Unpaced, CLIENTS clients at once, on a fresh journal: the most adds a second.
+serve
+"$PY" - "$port" "$work/n2" "$CLIENTS" <<'PY'
+import glob, http.client, json, sys, time, threading
+import pyarrow.parquet as pq
+port, shards, clients = sys.argv[1], sys.argv[2], int(sys.argv[3])
+docs = [r for f in sorted(glob.glob(f"{shards}/*.parquet")) for r in pq.read_table(f, columns=["id", "text"]).to_pylist()]
+def send(part):
+    c = http.client.HTTPConnection("127.0.0.1", int(port))
+    for d in part:
+        c.request("POST", "/add", json.dumps({"id": d["id"], "text": d["text"] or ""}), {"Content-Type": "application/json"})
+        c.getresponse().read()
+start = time.perf_counter()
+threads = [threading.Thread(target=send, args=(docs[i::clients],)) for i in range(clients)]
+[t.start() for t in threads]; [t.join() for t in threads]
+wall = time.perf_counter() - start
+print(f"unpaced, {clients} clients: {len(docs)} adds in {wall:.1f} s = {len(docs) / wall:.0f} adds/s")
+PY
+kill -TERM "$pid"; wait "$pid" || true
