@@ -239,9 +239,9 @@ pub(crate) fn serve(opts: &ServeOptions, ready: impl FnOnce(SocketAddr)) -> Resu
     };
     let index = OutputDir::parse(&opts.index);
     let _lock = crate::io::lock::Lock::acquire(&index.location(""), "SERVE_LOCK", |holder| {
-        Error::IndexInUse {
+        Error::Index {
             index: opts.index.clone(),
-            holder: format!("another server ({holder}); stop it first"),
+            msg: format!("it is in use by another server ({holder}): send requests to that one, or stop it first"),
         }
     })?;
     let online = Online::open(index)?;

@@ -114,6 +114,9 @@ struct Store {
     tables: Vec<AHashMap<u64, Vec<u32>>>,
     exact: AHashMap<u128, u32>,
     by_id: AHashMap<String, u32>,
+    /// The answer given to the first text of each normalised text dropped here: a later exact
+    /// copy gets it too, as a run decides exact copies as one group at the first one's place.
+    dropped: AHashMap<u128, (String, String, f32)>,
 }
 
 impl Store {
@@ -188,8 +191,11 @@ impl Store {
         self.ids.push(id);
     }
 
-    /// Removes the live document `id`; false when it holds none.
+    /// Removes the live document `id` (added here or indexed: answers naming it are forgotten);
+    /// false when it holds none.
     fn remove(&mut self, id: &str) -> bool {
+        // Copies dropped against it are decided again.
+        self.dropped.retain(|_, (_, keeper, _)| keeper != id);
         let Some(&d) = self.by_id.get(id) else {
             return false;
         };
@@ -315,7 +321,11 @@ impl Online {
             let mut guard = self.store.write().map_err(poisoned)?;
             let (store, journal) = &mut *guard;
             for (q, m) in indexed.into_iter().enumerate() {
-                let found = m.or_else(|| online(store, q));
+                let copy = || store.dropped.get(&f.exact[q]).cloned();
+                let found = m.or_else(|| copy().or_else(|| online(store, q)));
+                if let Some(d) = found.as_ref().filter(|_| f.exact[q] != 0) {
+                    store.dropped.entry(f.exact[q]).or_insert_with(|| d.clone());
+                }
                 let mut a = answer(q, found);
                 if !a.duplicate {
                     let id = docs[q].id.clone().unwrap_or_default();
@@ -328,8 +338,10 @@ impl Online {
             journal.sync()?;
         } else {
             let guard = self.store.read().map_err(poisoned)?;
+            let store = &guard.0;
             for (q, m) in indexed.into_iter().enumerate() {
-                out.push(answer(q, m.or_else(|| online(&guard.0, q))));
+                let copy = || store.dropped.get(&f.exact[q]).cloned();
+                out.push(answer(q, m.or_else(|| copy().or_else(|| online(store, q)))));
             }
         }
         let mut stats = self.stats.lock().map_err(poisoned)?;
