@@ -51,6 +51,7 @@ pub use error::{Error, Result};
 pub use apply::{ApplyOptions, OutputFormat};
 pub use executor::local::TaskOptions;
 pub use results::{in_output, read_location};
+pub use serve::Index;
 
 /// The job's kernels, for the Python package's column functions and the kernel benchmarks: the
 /// same code a run runs.

@@ -56,7 +56,7 @@ print(f"paced at {rate:.0f}/s, one client: {len(docs)} adds (mean text {text_kb:
 print(f"decisions as the nightly run's: keep/drop {keep} of {len(docs)}, duplicate_of {of} of {len(docs)}")
 PY
 grep VmHWM "/proc/$pid/status" | awk '{print "server peak RSS after night 2: " $2 / 1024 " MiB"}'
-curl -s "http://127.0.0.1:$port/stats" | "$PY" -c 'import json,sys; s=json.load(sys.stdin); print("indexed", s["indexed_documents"], "online", s["online_documents"])'
+curl -s "http://127.0.0.1:$port/stats" | "$PY" -c 'import json,sys; s=json.load(sys.stdin); print("indexed", s["indexed_documents"], "online", s["online_documents"], "; in the server (no HTTP), add ms:", s["latency_ms"]["add"])'
 kill -TERM "$pid"; wait "$pid" || true
 # Unpaced, CLIENTS clients at once, on a fresh journal: the most adds a second.
 serve

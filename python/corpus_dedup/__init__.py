@@ -15,6 +15,9 @@ ChunkedArray, or a list of str; nulls stay null, no Python runs per row:
     df.with_columns(sig=pl.col("text").map_batches(corpus_dedup.minhash))
     ds.map_batches(corpus_dedup.minhash_batch, batch_format="pyarrow")       # Ray Data
 
+Dedup online: `Index(path)` checks and adds texts in this process over the index nightly runs
+keep; `Client(url)` asks a running `corpus-dedup serve` (corpus_dedup.online).
+
 Errors raise a subclass of corpus_dedup.Error with the command line's message, by what to do:
 ConfigError (fix the call), InputError (fix the data), StorageError and BusyError (retry later:
 a rerun resumes), IndexStateError (the retained index does not fit or is damaged).
@@ -55,8 +58,12 @@ __all__ = [
     "jaccard",
     "minhash_batch",
     "drop_spans",
+    "Index",
+    "Client",
 ]
 __version__ = _native.__version__
+
+from corpus_dedup.online import Client, Index  # noqa: E402  (after _native is loaded)
 
 
 def _settings(**settings: Any) -> str:

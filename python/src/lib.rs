@@ -447,6 +447,47 @@ fn jaccard(a: &str, b: &str, settings_json: &str) -> PyResult<f64> {
     Ok(set_jaccard(&sa, &sb))
 }
 
+/// The server's decisions in this process (`corpus_dedup.Index`): answers as JSON.
+#[pyclass]
+struct NativeIndex(corpus_dedup::Index);
+
+#[pymethods]
+impl NativeIndex {
+    #[new]
+    fn new(py: Python<'_>, path: &str) -> PyResult<Self> {
+        py.detach(|| corpus_dedup::Index::open(path))
+            .map(NativeIndex)
+            .map_err(error)
+    }
+
+    fn check(
+        &self,
+        py: Python<'_>,
+        ids: Vec<Option<String>>,
+        texts: Vec<String>,
+    ) -> PyResult<String> {
+        py.detach(|| self.0.check(ids, texts))
+            .map(|v| v.to_string())
+            .map_err(error)
+    }
+
+    fn add(&self, py: Python<'_>, ids: Vec<String>, texts: Vec<String>) -> PyResult<String> {
+        py.detach(|| self.0.add(ids, texts))
+            .map(|v| v.to_string())
+            .map_err(error)
+    }
+
+    fn remove(&self, py: Python<'_>, id: &str) -> PyResult<bool> {
+        py.detach(|| self.0.remove(id)).map_err(error)
+    }
+
+    fn stats(&self, py: Python<'_>) -> PyResult<String> {
+        py.detach(|| self.0.stats())
+            .map(|v| v.to_string())
+            .map_err(error)
+    }
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("Error", m.py().get_type::<Error>())?;
@@ -457,6 +498,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("IndexStateError", m.py().get_type::<IndexStateError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<ArrowColumn>()?;
+    m.add_class::<NativeIndex>()?;
     for f in [
         wrap_pyfunction!(cli, m)?,
         wrap_pyfunction!(run, m)?,

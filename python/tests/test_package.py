@@ -308,3 +308,43 @@ def test_jsonl_input_and_apply_as_for_parquet(tmp_path):
     assert got.select(want.columns).equals(want)
     with pytest.raises(cd.Error, match="expected parquet, jsonl"):
         cd.apply(str(tmp_path / "jl"), str(tmp_path / "x"), format="csv")
+
+
+def test_index_and_client_decide_as_the_server(tmp_path):
+    index = str(tmp_path / "index")
+    files = sorted(Path(ROOT / "data-samples" / "synthetic").glob("*.parquet"))
+    night1 = pl.read_parquet(files[0])
+    cd.run(str(files[0]), str(tmp_path / "n1"), index=index, batch="n1")
+    kept = night1["text"][0]
+    # In process: an indexed text is a duplicate of its batch's document; a new one is added once.
+    ix = cd.Index(index)
+    [a] = ix.check([kept])
+    assert a["duplicate"] and a["batch"] == "n1" and a["duplicate_of"] == night1["id"][0], a
+    new = "a page nobody indexed, about lighthouses and the keepers who lived in them"
+    first, second = ix.add(["x1", "x2"], [new, new])
+    assert first["added"] and not second["added"] and second["duplicate_of"] == "x1", (first, second)
+    assert ix.check([new], ids=["q"])[0]["duplicate_of"] == "x1"
+    assert ix.stats()["online_documents"] == 1
+    assert ix.remove("x1") and not ix.remove("x1-never")
+    # One user of an index's journal at a time: the server is refused while the Index is open.
+    busy = subprocess.run([BINARY, "serve", "--index", index, "--listen", "127.0.0.1:0"],
+                          capture_output=True, text=True, timeout=60)
+    assert busy.returncode == 1 and "another server" in busy.stderr, busy.stderr
+    del ix
+    # Over HTTP: the server sees what the Index retained (the journal), with its token.
+    (tmp_path / "token").write_text("tok\n")
+    server = subprocess.Popen([BINARY, "serve", "--index", index, "--listen", "127.0.0.1:0",
+                               "--token-file", str(tmp_path / "token")], stderr=subprocess.PIPE, text=True)
+    try:
+        url = server.stderr.readline().strip().rsplit(" on ", 1)[1]
+        client = cd.Client(url, token="tok")
+        assert client.check([new])[0]["duplicate"] is False  # x1 was removed
+        assert client.add(["x3"], [new])[0]["added"]
+        assert client.check([new])[0]["duplicate_of"] == "x3"
+        assert client.remove("x3") and not client.remove("no-such")
+        assert client.stats()["indexed_documents"] > 0
+        with pytest.raises(cd.ConfigError, match="401"):
+            cd.Client(url).stats()
+    finally:
+        server.terminate()
+        assert server.wait(timeout=60) == 0

@@ -49,8 +49,64 @@ pub(crate) struct ServeOptions {
 }
 
 struct Shared {
-    online: Online,
+    online: Index,
     token: Option<String>,
+}
+
+/// The server's decisions in this process, without HTTP (the Python package's `Index`): the
+/// same index, journal and lock as `serve`, so the two never write one index at once.
+pub struct Index {
+    online: Online,
+    _lock: crate::io::lock::Lock,
+}
+
+impl Index {
+    /// Opens the index directory `index` (local), taking its server lock and replaying its
+    /// journal.
+    pub fn open(index: &str) -> Result<Index> {
+        let dir = OutputDir::parse(index);
+        let lock = crate::io::lock::Lock::acquire(&dir.location(""), "SERVE_LOCK", |holder| {
+            Error::Index {
+                index: index.to_string(),
+                msg: format!("it is in use by another server ({holder}): send requests to that one, or stop it first"),
+            }
+        })?;
+        Ok(Index {
+            online: Online::open(dir)?,
+            _lock: lock,
+        })
+    }
+
+    fn requests(ids: Vec<Option<String>>, texts: Vec<String>) -> Vec<Request> {
+        ids.into_iter()
+            .zip(texts)
+            .map(|(id, text)| Request { id, text })
+            .collect()
+    }
+
+    /// Whether each text (with its optional id) is a near-duplicate of a retained document: the
+    /// answers as `/check` gives them, as JSON.
+    pub fn check(&self, ids: Vec<Option<String>>, texts: Vec<String>) -> Result<serde_json::Value> {
+        let answers = self.online.decide(&Self::requests(ids, texts), false)?;
+        Ok(serde_json::to_value(answers).unwrap_or_default())
+    }
+
+    /// `/add`: the same check, then each text that duplicates nothing is retained (durably).
+    pub fn add(&self, ids: Vec<String>, texts: Vec<String>) -> Result<serde_json::Value> {
+        let ids = ids.into_iter().map(Some).collect();
+        let answers = self.online.decide(&Self::requests(ids, texts), true)?;
+        Ok(serde_json::to_value(answers).unwrap_or_default())
+    }
+
+    /// Removes the retained document `id`; false when none has it.
+    pub fn remove(&self, id: &str) -> Result<bool> {
+        self.online.remove(id)
+    }
+
+    /// What `/stats` gives.
+    pub fn stats(&self) -> Result<serde_json::Value> {
+        self.online.stats()
+    }
 }
 
 /// An error answer: a status and `{"error": message}`.
@@ -132,7 +188,7 @@ async fn decide(shared: Arc<Shared>, headers: HeaderMap, body: Bytes, add: bool)
         authorise(&shared, &headers)?;
         let (docs, one) = parse(&body, add)?;
         let s = Arc::clone(&shared);
-        let answers = tokio::task::spawn_blocking(move || s.online.decide(&docs, add))
+        let answers = tokio::task::spawn_blocking(move || s.online.online.decide(&docs, add))
             .await
             .map_err(|e| Failure(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
             .map_err(internal)?;
@@ -237,14 +293,7 @@ pub(crate) fn serve(opts: &ServeOptions, ready: impl FnOnce(SocketAddr)) -> Resu
         }
         None => None,
     };
-    let index = OutputDir::parse(&opts.index);
-    let _lock = crate::io::lock::Lock::acquire(&index.location(""), "SERVE_LOCK", |holder| {
-        Error::Index {
-            index: opts.index.clone(),
-            msg: format!("it is in use by another server ({holder}): send requests to that one, or stop it first"),
-        }
-    })?;
-    let online = Online::open(index)?;
+    let online = Index::open(&opts.index)?;
     let shared = Arc::new(Shared { online, token });
     let app = Router::new()
         .route("/check", post(check))
