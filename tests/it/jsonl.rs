@@ -627,19 +627,23 @@ fn plain_files_are_counted_in_byte_ranges_by_tasks_not_by_the_plan() {
     let body = content.trim_start_matches('\u{feff}');
     let copies = (1 << 20) / body.len() + 1;
     std::fs::write(&broken, format!("{}{{\"text\": \n", body.repeat(copies))).unwrap();
-    let (work, out) = (dir.join("work"), dir.join("out"));
+    // `plan --tasks 3` of `input` into `work`: its JSON.
+    let plan = |input: &str, work: &Path, out: &Path| -> serde_json::Value {
+        let args = [
+            "plan", "--quiet", "--tasks", "3", "--input", input, "--output",
+        ];
+        let o = small(cd(args)).arg(out).arg("--work").arg(work).ok();
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let work = dir.join("work");
     let b = broken.display().to_string();
-    let plan = small(cd([
-        "plan", "--quiet", "--tasks", "3", "--input", &b, "--output",
-    ]))
-    .arg(&out)
-    .arg("--work")
-    .arg(&work)
-    .ok();
-    let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
-    assert!(plan["documents"].is_null(), "{plan}");
+    let planned = plan(&b, &work, &dir.join("out"));
+    assert!(planned["documents"].is_null(), "{planned}");
     assert_eq!(
-        (plan["stages"][0].as_str(), plan["tasks"]["lines"].as_u64()),
+        (
+            planned["stages"][0].as_str(),
+            planned["tasks"]["lines"].as_u64()
+        ),
         (Some("lines"), Some(3))
     );
     let err = small(run_cmd(&b, &dir.join("out-broken"), &[])).fails();
@@ -669,14 +673,7 @@ fn plain_files_are_counted_in_byte_ranges_by_tasks_not_by_the_plan() {
     // The task path, as Ray and Slurm drive it, and a lines task killed and run again: the
     // manifest of the run.
     let (work, out) = (dir.join("work2"), dir.join("tasks"));
-    let stages = small(cd([
-        "plan", "--quiet", "--tasks", "3", "--input", &glob, "--output",
-    ]))
-    .arg(&out)
-    .arg("--work")
-    .arg(&work)
-    .ok();
-    let counts: serde_json::Value = serde_json::from_slice(&stages.stdout).unwrap();
+    let counts = plan(&glob, &work, &out);
     task(&work, "lines", 1, 3).killed_at("lines:1");
     for stage in counts["stages"].as_array().unwrap() {
         let stage = stage.as_str().unwrap();
