@@ -1,6 +1,8 @@
 //! What the server retained, made durable before it answers: `INDEX/online/added.jsonl` (one
 //! `{"id", "text"}` object per line, in the order the adds were decided: JSON Lines a run reads
-//! as input) and `INDEX/online/removed.jsonl` (`{"id"}` per removed document). A line is
+//! as input), `INDEX/online/removed.jsonl` (`{"id"}` per removed document) and
+//! `INDEX/online/copies.jsonl` (the answer given to the first of each normalised text dropped
+//! online, which its later exact copies get too). A line is
 //! written whole and the file synced (`fdatasync`) before the request that made it is answered,
 //! so an acknowledged add survives a crash; a last line cut short by one was never acknowledged
 //! and is cut off when the journal is opened again.
@@ -17,6 +19,7 @@ use crate::error::{Error, Result};
 pub(crate) const DIR: &str = "online";
 const ADDED: &str = "added.jsonl";
 const REMOVED: &str = "removed.jsonl";
+const COPIES: &str = "copies.jsonl";
 
 /// One retained document as the journal holds it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -30,10 +33,30 @@ struct Removed {
     id: String,
 }
 
+/// The answer of a dropped text, by its exact-text hash (hex).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Copy {
+    pub hash: String,
+    pub batch: String,
+    pub of: String,
+    pub similarity: f32,
+}
+
+/// What a journal holds when it is opened.
+#[derive(Debug, Default)]
+pub(crate) struct Replayed {
+    pub adds: Vec<Added>,
+    pub removed: Vec<String>,
+    pub copies: Vec<Copy>,
+}
+
 /// The open journal.
 pub(crate) struct Journal {
     added: File,
     removed: File,
+    copies: File,
+    /// Whether `copies` was written since the last sync.
+    copied: bool,
     dir: PathBuf,
 }
 
@@ -83,18 +106,26 @@ fn replay<T: for<'a> Deserialize<'a>>(path: &Path) -> Result<(File, Vec<T>)> {
 
 impl Journal {
     /// Opens the journal of the index directory `index`, with what it holds: the retained
-    /// documents in order and the removed ids.
-    pub(crate) fn open(index: &Path) -> Result<(Journal, Vec<Added>, Vec<String>)> {
+    /// documents in order, the removed ids and the copies' answers.
+    pub(crate) fn open(index: &Path) -> Result<(Journal, Replayed)> {
         let dir = index.join(DIR);
         std::fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
         let (added, adds) = replay::<Added>(&dir.join(ADDED))?;
         let (removed, gone) = replay::<Removed>(&dir.join(REMOVED))?;
+        let (copies, answers) = replay::<Copy>(&dir.join(COPIES))?;
         let journal = Journal {
             added,
             removed,
+            copies,
+            copied: false,
             dir,
         };
-        Ok((journal, adds, gone.into_iter().map(|r| r.id).collect()))
+        let replayed = Replayed {
+            adds,
+            removed: gone.into_iter().map(|r| r.id).collect(),
+            copies: answers,
+        };
+        Ok((journal, replayed))
     }
 
     fn write(file: &mut File, path: PathBuf, item: &impl Serialize) -> Result<()> {
@@ -121,11 +152,23 @@ impl Journal {
             .map_err(|e| io_error(&self.dir.join(REMOVED), e))
     }
 
-    /// Makes every add so far durable.
+    /// Appends a copy's answer (durable once [`Self::sync`] returns).
+    pub(crate) fn copy(&mut self, item: &Copy) -> Result<()> {
+        self.copied = true;
+        Self::write(&mut self.copies, self.dir.join(COPIES), item)
+    }
+
+    /// Makes every add and copy's answer so far durable.
     pub(crate) fn sync(&mut self) -> Result<()> {
         self.added
             .sync_data()
-            .map_err(|e| io_error(&self.dir.join(ADDED), e))
+            .map_err(|e| io_error(&self.dir.join(ADDED), e))?;
+        if std::mem::take(&mut self.copied) {
+            self.copies
+                .sync_data()
+                .map_err(|e| io_error(&self.dir.join(COPIES), e))?;
+        }
+        Ok(())
     }
 }
 
@@ -138,11 +181,18 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("corpus-dedup-journal-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
+        let copy = Copy {
+            hash: format!("{:032x}", 7u128 << 70),
+            batch: "online".into(),
+            of: "b".into(),
+            similarity: 0.9,
+        };
         {
-            let (mut j, adds, gone) = Journal::open(&dir).unwrap();
-            assert!(adds.is_empty() && gone.is_empty());
+            let (mut j, r) = Journal::open(&dir).unwrap();
+            assert!(r.adds.is_empty() && r.removed.is_empty() && r.copies.is_empty());
             j.add("a", "first text").unwrap();
             j.add("b", "second \"quoted\"\ntext").unwrap();
+            j.copy(&copy).unwrap();
             j.sync().unwrap();
             j.remove("a").unwrap();
         }
@@ -151,16 +201,17 @@ mod tests {
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();
         f.write_all(b"{\"id\": \"c\", \"te").unwrap();
         drop(f);
-        let (mut j, adds, gone) = Journal::open(&dir).unwrap();
-        let ids: Vec<&str> = adds.iter().map(|a| a.id.as_str()).collect();
+        let (mut j, r) = Journal::open(&dir).unwrap();
+        let ids: Vec<&str> = r.adds.iter().map(|a| a.id.as_str()).collect();
         assert_eq!(ids, ["a", "b"]);
-        assert_eq!(adds[1].text, "second \"quoted\"\ntext");
-        assert_eq!(gone, ["a"]);
+        assert_eq!(r.adds[1].text, "second \"quoted\"\ntext");
+        assert_eq!(r.removed, ["a"]);
+        assert_eq!(r.copies, [copy]);
         assert_eq!(std::fs::read(&path).unwrap(), whole);
         j.add("c", "third").unwrap();
         j.sync().unwrap();
-        let (_, adds, _) = Journal::open(&dir).unwrap();
-        assert_eq!(adds.len(), 3);
+        let (_, r) = Journal::open(&dir).unwrap();
+        assert_eq!(r.adds.len(), 3);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

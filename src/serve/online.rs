@@ -10,7 +10,7 @@ use std::time::Instant;
 use ahash::{AHashMap, AHashSet};
 use polars::prelude::{NamedFrom, StringChunked};
 
-use super::journal::Journal;
+use super::journal::{Copy, Journal};
 use super::view::View;
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -224,6 +224,9 @@ struct Stats {
 
 const KEPT_LATENCIES: usize = 10_000;
 
+/// The batch name of documents added since the server started.
+const ONLINE: &str = "online";
+
 /// The server's state.
 pub(crate) struct Online {
     index: OutputDir,
@@ -256,18 +259,23 @@ impl Online {
                     .into(),
             })?;
         let mut view = View::open(&index)?;
-        let (journal, adds, gone) = Journal::open(&dir)?;
+        let (journal, replayed) = Journal::open(&dir)?;
         let cfg = view.plan.config.clone();
         let perms = Permutations::of(&cfg);
         let mut store = Store::default();
-        for chunk in adds.chunks(4096) {
+        for chunk in replayed.adds.chunks(4096) {
             let texts: Vec<&str> = chunk.iter().map(|a| a.text.as_str()).collect();
             let f = Features::of(&texts, &cfg, &perms);
             for (q, a) in chunk.iter().enumerate() {
                 store.insert(&cfg, a.id.clone(), &f, q);
             }
         }
-        let removed: AHashSet<String> = gone.into_iter().collect();
+        for c in replayed.copies {
+            if let Ok(hash) = u128::from_str_radix(&c.hash, 16) {
+                store.dropped.insert(hash, (c.batch, c.of, c.similarity));
+            }
+        }
+        let removed: AHashSet<String> = replayed.removed.into_iter().collect();
         for id in &removed {
             store.remove(id);
         }
@@ -314,7 +322,7 @@ impl Online {
         let online = |store: &Store, q: usize| {
             store
                 .find(cfg, &f, q)
-                .map(|(d, sim)| ("online".to_string(), store.ids[d as usize].clone(), sim))
+                .map(|(d, sim)| (ONLINE.to_string(), store.ids[d as usize].clone(), sim))
         };
         let mut out = Vec::with_capacity(docs.len());
         if add {
@@ -323,8 +331,18 @@ impl Online {
             for (q, m) in indexed.into_iter().enumerate() {
                 let copy = || store.dropped.get(&f.exact[q]).cloned();
                 let found = m.or_else(|| copy().or_else(|| online(store, q)));
-                if let Some(d) = found.as_ref().filter(|_| f.exact[q] != 0) {
-                    store.dropped.entry(f.exact[q]).or_insert_with(|| d.clone());
+                let hash = f.exact[q];
+                // Online answers only: a copy of an indexed text finds the same match in the index.
+                if let Some(d) = found.as_ref().filter(|d| hash != 0 && d.0 == ONLINE) {
+                    if !store.dropped.contains_key(&hash) {
+                        store.dropped.insert(hash, d.clone());
+                        journal.copy(&Copy {
+                            hash: format!("{hash:032x}"),
+                            batch: d.0.clone(),
+                            of: d.1.clone(),
+                            similarity: d.2,
+                        })?;
+                    }
                 }
                 let mut a = answer(q, found);
                 if !a.duplicate {
