@@ -306,11 +306,24 @@ impl Online {
     pub(crate) fn decide(&self, docs: &[Request], add: bool) -> Result<Vec<Answer>> {
         let start = Instant::now();
         self.refresh()?;
-        let view = self.view.read().map_err(poisoned)?;
-        let cfg = &view.plan.config;
+        let mut view = self.view.read().map_err(poisoned)?;
         let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
-        let f = Features::of(&texts, cfg, &self.perms);
-        let indexed = view.search(&f, f.exact.clone())?;
+        let f = Features::of(&texts, &view.plan.config, &self.perms);
+        let indexed = match view.search(&f, f.exact.clone()) {
+            Ok(m) => m,
+            // A nightly run committed meanwhile and deleted files of a batch that left its
+            // window: once more over its new head (the settings never change).
+            Err(e) => {
+                drop(view);
+                if !self.view.read().map_err(poisoned)?.stale(&self.index) {
+                    return Err(e);
+                }
+                self.refresh()?;
+                view = self.view.read().map_err(poisoned)?;
+                view.search(&f, f.exact.clone())?
+            }
+        };
+        let cfg = &view.plan.config;
         let answer = |q: usize, found: Option<(String, String, f32)>| Answer {
             id: docs[q].id.clone(),
             duplicate: found.is_some(),
