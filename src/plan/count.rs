@@ -186,31 +186,49 @@ impl Plan {
         if self.counted() {
             return Ok(());
         }
-        if let Some(bytes) = work.read(COUNTS)? {
-            let counts: Vec<FileCount> =
-                serde_json::from_slice(&bytes).map_err(|source| Error::WorkFile {
-                    path: work.location(COUNTS),
-                    source: crate::error::FileError::Parse {
-                        what: "the counted documents",
-                        source,
-                    },
-                })?;
-            return self.settle(&counts);
-        }
-        let mut counts = Vec::new();
-        // The `counted` field of each task's counters (`SignatureStats`).
-        for report in super::require_stage(work, self, Stage::Signatures)? {
-            let counted = report.stats.get("counted").cloned().unwrap_or_default();
-            let of_task: Vec<FileCount> = match counted.is_null() {
-                true => Vec::new(),
-                false => serde_json::from_value(counted)
-                    .map_err(|e| Error::Internal(format!("a signatures marker's counts: {e}")))?,
-            };
-            counts.extend(of_task);
-        }
-        self.settle(&counts)?;
-        work.write_bytes(COUNTS, serde_json::to_vec(&counts).unwrap_or_default())
+        gather_and_settle(
+            self,
+            work,
+            (
+                Stage::Signatures,
+                "counted",
+                COUNTS,
+                "the counted documents",
+            ),
+            Plan::settle,
+        )
     }
+}
+
+/// Settles `plan` with the lists the markers of `stage` hold under `field` (`(stage, field,
+/// cache, what)`; a null field is an empty list). The lists are gathered from every marker once
+/// and, once settled, kept in the work file `cache` for the other tasks (written whole, the
+/// same bytes by whichever task writes them); `what` names them in a parse error.
+pub(super) fn gather_and_settle<T: Serialize + serde::de::DeserializeOwned>(
+    plan: &mut Plan,
+    work: &OutputDir,
+    (stage, field, cache, what): (Stage, &str, &str, &'static str),
+    settle: impl FnOnce(&mut Plan, &[T]) -> Result<()>,
+) -> Result<()> {
+    if let Some(bytes) = work.read(cache)? {
+        let items: Vec<T> = serde_json::from_slice(&bytes).map_err(|source| Error::WorkFile {
+            path: work.location(cache),
+            source: crate::error::FileError::Parse { what, source },
+        })?;
+        return settle(plan, &items);
+    }
+    let mut items = Vec::new();
+    for report in super::require_stage(work, plan, stage)? {
+        let listed = report.stats.get(field).cloned().unwrap_or_default();
+        let of_task: Vec<T> = match listed.is_null() {
+            true => Vec::new(),
+            false => serde_json::from_value(listed)
+                .map_err(|e| Error::Internal(format!("a {} marker's counts: {e}", stage.name())))?,
+        };
+        items.extend(of_task);
+    }
+    settle(plan, &items)?;
+    work.write_bytes(cache, serde_json::to_vec(&items).unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -126,28 +126,12 @@ impl Plan {
         {
             return Ok(());
         }
-        let counts: Vec<RangeCount> = match work.read(LINE_COUNTS)? {
-            Some(bytes) => serde_json::from_slice(&bytes).map_err(|source| Error::WorkFile {
-                path: work.location(LINE_COUNTS),
-                source: crate::error::FileError::Parse {
-                    what: "the counted lines",
-                    source,
-                },
-            })?,
-            None => {
-                let mut counts = Vec::new();
-                for report in super::require_stage(work, self, Stage::Lines)? {
-                    let ranges = report.stats.get("ranges").cloned().unwrap_or_default();
-                    let of_task: Vec<RangeCount> = serde_json::from_value(ranges)
-                        .map_err(|e| Error::Internal(format!("a lines marker's counts: {e}")))?;
-                    counts.extend(of_task);
-                }
-                let bytes = serde_json::to_vec(&counts).unwrap_or_default();
-                work.write_bytes(LINE_COUNTS, bytes)?;
-                counts
-            }
-        };
-        self.settle_lines(&counts)
+        super::count::gather_and_settle(
+            self,
+            work,
+            (Stage::Lines, "ranges", LINE_COUNTS, "the counted lines"),
+            Plan::settle_lines,
+        )
     }
 }
 

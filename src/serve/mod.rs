@@ -183,15 +183,24 @@ fn internal(e: Error) -> Failure {
     Failure(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
 }
 
+/// Runs `work` on a blocking thread: decisions are CPU and disk work, kept off the threads that
+/// serve connections.
+async fn blocking<T: Send + 'static>(
+    shared: &Arc<Shared>,
+    work: impl FnOnce(&Shared) -> Result<T> + Send + 'static,
+) -> std::result::Result<T, Failure> {
+    let s = Arc::clone(shared);
+    tokio::task::spawn_blocking(move || work(&s))
+        .await
+        .map_err(|e| Failure(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(internal)
+}
+
 async fn decide(shared: Arc<Shared>, headers: HeaderMap, body: Bytes, add: bool) -> Response {
     let answer = async {
         authorise(&shared, &headers)?;
         let (docs, one) = parse(&body, add)?;
-        let s = Arc::clone(&shared);
-        let answers = tokio::task::spawn_blocking(move || s.online.online.decide(&docs, add))
-            .await
-            .map_err(|e| Failure(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-            .map_err(internal)?;
+        let answers = blocking(&shared, move |s| s.online.online.decide(&docs, add)).await?;
         Ok::<_, Failure>(match one {
             true => Json(serde_json::to_value(&answers[0]).unwrap_or_default()),
             false => Json(serde_json::to_value(&answers).unwrap_or_default()),
@@ -215,12 +224,8 @@ async fn remove(
 ) -> Response {
     let answer = async {
         authorise(&shared, &headers)?;
-        let s = Arc::clone(&shared);
         let what = id.clone();
-        let found = tokio::task::spawn_blocking(move || s.online.remove(&what))
-            .await
-            .map_err(|e| Failure(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-            .map_err(internal)?;
+        let found = blocking(&shared, move |s| s.online.remove(&what)).await?;
         match found {
             true => Ok(Json(serde_json::json!({ "id": id, "removed": true }))),
             false => Err(Failure(

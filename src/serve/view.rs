@@ -11,7 +11,7 @@ use crate::index::batch::BatchReader;
 use crate::index::{read_head, BatchEntry, HEAD};
 use crate::io::output::OutputDir;
 use crate::plan::Plan;
-use crate::stages::lookup::{self, Live, Match, Probes, Queries};
+use crate::stages::lookup::{self, Live, Probes, Queries};
 
 /// One head of the index, opened.
 pub(crate) struct View {
@@ -108,24 +108,14 @@ impl View {
         let (best, _, _) = lookup::search(&self.plan, &self.readers, &probes, &self.live, queries)?;
         let mut out = vec![None; n];
         for (bi, r) in self.readers.iter().enumerate() {
-            let of_batch = |m: &&Match| m.0 == bi as u32;
-            let mut xs: Vec<u32> = best
-                .iter()
-                .flatten()
-                .filter(of_batch)
-                .map(|m| m.1)
-                .collect();
+            let (xs, matched) = lookup::matched_in(&best, bi);
             if xs.is_empty() {
                 continue;
             }
-            xs.sort_unstable();
-            xs.dedup();
             let ids = r.ids(&xs)?;
-            for (q, m) in best.iter().enumerate() {
-                if let Some(m) = m.filter(|m| m.0 == bi as u32) {
-                    let id = ids.get(&m.1).cloned().unwrap_or_default();
-                    out[q] = Some((self.compare[bi].name.clone(), id, m.2));
-                }
+            for (q, m) in matched {
+                let id = ids.get(&m.1).cloned().unwrap_or_default();
+                out[q] = Some((self.compare[bi].name.clone(), id, m.2));
             }
         }
         Ok(out)

@@ -652,17 +652,10 @@ fn plain_files_are_counted_in_byte_ranges_by_tasks_not_by_the_plan() {
 
     // A file changed between the plan and its lines task is refused, naming it.
     std::fs::write(&broken, &content).unwrap();
-    let task = |work: &Path, stage: &str, t: usize, n: usize| {
-        small(cd([
-            "task",
-            stage,
-            "--task",
-            &t.to_string(),
-            "--tasks",
-            &n.to_string(),
-        ]))
-        .arg("--work")
-        .arg(work)
+    let task = |work: &Path, stage: &str, t: u64, n: u64| {
+        small(crate::tasks::task_cmd(stage, t, n))
+            .arg("--work")
+            .arg(work)
     };
     let err = task(&work, "lines", 0, 3).fails();
     assert!(
@@ -675,12 +668,8 @@ fn plain_files_are_counted_in_byte_ranges_by_tasks_not_by_the_plan() {
     let (work, out) = (dir.join("work2"), dir.join("tasks"));
     let counts = plan(&glob, &work, &out);
     task(&work, "lines", 1, 3).killed_at("lines:1");
-    for stage in counts["stages"].as_array().unwrap() {
-        let stage = stage.as_str().unwrap();
-        let n = counts["tasks"][stage].as_u64().unwrap() as usize;
-        for t in (0..n).rev() {
-            task(&work, stage, t, n).ok();
-        }
-    }
+    crate::tasks::every_task(&counts, |stage, t, n| {
+        task(&work, stage, t, n).ok();
+    });
     assert_eq!(manifest_bytes(&whole), manifest_bytes(&out));
 }

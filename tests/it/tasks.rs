@@ -101,24 +101,38 @@ pub(crate) fn by_hand(glob: &str, work: &Path, out: &Path, method: &[&str]) -> V
         .map(|s| s.as_str().unwrap().to_string())
         .collect();
     assert_eq!(counts["tasks"]["signatures"], 3);
-    for stage in &stages {
-        let n = counts["tasks"][stage].as_u64().unwrap();
-        for t in (0..n).rev() {
-            cd([
-                "task",
-                stage,
-                "--task",
-                &t.to_string(),
-                "--tasks",
-                &n.to_string(),
-            ])
+    every_task(&counts, |stage, t, n| {
+        task_cmd(stage, t, n)
             .arg("--work")
             .arg(work)
             .args(["--threads", "1"])
             .ok();
+    });
+    stages
+}
+
+/// Runs `run(stage, task, tasks)` for every task of every stage a `plan` printed (`counts`),
+/// stage by stage, the tasks of a stage in reverse order (they are independent).
+pub(crate) fn every_task(counts: &serde_json::Value, mut run: impl FnMut(&str, u64, u64)) {
+    for stage in counts["stages"].as_array().unwrap() {
+        let stage = stage.as_str().unwrap();
+        let n = counts["tasks"][stage].as_u64().unwrap();
+        for t in (0..n).rev() {
+            run(stage, t, n);
         }
     }
-    stages
+}
+
+/// `corpus-dedup task STAGE --task T --tasks N`.
+pub(crate) fn task_cmd(stage: &str, t: u64, n: u64) -> Cmd {
+    cd([
+        "task",
+        stage,
+        "--task",
+        &t.to_string(),
+        "--tasks",
+        &n.to_string(),
+    ])
 }
 
 #[test]

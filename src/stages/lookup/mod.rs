@@ -107,6 +107,18 @@ impl Queries for PartQueries<'_> {
 /// A matched document: its global index, its match, the indexed document's id and record.
 type MatchRow = (u32, Match, String, Vec<u8>);
 
+/// The documents of batch `bi` that some query's match names (sorted, unique), and those
+/// queries with their matches.
+pub(crate) fn matched_in(best: &[Option<Match>], bi: usize) -> (Vec<u32>, Vec<(usize, Match)>) {
+    let of_batch: Vec<(usize, Match)> = (best.iter().enumerate())
+        .filter_map(|(q, m)| Some((q, m.filter(|m| m.0 == bi as u32)?)))
+        .collect();
+    let mut xs: Vec<u32> = of_batch.iter().map(|(_, m)| m.1).collect();
+    xs.sort_unstable();
+    xs.dedup();
+    (xs, of_batch)
+}
+
 /// Ids and records of the matched documents, read batch by batch; rows in document order.
 fn matched_rows(
     readers: &[std::sync::Arc<BatchReader>],
@@ -115,23 +127,13 @@ fn matched_rows(
 ) -> Result<Vec<MatchRow>> {
     let mut rows: Vec<MatchRow> = Vec::new();
     for (bi, r) in readers.iter().enumerate() {
-        let mut xs: Vec<u32> = best
-            .iter()
-            .flatten()
-            .filter(|m| m.0 == bi as u32)
-            .map(|m| m.1)
-            .collect();
-        xs.sort_unstable();
-        xs.dedup();
+        let (xs, matched) = matched_in(best, bi);
         if xs.is_empty() {
             continue;
         }
         let ids = r.ids(&xs)?;
         let recs = r.records(&xs)?;
-        for (q, m) in best.iter().enumerate() {
-            let Some(m) = m.filter(|m| m.0 == bi as u32) else {
-                continue;
-            };
+        for (q, m) in matched {
             let id = ids.get(&m.1).cloned().unwrap_or_default();
             let rec = recs.get(&m.1).cloned().unwrap_or_default();
             rows.push((crate::plan::doc32(first + q as u64), m, id, rec));
