@@ -172,7 +172,10 @@ pub(crate) fn apply(opts: &ApplyOptions) -> Result<ApplyReport> {
                 size_column: size_column.as_ref(),
                 spans: spans.as_ref(),
                 audited: &audited,
-                text_column: &m.config.text_column,
+                text_column: match crate::index::fold::is_fold_file(&src.file) {
+                    true => "text",
+                    false => &m.config.text_column,
+                },
             };
             let tag = shard.tag(&settings);
             let existing = |dir: &OutputDir| match format {

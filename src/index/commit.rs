@@ -76,6 +76,8 @@ pub(crate) fn commit(
             compared: ip.compare.clone(),
             frequencies: frequencies_name,
             rerun: true,
+            folded: ip.fold.clone(),
+            folded_through: super::fold::last_number(&ip.fold, ip.folded_through),
         };
         let text = serde_json::to_vec_pretty(&new_head).unwrap_or_default();
         crate::hooks::crash_at("index-commit");
@@ -91,6 +93,10 @@ pub(crate) fn commit(
                 index.child(b.files()).remove_all()?;
             }
         }
+    }
+    // The server's journal files folded in by an earlier batch.
+    if let Some(dir) = index.local_dir() {
+        super::fold::forget(dir, new_head.folded_through, &new_head.folded)?;
     }
     // Then the lingering batches that shrank (also on a rerun after a crash: it finishes them).
     let start = std::time::Instant::now();

@@ -88,6 +88,17 @@ pub(crate) struct Head {
     /// compared with is not known any more, so it cannot be rerun exactly (a new batch can run).
     #[serde(default = "yes", skip_serializing_if = "Clone::clone")]
     pub rerun: bool,
+    /// The server's sealed journal files the newest batch folded in ([`super::fold`]), kept for
+    /// its rerun.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub folded: Vec<String>,
+    /// The highest fold number any batch folded in (0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub folded_through: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn yes() -> bool {

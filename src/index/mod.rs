@@ -8,6 +8,7 @@
 //!                            newest batch was compared with, generation
 //! LOCK                       who is using the index (pid, host, start time)
 //! frequencies.bin            SimHash: the over-frequent feature filter of the first batch, reused
+//! online/                    what `serve` retained, sealed into the next batch ([`fold`])
 //! batches/NAME-HASH/         one batch ([`batch`]): band keys, exact-text hashes, records, ids,
 //!                            the documents of earlier batches it renewed ([`renew`]), where
 //!                            its documents came from ([`origins`]), copies across nights
@@ -39,6 +40,7 @@ pub(crate) mod compact;
 pub(crate) mod copies;
 pub(crate) mod export;
 pub(crate) mod filter;
+pub(crate) mod fold;
 mod head;
 pub(crate) mod inspect;
 pub(crate) mod labels;

@@ -27,6 +27,20 @@ pub(crate) struct IndexPlan {
     /// SimHash: the index's feature filter, used instead of sampling tonight.
     pub frequencies: Option<String>,
     pub settings: BTreeMap<String, serde_json::Value>,
+    /// The server's sealed journal files tonight's batch folds in, read before the input
+    /// ([`super::fold`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fold: Vec<String>,
+    /// The highest fold number the index had folded when planned.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub folded_through: u64,
+    /// The ids `serve` removed when planned: tonight matches none of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl IndexPlan {
@@ -174,6 +188,24 @@ pub(crate) fn plan(cfg: &Config) -> Result<Option<IndexPlan>> {
             (compare, h.generation, h.frequencies.clone())
         }
     };
+    let through = head.as_ref().map_or(0, |h| h.folded_through);
+    let fold = match (&head, index.local_dir()) {
+        // A rerun folds what its first run folded; those files are kept until the next batch.
+        (Some(h), _) if h.batches.last().is_some_and(|b| &b.name == batch) => {
+            if let Some(gone) = h.folded.iter().find(|f| !std::path::Path::new(f).exists()) {
+                return Err(err(format!(
+                    "batch '{batch}' folded in the server's journal file {gone}, which is gone, so it cannot be rerun exactly. Run the night under a new name that sorts after '{batch}'"
+                )));
+            }
+            h.folded.clone()
+        }
+        (_, Some(dir)) => super::fold::seal(dir, through)?,
+        (_, None) => Vec::new(),
+    };
+    let removed = match index.local_dir() {
+        Some(dir) => super::fold::removed_ids(dir)?,
+        None => Vec::new(),
+    };
     Ok(Some(IndexPlan {
         location: location.clone(),
         batch: batch.clone(),
@@ -183,5 +215,8 @@ pub(crate) fn plan(cfg: &Config) -> Result<Option<IndexPlan>> {
         generation,
         frequencies,
         settings: ours,
+        fold,
+        folded_through: through,
+        removed,
     }))
 }

@@ -138,7 +138,12 @@ impl Plan {
         bucket_ranges: Option<usize>,
         index: Option<crate::index::IndexPlan>,
     ) -> Result<Plan> {
-        let names = input::expand_inputs(&cfg.input)?;
+        // What `serve` retained since the last batch comes first: it was seen before tonight.
+        let folded = index.as_ref().map(|ip| ip.fold.clone()).unwrap_or_default();
+        let names: Vec<String> = folded
+            .into_iter()
+            .chain(input::expand_inputs(&cfg.input)?)
+            .collect();
         let reference = match &cfg.reference {
             Some(r) => crate::reference::list(r)?,
             None => Vec::new(),

@@ -10,7 +10,7 @@ use std::time::Instant;
 use ahash::{AHashMap, AHashSet};
 use polars::prelude::{NamedFrom, StringChunked};
 
-use super::journal::{Copy, Journal};
+use super::journal::{Copy, Journal, UNSEALED};
 use super::view::View;
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -110,6 +110,8 @@ struct Store {
     shingles: Vec<u32>,
     sets: Vec<Vec<u32>>,
     removed: Vec<bool>,
+    /// The fold file each document's add is in ([`UNSEALED`]: the adds file).
+    fold: Vec<u64>,
     /// Per band: band key -> documents, in order.
     tables: Vec<AHashMap<u64, Vec<u32>>>,
     exact: AHashMap<u128, u32>,
@@ -168,27 +170,66 @@ impl Store {
         best.map(|(d, sim)| (d, sim as f32))
     }
 
-    fn insert(&mut self, cfg: &Config, id: String, f: &Features, q: usize) {
+    fn insert(&mut self, cfg: &Config, id: String, f: &Features, q: usize, fold: u64) {
+        let one = (f.sig(q), f.sigs.shingles[q], f.sets[q].clone(), f.exact[q]);
+        self.push(cfg, id, one, fold);
+    }
+
+    /// Retains a document: its signature, shingle count, set and exact-text hash.
+    fn push(&mut self, cfg: &Config, id: String, doc: (&[u32], u32, Vec<u32>, u128), fold: u64) {
+        let (sig, shingles, set, exact) = doc;
         let d = self.ids.len() as u32;
         if self.tables.is_empty() {
             self.tables = vec![AHashMap::new(); cfg.bands];
         }
-        if f.sigs.shingles[q] > 0 {
+        if shingles > 0 {
             let mut keys = vec![0u64; cfg.bands];
-            crate::lsh::band_keys(f.sig(q), cfg.rows, &mut keys);
+            crate::lsh::band_keys(sig, cfg.rows, &mut keys);
             for (key, table) in keys.into_iter().zip(&mut self.tables) {
                 table.entry(key).or_default().push(d);
             }
         }
-        if f.exact[q] != 0 {
-            self.exact.entry(f.exact[q]).or_insert(d);
+        if exact != 0 {
+            self.exact.entry(exact).or_insert(d);
         }
-        self.sigs.extend_from_slice(f.sig(q));
-        self.shingles.push(f.sigs.shingles[q]);
-        self.sets.push(f.sets[q].clone());
+        self.sigs.extend_from_slice(sig);
+        self.shingles.push(shingles);
+        self.sets.push(set);
         self.removed.push(false);
+        self.fold.push(fold);
         self.by_id.insert(id.clone(), d);
         self.ids.push(id);
+    }
+
+    /// The adds file's documents are in fold file `n` now (a nightly run sealed it).
+    fn sealed(&mut self, n: u64) {
+        for f in self.fold.iter_mut().filter(|f| **f == UNSEALED) {
+            *f = n;
+        }
+    }
+
+    /// Without the documents a batch folded in (fold numbers up to `through`: the index answers
+    /// for them now) and the removed ones; answers naming a document it lets go are forgotten.
+    fn without_folded(&mut self, cfg: &Config, through: u64) {
+        if self.fold.iter().all(|&f| f > through) {
+            return;
+        }
+        let old = std::mem::take(self);
+        let k = cfg.num_perm;
+        let hashes: AHashMap<u32, u128> = old.exact.iter().map(|(&h, &d)| (d, h)).collect();
+        for (d, id) in old.ids.iter().enumerate() {
+            if old.fold[d] <= through || old.removed[d] {
+                continue;
+            }
+            let exact = hashes.get(&(d as u32)).copied().unwrap_or(0);
+            let sig = old.sig(d as u32, k);
+            let doc = (sig, old.shingles[d], old.sets[d].clone(), exact);
+            self.push(cfg, id.clone(), doc, old.fold[d]);
+        }
+        self.dropped = old.dropped;
+        let by_id = &self.by_id;
+        self.dropped
+            .retain(|_, (_, keeper, _)| by_id.contains_key(keeper));
     }
 
     /// Removes the live document `id` (added here or indexed: answers naming it are forgotten);
@@ -259,15 +300,15 @@ impl Online {
                     .into(),
             })?;
         let mut view = View::open(&index)?;
-        let (journal, replayed) = Journal::open(&dir)?;
+        let (journal, replayed) = Journal::open(&dir, view.folded_through)?;
         let cfg = view.plan.config.clone();
         let perms = Permutations::of(&cfg);
         let mut store = Store::default();
         for chunk in replayed.adds.chunks(4096) {
-            let texts: Vec<&str> = chunk.iter().map(|a| a.text.as_str()).collect();
+            let texts: Vec<&str> = chunk.iter().map(|a| a.1.text.as_str()).collect();
             let f = Features::of(&texts, &cfg, &perms);
-            for (q, a) in chunk.iter().enumerate() {
-                store.insert(&cfg, a.id.clone(), &f, q);
+            for (q, (fold, a)) in chunk.iter().enumerate() {
+                store.insert(&cfg, a.id.clone(), &f, q, *fold);
             }
         }
         for c in replayed.copies {
@@ -291,14 +332,22 @@ impl Online {
         })
     }
 
-    /// Reopens the index's head when a nightly run committed a new one.
+    /// Reopens the index's head when a nightly run committed a new one, and lets go of the
+    /// documents its batch folded in.
     fn refresh(&self) -> Result<()> {
         if !self.view.read().map_err(poisoned)?.stale(&self.index) {
             return Ok(());
         }
         let mut view = View::open(&self.index)?;
         view.remove_ids(&self.removed.lock().map_err(poisoned)?.clone())?;
-        *self.view.write().map_err(poisoned)? = view;
+        let mut slot = self.view.write().map_err(poisoned)?;
+        let mut guard = self.store.write().map_err(poisoned)?;
+        let (store, journal) = &mut *guard;
+        if let Some(n) = journal.sealed_since()? {
+            store.sealed(n);
+        }
+        store.without_folded(&view.plan.config, view.folded_through);
+        *slot = view;
         Ok(())
     }
 
@@ -341,32 +390,41 @@ impl Online {
         if add {
             let mut guard = self.store.write().map_err(poisoned)?;
             let (store, journal) = &mut *guard;
-            for (q, m) in indexed.into_iter().enumerate() {
-                let copy = || store.dropped.get(&f.exact[q]).cloned();
-                let found = m.or_else(|| copy().or_else(|| online(store, q)));
-                let hash = f.exact[q];
-                // Online answers only: a copy of an indexed text finds the same match in the index.
-                if let Some(d) = found.as_ref().filter(|d| hash != 0 && d.0 == ONLINE) {
-                    if !store.dropped.contains_key(&hash) {
-                        store.dropped.insert(hash, d.clone());
-                        journal.copy(&Copy {
-                            hash: format!("{hash:032x}"),
-                            batch: d.0.clone(),
-                            of: d.1.clone(),
-                            similarity: d.2,
-                        })?;
-                    }
-                }
-                let mut a = answer(q, found);
-                if !a.duplicate {
-                    let id = docs[q].id.clone().unwrap_or_default();
-                    journal.add(&id, &docs[q].text)?;
-                    store.insert(cfg, id, &f, q);
-                    a.added = true;
-                }
-                out.push(a);
+            if let Some(n) = journal.lock()? {
+                store.sealed(n);
             }
-            journal.sync()?;
+            // The journal lock is released whatever happens (a nightly seal waits on it).
+            let written = || -> Result<()> {
+                for (q, m) in indexed.into_iter().enumerate() {
+                    let copy = || store.dropped.get(&f.exact[q]).cloned();
+                    let found = m.or_else(|| copy().or_else(|| online(store, q)));
+                    let hash = f.exact[q];
+                    // Online answers only: a copy of an indexed text finds its match in the index.
+                    if let Some(d) = found.as_ref().filter(|d| hash != 0 && d.0 == ONLINE) {
+                        if !store.dropped.contains_key(&hash) {
+                            store.dropped.insert(hash, d.clone());
+                            journal.copy(&Copy {
+                                hash: format!("{hash:032x}"),
+                                batch: d.0.clone(),
+                                of: d.1.clone(),
+                                similarity: d.2,
+                            })?;
+                        }
+                    }
+                    let mut a = answer(q, found);
+                    if !a.duplicate {
+                        let id = docs[q].id.clone().unwrap_or_default();
+                        journal.add(&id, &docs[q].text)?;
+                        store.insert(cfg, id, &f, q, UNSEALED);
+                        a.added = true;
+                    }
+                    out.push(a);
+                }
+                journal.sync()
+            };
+            let written = written();
+            journal.unlock();
+            written?;
         } else {
             let guard = self.store.read().map_err(poisoned)?;
             let store = &guard.0;
@@ -414,6 +472,7 @@ impl Online {
 
     /// `/stats`: documents retained, requests since the start, latency percentiles (ms).
     pub(crate) fn stats(&self) -> Result<serde_json::Value> {
+        self.refresh()?;
         let view = self.view.read().map_err(poisoned)?;
         let online = self.store.read().map_err(poisoned)?.0.live();
         let stats = self.stats.lock().map_err(poisoned)?;

@@ -21,6 +21,8 @@ pub(crate) struct View {
     /// A run's plan with the index's settings (no input): what the lookup code reads them from.
     pub plan: Plan,
     pub compare: Vec<BatchEntry>,
+    /// The highest number of the server's fold files its batches hold.
+    pub folded_through: u64,
     readers: Vec<Arc<BatchReader>>,
     live: Live,
 }
@@ -86,6 +88,7 @@ impl View {
             stamp,
             plan,
             compare,
+            folded_through: head.folded_through,
             readers,
             live,
         })
@@ -154,26 +157,9 @@ pub(crate) fn config_of(
 }
 
 impl View {
-    /// Removes the indexed documents with one of `ids` from every later match (their batches'
-    /// ids read through: removal is rare); returns how many it found.
+    /// Removes the indexed documents with one of `ids` from every later match; returns how many
+    /// it found.
     pub(crate) fn remove_ids(&mut self, ids: &ahash::AHashSet<String>) -> Result<u64> {
-        if ids.is_empty() {
-            return Ok(0);
-        }
-        let mut found = 0;
-        self.live.removed.resize(self.readers.len(), Vec::new());
-        for (bi, r) in self.readers.iter().enumerate() {
-            let docs = r.in_files();
-            let mut gone: Vec<u32> = (r.ids(&docs)?.into_iter())
-                .filter(|(_, id)| ids.contains(id))
-                .map(|(x, _)| x)
-                .collect();
-            found += gone.len() as u64;
-            let removed = &mut self.live.removed[bi];
-            removed.append(&mut gone);
-            removed.sort_unstable();
-            removed.dedup();
-        }
-        Ok(found)
+        self.live.remove_ids(&self.readers, ids)
     }
 }

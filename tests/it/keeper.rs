@@ -68,7 +68,7 @@ fn a_chain_of_edits_keeps_its_ends() {
 /// 400 near copies of one 300-word page, each with 1-5 of its words replaced: copies with
 /// few edits are near-duplicates of each other, those with many are not, so a bucket holds
 /// several kept documents.
-fn near_copies() -> Vec<String> {
+pub(crate) fn near_copies() -> Vec<String> {
     let mut rng = Rng::new(11);
     let base = words(&mut rng, 300);
     (0..400)

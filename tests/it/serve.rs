@@ -1,6 +1,7 @@
 //! `corpus-dedup serve` driven over HTTP by a real client: the nightly run's decisions one text at
 //! a time, concurrent adds, kill -9 after an acknowledgement, removals, a nightly run while it
-//! serves, bad requests, the token and unsafe starts.
+//! serves, its adds folded into the next nightly batch, bad requests, the token and unsafe
+//! starts.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -213,6 +214,147 @@ fn serve_decides_as_the_nightly_run_and_keeps_what_it_acknowledged() {
     unsafe_term(&server.child);
     let status = server.child.wait().unwrap();
     assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn online_adds_are_folded_into_the_next_nightly_batch() {
+    let dir = temp_dir("serve-fold");
+    let (_, docs) = three_shards(&dir.join("gen"));
+    let index = dir.join("index");
+    let ix = index.display().to_string();
+    let night = |input: &str, out: &str, batch: &str| {
+        run_ok(input, &dir.join(out), &["--index", &ix, "--batch", batch]);
+        decisions(&dir.join(out))
+    };
+    night(
+        &dir.join("gen/a-en.parquet").display().to_string(),
+        "n1",
+        "n1",
+    );
+    let server = start(&index, &[]);
+    let mut retained = Vec::new();
+    for d in docs.iter().filter(|d| d.id.starts_with("mx")) {
+        let a = server.post("/add", serde_json::json!({"id": d.id, "text": d.text}));
+        if a["added"] == true {
+            retained.push(d);
+        }
+    }
+    assert!(retained.len() > 20, "{}", retained.len());
+
+    // Night 2, while the server runs: the adds come first in its manifest, all kept, and
+    // tonight's copies of them are dropped against them.
+    let copies: Vec<String> = retained.iter().take(5).map(|d| d.text.clone()).collect();
+    let input = text_shard(&dir.join("n2in"), &copies);
+    let n2 = night(&input, "n2", "n2");
+    let (folded, tonight) = n2.split_at(retained.len());
+    let expected: Vec<(&str, bool)> = retained.iter().map(|d| (d.id.as_str(), true)).collect();
+    let got: Vec<(&str, bool)> = folded.iter().map(|r| (r.0.as_str(), r.1)).collect();
+    assert_eq!(got, expected);
+    assert_eq!(tonight.len(), 5);
+    for (r, d) in tonight.iter().zip(&retained) {
+        assert_eq!((r.1, r.2.as_deref()), (false, Some(d.id.as_str())), "{r:?}");
+    }
+    let fold1 = index.join("online/fold-000001.jsonl");
+    let files = read_df(&dir.join("n2/manifest.parquet"));
+    assert_eq!(str_column(&files, "file")[0], fold1.display().to_string());
+
+    // The server lets go of them: the index answers for them now, under night 2's name.
+    assert_eq!(server.post_stats()["online_documents"], 0);
+    let a = server.post("/check", serde_json::json!({"text": retained[7].text}));
+    let found = (a["batch"].as_str(), a["duplicate_of"].as_str());
+    assert_eq!(found, (Some("n2"), Some(retained[7].id.as_str())), "{a}");
+    // A rerun of night 2 folds in the same file: the same manifest.
+    night(&input, "n2-again", "n2");
+    let manifest = |out: &str| std::fs::read(dir.join(out).join("manifest.parquet")).unwrap();
+    assert_eq!(manifest("n2"), manifest("n2-again"));
+    // A restart replays nothing folded.
+    drop(server);
+    let server = start(&index, &[]);
+    assert_eq!(server.post_stats()["online_documents"], 0);
+
+    // One more add and a removal of an indexed document: night 3 folds the add in and, as the
+    // server does, matches the removed document no more.
+    let late =
+        "an online page about lighthouse keepers who trimmed their lamps every night at dusk";
+    let a = server.post("/add", serde_json::json!({"id": "late", "text": late}));
+    assert_eq!(a["added"], true, "{a}");
+    let en0 = &docs[0];
+    let (status, _) = server.call("DELETE", &format!("/documents/{}", en0.id), b"", None);
+    assert_eq!(status, 200);
+    let answer = server.post("/check", serde_json::json!({"text": en0.text}));
+    assert_ne!(answer["duplicate_of"], en0.id.as_str());
+    let input = text_shard(&dir.join("n3in"), &[late.to_string(), en0.text.clone()]);
+    let as_tasks = dir.join("index-tasks");
+    copy_dir(&index, &as_tasks);
+    let n3 = night(&input, "n3", "n3");
+    assert_eq!(n3[0], ("late".to_string(), true, None));
+    assert_eq!(n3[1], ("d0".to_string(), false, Some("late".to_string())));
+    let server_said = (
+        answer["duplicate"] == false,
+        answer["duplicate_of"].as_str(),
+    );
+    assert_eq!((n3[2].1, n3[2].2.as_deref()), server_said, "{answer}");
+    // Night 3 is a new batch: night 2's fold file is gone, its own kept for a rerun.
+    assert!(!fold1.exists());
+    assert!(index.join("online/fold-000002.jsonl").exists());
+    // The same night on the task path (plan, then every stage's tasks): the same decisions.
+    let flags = ["--index", as_tasks.to_str().unwrap(), "--batch", "n3"];
+    crate::tasks::by_hand(&input, &dir.join("n3-work"), &dir.join("n3-tasks"), &flags);
+    assert_eq!(decisions(&dir.join("n3-tasks")), n3);
+}
+
+/// Where the server and a nightly run may differ: batch mode compares a giant bucket's member
+/// with the bucket's first `--max-bucket-pairs` kept documents only (the summary's
+/// `giant_buckets.capped` counts the decisions that may have changed), the server with all.
+#[test]
+fn the_giant_bucket_cap_is_the_one_difference_and_it_is_counted() {
+    let dir = temp_dir("serve-giant");
+    let first = ["a first night holds one page about harbour cranes and the ships they unload"];
+    let n1 = text_shard(&dir.join("n1in"), &first.map(String::from));
+    let index = dir.join("index");
+    run_ok(
+        &n1,
+        &dir.join("n1"),
+        &["--index", index.to_str().unwrap(), "--batch", "n1"],
+    );
+    let texts = crate::keeper::near_copies();
+    let n2 = text_shard(&dir.join("n2in"), &texts);
+    let night2 = |name: &str, extra: &[&str]| {
+        let copy = dir.join(format!("index-{name}"));
+        copy_dir(&index, &copy);
+        let out = dir.join(name);
+        let flags = [&["--index", copy.to_str().unwrap(), "--batch", "n2"], extra].concat();
+        run_ok(&n2, &out, &flags);
+        (
+            decisions(&out),
+            summary(&out)["giant_buckets"]["capped"].as_u64().unwrap(),
+        )
+    };
+    let (uncapped, none) = night2("default", &[]);
+    let (capped, count) = night2("capped", &["--max-bucket-pairs", "2"]);
+    assert_eq!(none, 0);
+    assert!(count > 0, "no decision was capped");
+    let server = start(&index, &[]);
+    let mut differ = 0;
+    for (i, text) in texts.iter().enumerate() {
+        let a = server.post(
+            "/add",
+            serde_json::json!({"id": format!("d{i}"), "text": text}),
+        );
+        let said = (
+            a["added"] == true,
+            a["duplicate_of"].as_str().map(str::to_string),
+        );
+        // Uncapped, every decision is the nightly run's.
+        assert_eq!(said, (uncapped[i].1, uncapped[i].2.clone()), "d{i}: {a}");
+        differ += usize::from(said != (capped[i].1, capped[i].2.clone()));
+    }
+    // 68 of 400 differ here, of 107 counted.
+    assert!(differ > 0, "the cap changed no decision");
+    assert!(
+        differ as u64 <= count,
+        "{differ} decisions differ, {count} counted as capped"
+    );
 }
 
 impl Server {

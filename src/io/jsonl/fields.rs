@@ -326,9 +326,14 @@ const REFERENCE_FLAGS: Flags = Flags {
 };
 
 impl Fields {
-    /// The fields of a run's input.
-    pub(super) fn new(cfg: &Config) -> Fields {
-        let mut names: Vec<&str> = vec![&cfg.text_column, &cfg.id_column];
+    /// The fields of a run's input file `file`: the run's columns, but a sealed journal file of
+    /// the server's has its own `text` and `id` ([`crate::index::fold`]).
+    pub(super) fn new(cfg: &Config, file: &str) -> Fields {
+        let journal = crate::index::fold::is_fold_file(file);
+        let mut names: Vec<&str> = match journal {
+            true => vec!["text", "id"],
+            false => vec![&cfg.text_column, &cfg.id_column],
+        };
         let priority = match &cfg.keep {
             Keep::Column(c) => {
                 names.push(c);
@@ -348,7 +353,7 @@ impl Fields {
             id: 1,
             priority,
             labels,
-            id_explicit: cfg.id_column_explicit,
+            id_explicit: journal || cfg.id_column_explicit,
             flags: &RUN_FLAGS,
         }
     }

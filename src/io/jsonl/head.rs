@@ -100,7 +100,7 @@ fn identity_and_head(file: &str) -> Result<(u64, String, Vec<u8>)> {
 /// checked by the task).
 pub(crate) fn list_uncounted(file: &str, cfg: &Config) -> Result<(u64, String)> {
     let (size, fingerprint, head) = identity_and_head(file)?;
-    let fields = Fields::new(cfg);
+    let fields = Fields::new(cfg, file);
     // The first document only, and only when its line ends in the head.
     whole_documents(file, head, size, |line, doc, file| {
         Columns::new(&fields, 1).push(&fields, file, line, doc)?;

@@ -201,7 +201,7 @@ fn read_rows(
     let end = rows.as_ref().map_or(u64::MAX, |r| r.end);
     let opened = stamp(file);
     let mut lines = lines_at(file, bytes, first, start)?;
-    let fields = Fields::new(cfg);
+    let fields = Fields::new(cfg, file);
     // A whole file's documents are not known: its columns grow from a little (a builder keeps
     // its capacity, and a chunk may hold thousands of small files).
     let capacity = match rows {
@@ -271,7 +271,7 @@ pub(crate) fn read_texts(
     cfg: &Config,
 ) -> Result<Vec<Option<String>>> {
     let mut lines = Lines::open(file, bytes)?;
-    let fields = Fields::new(cfg);
+    let fields = Fields::new(cfg, file);
     let mut out = Vec::with_capacity(rows.len());
     for &row in rows {
         lines.skip_to(row)?;
@@ -346,7 +346,7 @@ pub(crate) fn count_rows(file: &str, cfg: &Config) -> Result<Counted> {
 
 /// [`count_rows`] with groups of `per_group` documents.
 fn count_groups(file: &str, cfg: &Config, per_group: u64) -> Result<Counted> {
-    let mut lines = open_checked(file, &Fields::new(cfg))?;
+    let mut lines = open_checked(file, &Fields::new(cfg, file))?;
     let local = !object::is_url(file);
     let seekable = local && compression(file) == Compression::None;
     let mut starts = Vec::new();

@@ -202,7 +202,8 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<LookupStats
         true => crate::io::doc_columns::label_keys(work, p, "across", true)?,
         false => Vec::new(),
     };
-    let live = Live::read(&index, &ip.compare, cfg.across.is_some(), mine)?;
+    let mut live = Live::read(&index, &ip.compare, cfg.across.is_some(), mine)?;
+    live.remove_ids(&readers, &ip.removed.iter().cloned().collect())?;
     let queries = PartQueries {
         work,
         plan,

@@ -123,7 +123,7 @@ pub(crate) fn open_batches(
 /// (`--cluster keeper`); with `--across`, only those of another value than the query's.
 pub(crate) struct Live {
     alive: Vec<Option<Vec<u32>>>,
-    /// `serve`: each batch's documents removed since (sorted; else empty).
+    /// Each batch's documents removed online since (sorted; else empty).
     pub removed: Vec<Vec<u32>>,
     /// `--across`: each query's value, and each batch's documents' values (else empty).
     mine: Vec<u64>,
@@ -151,6 +151,32 @@ impl Live {
             mine,
             theirs,
         })
+    }
+
+    /// Removes the indexed documents with one of `ids` (removed online) from every match: their
+    /// batches' ids are read through, as removal is rare. Returns how many it found.
+    pub(crate) fn remove_ids(
+        &mut self,
+        readers: &[std::sync::Arc<BatchReader>],
+        ids: &ahash::AHashSet<String>,
+    ) -> Result<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let mut found = 0;
+        self.removed.resize(readers.len(), Vec::new());
+        for (r, removed) in readers.iter().zip(&mut self.removed) {
+            let docs = r.in_files();
+            let mut gone: Vec<u32> = (r.ids(&docs)?.into_iter())
+                .filter(|(_, id)| ids.contains(id))
+                .map(|(x, _)| x)
+                .collect();
+            found += gone.len() as u64;
+            removed.append(&mut gone);
+            removed.sort_unstable();
+            removed.dedup();
+        }
+        Ok(found)
     }
 
     /// Whether query `q` may match document `x` of batch `bi`.
