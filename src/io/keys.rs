@@ -1,13 +1,21 @@
 //! Shingle key files: one part's documents' shingle keys, read back by document. With
-//! `--work-keys stored` the signatures task writes every document's as it goes; with `remade`
-//! the keys task of the part writes those an exact check needs ([`crate::stages::keys`]).
+//! `--work-keys stored` the signatures task writes every document's keys as it goes; with
+//! `remade` the keys task of the part writes the *tokens* of those an exact check needs
+//! ([`crate::stages::keys`], [`write_tokens`]), and their shingle keys are made again from them
+//! when read (the rolling hash of each n tokens, as the signatures stage makes them): a token is
+//! its rank in the part's dictionary (most frequent first) as a varint, about 1.8 bytes on web
+//! text, where a shingle key takes 4.
 //!
-//! Two files per part, little-endian:
+//! Files per part, little-endian:
 //! ```text
-//! keys/pP.keys    each listed document's shingle keys ([u32; keys], text order, repeats kept)
-//! keys/pP.index   header  "CDKEYS02" | docs: u64 | xxh3-64 of the entries: u64       (24 bytes)
-//!                 entries per document, ascending: doc: u32 | keys: u32 | offset: u64
-//!                         | xxh3-64 of its key bytes: u64                           (24 bytes each)
+//! keys/pP.keys    CDKEYS02: each listed document's shingle keys ([u32; keys], text order,
+//!                 repeats kept); CDKEYS03: its tokens, varint ranks into the dictionary
+//! keys/pP.tokens  CDKEYS03: "CDTOKEN1" | ngram: u32 | tokens: u64 | xxh3-64 of the hashes: u64
+//!                 | token hashes: [u64; tokens], by rank                          (28 bytes + 8 each)
+//! keys/pP.index   header  "CDKEYS02" or "CDKEYS03" | docs: u64 | xxh3-64 of the entries: u64
+//!                 entries per document, ascending: doc: u32 | keys (03: tokens): u32
+//!                         | offset: u64 | xxh3-64 of its bytes: u64           (24 bytes each)
+//!                         | 03 only: bytes: u32                               (28 bytes each)
 //! ```
 //! `doc` is the document's position in its part ([`KeyIndex::read`] adds the part's first
 //! document number). A raw copy's entry points at its original's keys (they are not written
@@ -22,12 +30,17 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
-use crate::io::work::{keys_file, keys_index_file};
-use crate::io::{u32_at, u32s_le, u64_at};
+use crate::io::work::{keys_file, keys_index_file, keys_tokens_file};
+use crate::io::{u32_at, u32s_le, u64_at, varint};
+use crate::text::shingle::{ngram_hashes, shingle_key};
 
 const MAGIC: &[u8; 8] = b"CDKEYS02";
+const MAGIC_TOKENS: &[u8; 8] = b"CDKEYS03";
+const DICTIONARY: &[u8; 8] = b"CDTOKEN1";
 const HEADER: u64 = 24;
 const ENTRY: usize = 24;
+const ENTRY_TOKENS: usize = 28;
+const DICTIONARY_HEADER: usize = 28;
 
 /// Writes part `p`'s key files: `write` appends documents to a [`KeyWriter`] in ascending order,
 /// then the index is written.
@@ -49,6 +62,121 @@ pub(crate) fn write_part(
         Ok(())
     })?;
     work.write_bytes(&keys_index_file(p), index)
+}
+
+/// Writes part `p`'s key files in the token form: each of `docs` (positions in the part,
+/// ascending) with its token hashes (`tokens`, text order); `ngram` is the shingle size their
+/// keys are made with when read.
+pub(crate) fn write_tokens(
+    work: &OutputDir,
+    p: usize,
+    ngram: usize,
+    docs: &[u32],
+    tokens: &[Vec<u64>],
+) -> Result<()> {
+    // Ranks by frequency, ties by hash: the same files from the same tokens.
+    let mut counts: ahash::AHashMap<u64, u64> = ahash::AHashMap::new();
+    for &t in tokens.iter().flatten() {
+        *counts.entry(t).or_default() += 1;
+    }
+    let mut by_rank: Vec<(u64, u64)> = counts.into_iter().collect();
+    by_rank.sort_unstable_by_key(|&(hash, count)| (std::cmp::Reverse(count), hash));
+    let rank: ahash::AHashMap<u64, u32> = (by_rank.iter().enumerate())
+        .map(|(r, &(hash, _))| (hash, r as u32))
+        .collect();
+    let mut entries = Vec::with_capacity(docs.len() * ENTRY_TOKENS);
+    let name = keys_file(p);
+    work.write_with(&name, |body| {
+        let (mut offset, mut bytes) = (0u64, Vec::new());
+        for (&doc, ts) in docs.iter().zip(tokens) {
+            bytes.clear();
+            for t in ts {
+                varint::put(&mut bytes, rank.get(t).copied().unwrap_or_default());
+            }
+            body.write_all(&bytes).map_err(|e| Error::Output {
+                path: work.location(&name),
+                source: e.into(),
+            })?;
+            let n = u32::try_from(ts.len()).unwrap_or(u32::MAX);
+            entries.extend_from_slice(&doc.to_le_bytes());
+            entries.extend_from_slice(&n.to_le_bytes());
+            entries.extend_from_slice(&offset.to_le_bytes());
+            entries.extend_from_slice(&xxh3_64(&bytes).to_le_bytes());
+            entries.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+            offset += bytes.len() as u64;
+        }
+        Ok(())
+    })?;
+    let hashes: Vec<u8> = by_rank.iter().flat_map(|h| h.0.to_le_bytes()).collect();
+    let mut dictionary = Vec::with_capacity(DICTIONARY_HEADER + hashes.len());
+    dictionary.extend_from_slice(DICTIONARY);
+    dictionary.extend_from_slice(&(ngram as u32).to_le_bytes());
+    dictionary.extend_from_slice(&(by_rank.len() as u64).to_le_bytes());
+    dictionary.extend_from_slice(&xxh3_64(&hashes).to_le_bytes());
+    dictionary.extend_from_slice(&hashes);
+    work.write_bytes(&keys_tokens_file(p), dictionary)?;
+    work.write_bytes(
+        &keys_index_file(p),
+        index_file(MAGIC_TOKENS, docs.len(), &entries),
+    )
+}
+
+/// Removes part `p`'s key files, the index first (a removed index names no file), once no later
+/// stage reads them; removing removed files is nothing, so a rerun can do it again.
+pub(crate) fn release(work: &OutputDir, p: usize) -> Result<()> {
+    for name in [keys_index_file(p), keys_tokens_file(p), keys_file(p)] {
+        work.remove(&name)?;
+    }
+    Ok(())
+}
+
+/// An index file: its header, then `entries` (`n` of them).
+fn index_file(magic: &[u8; 8], n: usize, entries: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER as usize + entries.len());
+    out.extend_from_slice(magic);
+    out.extend_from_slice(&(n as u64).to_le_bytes());
+    out.extend_from_slice(&xxh3_64(entries).to_le_bytes());
+    out.extend_from_slice(entries);
+    out
+}
+
+/// A part's token dictionary: the token hashes by rank, and the shingle size.
+#[derive(Debug)]
+struct Dictionary {
+    ngram: usize,
+    hashes: Vec<u64>,
+}
+
+impl Dictionary {
+    fn read(work: &OutputDir, p: usize) -> Result<Dictionary> {
+        let name = keys_tokens_file(p);
+        let bad = damaged(work, &name);
+        let bytes = work.read(&name)?.ok_or_else(|| bad("missing"))?;
+        if bytes.len() < DICTIONARY_HEADER || &bytes[..8] != DICTIONARY {
+            return Err(bad("not a token dictionary (bad header)"));
+        }
+        let (ngram, n) = (u32_at(&bytes, 8) as usize, u64_at(&bytes, 12) as usize);
+        let hashes = &bytes[DICTIONARY_HEADER..];
+        if hashes.len() != n.saturating_mul(8) || xxh3_64(hashes) != u64_at(&bytes, 20) {
+            return Err(bad("checksum mismatch (damaged file)"));
+        }
+        Ok(Dictionary {
+            ngram,
+            hashes: hashes.chunks_exact(8).map(|h| u64_at(h, 0)).collect(),
+        })
+    }
+
+    /// The shingle keys of a document of `tokens` tokens whose ranks are `bytes` (None: a rank
+    /// outside the dictionary, or another number of tokens).
+    fn shingle_keys(&self, bytes: &[u8], tokens: usize) -> Option<Vec<u32>> {
+        let mut r = varint::Reader::new(bytes);
+        let mut hashes = Vec::with_capacity(tokens);
+        while let Some(rank) = r.varint() {
+            hashes.push(*self.hashes.get(rank as usize)?);
+        }
+        (r.done() && hashes.len() == tokens)
+            .then(|| ngram_hashes(&hashes, self.ngram).map(shingle_key).collect())
+    }
 }
 
 /// Appends documents' keys to a part's keys file and keeps their index entries.
@@ -98,12 +226,7 @@ impl KeyWriter<'_> {
             entries.extend_from_slice(&offset.to_le_bytes());
             entries.extend_from_slice(&check.to_le_bytes());
         }
-        let mut out = Vec::with_capacity(HEADER as usize + entries.len());
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&(self.entries.len() as u64).to_le_bytes());
-        out.extend_from_slice(&xxh3_64(&entries).to_le_bytes());
-        out.extend_from_slice(&entries);
-        out
+        index_file(MAGIC, self.entries.len(), &entries)
     }
 }
 
@@ -114,38 +237,66 @@ pub(crate) struct KeyIndex {
     docs: Vec<u64>,
     ranges: Vec<Range<u64>>,
     checks: Vec<u64>,
+    /// The token form: each document's tokens, and the dictionary.
+    tokens: Vec<u32>,
+    dictionary: Option<Dictionary>,
 }
 
 impl KeyIndex {
     /// Reads and checks part `p`'s key index; `first` is the part's first document number.
     pub(crate) fn read(work: &OutputDir, p: usize, first: u64) -> Result<KeyIndex> {
         let name = keys_index_file(p);
+        Self::read_if_present(work, p, first)?.ok_or_else(|| damaged(work, &name)("missing"))
+    }
+
+    /// [`Self::read`], or None when the index is gone ([`release`]d).
+    pub(crate) fn read_if_present(
+        work: &OutputDir,
+        p: usize,
+        first: u64,
+    ) -> Result<Option<KeyIndex>> {
+        let name = keys_index_file(p);
         let bad = damaged(work, &name);
-        let bytes = work.read(&name)?.ok_or_else(|| bad("missing"))?;
-        if bytes.len() < HEADER as usize || &bytes[..8] != MAGIC {
-            return Err(bad("not a shingle key index (bad header)"));
-        }
+        let Some(bytes) = work.read(&name)? else {
+            return Ok(None);
+        };
+        let magic = bytes.get(..8).unwrap_or_default();
+        let entry = match magic {
+            m if m == MAGIC => ENTRY,
+            m if m == MAGIC_TOKENS => ENTRY_TOKENS,
+            _ => return Err(bad("not a shingle key index (bad header)")),
+        };
         let n = u64_at(&bytes, 8) as usize;
-        let entries = &bytes[HEADER as usize..];
-        if entries.len() != n.saturating_mul(ENTRY) || xxh3_64(entries) != u64_at(&bytes, 16) {
+        let entries = bytes.get(HEADER as usize..).unwrap_or_default();
+        if entries.len() != n.saturating_mul(entry) || xxh3_64(entries) != u64_at(&bytes, 16) {
             return Err(bad("checksum mismatch (damaged file)"));
         }
+        let tokens = entry == ENTRY_TOKENS;
         let mut out = KeyIndex {
             p,
             docs: Vec::with_capacity(n),
             ranges: Vec::with_capacity(n),
             checks: Vec::with_capacity(n),
+            tokens: Vec::new(),
+            dictionary: tokens.then(|| Dictionary::read(work, p)).transpose()?,
         };
-        for e in entries.chunks_exact(ENTRY) {
-            let (keys, offset) = (u64::from(u32_at(e, 4)), u64_at(e, 8));
+        for e in entries.chunks_exact(entry) {
+            let (count, offset) = (u32_at(e, 4), u64_at(e, 8));
+            let bytes = match tokens {
+                true => u64::from(u32_at(e, 24)),
+                false => 4 * u64::from(count),
+            };
             out.docs.push(first + u64::from(u32_at(e, 0)));
-            out.ranges.push(offset..offset + 4 * keys);
+            out.ranges.push(offset..offset + bytes);
             out.checks.push(u64_at(e, 16));
+            if tokens {
+                out.tokens.push(count);
+            }
         }
         if out.docs.windows(2).any(|w| w[0] >= w[1]) {
             return Err(bad("documents out of order (damaged file)"));
         }
-        Ok(out)
+        Ok(Some(out))
     }
 
     /// Whether the files hold document `doc`'s keys.
@@ -173,7 +324,12 @@ impl KeyIndex {
                 if xxh3_64(b) != self.checks[at[j]] {
                     return Err(bad("checksum mismatch (damaged file)"));
                 }
-                Ok(u32s_le(b))
+                match &self.dictionary {
+                    None => Ok(u32s_le(b)),
+                    Some(d) => d
+                        .shingle_keys(b, self.tokens[at[j]] as usize)
+                        .ok_or_else(|| bad("a token outside its dictionary (damaged file)")),
+                }
             })
             .collect()
     }
@@ -190,6 +346,74 @@ fn damaged<'a>(work: &'a OutputDir, name: &'a str) -> impl Fn(&str) -> Error + '
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 100,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(67),
+            failure_persistence: None,
+            ..Default::default()
+        })]
+        /// The token form reads back, for every document, the shingle keys its tokens make:
+        /// any token counts (none, fewer than n, many), repeats, hashes across the whole range
+        /// and any shingle size.
+        #[test]
+        fn the_token_form_reads_back_the_shingle_keys_of_its_tokens(
+            tokens in proptest::collection::vec(
+                proptest::collection::vec(proptest::prop_oneof![0u64..40, proptest::num::u64::ANY], 0..300),
+                1..20,
+            ),
+            ngram in 1usize..8,
+            first in proptest::prop_oneof![0u64..10, (1u64 << 33)..(1 << 34)],
+        ) {
+            let dir = std::env::temp_dir().join(format!("cd-tokens-{}-{ngram}", std::process::id()));
+            let work = OutputDir::Local(dir.clone());
+            let docs: Vec<u32> = (0..tokens.len() as u32).map(|d| 3 * d + 1).collect();
+            write_tokens(&work, 0, ngram, &docs, &tokens).unwrap();
+            let index = KeyIndex::read(&work, 0, first).unwrap();
+            let asked: Vec<u64> = docs.iter().map(|&d| first + u64::from(d)).collect();
+            let got = index.keys(&work, &asked).unwrap();
+            for (g, t) in got.iter().zip(&tokens) {
+                let want: Vec<u32> = ngram_hashes(t, ngram).map(shingle_key).collect();
+                proptest::prop_assert_eq!(g, &want);
+            }
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+
+    #[test]
+    fn the_token_form_ranks_frequent_tokens_first_and_catches_damage() {
+        let dir = std::env::temp_dir().join(format!("cd-tokens-{}", std::process::id()));
+        let work = OutputDir::Local(dir.clone());
+        let tokens = vec![vec![900u64, 7, 7, 5, 7], vec![5, 7, 1 << 40]];
+        write_tokens(&work, 1, 2, &[0, 2], &tokens).unwrap();
+        // 7 (three times) is rank 0, 5 (twice) rank 1, then 900 < 2^40 by hash: one byte each.
+        let body = std::fs::read(dir.join(keys_file(1))).unwrap();
+        assert_eq!(body, [2, 0, 0, 1, 0, 1, 0, 3]);
+        let index = KeyIndex::read(&work, 1, 0).unwrap();
+        assert!(index.holds(2) && !index.holds(1));
+        let want: Vec<u32> = ngram_hashes(&tokens[1], 2).map(shingle_key).collect();
+        assert_eq!(index.keys(&work, &[2]).unwrap(), [want]);
+        // A rank outside the dictionary with a matching checksum, and a damaged dictionary.
+        let mut dict = std::fs::read(dir.join(keys_tokens_file(1))).unwrap();
+        let short = &dict[..DICTIONARY_HEADER + 8 * 3];
+        let mut cut = short.to_vec();
+        cut[12..20].copy_from_slice(&3u64.to_le_bytes());
+        let sum = xxh3_64(&cut[DICTIONARY_HEADER..]);
+        cut[20..28].copy_from_slice(&sum.to_le_bytes());
+        work.write_bytes(&keys_tokens_file(1), cut).unwrap();
+        let e = KeyIndex::read(&work, 1, 0)
+            .unwrap()
+            .keys(&work, &[2])
+            .unwrap_err();
+        assert!(e.to_string().contains("outside its dictionary"), "{e}");
+        let last = dict.len() - 1;
+        dict[last] ^= 1;
+        work.write_bytes(&keys_tokens_file(1), dict).unwrap();
+        let e = KeyIndex::read(&work, 1, 0).unwrap_err().to_string();
+        assert!(e.contains("p00001.tokens") && e.contains("checksum"), "{e}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
 
     #[test]
     fn round_trip_copies_and_damage() {

@@ -20,7 +20,7 @@
 //! estimated/pP.parquet           edges the estimate decided (stages::verify)
 //! checks/pP.parquet              pairs left to the exact check (stages::verify)
 //! needs/tT.bin                   --work-keys remade: their documents, by part (io::doc_lists)
-//! keys/pP.{keys,index}           --work-keys remade: those documents' shingle keys (io::keys)
+//! keys/pP.{keys,tokens,index}    --work-keys remade: those documents' tokens (io::keys)
 //! edges/pP.parquet               verified edges (stages::verify::exact)
 //! cluster/pP.parquet             keeper and cluster id per document (stages::cluster)
 //! cluster/renewed.bin            keeper + index: indexed documents renewed (index::renew)
@@ -73,6 +73,11 @@ pub(crate) fn store_files(p: usize) -> [String; 2] {
 /// Part `p`'s shingle keys and their index ([`crate::io::keys`]).
 pub(crate) fn keys_file(p: usize) -> String {
     format!("keys/p{p:05}.keys")
+}
+
+/// Part `p`'s token dictionary, when its key file holds tokens.
+pub(crate) fn keys_tokens_file(p: usize) -> String {
+    format!("keys/p{p:05}.tokens")
 }
 
 /// See [`keys_file`].

@@ -11,7 +11,7 @@
 //! | `candidates`  | bands (tables) x ranges      | `bands/bB-rR/*`                     | `candidates/tT.bin`, `pair-docs/tT.bin` (`--work-keys remade`) |
 //! | `pair-signatures` | one per part (`--work-keys remade`, MinHash, no index) | its part of each `pair-docs/*`, its shards | `pair-sigs/pP.bin` |
 //! | `verify`      | one per part                 | its part of each pair file, stores  | `estimated/pP.parquet`, `checks/pP.parquet`, `needs/tT.bin` |
-//! | `keys`        | one per part (`--work-keys remade`) | its part of each `needs/*`, its shards | `keys/pP.{keys,index}` |
+//! | `keys`        | one per part (`--work-keys remade`) | its part of each `needs/*`, its shards | `keys/pP.{keys,tokens,index}` |
 //! | `exact`       | one per part                 | its estimates and checks, key files | `edges/pP.parquet`              |
 //! | `sweep`       | one per part (`--sweep`)     | its part of each pair file, stores, key files | `sweep/pP.parquet` |
 //! | `cluster`     | one                          | `edges/*` (streamed), `docs/*`      | `cluster/pP.parquet`            |

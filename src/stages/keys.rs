@@ -1,9 +1,10 @@
 //! Stage `keys` (one task per part): the shingle keys of the part's documents that an exact check
 //! needs, made again from the shards (`keys/pP.{keys,index}`, [`crate::io::keys`]).
 //!
-//! Keys are four bytes per token: storing every document's, as the signatures stage once did,
-//! was three quarters of the work directory, for the few documents that verification checks
-//! exactly. Which ones is known once the estimates are: a part's task takes the documents the
+//! Keys are four bytes per token: storing every document's, as the signatures stage does with
+//! `--work-keys stored`, is three quarters of the work directory, for the few documents that
+//! verification checks exactly; here the tokens are written instead, ranks into the part's
+//! dictionary ([`keys::write_tokens`]), under half the bytes. Which ones is known once the estimates are: a part's task takes the documents the
 //! verify tasks listed for it (both documents of every pair near the threshold or with a short
 //! document), the members of giant buckets (the keeper rule compares them as it goes), and with
 //! `--index` the documents whose keys the index batch keeps ([`keeps_keys`]). It reads
@@ -14,10 +15,11 @@
 //! file holds (the lookup stage runs before this one; a giant bucket's first copy can be
 //! another part's document) from the shards, the same way.
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{ClusterRule, Config, IndexKeys, Method, WorkKeys};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::io::keys::{self, KeyIndex};
 use crate::io::output::OutputDir;
 use crate::io::work;
@@ -29,6 +31,7 @@ use crate::stages::candidates;
 use crate::stages::remade;
 use crate::stages::signatures::signature_column;
 use crate::text::sets::ShingleSets;
+use crate::text::shingle;
 
 /// Counters of a keys task.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -44,6 +47,7 @@ pub(crate) struct KeyStats {
 
 /// The keys task of part `q`.
 pub(crate) fn run(work: &OutputDir, plan: &Plan, q: usize) -> Result<KeyStats> {
+    release_pairs(work, plan, q)?;
     let range = plan.part_range(q);
     let mut stats = KeyStats::default();
     let needs = (0..plan.tasks(Stage::Verify)).map(work::needs_file);
@@ -57,25 +61,58 @@ pub(crate) fn run(work: &OutputDir, plan: &Plan, q: usize) -> Result<KeyStats> {
     docs.extend(kept);
     docs.sort_unstable();
     docs.dedup();
-    let keys = remake(plan, q, &docs)?;
+    let tokens = remake_tokens(plan, q, &docs)?;
+    let n = plan.config.ngram;
     stats.documents = docs.len() as u64;
-    stats.keys = keys.iter().map(|k| k.len() as u64).sum();
+    stats.keys = (tokens.iter())
+        .map(|t| shingle::shingle_count(t.len(), n) as u64)
+        .sum();
     let first = plan.parts[q].0;
-    let written = |w: &mut keys::KeyWriter| -> std::io::Result<()> {
-        for (&d, k) in docs.iter().zip(&keys) {
-            // A part numbers its documents in 32 bits (the plan holds parts to that).
-            w.push((d - first) as u32, k)?;
-        }
-        Ok(())
-    };
-    let file = work.location(&work::keys_file(q));
-    keys::write_part(work, q, |w| {
-        written(w).map_err(|e| Error::Output {
-            path: file.clone(),
-            source: e.into(),
-        })
-    })?;
+    // A part numbers its documents in 32 bits (the plan holds parts to that).
+    let local: Vec<u32> = docs.iter().map(|&d| (d - first) as u32).collect();
+    keys::write_tokens(work, q, n, &local, &tokens)?;
     Ok(stats)
+}
+
+/// The token hashes of `docs` (ascending, all of part `p`), made from the part's shards again
+/// as the signatures stage makes them: their shingle keys are the rolling hashes of each
+/// `--ngram` of them.
+fn remake_tokens(plan: &Plan, p: usize, docs: &[u64]) -> Result<Vec<Vec<u64>>> {
+    let tokenizer = plan.config.effective_tokenizer();
+    remade::of_docs(plan, p, docs, |texts| {
+        let texts: Vec<Option<&str>> = texts.iter().collect();
+        texts
+            .par_iter()
+            .map_init(shingle::Scratch::default, |scratch, text| match text {
+                Some(t) => shingle::token_hashes_of(t, tokenizer, scratch).to_vec(),
+                None => Vec::new(),
+            })
+            .collect()
+    })
+}
+
+/// Whether the manifest stage releases the key files of the keys stage (`--work-keys remade`):
+/// under the keeper rule its similarities rarely need keys (a drop's edge to its keeper was
+/// verified), and without an index no later stage reads them; `components` computes many and
+/// keeps them. (Stored keys are written first and stay: the work directory is largest before
+/// the manifest stage either way.)
+pub(crate) fn releases_keys(plan: &Plan) -> bool {
+    plan.config.work_keys == WorkKeys::Remade
+        && plan.config.cluster == ClusterRule::Keeper
+        && plan.index.is_none()
+}
+
+/// Removes the candidate pair files from the first keys task (every verify task is complete):
+/// only verify and the sweep read them, and the sweep runs after this stage, so they stay for
+/// it. A rerun finds verify complete and never asks for them.
+fn release_pairs(work: &OutputDir, plan: &Plan, q: usize) -> Result<()> {
+    if q > 0 || plan.tasks(Stage::Sweep) > 0 {
+        return Ok(());
+    }
+    for t in 0..plan.run_candidates() {
+        work.remove(&work::pairs_file(t))?;
+    }
+    Ok(())
 }
 
 /// `--cluster keeper`: the documents of `range` in a giant bucket (none elsewhere).
@@ -161,6 +198,9 @@ pub(crate) struct KeySource<'a> {
     /// Whether key files exist: written by the signatures stage (`--work-keys stored`), or by
     /// the keys stage when this stage runs after it.
     stored: bool,
+    /// Whether key files may be gone ([`keys::release`]d by the manifest stage): a document of
+    /// such a part is made from the shards.
+    released: bool,
     indices: Vec<Option<KeyIndex>>,
     /// Documents whose keys were read from key files, and made from the shards again.
     pub(crate) read: u64,
@@ -174,9 +214,19 @@ impl<'a> KeySource<'a> {
             work,
             plan,
             stored: after_keys || plan.config.work_keys != WorkKeys::Remade,
+            released: false,
             indices: (0..plan.parts.len()).map(|_| None).collect(),
             read: 0,
             remade: 0,
+        }
+    }
+
+    /// A source for the manifest stage, which releases each part's key files as it starts
+    /// (under the keeper rule, without an index: [`releases_keys`]).
+    pub(crate) fn after_release(work: &'a OutputDir, plan: &'a Plan) -> KeySource<'a> {
+        KeySource {
+            released: releases_keys(plan),
+            ..KeySource::new(work, plan, true)
         }
     }
 
@@ -188,7 +238,11 @@ impl<'a> KeySource<'a> {
                 continue;
             }
             if self.stored && self.indices[p].is_none() {
-                self.indices[p] = Some(KeyIndex::read(self.work, p, self.plan.parts[p].0)?);
+                let first = self.plan.parts[p].0;
+                self.indices[p] = match self.released {
+                    true => KeyIndex::read_if_present(self.work, p, first)?,
+                    false => Some(KeyIndex::read(self.work, p, first)?),
+                };
             }
             let (held, missing): (Vec<u64>, Vec<u64>) = match &self.indices[p] {
                 Some(index) => of_part.iter().partition(|&&d| index.holds(d)),

@@ -254,6 +254,11 @@ fn breakdown(
 /// The manifest task of part `p`: the part's rows of the manifest; returns its tallies for the
 /// report.
 pub(crate) fn run(work: &OutputDir, plan: &Plan, p: usize) -> Result<Breakdown> {
+    // The exact checks and the keeper rule are done: the part's shingle keys go, so the work
+    // directory at its largest is smaller by them (a similarity that needs one remakes it).
+    if crate::stages::keys::releases_keys(plan) {
+        crate::io::keys::release(work, p)?;
+    }
     let range = plan.part_range(p);
     let cl = work.read_parquet(&part_file("cluster", p))?;
     let docs = work.read_parquet(&part_file("docs", p))?;

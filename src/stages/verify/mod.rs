@@ -191,7 +191,8 @@ fn fetch_sets(
 
 /// What comparing `pairs` needs from the stores: signatures and ids of their documents and of
 /// `also` ([`fetch_sigs`]), and the shingle sets of the documents of MinHash pairs that need
-/// exact Jaccard (per [`docs_needing_sets`], through [`fetch_sets`]).
+/// exact Jaccard (per [`docs_needing_sets`], through [`fetch_sets`]). For the manifest stage,
+/// after the key files may have been released.
 pub(crate) fn fetch_for_pairs(
     work: &OutputDir,
     plan: &Plan,
@@ -206,7 +207,7 @@ pub(crate) fn fetch_for_pairs(
         }
         Method::Simhash => Vec::new(),
     };
-    let mut keys = KeySource::new(work, plan, true);
+    let mut keys = KeySource::after_release(work, plan);
     let (sets, _) = fetch_sets(&mut keys, need, &mut ShingleSets::default())?;
     Ok((sigs, sets))
 }
