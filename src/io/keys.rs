@@ -26,6 +26,7 @@
 use std::io::Write;
 use std::ops::Range;
 
+use rayon::prelude::*;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Error, Result};
@@ -74,26 +75,41 @@ pub(crate) fn write_tokens(
     docs: &[u32],
     tokens: &[Vec<u64>],
 ) -> Result<()> {
-    // Ranks by frequency, ties by hash: the same files from the same tokens.
-    let mut counts: ahash::AHashMap<u64, u64> = ahash::AHashMap::new();
-    for &t in tokens.iter().flatten() {
-        *counts.entry(t).or_default() += 1;
-    }
+    // Ranks by frequency, ties by hash: the same files from the same tokens. Counted and encoded
+    // on every thread (a token hash is already mixed: it is its own hash in the maps).
+    let counts = (tokens.par_chunks(256))
+        .fold(TokenMap::<u64>::default, |mut counts, docs| {
+            for &t in docs.iter().flatten() {
+                *counts.entry(t).or_default() += 1;
+            }
+            counts
+        })
+        .reduce(TokenMap::default, |mut a, b| {
+            for (t, n) in b {
+                *a.entry(t).or_default() += n;
+            }
+            a
+        });
     let mut by_rank: Vec<(u64, u64)> = counts.into_iter().collect();
-    by_rank.sort_unstable_by_key(|&(hash, count)| (std::cmp::Reverse(count), hash));
-    let rank: ahash::AHashMap<u64, u32> = (by_rank.iter().enumerate())
+    by_rank.par_sort_unstable_by_key(|&(hash, count)| (std::cmp::Reverse(count), hash));
+    let rank: TokenMap<u32> = (by_rank.iter().enumerate())
         .map(|(r, &(hash, _))| (hash, r as u32))
+        .collect();
+    let encoded: Vec<Vec<u8>> = (tokens.par_iter())
+        .map(|ts| {
+            let mut bytes = Vec::with_capacity(2 * ts.len());
+            for t in ts {
+                varint::put(&mut bytes, rank.get(t).copied().unwrap_or_default());
+            }
+            bytes
+        })
         .collect();
     let mut entries = Vec::with_capacity(docs.len() * ENTRY_TOKENS);
     let name = keys_file(p);
     work.write_with(&name, |body| {
-        let (mut offset, mut bytes) = (0u64, Vec::new());
-        for (&doc, ts) in docs.iter().zip(tokens) {
-            bytes.clear();
-            for t in ts {
-                varint::put(&mut bytes, rank.get(t).copied().unwrap_or_default());
-            }
-            body.write_all(&bytes).map_err(|e| Error::Output {
+        let mut offset = 0u64;
+        for ((&doc, ts), bytes) in docs.iter().zip(tokens).zip(&encoded) {
+            body.write_all(bytes).map_err(|e| Error::Output {
                 path: work.location(&name),
                 source: e.into(),
             })?;
@@ -101,7 +117,7 @@ pub(crate) fn write_tokens(
             entries.extend_from_slice(&doc.to_le_bytes());
             entries.extend_from_slice(&n.to_le_bytes());
             entries.extend_from_slice(&offset.to_le_bytes());
-            entries.extend_from_slice(&xxh3_64(&bytes).to_le_bytes());
+            entries.extend_from_slice(&xxh3_64(bytes).to_le_bytes());
             entries.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
             offset += bytes.len() as u64;
         }
@@ -119,6 +135,27 @@ pub(crate) fn write_tokens(
         &keys_index_file(p),
         index_file(MAGIC_TOKENS, docs.len(), &entries),
     )
+}
+
+/// A map keyed by token hashes, which are hashed already.
+type TokenMap<V> = std::collections::HashMap<u64, V, std::hash::BuildHasherDefault<TokenHasher>>;
+
+/// The hasher of [`TokenMap`]: a token hash is its own hash.
+#[derive(Default)]
+struct TokenHasher(u64);
+
+impl std::hash::Hasher for TokenHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
 }
 
 /// Removes part `p`'s key files, the index first (a removed index names no file), once no later
@@ -167,14 +204,28 @@ impl Dictionary {
     }
 
     /// The shingle keys of a document of `tokens` tokens whose ranks are `bytes` (None: a rank
-    /// outside the dictionary, or another number of tokens).
+    /// outside the dictionary, a varint cut short, or another number of tokens).
     fn shingle_keys(&self, bytes: &[u8], tokens: usize) -> Option<Vec<u32>> {
-        let mut r = varint::Reader::new(bytes);
         let mut hashes = Vec::with_capacity(tokens);
-        while let Some(rank) = r.varint() {
-            hashes.push(*self.hashes.get(rank as usize)?);
+        let mut i = 0;
+        while i < bytes.len() {
+            // A varint (LEB128), inline: this loop is the exact stage's cost per token.
+            let (mut rank, mut shift) = (0u64, 0);
+            loop {
+                let b = *bytes.get(i)?;
+                i += 1;
+                rank |= u64::from(b & 0x7f) << shift;
+                if b < 0x80 {
+                    break;
+                }
+                shift += 7;
+                if shift > 35 {
+                    return None;
+                }
+            }
+            hashes.push(*self.hashes.get(usize::try_from(rank).ok()?)?);
         }
-        (r.done() && hashes.len() == tokens)
+        (hashes.len() == tokens)
             .then(|| ngram_hashes(&hashes, self.ngram).map(shingle_key).collect())
     }
 }
@@ -315,23 +366,30 @@ impl KeyIndex {
             .map_err(|_| Error::Internal(format!("{name}: a document is not held")))?;
         let ranges: Vec<Range<u64>> = at.iter().map(|&i| self.ranges[i].clone()).collect();
         let read = work.read_ranges(&name, &ranges)?;
-        (0..at.len())
-            .map(|j| {
-                let b = read.get(j);
-                if b.len() as u64 != ranges[j].end - ranges[j].start {
-                    return Err(bad("shorter than its index (damaged file)"));
-                }
-                if xxh3_64(b) != self.checks[at[j]] {
-                    return Err(bad("checksum mismatch (damaged file)"));
-                }
-                match &self.dictionary {
-                    None => Ok(u32s_le(b)),
-                    Some(d) => d
-                        .shingle_keys(b, self.tokens[at[j]] as usize)
-                        .ok_or_else(|| bad("a token outside its dictionary (damaged file)")),
-                }
-            })
-            .collect()
+        let one = |j: usize| {
+            let b = read.get(j);
+            if b.len() as u64 != ranges[j].end - ranges[j].start {
+                return Err(bad("shorter than its index (damaged file)"));
+            }
+            if xxh3_64(b) != self.checks[at[j]] {
+                return Err(bad("checksum mismatch (damaged file)"));
+            }
+            match &self.dictionary {
+                None => Ok(u32s_le(b)),
+                Some(d) => d
+                    .shingle_keys(b, self.tokens[at[j]] as usize)
+                    .ok_or_else(|| bad("a token outside its dictionary (damaged file)")),
+            }
+        };
+        // Keys are copied; tokens are decoded and rolled, worth the threads.
+        match self.dictionary {
+            None => (0..at.len()).map(one).collect(),
+            Some(_) => (0..at.len())
+                .into_par_iter()
+                .with_min_len(64)
+                .map(one)
+                .collect(),
+        }
     }
 }
 
