@@ -11,8 +11,9 @@
 //! The store, key and band files, most of the work directory, grow with the documents: within
 //! 6% on the development corpora. What grows with the pairs does not: a sample holds a fraction
 //! of each document's near-duplicates when they are spread over the corpus, so with
-//! `--work-keys remade` the keys stage is underestimated (0.45-0.92 of the work directory
-//! there); a disk that fills anyway fails naming the file, and the rerun resumes.
+//! `--work-keys remade` the pair-signatures and keys stages are underestimated (0.25-0.92 of
+//! the work directory there: dev-large's pairs are mostly across its shards); a disk that fills
+//! anyway fails naming the file, and the rerun resumes.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
