@@ -3,12 +3,14 @@
 # indexed by `run --index`; night 2 decided by the nightly run (reference) and sent to the server
 # one text at a time, at RATE adds a second (paced, one client, a kept-alive connection), then
 # unpaced from CLIENTS clients at once. Prints the decisions against the nightly run's, latency
-# percentiles (HTTP and the journal's sync included), adds a second and the server's peak RSS.
-#   BIN=path/to/corpus-dedup [CORPUS=/tmp/dev-large] [RATE=280] [CLIENTS=4] bash benches/serve/run.sh
+# percentiles (HTTP and the journal's sync included), adds a second and the server's peak RSS;
+# then MIX adds at RATE, one in 20 a long text (~100 KB: 24 of night 2's texts joined), the rest
+# short (a text's first 180 bytes), with their latencies apart.
+#   BIN=path/to/corpus-dedup [CORPUS=/tmp/dev-large] [RATE=280] [CLIENTS=4] [MIX=20000] bash benches/serve/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:?BIN=path of corpus-dedup}
-CORPUS=${CORPUS:-/tmp/dev-large} RATE=${RATE:-280} CLIENTS=${CLIENTS:-4}
+CORPUS=${CORPUS:-/tmp/dev-large} RATE=${RATE:-280} CLIENTS=${CLIENTS:-4} MIX=${MIX:-20000}
 PY=$(../shared/corpus/tools/setup.sh)
 work=$(mktemp -d "${TMPDIR:-/tmp}/corpus-dedup-serve.XXXXXX")
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
@@ -75,5 +77,38 @@ threads = [threading.Thread(target=send, args=(docs[i::clients],)) for i in rang
 [t.start() for t in threads]; [t.join() for t in threads]
 wall = time.perf_counter() - start
 print(f"unpaced, {clients} clients: {len(docs)} adds in {wall:.1f} s = {len(docs) / wall:.0f} adds/s")
+PY
+kill -TERM "$pid"; wait "$pid" || true
+# Short and long texts in one stream, paced, one client.
+serve
+"$PY" - "$port" "$work/n2" "$RATE" "$MIX" <<'PY'
+import glob, http.client, json, sys, time
+import pyarrow.parquet as pq
+port, shards, rate, n = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+texts = [r["text"] or "" for f in sorted(glob.glob(f"{shards}/*.parquet")) for r in pq.read_table(f, columns=["text"]).to_pylist()]
+def short(i):
+    return texts[i % len(texts)].encode()[:180].decode(errors="ignore")
+def long(i):
+    return "\n\n".join(texts[(i + j) % len(texts)] for j in range(24))
+c = http.client.HTTPConnection("127.0.0.1", int(port))
+lat, start = {"short": [], "long": []}, time.perf_counter()
+sizes = {"short": 0, "long": 0}
+for i in range(n):
+    kind = "long" if i % 20 == 0 else "short"
+    text = long(i) if kind == "long" else short(i)
+    sizes[kind] += len(text.encode())
+    due = start + i / rate
+    now = time.perf_counter()
+    if due > now:
+        time.sleep(due - now)
+    t0 = time.perf_counter()
+    c.request("POST", "/add", json.dumps({"id": f"m{i}", "text": text}), {"Content-Type": "application/json"})
+    c.getresponse().read()
+    lat[kind].append((time.perf_counter() - t0) * 1e3)
+for kind, l in lat.items():
+    l.sort()
+    pct = lambda p: l[min(len(l) - 1, int(p * len(l)))]
+    print(f"mix at {rate:.0f}/s, {kind}: {len(l)} adds, mean {sizes[kind] / len(l) / 1024:.1f} KiB; "
+          f"latency ms p50 {pct(0.5):.2f}, p90 {pct(0.9):.2f}, p99 {pct(0.99):.2f}, max {l[-1]:.2f}")
 PY
 kill -TERM "$pid"; wait "$pid" || true

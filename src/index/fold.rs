@@ -210,6 +210,15 @@ pub(crate) fn last_number(files: &[String], through: u64) -> u64 {
         .fold(through, u64::max)
 }
 
+/// The lowest number among `files` (fold files; 0 when none).
+pub(crate) fn first_number(files: &[String]) -> u64 {
+    files
+        .iter()
+        .filter_map(|f| Path::new(f).file_name()?.to_str().and_then(number))
+        .min()
+        .unwrap_or(0)
+}
+
 /// Deletes the fold files numbered at most `through` that `keep` (the newest batch's, for its
 /// rerun) does not name, with their copies' answers.
 pub(crate) fn forget(index: &Path, through: u64, keep: &[String]) -> Result<()> {

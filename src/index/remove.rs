@@ -82,6 +82,17 @@ pub(crate) fn remove(
             .cloned()
             .collect(),
         rerun: head.rerun && !newest,
+        // The server's adds the removed batch folded in are the journal's again: the next batch
+        // folds them (their numbers follow one another above the previous batch's).
+        folded: if newest {
+            Vec::new()
+        } else {
+            head.folded.clone()
+        },
+        folded_through: match newest && !head.folded.is_empty() {
+            true => super::fold::first_number(&head.folded).saturating_sub(1),
+            false => head.folded_through,
+        },
         ..head.clone()
     };
     let text = serde_json::to_vec_pretty(&new_head).unwrap_or_default();

@@ -282,6 +282,36 @@ pub(crate) struct Online {
     started: Instant,
 }
 
+/// The journal of the index directory `dir` opened and replayed: the documents retained online
+/// and not folded into a batch (fold numbers above `through`), the copies' answers, and the
+/// removed ids (applied to the store).
+fn replay(
+    dir: &std::path::Path,
+    through: u64,
+    cfg: &Config,
+    perms: &Permutations,
+) -> Result<(Store, Journal, AHashSet<String>)> {
+    let (journal, replayed) = Journal::open(dir, through)?;
+    let mut store = Store::default();
+    for chunk in replayed.adds.chunks(4096) {
+        let texts: Vec<&str> = chunk.iter().map(|a| a.1.text.as_str()).collect();
+        let f = Features::of(&texts, cfg, perms);
+        for (q, (fold, a)) in chunk.iter().enumerate() {
+            store.insert(cfg, a.id.clone(), &f, q, *fold);
+        }
+    }
+    for c in replayed.copies {
+        if let Ok(hash) = u128::from_str_radix(&c.hash, 16) {
+            store.dropped.insert(hash, (c.batch, c.of, c.similarity));
+        }
+    }
+    let removed: AHashSet<String> = replayed.removed.into_iter().collect();
+    for id in &removed {
+        store.remove(id);
+    }
+    Ok((store, journal, removed))
+}
+
 fn poisoned<T>(e: PoisonError<T>) -> Error {
     Error::Internal(format!(
         "a request panicked holding the server's state: {e}"
@@ -300,26 +330,9 @@ impl Online {
                     .into(),
             })?;
         let mut view = View::open(&index)?;
-        let (journal, replayed) = Journal::open(&dir, view.folded_through)?;
         let cfg = view.plan.config.clone();
         let perms = Permutations::of(&cfg);
-        let mut store = Store::default();
-        for chunk in replayed.adds.chunks(4096) {
-            let texts: Vec<&str> = chunk.iter().map(|a| a.1.text.as_str()).collect();
-            let f = Features::of(&texts, &cfg, &perms);
-            for (q, (fold, a)) in chunk.iter().enumerate() {
-                store.insert(&cfg, a.id.clone(), &f, q, *fold);
-            }
-        }
-        for c in replayed.copies {
-            if let Ok(hash) = u128::from_str_radix(&c.hash, 16) {
-                store.dropped.insert(hash, (c.batch, c.of, c.similarity));
-            }
-        }
-        let removed: AHashSet<String> = replayed.removed.into_iter().collect();
-        for id in &removed {
-            store.remove(id);
-        }
+        let (store, journal, removed) = replay(&dir, view.folded_through, &cfg, &perms)?;
         view.remove_ids(&removed)?;
         Ok(Online {
             index,
@@ -342,6 +355,14 @@ impl Online {
         view.remove_ids(&self.removed.lock().map_err(poisoned)?.clone())?;
         let mut slot = self.view.write().map_err(poisoned)?;
         let mut guard = self.store.write().map_err(poisoned)?;
+        if view.folded_through < slot.folded_through {
+            // `index remove` took away the batch that folded the newest adds: they are the
+            // journal's again, and searched here again.
+            let dir = self.index.local_dir().unwrap_or(std::path::Path::new("."));
+            let cfg = &view.plan.config;
+            let (store, journal, _) = replay(dir, view.folded_through, cfg, &self.perms)?;
+            *guard = (store, journal);
+        }
         let (store, journal) = &mut *guard;
         if let Some(n) = journal.sealed_since()? {
             store.sealed(n);

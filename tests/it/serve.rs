@@ -301,6 +301,30 @@ fn online_adds_are_folded_into_the_next_nightly_batch() {
     let flags = ["--index", as_tasks.to_str().unwrap(), "--batch", "n3"];
     crate::tasks::by_hand(&input, &dir.join("n3-work"), &dir.join("n3-tasks"), &flags);
     assert_eq!(decisions(&dir.join("n3-tasks")), n3);
+
+    // `index remove` of night 3: the add it folded in is the journal's again, searched by the
+    // server at once, and folded by the next night.
+    cd(["index", "remove", "--index", &ix, "--batch", "n3"]).ok();
+    assert_eq!(server.post_stats()["online_documents"], 1);
+    let a = server.post("/check", serde_json::json!({"text": late}));
+    assert_eq!(
+        (a["batch"].as_str(), a["duplicate_of"].as_str()),
+        (Some("online"), Some("late")),
+        "{a}"
+    );
+    let n4 = night(
+        &text_shard(&dir.join("n4in"), &[late.to_string()]),
+        "n4",
+        "n4",
+    );
+    assert_eq!(
+        n4,
+        [
+            ("late".to_string(), true, None),
+            ("d0".to_string(), false, Some("late".to_string()))
+        ]
+    );
+    assert_eq!(server.post_stats()["online_documents"], 0);
 }
 
 /// Where the server and a nightly run may differ: batch mode compares a giant bucket's member
