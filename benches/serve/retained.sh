@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# `serve` over a large retained index (make bench-serve-retained N=50000000): N generated short
+# documents (gen-scale, as bench-scale makes them) indexed by one `run --index`, then 50,000 adds
+# at RATE a second from one client: 25,000 new texts (another seed) and 25,000 of the indexed
+# ones (the last shard's: duplicates), interleaved. Prints latency percentiles (HTTP and the
+# journal's sync included), the server's peak RSS and what it holds per retained document, and
+# adds a second unpaced from CLIENTS clients. The corpus and index are kept in $SCALE_DIR
+# (made again only if missing).
+#   N=50000000 BIN=path/to/corpus-dedup [RATE=280] [CLIENTS=4] bash benches/serve/retained.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+: "${N:?set N, the number of retained documents}"
+BIN=${BIN:?BIN=path of corpus-dedup}
+GEN=${GEN:-${CARGO_TARGET_DIR:-$HOME/.cache/corpus-dedup-target}/release/gen-scale}
+RATE=${RATE:-280} CLIENTS=${CLIENTS:-4}
+D=${SCALE_DIR:-${TMPDIR:-/tmp}/corpus-dedup-scale}
+C=$D/corpus-short-$N Q=$D/queries-50000 IX=$D/index-short-$N
+PY=$(../shared/corpus/tools/setup.sh)
+[ -e "$C/done" ] || { "$GEN" generate --out "$C" --docs "$N" > /dev/null 2>&1 && touch "$C/done"; }
+[ -e "$Q/done" ] || { "$GEN" generate --out "$Q" --docs 50000 --seed 2 > /dev/null 2>&1 && touch "$Q/done"; }
+if [ ! -e "$IX/index.json" ]; then
+  /usr/bin/time -f 'index %e s, peak %M KB' "$BIN" run --quiet --threads 2 --input "$C/short-*.parquet" \
+    --output "$D/out-short-$N" --index "$IX" --batch n1 > /dev/null
+fi
+echo "index: $(du -sb "$IX/batches" | cut -f1) bytes on disk for $N documents"
+rm -rf "$IX/online"
+"$BIN" serve --index "$IX" --listen 127.0.0.1:0 2> "$D/serve.log" &
+pid=$!
+trap 'kill $pid 2>/dev/null || true' EXIT
+until grep -q "serving" "$D/serve.log" 2>/dev/null; do sleep 0.2; done
+port=$(sed -n 's/.*127.0.0.1:\([0-9]*\).*/\1/p' "$D/serve.log")
+start_kb=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
+"$PY" - "$port" "$Q" "$C" "$RATE" "$CLIENTS" <<'PY'
+import glob, http.client, json, sys, threading, time
+import pyarrow.parquet as pq
+port, queries, corpus, rate, clients = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5])
+new = pq.read_table(sorted(glob.glob(f"{queries}/*.parquet"))[0], columns=["id", "text"]).to_pylist()[:25000]
+old = pq.read_table(sorted(glob.glob(f"{corpus}/*.parquet"))[-1], columns=["id", "text"]).to_pylist()[:25000]
+docs = [d for pair in zip(new, old) for d in pair]
+def add(c, i, d):
+    c.request("POST", "/add", json.dumps({"id": f"q{i}", "text": d["text"] or ""}), {"Content-Type": "application/json"})
+    return json.loads(c.getresponse().read())
+c = http.client.HTTPConnection("127.0.0.1", int(port))
+lat, dup, start = [], 0, time.perf_counter()
+for i, d in enumerate(docs):
+    due = start + i / rate
+    now = time.perf_counter()
+    if due > now:
+        time.sleep(due - now)
+    t0 = time.perf_counter()
+    dup += add(c, i, d)["duplicate"]
+    lat.append((time.perf_counter() - t0) * 1e3)
+lat.sort()
+pct = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]
+print(f"paced at {rate:.0f}/s, one client: {len(docs)} adds ({dup} duplicates) in {time.perf_counter() - start:.1f} s; "
+      f"latency ms p50 {pct(0.5):.2f}, p90 {pct(0.9):.2f}, p99 {pct(0.99):.2f}, max {lat[-1]:.2f}")
+def send(part, base):
+    c = http.client.HTTPConnection("127.0.0.1", int(port))
+    for i, d in enumerate(part):
+        add(c, base + i, d)
+start = time.perf_counter()
+threads = [threading.Thread(target=send, args=(docs[k::clients], 100000 * (k + 1))) for k in range(clients)]
+[t.start() for t in threads]; [t.join() for t in threads]
+wall = time.perf_counter() - start
+print(f"unpaced, {clients} clients: {len(docs)} adds in {wall:.1f} s = {len(docs) / wall:.0f} adds/s")
+PY
+peak_kb=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
+curl -s "http://127.0.0.1:$port/stats" | "$PY" -c '
+import json, sys
+s, start, peak = json.load(sys.stdin), int(sys.argv[1]) * 1024, int(sys.argv[2]) * 1024
+n, online = s["indexed_documents"], s["online_documents"]
+print(f"indexed {n} (of {sys.argv[3]} generated), online {online}; server RSS once started "
+      f"{start / 2**20:.0f} MiB ({start / n:.1f} bytes per indexed document), peak {peak / 2**20:.0f} MiB")
+print("in the server, add ms:", s["latency_ms"]["add"])' "$start_kb" "$peak_kb" "$N"
+kill -TERM "$pid"; wait "$pid" || true
