@@ -1,14 +1,16 @@
-//! Stage `keys` (one task per part): the shingle keys of the part's documents that an exact check
-//! needs, made again from the shards (`keys/pP.{keys,index}`, [`crate::io::keys`]).
+//! Stage `keys` (one task per part): the tokens of the part's documents that an exact check
+//! needs, made again from the shards (`keys/pP.{keys,tokens,index}`, [`crate::io::keys`]); their
+//! shingle keys are rolled from the tokens when read.
 //!
 //! Keys are four bytes per token: storing every document's, as the signatures stage does with
 //! `--work-keys stored`, is three quarters of the work directory, for the few documents that
-//! verification checks exactly; here the tokens are written instead, ranks into the part's
-//! dictionary ([`keys::write_tokens`]), under half the bytes. Which ones is known once the estimates are: a part's task takes the documents the
+//! verification checks exactly. Here only those are written, as ranks into the part's token
+//! dictionary ([`keys::write_tokens`]): under half the bytes of their keys. Which ones is known
+//! once the estimates are: a part's task takes the documents the
 //! verify tasks listed for it (both documents of every pair near the threshold or with a short
 //! document), the members of giant buckets (the keeper rule compares them as it goes), and with
 //! `--index` the documents whose keys the index batch keeps ([`keeps_keys`]). It reads
-//! its part's shards again, skipping the chunks that hold none of them, and makes their keys as
+//! its part's shards again, skipping the chunks that hold none of them, and makes their tokens as
 //! the signatures stage made them (the same function of the text and settings).
 //!
 //! [`KeySource`] is how every later stage gets keys: from the key files, and for a document no
