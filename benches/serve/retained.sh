@@ -31,38 +31,19 @@ until grep -q "serving" "$D/serve.log" 2>/dev/null; do sleep 0.2; done
 port=$(sed -n 's/.*127.0.0.1:\([0-9]*\).*/\1/p' "$D/serve.log")
 start_kb=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
 "$PY" - "$port" "$Q" "$C" "$RATE" "$CLIENTS" <<'PY'
-import glob, http.client, json, sys, threading, time
+import glob, sys
 import pyarrow.parquet as pq
+sys.path.insert(0, "benches/serve")
+from client import paced, percentiles, unpaced
 port, queries, corpus, rate, clients = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5])
-new = pq.read_table(sorted(glob.glob(f"{queries}/*.parquet"))[0], columns=["id", "text"]).to_pylist()[:25000]
-old = pq.read_table(sorted(glob.glob(f"{corpus}/*.parquet"))[-1], columns=["id", "text"]).to_pylist()[:25000]
-docs = [d for pair in zip(new, old) for d in pair]
-def add(c, i, d):
-    c.request("POST", "/add", json.dumps({"id": f"q{i}", "text": d["text"] or ""}), {"Content-Type": "application/json"})
-    return json.loads(c.getresponse().read())
-c = http.client.HTTPConnection("127.0.0.1", int(port))
-lat, dup, start = [], 0, time.perf_counter()
-for i, d in enumerate(docs):
-    due = start + i / rate
-    now = time.perf_counter()
-    if due > now:
-        time.sleep(due - now)
-    t0 = time.perf_counter()
-    dup += add(c, i, d)["duplicate"]
-    lat.append((time.perf_counter() - t0) * 1e3)
-lat.sort()
-pct = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]
-print(f"paced at {rate:.0f}/s, one client: {len(docs)} adds ({dup} duplicates) in {time.perf_counter() - start:.1f} s; "
-      f"latency ms p50 {pct(0.5):.2f}, p90 {pct(0.9):.2f}, p99 {pct(0.99):.2f}, max {lat[-1]:.2f}")
-def send(part, base):
-    c = http.client.HTTPConnection("127.0.0.1", int(port))
-    for i, d in enumerate(part):
-        add(c, base + i, d)
-start = time.perf_counter()
-threads = [threading.Thread(target=send, args=(docs[k::clients], 100000 * (k + 1))) for k in range(clients)]
-[t.start() for t in threads]; [t.join() for t in threads]
-wall = time.perf_counter() - start
-print(f"unpaced, {clients} clients: {len(docs)} adds in {wall:.1f} s = {len(docs) / wall:.0f} adds/s")
+new = pq.read_table(sorted(glob.glob(f"{queries}/*.parquet"))[0], columns=["text"]).to_pylist()[:25000]
+old = pq.read_table(sorted(glob.glob(f"{corpus}/*.parquet"))[-1], columns=["text"]).to_pylist()[:25000]
+texts = [d["text"] for pair in zip(new, old) for d in pair]
+answers, lat, wall = paced(port, [(f"q{i}", t) for i, t in enumerate(texts)], rate)
+dup = sum(a["duplicate"] for a in answers)
+print(f"paced at {rate:.0f}/s, one client: {len(texts)} adds ({dup} duplicates) in {wall:.1f} s; latency ms {percentiles(lat)}")
+per_second = unpaced(port, [(f"u{i}", t) for i, t in enumerate(texts)], clients)
+print(f"unpaced, {clients} clients: {len(texts)} adds = {per_second:.0f} adds/s")
 PY
 peak_kb=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 curl -s "http://127.0.0.1:$port/stats" | "$PY" -c '

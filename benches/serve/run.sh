@@ -31,30 +31,19 @@ serve() {
   port=$(sed -n 's/.*127.0.0.1:\([0-9]*\).*/\1/p' "$work/serve.log")
 }
 serve
-"$PY" - "$port" "$work/n2" "$work/o2/manifest.parquet" "$RATE" 1 <<'PY'
-import glob, http.client, json, sys, time, threading
+"$PY" - "$port" "$work/n2" "$work/o2/manifest.parquet" "$RATE" <<'PY'
+import glob, sys
 import pyarrow.parquet as pq
-port, shards, manifest, rate, clients = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5])
+sys.path.insert(0, "benches/serve")
+from client import paced, percentiles
+port, shards, manifest, rate = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 docs = [r for f in sorted(glob.glob(f"{shards}/*.parquet")) for r in pq.read_table(f, columns=["id", "text"]).to_pylist()]
-c = http.client.HTTPConnection("127.0.0.1", int(port))
-lat, answers, start = [], [], time.perf_counter()
-for i, d in enumerate(docs):
-    due = start + i / rate
-    now = time.perf_counter()
-    if due > now:
-        time.sleep(due - now)
-    t0 = time.perf_counter()
-    c.request("POST", "/add", json.dumps({"id": d["id"], "text": d["text"] or ""}), {"Content-Type": "application/json"})
-    answers.append(json.loads(c.getresponse().read()))
-    lat.append((time.perf_counter() - t0) * 1e3)
+answers, lat, wall = paced(port, [(d["id"], d["text"]) for d in docs], rate)
 m = {x["id"]: x for x in pq.read_table(manifest, columns=["id", "keep", "duplicate_of"]).to_pylist()}
 keep = sum(m[a["id"]]["keep"] == (not a["duplicate"]) for a in answers)
 of = sum((m[a["id"]]["duplicate_of"] or None) == a["duplicate_of"] for a in answers)
-lat.sort()
-pct = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]
 text_kb = sum(len((d["text"] or "").encode()) for d in docs) / len(docs) / 1024
-print(f"paced at {rate:.0f}/s, one client: {len(docs)} adds (mean text {text_kb:.1f} KiB) in {time.perf_counter() - start:.1f} s; "
-      f"latency ms p50 {pct(0.5):.2f}, p90 {pct(0.9):.2f}, p99 {pct(0.99):.2f}, max {lat[-1]:.2f}")
+print(f"paced at {rate:.0f}/s, one client: {len(docs)} adds (mean text {text_kb:.1f} KiB) in {wall:.1f} s; latency ms {percentiles(lat)}")
 print(f"decisions as the nightly run's: keep/drop {keep} of {len(docs)}, duplicate_of {of} of {len(docs)}")
 PY
 grep VmHWM "/proc/$pid/status" | awk '{print "server peak RSS after night 2: " $2 / 1024 " MiB"}'
@@ -63,52 +52,33 @@ kill -TERM "$pid"; wait "$pid" || true
 # Unpaced, CLIENTS clients at once, on a fresh journal: the most adds a second.
 serve
 "$PY" - "$port" "$work/n2" "$CLIENTS" <<'PY'
-import glob, http.client, json, sys, time, threading
+import glob, sys
 import pyarrow.parquet as pq
+sys.path.insert(0, "benches/serve")
+from client import unpaced
 port, shards, clients = sys.argv[1], sys.argv[2], int(sys.argv[3])
-docs = [r for f in sorted(glob.glob(f"{shards}/*.parquet")) for r in pq.read_table(f, columns=["id", "text"]).to_pylist()]
-def send(part):
-    c = http.client.HTTPConnection("127.0.0.1", int(port))
-    for d in part:
-        c.request("POST", "/add", json.dumps({"id": d["id"], "text": d["text"] or ""}), {"Content-Type": "application/json"})
-        c.getresponse().read()
-start = time.perf_counter()
-threads = [threading.Thread(target=send, args=(docs[i::clients],)) for i in range(clients)]
-[t.start() for t in threads]; [t.join() for t in threads]
-wall = time.perf_counter() - start
-print(f"unpaced, {clients} clients: {len(docs)} adds in {wall:.1f} s = {len(docs) / wall:.0f} adds/s")
+docs = [(r["id"], r["text"]) for f in sorted(glob.glob(f"{shards}/*.parquet")) for r in pq.read_table(f, columns=["id", "text"]).to_pylist()]
+print(f"unpaced, {clients} clients: {len(docs)} adds = {unpaced(port, docs, clients):.0f} adds/s")
 PY
 kill -TERM "$pid"; wait "$pid" || true
 # Short and long texts in one stream, paced, one client.
 serve
 "$PY" - "$port" "$work/n2" "$RATE" "$MIX" <<'PY'
-import glob, http.client, json, sys, time
+import glob, sys
 import pyarrow.parquet as pq
+sys.path.insert(0, "benches/serve")
+from client import paced, percentiles
 port, shards, rate, n = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
 texts = [r["text"] or "" for f in sorted(glob.glob(f"{shards}/*.parquet")) for r in pq.read_table(f, columns=["text"]).to_pylist()]
-def short(i):
+def text(i):
+    if i % 20 == 0:
+        return "\n\n".join(texts[(i + j) % len(texts)] for j in range(24))
     return texts[i % len(texts)].encode()[:180].decode(errors="ignore")
-def long(i):
-    return "\n\n".join(texts[(i + j) % len(texts)] for j in range(24))
-c = http.client.HTTPConnection("127.0.0.1", int(port))
-lat, start = {"short": [], "long": []}, time.perf_counter()
-sizes = {"short": 0, "long": 0}
-for i in range(n):
-    kind = "long" if i % 20 == 0 else "short"
-    text = long(i) if kind == "long" else short(i)
-    sizes[kind] += len(text.encode())
-    due = start + i / rate
-    now = time.perf_counter()
-    if due > now:
-        time.sleep(due - now)
-    t0 = time.perf_counter()
-    c.request("POST", "/add", json.dumps({"id": f"m{i}", "text": text}), {"Content-Type": "application/json"})
-    c.getresponse().read()
-    lat[kind].append((time.perf_counter() - t0) * 1e3)
-for kind, l in lat.items():
-    l.sort()
-    pct = lambda p: l[min(len(l) - 1, int(p * len(l)))]
-    print(f"mix at {rate:.0f}/s, {kind}: {len(l)} adds, mean {sizes[kind] / len(l) / 1024:.1f} KiB; "
-          f"latency ms p50 {pct(0.5):.2f}, p90 {pct(0.9):.2f}, p99 {pct(0.99):.2f}, max {l[-1]:.2f}")
+items = [(f"m{i}", text(i)) for i in range(n)]
+_, lat, _ = paced(port, items, rate)
+for kind, keep in [("short", lambda i: i % 20 != 0), ("long", lambda i: i % 20 == 0)]:
+    mine = [i for i in range(n) if keep(i)]
+    kib = sum(len(items[i][1].encode()) for i in mine) / len(mine) / 1024
+    print(f"mix at {rate:.0f}/s, {kind}: {len(mine)} adds, mean {kib:.1f} KiB; latency ms {percentiles([lat[i] for i in mine])}")
 PY
 kill -TERM "$pid"; wait "$pid" || true
