@@ -136,9 +136,9 @@ bench-jsonl: build
 bench-serve: build
 	BIN=$(BIN) CORPUS='$(or $(CORPUS),/tmp/dev-large)' RATE=$(or $(RATE),280) CLIENTS=$(or $(CLIENTS),4) bash benches/serve/run.sh
 
-## `serve` over N generated retained documents: make bench-serve-retained N=50000000 [RATE=280]
+## `serve` over N generated retained documents: make bench-serve-retained N=50000000 [BATCHES=5] [METHOD=simhash] [ARGS=...] [RATE=280]
 bench-serve-retained: build
-	BIN=$(BIN) N=$(N) RATE=$(or $(RATE),280) CLIENTS=$(or $(CLIENTS),4) bash benches/serve/retained.sh
+	BIN=$(BIN) N=$(N) BATCHES=$(or $(BATCHES),1) METHOD=$(or $(METHOD),minhash) ARGS='$(ARGS)' RATE=$(or $(RATE),280) CLIENTS=$(or $(CLIENTS),4) bash benches/serve/retained.sh
 
 ## `index export` of NIGHTS x NIGHT_DOCS indexed documents: make bench-export [NIGHTS=10 NIGHT_DOCS=1000000]
 bench-export: build

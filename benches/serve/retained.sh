@@ -1,28 +1,44 @@
 #!/usr/bin/env bash
 # `serve` over a large retained index (make bench-serve-retained N=50000000): N generated short
-# documents (gen-scale, as bench-scale makes them) indexed by one `run --index`, then 50,000 adds
+# documents (gen-scale, as bench-scale makes them) indexed by BATCHES nightly `run --index` (the
+# shards in BATCHES consecutive groups, so a night's work directory holds N/BATCHES documents;
+# METHOD minhash or simhash), then 50,000 adds
 # at RATE a second from one client: 25,000 new texts (another seed) and 25,000 of the indexed
 # ones (the last shard's: duplicates), interleaved. Prints latency percentiles (HTTP and the
 # journal's sync included), the server's peak RSS and what it holds per retained document, and
 # adds a second unpaced from CLIENTS clients. The corpus and index are kept in $SCALE_DIR
 # (made again only if missing).
-#   N=50000000 BIN=path/to/corpus-dedup [RATE=280] [CLIENTS=4] bash benches/serve/retained.sh
+# ARGS are added to each nightly run (e.g. '--simhash-ngram 2': the generator's small vocabularies
+# make unigram fingerprints collide, see docs/PERFORMANCE.md).
+#   N=50000000 BIN=path/to/corpus-dedup [BATCHES=1] [METHOD=minhash] [ARGS=...] [RATE=280] \
+#     [CLIENTS=4] bash benches/serve/retained.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${N:?set N, the number of retained documents}"
 BIN=${BIN:?BIN=path of corpus-dedup}
 GEN=${GEN:-${CARGO_TARGET_DIR:-$HOME/.cache/corpus-dedup-target}/release/gen-scale}
-RATE=${RATE:-280} CLIENTS=${CLIENTS:-4}
+RATE=${RATE:-280} CLIENTS=${CLIENTS:-4} BATCHES=${BATCHES:-1} METHOD=${METHOD:-minhash} ARGS=${ARGS:-}
 D=${SCALE_DIR:-${TMPDIR:-/tmp}/corpus-dedup-scale}
-C=$D/corpus-short-$N Q=$D/queries-50000 IX=$D/index-short-$N
+C=$D/corpus-short-$N Q=$D/queries-50000 IX=$D/index-short-$N-$METHOD-$BATCHES$(echo "$ARGS" | tr -d ' ')
 PY=$(../shared/corpus/tools/setup.sh)
 [ -e "$C/done" ] || { "$GEN" generate --out "$C" --docs "$N" > /dev/null 2>&1 && touch "$C/done"; }
 [ -e "$Q/done" ] || { "$GEN" generate --out "$Q" --docs 50000 --seed 2 > /dev/null 2>&1 && touch "$Q/done"; }
-if [ ! -e "$IX/index.json" ]; then
-  /usr/bin/time -f 'index %e s, peak %M KB' "$BIN" run --quiet --threads 2 --input "$C/short-*.parquet" \
-    --output "$D/out-short-$N" --index "$IX" --batch n1 > /dev/null
+mapfile -t shards < <(ls "$C"/short-*.parquet)
+((BATCHES <= ${#shards[@]})) || { echo "BATCHES=$BATCHES: more than the ${#shards[@]} shards" >&2; exit 1; }
+if [ ! -e "$IX/batches.done" ]; then
+  rm -rf "$IX"
+  for ((b = 0; b < BATCHES; b++)); do
+    inputs=()
+    for ((s = b * ${#shards[@]} / BATCHES; s < (b + 1) * ${#shards[@]} / BATCHES; s++)); do
+      inputs+=(--input "${shards[s]}")
+    done
+    /usr/bin/time -f "night $((b + 1)) of $BATCHES: %e s, peak %M KB" "$BIN" run --quiet --threads 2 \
+      "${inputs[@]}" --method "$METHOD" $ARGS --output "$D/out-short-$N" --index "$IX" --batch "n$((b + 1))" > /dev/null
+    rm -rf "$D/out-short-$N"
+  done
+  touch "$IX/batches.done"
 fi
-echo "index: $(du -sb "$IX/batches" | cut -f1) bytes on disk for $N documents"
+echo "index ($METHOD $ARGS, $BATCHES batches): $(du -sb "$IX/batches" | cut -f1) bytes on disk for $N documents"
 rm -rf "$IX/online"
 "$BIN" serve --index "$IX" --listen 127.0.0.1:0 2> "$D/serve.log" &
 pid=$!

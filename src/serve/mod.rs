@@ -10,6 +10,7 @@
 //! requests under way and exits; one server per index (`INDEX/SERVE_LOCK`). The index lock is
 //! not held, so nightly runs go on; the server sees their new head at its next request.
 
+mod features;
 mod journal;
 mod online;
 mod view;

@@ -8,17 +8,13 @@ use std::sync::{Mutex, PoisonError, RwLock};
 use std::time::Instant;
 
 use ahash::{AHashMap, AHashSet};
-use polars::prelude::{NamedFrom, StringChunked};
 
+use super::features::{Features, Signer};
 use super::journal::{Copy, Journal, UNSEALED};
 use super::view::View;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::io::output::OutputDir;
-use crate::minhash::{estimate_jaccard, Permutations, SigSource, Signatures};
-use crate::stages::lookup::Queries;
-use crate::stages::verify::decide::needs_exact;
-use crate::text::sets::{jaccard, ShingleSets};
 
 /// One text of a request.
 #[derive(Debug, Clone, serde::Deserialize)]
@@ -43,69 +39,12 @@ pub(crate) struct Answer {
     pub added: bool,
 }
 
-/// The texts of a request, signed and shingled as a run signs its documents.
-pub(crate) struct Features {
-    sigs: Signatures,
-    /// Sorted, unique shingle keys.
-    sets: Vec<Vec<u32>>,
-    exact: Vec<u128>,
-}
-
-impl Features {
-    pub(crate) fn of(texts: &[&str], cfg: &Config, perms: &Permutations) -> Features {
-        let column = StringChunked::new("text".into(), texts);
-        let (sigs, keys) = crate::stages::signatures::signature_column(
-            &column,
-            Some(perms),
-            cfg.effective_tokenizer(),
-            cfg.ngram,
-            None,
-        );
-        let sets = (0..texts.len())
-            .map(|d| {
-                let mut s = keys.get(d).to_vec();
-                s.sort_unstable();
-                s.dedup();
-                s
-            })
-            .collect();
-        let exact = (0..texts.len()).map(|d| keys.exact(d)).collect();
-        Features { sigs, sets, exact }
-    }
-}
-
-impl Queries for Features {
-    fn sig(&self, q: usize) -> &[u32] {
-        self.sigs.get(q as u32)
-    }
-    fn shingles(&self, q: usize) -> u32 {
-        self.sigs.shingles[q]
-    }
-    fn sets(&self, qs: Vec<u64>) -> Result<ShingleSets> {
-        let sets = qs.iter().map(|&q| self.sets[q as usize].clone()).collect();
-        Ok(ShingleSets::new(qs, sets))
-    }
-}
-
-/// Two signatures as the verify rule reads them (documents 0 and 1).
-struct Two<'a>([(&'a [u32], u32); 2]);
-
-impl SigSource for Two<'_> {
-    fn k(&self) -> usize {
-        self.0[0].0.len()
-    }
-    fn sig(&self, doc: u64) -> &[u32] {
-        self.0[doc as usize & 1].0
-    }
-    fn shingles(&self, doc: u64) -> u32 {
-        self.0[doc as usize & 1].1
-    }
-}
-
 /// The documents retained since the server started: signatures, sets, band tables.
 #[derive(Default)]
 struct Store {
     ids: Vec<String>,
+    /// Values per signature (MinHash: K; SimHash: a fingerprint record's 3).
+    k: usize,
     sigs: Vec<u32>,
     shingles: Vec<u32>,
     sets: Vec<Vec<u32>>,
@@ -122,25 +61,21 @@ struct Store {
 }
 
 impl Store {
-    fn sig(&self, d: u32, k: usize) -> &[u32] {
-        &self.sigs[d as usize * k..(d as usize + 1) * k]
+    fn sig(&self, d: u32) -> &[u32] {
+        &self.sigs[d as usize * self.k..(d as usize + 1) * self.k]
     }
 
     /// The live document query `q` duplicates, as the keeper rule picks it: the most similar of
-    /// those it is verified near (ties to the earliest), verified as batch verification decides
-    /// (the estimate where it is clear, exact Jaccard near the threshold or for a short text); an
-    /// exact copy of the text is similarity 1.
-    fn find(&self, cfg: &Config, f: &Features, q: usize) -> Option<(u32, f32)> {
-        let k = cfg.num_perm;
+    /// those it is verified near ([`Signer::verified`]; ties to the earliest); an exact copy of
+    /// the text is similarity 1.
+    fn find(&self, cfg: &Config, signer: &Signer, f: &Features, q: usize) -> Option<(u32, f32)> {
         let live = |d: u32| !self.removed[d as usize];
         let copy = (f.exact[q] != 0)
             .then(|| self.exact.get(&f.exact[q]).copied())
             .flatten()
             .filter(|&d| live(d));
         let mut cands: Vec<u32> = copy.into_iter().collect();
-        if f.sigs.shingles[q] > 0 && !self.tables.is_empty() {
-            let mut keys = vec![0u64; cfg.bands];
-            crate::lsh::band_keys(f.sig(q), cfg.rows, &mut keys);
+        if let Some(keys) = signer.keys(cfg, f.doc(q).0, f.doc(q).1) {
             let found = (keys.iter().zip(&self.tables)).filter_map(|(key, table)| table.get(key));
             cands.extend(found.flatten().copied().filter(|&d| live(d)));
         }
@@ -150,17 +85,12 @@ impl Store {
             if Some(d) == copy {
                 return Some((d, 1.0));
             }
-            let pair = Two([
-                (f.sig(q), f.sigs.shingles[q]),
-                (self.sig(d, k), self.shingles[d as usize]),
-            ]);
-            let est = estimate_jaccard(pair.sig(0), pair.sig(1));
-            let rule = (cfg.verify, cfg.threshold, cfg.min_shingles);
-            let sim = match needs_exact(0, 1, &pair, rule.0, rule.1, rule.2, || est) {
-                true => jaccard(&f.sets[q], &self.sets[d as usize]),
-                false => est,
-            };
-            (sim >= cfg.threshold).then_some((d, sim))
+            let mine = (
+                self.sig(d),
+                self.shingles[d as usize],
+                &self.sets[d as usize][..],
+            );
+            signer.verified(cfg, f.doc(q), mine).map(|sim| (d, sim))
         });
         // The most similar, the earliest among equals.
         let best = verified.fold(None, |best: Option<(u32, f64)>, (d, sim)| match best {
@@ -170,21 +100,40 @@ impl Store {
         best.map(|(d, sim)| (d, sim as f32))
     }
 
-    fn insert(&mut self, cfg: &Config, id: String, f: &Features, q: usize, fold: u64) {
-        let one = (f.sig(q), f.sigs.shingles[q], f.sets[q].clone(), f.exact[q]);
-        self.push(cfg, id, one, fold);
+    fn insert(
+        &mut self,
+        signer: &Signer,
+        cfg: &Config,
+        id: String,
+        f: &Features,
+        q: usize,
+        fold: u64,
+    ) {
+        let one = (
+            f.doc(q).0,
+            f.sigs.shingles[q],
+            f.sets[q].clone(),
+            f.exact[q],
+        );
+        self.push(signer, cfg, id, one, fold);
     }
 
     /// Retains a document: its signature, shingle count, set and exact-text hash.
-    fn push(&mut self, cfg: &Config, id: String, doc: (&[u32], u32, Vec<u32>, u128), fold: u64) {
+    fn push(
+        &mut self,
+        signer: &Signer,
+        cfg: &Config,
+        id: String,
+        doc: (&[u32], u32, Vec<u32>, u128),
+        fold: u64,
+    ) {
         let (sig, shingles, set, exact) = doc;
         let d = self.ids.len() as u32;
         if self.tables.is_empty() {
-            self.tables = vec![AHashMap::new(); cfg.bands];
+            self.tables = vec![AHashMap::new(); signer.tables(cfg)];
+            self.k = sig.len();
         }
-        if shingles > 0 {
-            let mut keys = vec![0u64; cfg.bands];
-            crate::lsh::band_keys(sig, cfg.rows, &mut keys);
+        if let Some(keys) = signer.keys(cfg, sig, shingles) {
             for (key, table) in keys.into_iter().zip(&mut self.tables) {
                 table.entry(key).or_default().push(d);
             }
@@ -210,21 +159,20 @@ impl Store {
 
     /// Without the documents a batch folded in (fold numbers up to `through`: the index answers
     /// for them now) and the removed ones; answers naming a document it lets go are forgotten.
-    fn without_folded(&mut self, cfg: &Config, through: u64) {
+    fn without_folded(&mut self, signer: &Signer, cfg: &Config, through: u64) {
         if self.fold.iter().all(|&f| f > through) {
             return;
         }
         let old = std::mem::take(self);
-        let k = cfg.num_perm;
         let hashes: AHashMap<u32, u128> = old.exact.iter().map(|(&h, &d)| (d, h)).collect();
         for (d, id) in old.ids.iter().enumerate() {
             if old.fold[d] <= through || old.removed[d] {
                 continue;
             }
             let exact = hashes.get(&(d as u32)).copied().unwrap_or(0);
-            let sig = old.sig(d as u32, k);
+            let sig = old.sig(d as u32);
             let doc = (sig, old.shingles[d], old.sets[d].clone(), exact);
-            self.push(cfg, id.clone(), doc, old.fold[d]);
+            self.push(signer, cfg, id.clone(), doc, old.fold[d]);
         }
         self.dropped = old.dropped;
         let by_id = &self.by_id;
@@ -272,7 +220,7 @@ const ONLINE: &str = "online";
 pub(crate) struct Online {
     index: OutputDir,
     view: RwLock<View>,
-    perms: Permutations,
+    signer: Signer,
     /// The documents retained since the start and the journal, under one lock: an add is decided,
     /// retained and made durable before the next one is decided.
     store: RwLock<(Store, Journal)>,
@@ -289,15 +237,15 @@ fn replay(
     dir: &std::path::Path,
     through: u64,
     cfg: &Config,
-    perms: &Permutations,
+    signer: &Signer,
 ) -> Result<(Store, Journal, AHashSet<String>)> {
     let (journal, replayed) = Journal::open(dir, through)?;
     let mut store = Store::default();
     for chunk in replayed.adds.chunks(4096) {
         let texts: Vec<&str> = chunk.iter().map(|a| a.1.text.as_str()).collect();
-        let f = Features::of(&texts, cfg, perms);
+        let f = Features::of(&texts, cfg, signer);
         for (q, (fold, a)) in chunk.iter().enumerate() {
-            store.insert(cfg, a.id.clone(), &f, q, *fold);
+            store.insert(signer, cfg, a.id.clone(), &f, q, *fold);
         }
     }
     for c in replayed.copies {
@@ -331,13 +279,13 @@ impl Online {
             })?;
         let mut view = View::open(&index)?;
         let cfg = view.plan.config.clone();
-        let perms = Permutations::of(&cfg);
-        let (store, journal, removed) = replay(&dir, view.folded_through, &cfg, &perms)?;
+        let signer = Signer::of(&index, &cfg, view.frequencies.as_deref())?;
+        let (store, journal, removed) = replay(&dir, view.folded_through, &cfg, &signer)?;
         view.remove_ids(&removed)?;
         Ok(Online {
             index,
             view: RwLock::new(view),
-            perms,
+            signer,
             store: RwLock::new((store, journal)),
             removed: Mutex::new(removed),
             stats: Mutex::new(Stats::default()),
@@ -360,14 +308,14 @@ impl Online {
             // journal's again, and searched here again.
             let dir = self.index.local_dir().unwrap_or(std::path::Path::new("."));
             let cfg = &view.plan.config;
-            let (store, journal, _) = replay(dir, view.folded_through, cfg, &self.perms)?;
+            let (store, journal, _) = replay(dir, view.folded_through, cfg, &self.signer)?;
             *guard = (store, journal);
         }
         let (store, journal) = &mut *guard;
         if let Some(n) = journal.sealed_since()? {
             store.sealed(n);
         }
-        store.without_folded(&view.plan.config, view.folded_through);
+        store.without_folded(&self.signer, &view.plan.config, view.folded_through);
         *slot = view;
         Ok(())
     }
@@ -378,7 +326,7 @@ impl Online {
         self.refresh()?;
         let mut view = self.view.read().map_err(poisoned)?;
         let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
-        let f = Features::of(&texts, &view.plan.config, &self.perms);
+        let f = Features::of(&texts, &view.plan.config, &self.signer);
         let indexed = match view.search(&f, f.exact.clone()) {
             Ok(m) => m,
             // A nightly run committed meanwhile and deleted files of a batch that left its
@@ -404,7 +352,7 @@ impl Online {
         };
         let online = |store: &Store, q: usize| {
             store
-                .find(cfg, &f, q)
+                .find(cfg, &self.signer, &f, q)
                 .map(|(d, sim)| (ONLINE.to_string(), store.ids[d as usize].clone(), sim))
         };
         let mut out = Vec::with_capacity(docs.len());
@@ -436,7 +384,7 @@ impl Online {
                     if !a.duplicate {
                         let id = docs[q].id.clone().unwrap_or_default();
                         journal.add(&id, &docs[q].text)?;
-                        store.insert(cfg, id, &f, q, UNSEALED);
+                        store.insert(&self.signer, cfg, id, &f, q, UNSEALED);
                         a.added = true;
                     }
                     out.push(a);

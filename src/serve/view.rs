@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::config::{Config, Method};
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::index::batch::BatchReader;
 use crate::index::{read_head, BatchEntry, HEAD};
@@ -23,6 +23,8 @@ pub(crate) struct View {
     pub compare: Vec<BatchEntry>,
     /// The highest number of the server's fold files its batches hold.
     pub folded_through: u64,
+    /// SimHash: the index's feature filter (index-relative file).
+    pub frequencies: Option<String>,
     readers: Vec<Arc<BatchReader>>,
     live: Live,
 }
@@ -47,12 +49,6 @@ impl View {
             refuse("it has no head (index.json): run a nightly `run --index` into it first, which sets its settings".into())
         })?;
         let config = config_of(&head.settings).map_err(|e| refuse(e.to_string()))?;
-        if config.method != Method::Minhash {
-            return Err(refuse(
-                "it was built with --method simhash; `serve` answers for MinHash indexes only"
-                    .into(),
-            ));
-        }
         for (flag, set) in [
             ("--partition-by", config.partition_by.is_some()),
             ("--across", config.across.is_some()),
@@ -89,6 +85,7 @@ impl View {
             plan,
             compare,
             folded_through: head.folded_through,
+            frequencies: head.frequencies.clone(),
             readers,
             live,
         })

@@ -89,36 +89,56 @@ fn decisions(out: &Path) -> Vec<(String, bool, Option<String>)> {
         .collect()
 }
 
-#[test]
-fn serve_decides_as_the_nightly_run_and_keeps_what_it_acknowledged() {
-    let dir = temp_dir("serve");
+/// Night 1 (the English shard) indexed with `args`, then night 2 (every shard, night 1's again
+/// among them) decided by a nightly run over a copy of that index, and the same texts sent one
+/// at a time to `/add` of a server on the index: each answer must be the nightly run's keep/drop
+/// and `duplicate_of`. Returns the server, its index, night 2's documents and how many it kept.
+fn night_two_sent_one_at_a_time(
+    dir: &Path,
+    args: &[&str],
+) -> (
+    Server,
+    std::path::PathBuf,
+    Vec<corpus_dedup::synth::Doc>,
+    usize,
+) {
     let (all, docs) = three_shards(&dir.join("gen"));
     let night1 = dir.join("gen/a-en.parquet").display().to_string();
     let (index, reference) = (dir.join("index"), dir.join("reference"));
-    run_ok(
-        &night1,
-        &dir.join("n1"),
-        &["--index", &index.display().to_string(), "--batch", "n1"],
-    );
+    let i = index.display().to_string();
+    let n1 = [&["--index", i.as_str(), "--batch", "n1"][..], args].concat();
+    run_ok(&night1, &dir.join("n1"), &n1);
     copy_dir(&index, &reference);
-    // Night 2 (every shard, night 1's again among them) by the nightly run, for reference.
     let r = reference.display().to_string();
-    run_ok(&all, &dir.join("n2"), &["--index", &r, "--batch", "n2"]);
+    let n2 = [&["--index", r.as_str(), "--batch", "n2"][..], args].concat();
+    run_ok(&all, &dir.join("n2"), &n2);
     let nightly = decisions(&dir.join("n2"));
 
-    // The same texts sent one at a time to /add: the same keep/drop and duplicate_of.
     let server = start(&index, &[]);
+    let (mut batches, mut near) = (std::collections::BTreeSet::new(), 0);
     for (d, (id, keep, of)) in docs.iter().zip(&nightly) {
         assert_eq!(&d.id, id);
         let a = server.post("/add", serde_json::json!({"id": d.id, "text": d.text}));
         assert_eq!(a["duplicate"], !keep, "{id}: {a}");
         assert_eq!(a["added"], *keep, "{id}: {a}");
         assert_eq!(a["duplicate_of"].as_str(), of.as_deref(), "{id}: {a}");
+        batches.extend(a["batch"].as_str().map(str::to_string));
+        near += usize::from(a["similarity"].as_f64().is_some_and(|s| s < 1.0));
     }
     let dropped = nightly.iter().filter(|r| !r.1).count();
     assert!(dropped > 50, "{dropped}");
+    // Some were dropped against night 1's batch, some against texts added online.
+    assert_eq!(batches.len(), 2, "{batches:?}");
+    assert!(near > 10, "{near}");
+    (server, index, docs, nightly.len() - dropped)
+}
+
+#[test]
+fn serve_decides_as_the_nightly_run_and_keeps_what_it_acknowledged() {
+    let dir = temp_dir("serve");
+    let (server, index, docs, kept) = night_two_sent_one_at_a_time(&dir, &[]);
     let stats = server.post_stats();
-    assert_eq!(stats["added"], nightly.len() - dropped);
+    assert_eq!(stats["added"], kept);
 
     // 32 identical new texts at once: exactly one is retained; the others name it.
     let text = "a text no night has seen, sent thirty-two times at the same moment by clients";
@@ -214,6 +234,18 @@ fn serve_decides_as_the_nightly_run_and_keeps_what_it_acknowledged() {
     unsafe_term(&server.child);
     let status = server.child.wait().unwrap();
     assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn serve_decides_as_a_simhash_nightly_run() {
+    let dir = temp_dir("serve-simhash");
+    let sim = ["--method", "simhash", "--simhash-df-sample", "100"];
+    let (server, index, _, kept) = night_two_sent_one_at_a_time(&dir, &sim);
+    assert_eq!(server.post_stats()["added"], kept);
+    // On restart the fingerprints are made again from the journal, through the same filter.
+    drop(server);
+    let server = start(&index, &[]);
+    assert_eq!(server.post_stats()["online_documents"], kept);
 }
 
 #[test]
