@@ -13,7 +13,7 @@ INPUT ?= data-samples/*.parquet
 OUTPUT ?= out
 ARGS ?=
 
-.PHONY: build dedup test samples bench bench-ab bench-same bench-ratios bench-peers bench-kernels bench-scale bench-work-bytes bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-sweep bench-audit bench-signals bench-decontam bench-paragraphs bench-substrings bench-jsonl bench-export bench-serve bench-serve-retained bench-index-soak soak s3-demo clean-out
+.PHONY: build dedup test samples bench bench-ab bench-same bench-ratios bench-peers bench-kernels bench-scale bench-work-bytes bench-index bench-nights bench-recrawl bench-scripts bench-python bench-sketch bench-sweep bench-audit bench-signals bench-decontam bench-paragraphs bench-substrings bench-jsonl bench-export bench-serve bench-serve-recrawl bench-serve-retained bench-index-soak soak s3-demo clean-out
 
 build:
 	$(CARGO) build --release --locked --bins
@@ -135,6 +135,10 @@ bench-jsonl: build
 ## serve against the nightly run, latency at RATE adds/s and the most adds/s: make bench-serve [CORPUS=/tmp/dev-large] [RATE=280] [CLIENTS=4]
 bench-serve: build
 	BIN=$(BIN) CORPUS='$(or $(CORPUS),/tmp/dev-large)' RATE=$(or $(RATE),280) CLIENTS=$(or $(CLIENTS),4) bash benches/serve/run.sh
+
+## `serve` on a real re-crawl (4 releases of 3 projects' docs; nights 1-3 indexed, night 4 served): make bench-serve-recrawl
+bench-serve-recrawl: build
+	BIN=$(BIN) RATE=$(or $(RATE),280) bash benches/serve/recrawl.sh
 
 ## `serve` over N generated retained documents: make bench-serve-retained N=50000000 [BATCHES=5] [METHOD=simhash] [ARGS=...] [RATE=280]
 bench-serve-retained: build

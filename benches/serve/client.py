@@ -42,6 +42,16 @@ def unpaced(port, items, clients):
     return len(items) / (time.perf_counter() - start)
 
 
+def agreement(answers, manifest):
+    """How many `answers` (to adds with the manifest's ids) the nightly run's manifest agrees
+    with: (keep/drop, duplicate_of)."""
+    import pyarrow.parquet as pq
+    m = {x["id"]: x for x in pq.read_table(manifest, columns=["id", "keep", "duplicate_of"]).to_pylist()}
+    keep = sum(m[a["id"]]["keep"] == (not a["duplicate"]) for a in answers)
+    of = sum((m[a["id"]]["duplicate_of"] or None) == a["duplicate_of"] for a in answers)
+    return keep, of
+
+
 def percentiles(lat):
     """'p50 X, p90 Y, p99 Z, max W' of latencies in ms."""
     lat = sorted(lat)

@@ -39,12 +39,9 @@ if [ ! -e "$IX/batches.done" ]; then
   touch "$IX/batches.done"
 fi
 echo "index ($METHOD $ARGS, $BATCHES batches): $(du -sb "$IX/batches" | cut -f1) bytes on disk for $N documents"
-rm -rf "$IX/online"
-"$BIN" serve --index "$IX" --listen 127.0.0.1:0 2> "$D/serve.log" &
-pid=$!
+source benches/serve/lib.sh
+start_server "$IX" "$D/serve.log"
 trap 'kill $pid 2>/dev/null || true' EXIT
-until grep -q "serving" "$D/serve.log" 2>/dev/null; do sleep 0.2; done
-port=$(sed -n 's/.*127.0.0.1:\([0-9]*\).*/\1/p' "$D/serve.log")
 start_kb=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
 "$PY" - "$port" "$Q" "$C" "$RATE" "$CLIENTS" <<'PY'
 import glob, sys

@@ -23,25 +23,18 @@ done
 "$BIN" run --quiet --input "$work/n1/*.parquet" --output "$work/o1" --index "$work/index" --batch n1 > /dev/null
 cp -r "$work/index" "$work/ref-index"
 "$BIN" run --quiet --input "$work/n2/*.parquet" --output "$work/o2" --index "$work/ref-index" --batch n2 > /dev/null
-serve() {
-  rm -rf "$work/index/online"
-  "$BIN" serve --index "$work/index" --listen 127.0.0.1:0 2> "$work/serve.log" &
-  pid=$!
-  until grep -q "serving" "$work/serve.log" 2>/dev/null; do sleep 0.1; done
-  port=$(sed -n 's/.*127.0.0.1:\([0-9]*\).*/\1/p' "$work/serve.log")
-}
+source benches/serve/lib.sh
+serve() { start_server "$work/index" "$work/serve.log"; }
 serve
 "$PY" - "$port" "$work/n2" "$work/o2/manifest.parquet" "$RATE" <<'PY'
 import glob, sys
 import pyarrow.parquet as pq
 sys.path.insert(0, "benches/serve")
-from client import paced, percentiles
+from client import agreement, paced, percentiles
 port, shards, manifest, rate = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 docs = [r for f in sorted(glob.glob(f"{shards}/*.parquet")) for r in pq.read_table(f, columns=["id", "text"]).to_pylist()]
 answers, lat, wall = paced(port, [(d["id"], d["text"]) for d in docs], rate)
-m = {x["id"]: x for x in pq.read_table(manifest, columns=["id", "keep", "duplicate_of"]).to_pylist()}
-keep = sum(m[a["id"]]["keep"] == (not a["duplicate"]) for a in answers)
-of = sum((m[a["id"]]["duplicate_of"] or None) == a["duplicate_of"] for a in answers)
+keep, of = agreement(answers, manifest)
 text_kb = sum(len((d["text"] or "").encode()) for d in docs) / len(docs) / 1024
 print(f"paced at {rate:.0f}/s, one client: {len(docs)} adds (mean text {text_kb:.1f} KiB) in {wall:.1f} s; latency ms {percentiles(lat)}")
 print(f"decisions as the nightly run's: keep/drop {keep} of {len(docs)}, duplicate_of {of} of {len(docs)}")

@@ -6,8 +6,10 @@
 //! scratch directory), and again on half of it; what a document more wrote between the two (a
 //! task's fixed bytes cancel out) is scaled to the whole input. The sample never reads more than
 //! its rows (the start of a file; an object-store file is fetched whole, so only the smallest of
-//! those is sampled). The index stage is not run on the sample (it writes into the index), nor
-//! the lookup stage (it needs the index), and `--reference` is not loaded: neither writes much.
+//! those is sampled). With `--index` the sample is the first batch of an empty index in its
+//! scratch directory: it keeps the files an indexed run keeps (the band rows for the index stage,
+//! the store's signatures), but has no lookup (it would need tonight's index, and writes little);
+//! `--reference` is not loaded.
 //! The store, key and band files, most of the work directory, grow with the documents: within
 //! 6% on the development corpora. What grows with the pairs does not: a sample holds a fraction
 //! of each document's near-duplicates when they are spread over the corpus, so with
@@ -86,7 +88,8 @@ pub(crate) fn estimate(plan: &Plan) -> Result<Estimate> {
 }
 
 /// A plan of the first rows of up to [`SAMPLE_FILES`] files spread over `plan`'s list, `docs`
-/// documents at most, one part, no index and no reference; None for an empty input. A file
+/// documents at most, one part, no reference, and with `--index` a first batch (no batch to
+/// compare with; [`run_sample`] puts its index in scratch); None for an empty input. A file
 /// the plan did not count gives the documents of its first MiB at most (`heads`).
 fn sample_plan(plan: &Plan, heads: &BTreeMap<usize, (u64, u64)>, docs: u64) -> Option<Plan> {
     let known: Vec<crate::plan::InputFile> = (plan.files.iter().enumerate())
@@ -133,9 +136,16 @@ fn sample_plan(plan: &Plan, heads: &BTreeMap<usize, (u64, u64)>, docs: u64) -> O
         files.push(g);
     }
     let mut config = plan.config.clone();
-    config.index = None;
-    config.batch = None;
     config.reference = None;
+    let index = plan.index.as_ref().map(|ip| crate::index::IndexPlan {
+        compare: Vec::new(),
+        generation: 0,
+        frequencies: None,
+        fold: Vec::new(),
+        folded_through: 0,
+        removed: Vec::new(),
+        ..ip.clone()
+    });
     config.threads = 1;
     config.quiet = true;
     Some(Plan {
@@ -145,7 +155,7 @@ fn sample_plan(plan: &Plan, heads: &BTreeMap<usize, (u64, u64)>, docs: u64) -> O
         parts: vec![(0, next)],
         part_files: Vec::new(),
         bucket_ranges: 1,
-        index: None,
+        index,
         reference: Vec::new(),
         ..plan.clone()
     })
@@ -202,6 +212,10 @@ fn run_sample(sample: &Plan, dir: &Path) -> Result<SampleRun> {
     let mut sample = sample.clone();
     let (out, work_dir) = (dir.join("out"), dir.join("work"));
     sample.config.output = out.display().to_string();
+    if let Some(ip) = &mut sample.index {
+        ip.location = dir.join("index").display().to_string();
+        sample.config.index = Some(ip.location.clone());
+    }
     std::fs::create_dir_all(&out).map_err(|e| Error::Output {
         path: out.display().to_string(),
         source: e.into(),

@@ -660,6 +660,27 @@ fn the_plan_estimates_the_work_directory_and_run_refuses_a_disk_too_small() {
         (0.75..=1.25).contains(&ratio),
         "{work_bytes} against {actual}"
     );
+    // With --index a run keeps what a plain one releases (band rows for the index stage, the
+    // store's signatures with remade keys): so does the sample, whose index is its own scratch.
+    let index = dir.join("index").display().to_string();
+    let indexed = ["--work-keys", "remade", "--index", &index, "--batch", "n1"];
+    let p = cd(["plan", "--quiet", "--input", &glob, "--output"])
+        .arg(dir.join("planned-ix"))
+        .arg("--work")
+        .arg(dir.join("planned-ix-work"))
+        .args(indexed)
+        .ok();
+    let counts: serde_json::Value = serde_json::from_slice(&p.stdout).unwrap();
+    let work_bytes_ix = counts["estimate"]["work_bytes"].as_u64().unwrap();
+    assert!(!dir.join("index/batches").exists());
+    let kept_ix = dir.join("kept-ix");
+    run_ok(&glob, &kept_ix, &[&["--keep-work"][..], &indexed].concat());
+    let actual = walk_bytes(&kept_ix.join("_work"));
+    let ratio = work_bytes_ix as f64 / actual as f64;
+    assert!(
+        (0.75..=1.25).contains(&ratio),
+        "{work_bytes_ix} against {actual}"
+    );
 
     // A disk with less free space than that: refused before any task, naming the directory and
     // the ways on; the output holds no manifest.
