@@ -204,6 +204,8 @@ pub(crate) struct KeySource<'a> {
     /// such a part is made from the shards.
     released: bool,
     indices: Vec<Option<KeyIndex>>,
+    /// Parts whose key files were found released: not looked for again.
+    gone: Vec<bool>,
     /// Documents whose keys were read from key files, and made from the shards again.
     pub(crate) read: u64,
     pub(crate) remade: u64,
@@ -218,6 +220,7 @@ impl<'a> KeySource<'a> {
             stored: after_keys || plan.config.work_keys != WorkKeys::Remade,
             released: false,
             indices: (0..plan.parts.len()).map(|_| None).collect(),
+            gone: vec![false; plan.parts.len()],
             read: 0,
             remade: 0,
         }
@@ -239,12 +242,13 @@ impl<'a> KeySource<'a> {
             if of_part.is_empty() {
                 continue;
             }
-            if self.stored && self.indices[p].is_none() {
+            if self.stored && self.indices[p].is_none() && !self.gone[p] {
                 let first = self.plan.parts[p].0;
                 self.indices[p] = match self.released {
                     true => KeyIndex::read_if_present(self.work, p, first)?,
                     false => Some(KeyIndex::read(self.work, p, first)?),
                 };
+                self.gone[p] = self.indices[p].is_none();
             }
             let (held, missing): (Vec<u64>, Vec<u64>) = match &self.indices[p] {
                 Some(index) => of_part.iter().partition(|&&d| index.holds(d)),

@@ -85,6 +85,7 @@ impl Probes {
             });
         let sorted: Vec<Vec<(u64, u32)>> = (0..bands)
             .into_par_iter()
+            .with_min_len(inline_below(n))
             .map(|b| {
                 by_high_bits(
                     (0..n)
@@ -235,6 +236,7 @@ pub(crate) fn search(
         // 2. Band keys through the filters, then the sorted keys (bands in parallel).
         let per_band: Vec<(u64, Vec<(usize, u32)>)> = (0..bands)
             .into_par_iter()
+            .with_min_len(inline_below(n))
             .map(|b| {
                 // The filter first, in key order; the few keys that pass are then checked
                 // against the matches so far (in query order that would miss the cache).
@@ -272,6 +274,19 @@ pub(crate) fn search(
     Ok((best, copy, stats))
 }
 
+/// A search of fewer queries than this runs its per-band work on the calling thread: `serve`'s
+/// requests are a text or a few, for which handing each batch's bands to the pool (a wake-up
+/// and a wait each) costs more than it saves.
+const INLINE_QUERIES: usize = 64;
+
+/// The least number of bands a parallel step over bands takes at a time for `n` queries.
+fn inline_below(n: usize) -> usize {
+    match n < INLINE_QUERIES {
+        true => usize::MAX,
+        false => 1,
+    }
+}
+
 /// Bits of a key [`by_high_bits`] orders by: 4,096 runs, each of which falls in a few cache lines
 /// of any filter (a 1M-key filter is 1.5 MB).
 const ORDER_BITS: u32 = 12;
@@ -280,6 +295,17 @@ const ORDER_BITS: u32 = 12;
 /// (a counting sort), which is all the filters' locality needs; the order of the pairs within a
 /// run is their input order, so the result is deterministic.
 fn by_high_bits(items: impl Iterator<Item = (u64, u32)> + Clone) -> Vec<(u64, u32)> {
+    // A few items (a request's): a stable sort gives the same order without the counts.
+    if items.clone().nth(INLINE_QUERIES).is_none() {
+        let mut out: Vec<(u64, u32)> = items.collect();
+        out.sort_by_key(|&(k, _)| k >> (64 - ORDER_BITS));
+        return out;
+    }
+    by_counts(items)
+}
+
+/// [`by_high_bits`] by a counting sort.
+fn by_counts(items: impl Iterator<Item = (u64, u32)> + Clone) -> Vec<(u64, u32)> {
     let run = |k: u64| (k >> (64 - ORDER_BITS)) as usize;
     let mut start = vec![0usize; (1 << ORDER_BITS) + 1];
     for (k, _) in items.clone() {
@@ -371,6 +397,7 @@ fn verify(
     };
     Ok(cands
         .par_iter()
+        .with_min_len(64)
         .filter_map(|&(q, x)| {
             let rec = recs.get(&x)?;
             let short = needs_exact(q, x);
@@ -411,5 +438,13 @@ mod tests {
         b.sort_unstable();
         assert_eq!(a, b);
         assert_eq!(by_high_bits(items.iter().copied()), out);
+        // A request's few items, runs shared: the stable sort gives the counting sort's order.
+        let few: Vec<(u64, u32)> = (0..40u32)
+            .map(|q| ((u64::from(q % 3) << 60) | u64::from(40 - q), q))
+            .collect();
+        assert_eq!(
+            by_high_bits(few.iter().copied()),
+            by_counts(few.iter().copied())
+        );
     }
 }
