@@ -348,3 +348,18 @@ def test_index_and_client_decide_as_the_server(tmp_path):
     finally:
         server.terminate()
         assert server.wait(timeout=60) == 0
+
+
+def test_index_answers_for_a_simhash_index(tmp_path):
+    index = str(tmp_path / "index")
+    files = sorted(Path(ROOT / "data-samples" / "synthetic").glob("*.parquet"))
+    night1 = pl.read_parquet(files[0])
+    cd.run(str(files[0]), str(tmp_path / "n1"), index=index, batch="n1", method="simhash")
+    # The index's own method: an indexed text is found by its fingerprint, a new one added once.
+    ix = cd.Index(index)
+    [a] = ix.check([night1["text"][0]])
+    assert a["duplicate"] and a["batch"] == "n1" and a["duplicate_of"] == night1["id"][0], a
+    new = "a page nobody indexed, about tide pools, their crabs, snails and anemones at low water"
+    first, second = ix.add(["s1", "s2"], [new, new])
+    assert first["added"] and not second["added"] and second["duplicate_of"] == "s1", (first, second)
+
