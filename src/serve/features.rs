@@ -9,9 +9,10 @@ use crate::config::{Config, Method};
 use crate::error::Result;
 use crate::io::output::OutputDir;
 use crate::minhash::{estimate_jaccard, Permutations, SigSource, Signatures};
+use crate::plan::Plan;
 use crate::simhash::{self, BlockIndex, DocFrequency, FeatureParams};
 use crate::stages::lookup::Queries;
-use crate::stages::verify::decide::needs_exact;
+use crate::stages::verify::decide::{hamming_pair, needs_exact};
 use crate::text::sets::{jaccard, ShingleSets};
 
 /// How the index's documents were signed.
@@ -26,9 +27,10 @@ pub(crate) enum Signer {
 }
 
 impl Signer {
-    /// The signer of `cfg`, the settings of `index`, whose feature filter (SimHash) is the
-    /// index-relative file `frequencies`.
-    pub(crate) fn of(index: &OutputDir, cfg: &Config, frequencies: Option<&str>) -> Result<Signer> {
+    /// The signer of `plan`, a run with the settings of `index`, whose feature filter (SimHash)
+    /// is the index-relative file `frequencies`.
+    pub(crate) fn of(index: &OutputDir, plan: &Plan, frequencies: Option<&str>) -> Result<Signer> {
+        let cfg = &plan.config;
         Ok(match cfg.method {
             Method::Minhash => Signer::Minhash(Permutations::of(cfg)),
             Method::Simhash => Signer::Simhash {
@@ -36,7 +38,7 @@ impl Signer {
                 df: frequencies
                     .map(|name| crate::stages::frequencies::read_index(index, name))
                     .transpose()?,
-                blocks: BlockIndex::new(cfg.simhash_blocks, cfg.hamming),
+                blocks: plan.block_index(),
             },
         })
     }
@@ -81,14 +83,11 @@ impl Signer {
             }
             Signer::Simhash { .. } => {
                 let fp = simhash::record_fingerprint;
-                let distance = simhash::hamming(fp(q.0), fp(d.0));
                 let few =
                     |s: &[u32]| (simhash::record_features(s) as usize) < cfg.simhash_min_features;
                 let short = cfg.simhash_min_features > 0 && (few(q.0) || few(d.0));
-                let near = distance as usize <= cfg.hamming;
-                // A short text's check reads its sets only for a pair within the distance.
-                let kept = near && (!short || jaccard(q.2, d.2) >= cfg.threshold);
-                kept.then(|| simhash::similarity(distance))
+                let jaccard = || jaccard(q.2, d.2);
+                hamming_pair(fp(q.0), fp(d.0), cfg.hamming, short, jaccard, cfg.threshold)
             }
         }
     }

@@ -75,7 +75,8 @@ impl Store {
             .flatten()
             .filter(|&d| live(d));
         let mut cands: Vec<u32> = copy.into_iter().collect();
-        if let Some(keys) = signer.keys(cfg, f.doc(q).0, f.doc(q).1) {
+        let (sig, shingles, _) = f.doc(q);
+        if let Some(keys) = signer.keys(cfg, sig, shingles) {
             let found = (keys.iter().zip(&self.tables)).filter_map(|(key, table)| table.get(key));
             cands.extend(found.flatten().copied().filter(|&d| live(d)));
         }
@@ -109,12 +110,8 @@ impl Store {
         q: usize,
         fold: u64,
     ) {
-        let one = (
-            f.doc(q).0,
-            f.sigs.shingles[q],
-            f.sets[q].clone(),
-            f.exact[q],
-        );
+        let (sig, shingles, set) = f.doc(q);
+        let one = (sig, shingles, set.to_vec(), f.exact[q]);
         self.push(signer, cfg, id, one, fold);
     }
 
@@ -279,7 +276,7 @@ impl Online {
             })?;
         let mut view = View::open(&index)?;
         let cfg = view.plan.config.clone();
-        let signer = Signer::of(&index, &cfg, view.frequencies.as_deref())?;
+        let signer = Signer::of(&index, &view.plan, view.frequencies.as_deref())?;
         let (store, journal, removed) = replay(&dir, view.folded_through, &cfg, &signer)?;
         view.remove_ids(&removed)?;
         Ok(Online {

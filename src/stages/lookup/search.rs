@@ -13,6 +13,7 @@ use crate::index::labels;
 use crate::io::output::OutputDir;
 use crate::plan::Plan;
 use crate::simhash;
+use crate::stages::verify::decide::hamming_pair;
 use crate::text::sets::{jaccard, ShingleSets};
 
 /// The documents a lookup searches the index for: a part's (this stage), or `serve`'s requests.
@@ -404,14 +405,9 @@ fn verify(
             let mine = queries.sig(q);
             let sim = if simhash {
                 let (fp, _) = batch::simhash_record_parts(rec);
-                let d = simhash::hamming(simhash::record_fingerprint(mine), fp);
-                if d as usize > cfg.hamming {
-                    return None;
-                }
-                if short && exact_j(q, x).unwrap_or(0.0) < cfg.threshold {
-                    return None;
-                }
-                simhash::similarity(d)
+                let exact = || exact_j(q, x).unwrap_or(0.0);
+                let mine = simhash::record_fingerprint(mine);
+                hamming_pair(mine, fp, cfg.hamming, short, exact, cfg.threshold)?
             } else if short {
                 exact_j(q, x).unwrap_or(0.0)
             } else {

@@ -283,6 +283,22 @@ pub(crate) fn hamming_batch(
     (edges, checks)
 }
 
+/// One SimHash pair as verification decides it: within Hamming distance `k` of fingerprints `a`
+/// and `b`, and a pair with a short document (`short`) also on its shingle sets, whose Jaccard
+/// (`jaccard`, asked only within the distance) must reach `threshold`. Its similarity, else None.
+pub(crate) fn hamming_pair(
+    a: u64,
+    b: u64,
+    k: usize,
+    short: bool,
+    jaccard: impl FnOnce() -> f64,
+    threshold: f64,
+) -> Option<f64> {
+    let distance = simhash::hamming(a, b);
+    let kept = distance as usize <= k && (!short || jaccard() >= threshold);
+    kept.then(|| simhash::similarity(distance))
+}
+
 /// The checks of [`hamming_batch`] whose shingle sets (held in `sets`) reach `threshold`, as
 /// edges at their Hamming similarity.
 pub(crate) fn jaccard_edges(checks: &[ExactPair], sets: &ShingleSets, threshold: f64) -> Vec<Edge> {
