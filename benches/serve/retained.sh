@@ -10,8 +10,10 @@
 # (made again only if missing).
 # ARGS are added to each nightly run (e.g. '--simhash-ngram 2': the generator's small vocabularies
 # make unigram fingerprints collide, see docs/PERFORMANCE.md).
+# The adds start once the server has preloaded the index's lookup files (PRELOAD=no: started
+# with --no-preload, so the first reads of each block go to the disk).
 #   N=50000000 BIN=path/to/corpus-dedup [BATCHES=1] [METHOD=minhash] [ARGS=...] [RATE=280] \
-#     [CLIENTS=4] bash benches/serve/retained.sh
+#     [CLIENTS=4] [PRELOAD=no] bash benches/serve/retained.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${N:?set N, the number of retained documents}"

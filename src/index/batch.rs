@@ -152,6 +152,15 @@ impl BatchReader {
         }
     }
 
+    /// The local paths of the data files lookups read at random, by how often a lookup reads
+    /// them: band files, exact copies, ids, signatures, shingle keys (none for a remote index).
+    pub(crate) fn random_reads(&self) -> [Vec<std::path::PathBuf>; 5] {
+        let at = |f: &Blocked| self.dir.local_dir().map(|d| d.join(f.name()));
+        let singles = [&self.exact, &self.ids, &self.docs, &self.keys];
+        let [e, i, d, k] = singles.map(|f| at(f).into_iter().collect());
+        [self.bands.iter().filter_map(at).collect(), e, i, d, k]
+    }
+
     /// Bytes of filters and block tables held.
     pub(crate) fn memory_bytes(&self) -> usize {
         let metas: usize = (self.bands.iter())

@@ -13,6 +13,7 @@
 mod features;
 mod journal;
 mod online;
+mod preload;
 mod view;
 
 use std::net::SocketAddr;
@@ -47,6 +48,11 @@ pub(crate) struct ServeOptions {
     /// Worker threads for the decisions (default: all cores).
     #[arg(long)]
     pub(crate) threads: Option<usize>,
+    /// Do not read the index's files into the page cache in the background (by default those
+    /// lookups read at random are, while the machine has free memory, so that early requests
+    /// do not wait on the disk).
+    #[arg(long)]
+    pub(crate) no_preload: bool,
 }
 
 struct Shared {
@@ -65,6 +71,11 @@ impl Index {
     /// Opens the index directory `index` (local), taking its server lock and replaying its
     /// journal.
     pub fn open(index: &str) -> Result<Index> {
+        Self::open_with(index, false)
+    }
+
+    /// [`Index::open`]; with `preload`, warming the page cache with the index's files.
+    fn open_with(index: &str, preload: bool) -> Result<Index> {
         let dir = OutputDir::parse(index);
         let lock = crate::io::lock::Lock::acquire(&dir.location(""), "SERVE_LOCK", |holder| {
             Error::Index {
@@ -73,7 +84,7 @@ impl Index {
             }
         })?;
         Ok(Index {
-            online: Online::open(dir)?,
+            online: Online::open(dir, preload)?,
             _lock: lock,
         })
     }
@@ -299,7 +310,7 @@ pub(crate) fn serve(opts: &ServeOptions, ready: impl FnOnce(SocketAddr)) -> Resu
         }
         None => None,
     };
-    let online = Index::open(&opts.index)?;
+    let online = Index::open_with(&opts.index, !opts.no_preload)?;
     let shared = Arc::new(Shared { online, token });
     let app = Router::new()
         .route("/check", post(check))

@@ -4,13 +4,14 @@
 //! line is durable. Adds are decided one after another under one lock (the index search before
 //! it runs in parallel), so concurrent identical texts leave exactly one retained.
 
-use std::sync::{Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Instant;
 
 use ahash::{AHashMap, AHashSet};
 
 use super::features::{Features, Signer};
 use super::journal::{Copy, Journal, UNSEALED};
+use super::preload::Preload;
 use super::view::View;
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -225,6 +226,8 @@ pub(crate) struct Online {
     removed: Mutex<AHashSet<String>>,
     stats: Mutex<Stats>,
     started: Instant,
+    /// The page-cache warming of the index's files (`serve`; not in-process use).
+    preload: Option<Arc<Preload>>,
 }
 
 /// The journal of the index directory `dir` opened and replayed: the documents retained online
@@ -264,8 +267,10 @@ fn poisoned<T>(e: PoisonError<T>) -> Error {
 }
 
 impl Online {
-    /// Opens the index at `index` (a local directory) and replays its journal.
-    pub(crate) fn open(index: OutputDir) -> Result<Online> {
+    /// Opens the index at `index` (a local directory) and replays its journal; with `preload`,
+    /// starts reading the files lookups read at random into the page cache, and does so for each
+    /// new batch.
+    pub(crate) fn open(index: OutputDir, preload: bool) -> Result<Online> {
         let dir = index
             .local_dir()
             .map(std::path::Path::to_path_buf)
@@ -279,6 +284,10 @@ impl Online {
         let signer = Signer::of(&index, &view.plan, view.frequencies.as_deref())?;
         let (store, journal, removed) = replay(&dir, view.folded_through, &cfg, &signer)?;
         view.remove_ids(&removed)?;
+        let preload = preload.then(|| Arc::new(Preload::default()));
+        if let Some(p) = &preload {
+            p.start(view.random_reads(), true);
+        }
         Ok(Online {
             index,
             view: RwLock::new(view),
@@ -287,6 +296,7 @@ impl Online {
             removed: Mutex::new(removed),
             stats: Mutex::new(Stats::default()),
             started: Instant::now(),
+            preload,
         })
     }
 
@@ -313,6 +323,9 @@ impl Online {
             store.sealed(n);
         }
         store.without_folded(&self.signer, &view.plan.config, view.folded_through);
+        if let Some(p) = &self.preload {
+            p.start(view.random_reads(), true);
+        }
         *slot = view;
         Ok(())
     }
@@ -461,6 +474,7 @@ impl Online {
             "checks": stats.checks,
             "uptime_seconds": self.started.elapsed().as_secs_f64(),
             "latency_ms": { "add": percentiles("add"), "check": percentiles("check") },
+            "preload": self.preload.as_ref().map(|p| p.stats()),
         }))
     }
 }

@@ -121,6 +121,20 @@ impl View {
         Ok(out)
     }
 
+    /// The files lookups read at random, in the order to preload them: each kind of file (most
+    /// often read first) of every batch, newest batch first.
+    pub(crate) fn random_reads(&self) -> Vec<std::path::PathBuf> {
+        let per_batch: Vec<_> = self
+            .readers
+            .iter()
+            .rev()
+            .map(|r| r.random_reads())
+            .collect();
+        (0..5)
+            .flat_map(|kind| per_batch.iter().flat_map(move |files| files[kind].clone()))
+            .collect()
+    }
+
     /// Documents the index holds (its batches' live documents).
     pub(crate) fn documents(&self) -> u64 {
         self.compare.iter().map(BatchEntry::in_files).sum()

@@ -295,6 +295,18 @@ fn online_adds_are_folded_into_the_next_nightly_batch() {
     let a = server.post("/check", serde_json::json!({"text": retained[7].text}));
     let found = (a["batch"].as_str(), a["duplicate_of"].as_str());
     assert_eq!(found, (Some("n2"), Some(retained[7].id.as_str())), "{a}");
+    // Both nights' lookup files went into the page cache: night 1's at the start, night 2's
+    // once the server saw it (unless this machine is short of free memory).
+    let preload = loop {
+        let p = server.post_stats()["preload"].clone();
+        if p["running"] == false {
+            break p;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    if preload["stopped_for_memory"] == false {
+        assert_eq!(preload["bytes"].as_u64(), Some(lookup_file_bytes(&index)));
+    }
     // A rerun of night 2 folds in the same file: the same manifest.
     night(&input, "n2-again", "n2");
     let manifest = |out: &str| std::fs::read(dir.join(out).join("manifest.parquet")).unwrap();
@@ -419,6 +431,24 @@ impl Server {
         assert_eq!(status, 200);
         stats
     }
+}
+
+/// Bytes of the files lookups read at random, in every batch of `index`.
+fn lookup_file_bytes(index: &Path) -> u64 {
+    let mut total = 0;
+    for batch in std::fs::read_dir(index.join("batches")).unwrap() {
+        let dir = batch.unwrap().path();
+        let bands = std::fs::read_dir(dir.join("bands")).unwrap();
+        let bands = bands.map(|e| e.unwrap().path());
+        let files = ["exact.bin", "ids.bin", "docs.bin", "keys.bin"].map(|f| dir.join(f));
+        for f in bands
+            .filter(|p| p.extension().is_some_and(|e| e == "bin"))
+            .chain(files)
+        {
+            total += std::fs::metadata(f).unwrap().len();
+        }
+    }
+    total
 }
 
 /// Sends SIGTERM to `child`.
