@@ -53,8 +53,8 @@ impl Preload {
                         false => "",
                     };
                     eprintln!(
-                        "corpus-dedup serve: preloaded {:.2} GB of index files into the page cache in {:.1} s{why}",
-                        bytes as f64 / 1e9,
+                        "corpus-dedup: preloaded {} of index files into the page cache in {:.1} s{why}",
+                        crate::report::numbers::bytes(bytes),
                         started.elapsed().as_secs_f64()
                     );
                 }
