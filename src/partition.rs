@@ -32,6 +32,19 @@ pub(crate) fn key(value: Option<&str>) -> u64 {
     }
 }
 
+/// A label as a run reads it from a JSON Lines field: a string, or an integer or a boolean as
+/// its text; null none. None for another kind of value (a run refuses it).
+pub(crate) fn json_label(v: &serde_json::Value) -> Option<Option<String>> {
+    use serde_json::Value;
+    match v {
+        Value::Null => Some(None),
+        Value::String(s) => Some(Some(s.clone())),
+        Value::Bool(b) => Some(Some(b.to_string())),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Some(Some(n.to_string())),
+        _ => None,
+    }
+}
+
 /// The keys of a column of labels.
 pub(crate) fn keys(column: &StringChunked) -> impl Iterator<Item = u64> + '_ {
     column.iter().map(key)
@@ -81,6 +94,17 @@ mod tests {
         assert_ne!(key(Some("")), key(None));
         assert_eq!(key(None), NULL_KEY);
         assert_eq!(key(Some("7")), key(Some("7")));
+    }
+
+    #[test]
+    fn json_labels_are_read_as_a_run_reads_json_lines() {
+        let label = |j: &str| json_label(&serde_json::from_str(j).unwrap());
+        assert_eq!(label(r#""en""#), Some(Some("en".into())));
+        assert_eq!(label("7"), Some(Some("7".into())));
+        assert_eq!(label("true"), Some(Some("true".into())));
+        assert_eq!(label("null"), Some(None));
+        assert_eq!(label("1.5"), None);
+        assert_eq!(label("[1]"), None);
     }
 
     #[test]

@@ -26,14 +26,17 @@ class Index:
     def __init__(self, path: str) -> None:
         self._native = _native.NativeIndex(path)
 
-    def check(self, texts: Sequence[str], ids: Optional[Sequence[Optional[str]]] = None) -> List[Dict[str, Any]]:
-        """Whether each text is a near-duplicate of a retained document; nothing is retained."""
+    def check(self, texts: Sequence[str], ids: Optional[Sequence[Optional[str]]] = None,
+              partitions: Optional[Sequence[Optional[str]]] = None) -> List[Dict[str, Any]]:
+        """Whether each text is a near-duplicate of a retained document; nothing is retained.
+        An index built with `--partition-by` needs each text's value there (`partitions`)."""
         ids = list(ids) if ids is not None else [None] * len(texts)
-        return json.loads(self._native.check(ids, list(texts)))
+        return json.loads(self._native.check(ids, list(texts), _listed(partitions)))
 
-    def add(self, ids: Sequence[str], texts: Sequence[str]) -> List[Dict[str, Any]]:
+    def add(self, ids: Sequence[str], texts: Sequence[str],
+            partitions: Optional[Sequence[Optional[str]]] = None) -> List[Dict[str, Any]]:
         """The same check, then each text that duplicates nothing is retained, durably, in order."""
-        return json.loads(self._native.add(list(ids), list(texts)))
+        return json.loads(self._native.add(list(ids), list(texts), _listed(partitions)))
 
     def remove(self, id: str) -> bool:
         """The retained document `id` matches nothing from now on; False when none has it."""
@@ -66,12 +69,14 @@ class Client:
             kind = ConfigError if 400 <= e.code < 500 else Error
             raise kind(f"{method} {path}: {e.code}: {message}") from None
 
-    def check(self, texts: Sequence[str], ids: Optional[Sequence[Optional[str]]] = None) -> List[Dict[str, Any]]:
+    def check(self, texts: Sequence[str], ids: Optional[Sequence[Optional[str]]] = None,
+              partitions: Optional[Sequence[Optional[str]]] = None) -> List[Dict[str, Any]]:
         ids = list(ids) if ids is not None else [None] * len(texts)
-        return self._call("POST", "/check", [{"id": i, "text": t} for i, t in zip(ids, texts)])
+        return self._call("POST", "/check", _items(ids, texts, partitions))
 
-    def add(self, ids: Sequence[str], texts: Sequence[str]) -> List[Dict[str, Any]]:
-        return self._call("POST", "/add", [{"id": i, "text": t} for i, t in zip(ids, texts)])
+    def add(self, ids: Sequence[str], texts: Sequence[str],
+            partitions: Optional[Sequence[Optional[str]]] = None) -> List[Dict[str, Any]]:
+        return self._call("POST", "/add", _items(list(ids), texts, partitions))
 
     def remove(self, id: str) -> bool:
         try:
@@ -83,3 +88,17 @@ class Client:
 
     def stats(self) -> Dict[str, Any]:
         return self._call("GET", "/stats")
+
+
+def _listed(partitions: Optional[Sequence[Optional[str]]]) -> Optional[List[Optional[str]]]:
+    return list(partitions) if partitions is not None else None
+
+
+def _items(ids: List[Optional[str]], texts: Sequence[str],
+           partitions: Optional[Sequence[Optional[str]]]) -> List[Dict[str, Any]]:
+    """Request items; `"partition"` only when values are given (an index with `--partition-by`)."""
+    items: List[Dict[str, Any]] = [{"id": i, "text": t} for i, t in zip(ids, texts)]
+    if partitions is not None:
+        for item, p in zip(items, partitions):
+            item["partition"] = p
+    return items

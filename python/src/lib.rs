@@ -460,19 +460,28 @@ impl NativeIndex {
             .map_err(error)
     }
 
+    #[pyo3(signature = (ids, texts, partitions=None))]
     fn check(
         &self,
         py: Python<'_>,
         ids: Vec<Option<String>>,
         texts: Vec<String>,
+        partitions: Option<Vec<Option<String>>>,
     ) -> PyResult<String> {
-        py.detach(|| self.0.check(ids, texts))
+        py.detach(|| self.0.check(ids, texts, partitions))
             .map(|v| v.to_string())
             .map_err(error)
     }
 
-    fn add(&self, py: Python<'_>, ids: Vec<String>, texts: Vec<String>) -> PyResult<String> {
-        py.detach(|| self.0.add(ids, texts))
+    #[pyo3(signature = (ids, texts, partitions=None))]
+    fn add(
+        &self,
+        py: Python<'_>,
+        ids: Vec<String>,
+        texts: Vec<String>,
+        partitions: Option<Vec<Option<String>>>,
+    ) -> PyResult<String> {
+        py.detach(|| self.0.add(ids, texts, partitions))
             .map(|v| v.to_string())
             .map_err(error)
     }

@@ -363,3 +363,20 @@ def test_index_answers_for_a_simhash_index(tmp_path):
     first, second = ix.add(["s1", "s2"], [new, new])
     assert first["added"] and not second["added"] and second["duplicate_of"] == "s1", (first, second)
 
+
+
+def test_index_answers_within_partitions(tmp_path):
+    index = str(tmp_path / "index")
+    text = "a page about harbour seals, the way they haul out on rocks and sandbanks at low tide"
+    shard = tmp_path / "n1" / "s.parquet"
+    shard.parent.mkdir()
+    pl.DataFrame({"id": ["d0"], "text": [text], "lang": ["en"]}).write_parquet(shard)
+    cd.run(str(shard), str(tmp_path / "out"), index=index, batch="n1", partition_by="lang")
+    # An index built with --partition-by: each text names its value, and matches within it only.
+    ix = cd.Index(index)
+    assert ix.check([text], partitions=["en"])[0]["duplicate_of"] == "d0"
+    assert ix.check([text], partitions=["de"])[0]["duplicate"] is False
+    assert ix.add(["x1"], [text], partitions=[None])[0]["added"]
+    assert ix.check([text], partitions=[None])[0]["duplicate_of"] == "x1"
+    with pytest.raises(cd.ConfigError, match="partitioned by `lang`"):
+        ix.check([text])

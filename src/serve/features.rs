@@ -51,9 +51,11 @@ impl Signer {
         }
     }
 
-    /// The keys of signature `sig` in each table; none for a document without shingles
-    /// (SimHash: without weighted features), which stays out of the tables as in a run.
-    pub(crate) fn keys(&self, cfg: &Config, sig: &[u32], shingles: u32) -> Option<Vec<u64>> {
+    /// The keys of signature `sig` in each table, within `--partition-by` key `partition` (0:
+    /// none); none for a document without shingles (SimHash: without weighted features), which
+    /// stays out of the tables as in a run.
+    pub(crate) fn keys(&self, cfg: &Config, doc: Doc<'_>, partition: u64) -> Option<Vec<u64>> {
+        let (sig, shingles, _) = doc;
         let mut keys = vec![0u64; self.tables(cfg)];
         match self {
             Signer::Minhash(_) if shingles > 0 => crate::lsh::band_keys(sig, cfg.rows, &mut keys),
@@ -61,6 +63,9 @@ impl Signer {
                 blocks.bucket_keys(simhash::record_fingerprint(sig), &mut keys)
             }
             _ => return None,
+        }
+        for k in &mut keys {
+            *k = crate::partition::band_key(*k, partition);
         }
         Some(keys)
     }
@@ -101,11 +106,21 @@ pub(crate) struct Features {
     pub sigs: Signatures,
     /// Sorted, unique shingle keys.
     pub sets: Vec<Vec<u32>>,
+    /// Exact-text hashes, within each text's partition.
     pub exact: Vec<u128>,
+    /// `--partition-by` keys of the texts (empty: the index has no partitions).
+    pub partitions: Vec<u64>,
 }
 
 impl Features {
-    pub(crate) fn of(texts: &[&str], cfg: &Config, signer: &Signer) -> Features {
+    /// The features of `texts`, each within its `--partition-by` key in `partitions` (empty:
+    /// none).
+    pub(crate) fn of(
+        texts: &[&str],
+        partitions: Vec<u64>,
+        cfg: &Config,
+        signer: &Signer,
+    ) -> Features {
         let column = StringChunked::new("text".into(), texts);
         let perms = match signer {
             Signer::Minhash(perms) => Some(perms),
@@ -135,8 +150,22 @@ impl Features {
                 s
             })
             .collect();
-        let exact = (0..texts.len()).map(|d| keys.exact(d)).collect();
-        Features { sigs, sets, exact }
+        let exact = (0..texts.len())
+            .map(|d| {
+                crate::partition::exact_key(keys.exact(d), partitions.get(d).map_or(0, |&p| p))
+            })
+            .collect();
+        Features {
+            sigs,
+            sets,
+            exact,
+            partitions,
+        }
+    }
+
+    /// The `--partition-by` key of text `q` (0: none).
+    pub(crate) fn partition(&self, q: usize) -> u64 {
+        self.partitions.get(q).copied().unwrap_or(0)
     }
 
     /// Query `q` as [`Signer::verified`] reads it.

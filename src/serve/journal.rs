@@ -22,11 +22,30 @@ use crate::index::fold::{self, JournalLock, ADDED, COPIES, DIR, REMOVED};
 /// The tag of documents in the adds file not yet sealed.
 pub(crate) const UNSEALED: u64 = u64::MAX;
 
-/// One retained document as the journal holds it.
+/// One retained document as the journal holds it; for an index with `--partition-by COLUMN`,
+/// with its value at COLUMN (a dotted path is nested objects), where the nightly run that folds
+/// the file in reads it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Added {
     pub id: String,
     pub text: String,
+    #[serde(flatten, default)]
+    labels: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Added {
+    /// The value at `column` (a run's `--partition-by`), as a run reads it (None: null, absent
+    /// or of a kind a run refuses).
+    pub(crate) fn label(&self, column: &str) -> Option<String> {
+        let (path, last) = column
+            .rsplit_once('.')
+            .map_or(("", column), |(p, l)| (p, l));
+        let mut at = &self.labels;
+        for step in path.split('.').filter(|s| !s.is_empty()) {
+            at = at.get(step)?.as_object()?;
+        }
+        crate::partition::json_label(at.get(last)?).flatten()
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -203,11 +222,34 @@ impl Journal {
         file.write_all(&line).map_err(|e| io_error(&path, e))
     }
 
-    /// Appends a retained document (durable once [`Self::sync`] returns), under [`Self::lock`].
-    pub(crate) fn add(&mut self, id: &str, text: &str) -> Result<()> {
+    /// Appends a retained document (durable once [`Self::sync`] returns), under [`Self::lock`];
+    /// `label`: the index's `--partition-by` column and the text's value there.
+    pub(crate) fn add(
+        &mut self,
+        id: &str,
+        text: &str,
+        label: Option<(&str, Option<&str>)>,
+    ) -> Result<()> {
+        let mut labels = serde_json::Map::new();
+        if let Some((column, value)) = label {
+            let mut steps: Vec<&str> = column.split('.').collect();
+            let last = steps.pop().unwrap_or(column);
+            let mut inner = serde_json::Map::new();
+            inner.insert(
+                last.to_string(),
+                value.map(serde_json::Value::from).unwrap_or_default(),
+            );
+            for step in steps.into_iter().rev() {
+                let mut outer = serde_json::Map::new();
+                outer.insert(step.to_string(), serde_json::Value::Object(inner));
+                inner = outer;
+            }
+            labels = inner;
+        }
         let item = Added {
             id: id.to_string(),
             text: text.to_string(),
+            labels,
         };
         Self::write(&mut self.added, self.dir.join(ADDED), &item)
     }
@@ -260,8 +302,13 @@ mod tests {
         {
             let (mut j, r) = Journal::open(&dir, 0).unwrap();
             assert!(r.adds.is_empty() && r.removed.is_empty() && r.copies.is_empty());
-            j.add("a", "first text").unwrap();
-            j.add("b", "second \"quoted\"\ntext").unwrap();
+            j.add("a", "first text", None).unwrap();
+            j.add(
+                "b",
+                "second \"quoted\"\ntext",
+                Some(("meta.lang", Some("en"))),
+            )
+            .unwrap();
             j.copy(&copy).unwrap();
             j.sync().unwrap();
             j.remove("a").unwrap();
@@ -275,17 +322,22 @@ mod tests {
         let ids: Vec<&str> = r.adds.iter().map(|a| a.1.id.as_str()).collect();
         assert_eq!(ids, ["a", "b"]);
         assert_eq!(r.adds[1].1.text, "second \"quoted\"\ntext");
+        // A `--partition-by` value sits at its column's path, nested objects for a dotted one.
+        assert_eq!(r.adds[1].1.label("meta.lang").as_deref(), Some("en"));
+        assert!(String::from_utf8_lossy(&std::fs::read(&path).unwrap())
+            .contains(r#""meta":{"lang":"en"}"#));
+        assert_eq!(r.adds[0].1.label("meta.lang"), None);
         assert_eq!(r.removed, ["a"]);
         assert_eq!(r.copies, std::slice::from_ref(&copy));
         assert_eq!(std::fs::read(&path).unwrap(), whole);
-        j.add("c", "third").unwrap();
+        j.add("c", "third", None).unwrap();
         j.sync().unwrap();
         let (_, r) = Journal::open(&dir, 0).unwrap();
         assert_eq!(r.adds.len(), 3);
         // A nightly run seals the adds: the next write starts new files and names the sealed one.
         assert_eq!(crate::index::fold::seal(&dir, 0).unwrap().len(), 1);
         assert_eq!(j.lock().unwrap(), Some(1));
-        j.add("d", "fourth").unwrap();
+        j.add("d", "fourth", None).unwrap();
         j.sync().unwrap();
         assert_eq!(j.sealed_since().unwrap(), None);
         let (_, r) = Journal::open(&dir, 0).unwrap();

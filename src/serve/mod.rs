@@ -89,25 +89,58 @@ impl Index {
         })
     }
 
-    fn requests(ids: Vec<Option<String>>, texts: Vec<String>) -> Vec<Request> {
+    /// The requests of `texts` with their `ids` and, for an index with `--partition-by`, their
+    /// values there (`partitions`).
+    fn requests(
+        ids: Vec<Option<String>>,
+        texts: Vec<String>,
+        partitions: Option<Vec<Option<String>>>,
+    ) -> Vec<Request> {
+        let mut partitions = partitions.map(Vec::into_iter);
         ids.into_iter()
             .zip(texts)
-            .map(|(id, text)| Request { id, text })
+            .map(|(id, text)| {
+                let partition = (partitions.as_mut()).map(|p| {
+                    p.next()
+                        .flatten()
+                        .map_or(serde_json::Value::Null, From::from)
+                });
+                Request {
+                    id,
+                    text,
+                    partition,
+                }
+            })
             .collect()
     }
 
-    /// Whether each text (with its optional id) is a near-duplicate of a retained document: the
-    /// answers as `/check` gives them, as JSON.
-    pub fn check(&self, ids: Vec<Option<String>>, texts: Vec<String>) -> Result<serde_json::Value> {
-        let answers = self.online.decide(&Self::requests(ids, texts), false)?;
+    /// Whether each text (with its optional id, and its `--partition-by` value if the index has
+    /// one) is a near-duplicate of a retained document: the answers as `/check` gives them.
+    pub fn check(
+        &self,
+        ids: Vec<Option<String>>,
+        texts: Vec<String>,
+        partitions: Option<Vec<Option<String>>>,
+    ) -> Result<serde_json::Value> {
+        let answers = (self.online).decide(&Self::requests(ids, texts, partitions), false)?;
         Ok(serde_json::to_value(answers).unwrap_or_default())
     }
 
     /// `/add`: the same check, then each text that duplicates nothing is retained (durably).
-    pub fn add(&self, ids: Vec<String>, texts: Vec<String>) -> Result<serde_json::Value> {
+    pub fn add(
+        &self,
+        ids: Vec<String>,
+        texts: Vec<String>,
+        partitions: Option<Vec<Option<String>>>,
+    ) -> Result<serde_json::Value> {
         let ids = ids.into_iter().map(Some).collect();
-        let answers = self.online.decide(&Self::requests(ids, texts), true)?;
+        let answers = (self.online).decide(&Self::requests(ids, texts, partitions), true)?;
         Ok(serde_json::to_value(answers).unwrap_or_default())
+    }
+
+    /// The index's `--partition-by` column, which each request names a value of.
+    fn partition_column(&self) -> Option<String> {
+        self.online.partition_column()
     }
 
     /// Removes the retained document `id`; false when none has it.
@@ -160,8 +193,13 @@ fn authorise(shared: &Shared, headers: &HeaderMap) -> std::result::Result<(), Fa
     }
 }
 
-/// A body's texts, and whether it was one object (answered with one object).
-fn parse(body: &[u8], add: bool) -> std::result::Result<(Vec<Request>, bool), Failure> {
+/// A body's texts, and whether it was one object (answered with one object); each must carry a
+/// value for the index's `--partition-by` column (`partitioned`), and none without one.
+fn parse(
+    body: &[u8],
+    add: bool,
+    partitioned: Option<&str>,
+) -> std::result::Result<(Vec<Request>, bool), Failure> {
     let text = std::str::from_utf8(body).map_err(|e| bad(format!("the body is not UTF-8: {e}")))?;
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| bad(format!("the body is not JSON: {e}")))?;
@@ -182,6 +220,9 @@ fn parse(body: &[u8], add: bool) -> std::result::Result<(Vec<Request>, bool), Fa
                     "item {i}: {e}; each is {{\"id\": \"...\", \"text\": \"...\"}}"
                 ))
             })?;
+            if let Err(e) = r.label(partitioned) {
+                return Err(bad(format!("item {i}: {e}")));
+            }
             match add && r.id.is_none() {
                 true => Err(bad(format!("item {i}: an added text needs an \"id\""))),
                 false => Ok(r),
@@ -211,7 +252,7 @@ async fn blocking<T: Send + 'static>(
 async fn decide(shared: Arc<Shared>, headers: HeaderMap, body: Bytes, add: bool) -> Response {
     let answer = async {
         authorise(&shared, &headers)?;
-        let (docs, one) = parse(&body, add)?;
+        let (docs, one) = parse(&body, add, shared.online.partition_column().as_deref())?;
         let answers = blocking(&shared, move |s| s.online.online.decide(&docs, add)).await?;
         Ok::<_, Failure>(match one {
             true => Json(serde_json::to_value(&answers[0]).unwrap_or_default()),
@@ -269,20 +310,19 @@ async fn stats(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Respons
     }
 }
 
-/// Resolves when SIGTERM or SIGINT arrives.
-async fn stopped() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// Resolves when SIGTERM or SIGINT arrives; the handlers are installed here, before the server
+/// says it listens, so a signal sent right after that line drains it too.
+fn stopped() -> Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let fail = |e: std::io::Error| Error::Config(format!("cannot handle SIGTERM and SIGINT: {e}"));
+    let mut term = signal(SignalKind::terminate()).map_err(fail)?;
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(fail)?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {},
+            _ = interrupt.recv() => {},
         }
-    };
-    tokio::select! {
-        _ = term => {},
-        _ = tokio::signal::ctrl_c() => {},
-    }
+    })
 }
 
 /// Runs the server until SIGTERM or SIGINT; `ready` is told the address it listens on.
@@ -319,7 +359,7 @@ pub(crate) fn serve(opts: &ServeOptions, ready: impl FnOnce(SocketAddr)) -> Resu
         .route("/health", get(health))
         .route("/stats", get(stats))
         .layer(DefaultBodyLimit::max(opts.max_body))
-        .with_state(shared);
+        .with_state(Arc::clone(&shared));
     let threads = opts
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -335,9 +375,12 @@ pub(crate) fn serve(opts: &ServeOptions, ready: impl FnOnce(SocketAddr)) -> Resu
         let bound = listener
             .local_addr()
             .map_err(|e| Error::Config(format!("cannot listen on {addr}: {e}")))?;
+        let stopped = stopped()?;
         ready(bound);
+        // Once it says where it listens: the page cache is warmed while it answers.
+        shared.online.online.start_preload();
         axum::serve(listener, app)
-            .with_graceful_shutdown(stopped())
+            .with_graceful_shutdown(stopped)
             .await
             .map_err(|e| Error::Config(format!("the server on {bound} stopped: {e}")))
     })

@@ -24,6 +24,44 @@ pub(crate) struct Request {
     #[serde(default)]
     pub id: Option<String>,
     pub text: String,
+    /// Its `--partition-by` value (null: none); None when the field is left out.
+    #[serde(default, deserialize_with = "present")]
+    pub partition: Option<serde_json::Value>,
+}
+
+/// A field that is there, null included.
+fn present<'de, D>(d: D) -> std::result::Result<Option<serde_json::Value>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    serde::Deserialize::deserialize(d).map(Some)
+}
+
+impl Request {
+    /// The text's `--partition-by` value for an index partitioned by `column` (None: not
+    /// partitioned), read as a run reads a JSON Lines field; else what a 400 says.
+    pub(crate) fn label(
+        &self,
+        column: Option<&str>,
+    ) -> std::result::Result<Option<String>, String> {
+        match (column, &self.partition) {
+            (None, None | Some(serde_json::Value::Null)) => Ok(None),
+            (None, Some(_)) => Err("the index is not partitioned (built without --partition-by): leave \"partition\" out".into()),
+            (Some(c), None) => Err(format!("the index is partitioned by `{c}` (--partition-by): send \"partition\", the text's value (null for none)")),
+            (Some(_), Some(v)) => crate::partition::json_label(v).ok_or_else(|| "\"partition\" must be a string, an integer, a boolean or null".into()),
+        }
+    }
+}
+
+/// The `--partition-by` keys of `labels` (empty for an index without partitions).
+fn partition_keys(cfg: &Config, labels: &[Option<String>]) -> Vec<u64> {
+    match cfg.partition_by {
+        Some(_) => labels
+            .iter()
+            .map(|l| crate::partition::key(l.as_deref()))
+            .collect(),
+        None => Vec::new(),
+    }
 }
 
 /// The answer for one text.
@@ -52,6 +90,8 @@ struct Store {
     removed: Vec<bool>,
     /// The fold file each document's add is in ([`UNSEALED`]: the adds file).
     fold: Vec<u64>,
+    /// Each document's `--partition-by` key (0: none).
+    partitions: Vec<u64>,
     /// Per band: band key -> documents, in order.
     tables: Vec<AHashMap<u64, Vec<u32>>>,
     exact: AHashMap<u128, u32>,
@@ -76,8 +116,7 @@ impl Store {
             .flatten()
             .filter(|&d| live(d));
         let mut cands: Vec<u32> = copy.into_iter().collect();
-        let (sig, shingles, _) = f.doc(q);
-        if let Some(keys) = signer.keys(cfg, sig, shingles) {
+        if let Some(keys) = signer.keys(cfg, f.doc(q), f.partition(q)) {
             let found = (keys.iter().zip(&self.tables)).filter_map(|(key, table)| table.get(key));
             cands.extend(found.flatten().copied().filter(|&d| live(d)));
         }
@@ -112,26 +151,27 @@ impl Store {
         fold: u64,
     ) {
         let (sig, shingles, set) = f.doc(q);
-        let one = (sig, shingles, set.to_vec(), f.exact[q]);
+        let one = (sig, shingles, set.to_vec(), f.exact[q], f.partition(q));
         self.push(signer, cfg, id, one, fold);
     }
 
-    /// Retains a document: its signature, shingle count, set and exact-text hash.
+    /// Retains a document: its signature, shingle count, set, exact-text hash (within its
+    /// partition) and `--partition-by` key.
     fn push(
         &mut self,
         signer: &Signer,
         cfg: &Config,
         id: String,
-        doc: (&[u32], u32, Vec<u32>, u128),
+        doc: (&[u32], u32, Vec<u32>, u128, u64),
         fold: u64,
     ) {
-        let (sig, shingles, set, exact) = doc;
+        let (sig, shingles, set, exact, partition) = doc;
         let d = self.ids.len() as u32;
         if self.tables.is_empty() {
             self.tables = vec![AHashMap::new(); signer.tables(cfg)];
             self.k = sig.len();
         }
-        if let Some(keys) = signer.keys(cfg, sig, shingles) {
+        if let Some(keys) = signer.keys(cfg, (sig, shingles, &set), partition) {
             for (key, table) in keys.into_iter().zip(&mut self.tables) {
                 table.entry(key).or_default().push(d);
             }
@@ -144,6 +184,7 @@ impl Store {
         self.sets.push(set);
         self.removed.push(false);
         self.fold.push(fold);
+        self.partitions.push(partition);
         self.by_id.insert(id.clone(), d);
         self.ids.push(id);
     }
@@ -169,7 +210,13 @@ impl Store {
             }
             let exact = hashes.get(&(d as u32)).copied().unwrap_or(0);
             let sig = old.sig(d as u32);
-            let doc = (sig, old.shingles[d], old.sets[d].clone(), exact);
+            let doc = (
+                sig,
+                old.shingles[d],
+                old.sets[d].clone(),
+                exact,
+                old.partitions[d],
+            );
             self.push(signer, cfg, id.clone(), doc, old.fold[d]);
         }
         self.dropped = old.dropped;
@@ -241,9 +288,14 @@ fn replay(
 ) -> Result<(Store, Journal, AHashSet<String>)> {
     let (journal, replayed) = Journal::open(dir, through)?;
     let mut store = Store::default();
+    let column = cfg.partition_by.as_deref();
     for chunk in replayed.adds.chunks(4096) {
         let texts: Vec<&str> = chunk.iter().map(|a| a.1.text.as_str()).collect();
-        let f = Features::of(&texts, cfg, signer);
+        let labels: Vec<Option<String>> = match column {
+            Some(c) => chunk.iter().map(|a| a.1.label(c)).collect(),
+            None => Vec::new(),
+        };
+        let f = Features::of(&texts, partition_keys(cfg, &labels), cfg, signer);
         for (q, (fold, a)) in chunk.iter().enumerate() {
             store.insert(signer, cfg, a.id.clone(), &f, q, *fold);
         }
@@ -268,8 +320,8 @@ fn poisoned<T>(e: PoisonError<T>) -> Error {
 
 impl Online {
     /// Opens the index at `index` (a local directory) and replays its journal; with `preload`,
-    /// starts reading the files lookups read at random into the page cache, and does so for each
-    /// new batch.
+    /// the files lookups read at random are read into the page cache from [`Self::start_preload`]
+    /// on, and each new batch's as it appears.
     pub(crate) fn open(index: OutputDir, preload: bool) -> Result<Online> {
         let dir = index
             .local_dir()
@@ -285,9 +337,6 @@ impl Online {
         let (store, journal, removed) = replay(&dir, view.folded_through, &cfg, &signer)?;
         view.remove_ids(&removed)?;
         let preload = preload.then(|| Arc::new(Preload::default()));
-        if let Some(p) = &preload {
-            p.start(view.random_reads(), true);
-        }
         Ok(Online {
             index,
             view: RwLock::new(view),
@@ -336,8 +385,14 @@ impl Online {
         self.refresh()?;
         let mut view = self.view.read().map_err(poisoned)?;
         let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
-        let f = Features::of(&texts, &view.plan.config, &self.signer);
-        let indexed = match view.search(&f, f.exact.clone()) {
+        let column = view.plan.config.partition_by.clone();
+        let labels = (docs.iter())
+            .map(|d| d.label(column.as_deref()))
+            .collect::<std::result::Result<Vec<_>, String>>()
+            .map_err(Error::Config)?;
+        let partitions = partition_keys(&view.plan.config, &labels);
+        let f = Features::of(&texts, partitions, &view.plan.config, &self.signer);
+        let indexed = match view.search(&f) {
             Ok(m) => m,
             // A nightly run committed meanwhile and deleted files of a batch that left its
             // window: once more over its new head (the settings never change).
@@ -348,7 +403,7 @@ impl Online {
                 }
                 self.refresh()?;
                 view = self.view.read().map_err(poisoned)?;
-                view.search(&f, f.exact.clone())?
+                view.search(&f)?
             }
         };
         let cfg = &view.plan.config;
@@ -393,7 +448,8 @@ impl Online {
                     let mut a = answer(q, found);
                     if !a.duplicate {
                         let id = docs[q].id.clone().unwrap_or_default();
-                        journal.add(&id, &docs[q].text)?;
+                        let label = column.as_deref().map(|c| (c, labels[q].as_deref()));
+                        journal.add(&id, &docs[q].text, label)?;
                         store.insert(&self.signer, cfg, id, &f, q, UNSEALED);
                         a.added = true;
                     }
@@ -447,6 +503,21 @@ impl Online {
                 .insert(id.to_string());
         }
         Ok(online || indexed)
+    }
+
+    /// Starts warming the page cache with the files lookups read (with `preload`; new batches
+    /// are warmed as they appear).
+    pub(crate) fn start_preload(&self) {
+        if let Some(p) = &self.preload {
+            let view = self.view.read().unwrap_or_else(PoisonError::into_inner);
+            p.start(view.random_reads(), true);
+        }
+    }
+
+    /// The index's `--partition-by` column (its settings never change).
+    pub(crate) fn partition_column(&self) -> Option<String> {
+        let view = self.view.read().unwrap_or_else(PoisonError::into_inner);
+        view.plan.config.partition_by.clone()
     }
 
     /// `/stats`: documents retained, requests since the start, latency percentiles (ms).

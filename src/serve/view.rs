@@ -5,13 +5,14 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use super::features::Features;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::index::batch::BatchReader;
 use crate::index::{read_head, BatchEntry, HEAD};
 use crate::io::output::OutputDir;
 use crate::plan::Plan;
-use crate::stages::lookup::{self, Live, Probes, Queries};
+use crate::stages::lookup::{self, Live, Probes};
 
 /// One head of the index, opened.
 pub(crate) struct View {
@@ -49,15 +50,10 @@ impl View {
             refuse("it has no head (index.json): run a nightly `run --index` into it first, which sets its settings".into())
         })?;
         let config = config_of(&head.settings).map_err(|e| refuse(e.to_string()))?;
-        for (flag, set) in [
-            ("--partition-by", config.partition_by.is_some()),
-            ("--across", config.across.is_some()),
-        ] {
-            if set {
-                return Err(refuse(format!(
-                    "it was built with {flag}, whose values a request does not carry; `serve` answers for indexes without it"
-                )));
-            }
+        if config.across.is_some() {
+            return Err(refuse(
+                "it was built with --across, whose values a request does not carry; `serve` answers for indexes without it".into(),
+            ));
         }
         let plan = Plan {
             format: crate::plan::FORMAT,
@@ -98,14 +94,10 @@ impl View {
 
     /// Each query's earliest verified match in the index: (batch name, the indexed document's
     /// id, similarity).
-    pub(crate) fn search(
-        &self,
-        queries: &impl Queries,
-        exact: Vec<u128>,
-    ) -> Result<Vec<Option<(String, String, f32)>>> {
-        let n = exact.len();
-        let probes = Probes::of(&self.plan, n, queries, exact, &[]);
-        let (best, _, _) = lookup::search(&self.plan, &self.readers, &probes, &self.live, queries)?;
+    pub(crate) fn search(&self, f: &Features) -> Result<Vec<Option<(String, String, f32)>>> {
+        let n = f.exact.len();
+        let probes = Probes::of(&self.plan, n, f, f.exact.clone(), &f.partitions);
+        let (best, _, _) = lookup::search(&self.plan, &self.readers, &probes, &self.live, f)?;
         let mut out = vec![None; n];
         for (bi, r) in self.readers.iter().enumerate() {
             let (xs, matched) = lookup::matched_in(&best, bi);

@@ -31,7 +31,9 @@ fn start(index: &Path, extra: &[&str]) -> Server {
         .spawn();
     let mut line = String::new();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    stderr.read_line(&mut line).unwrap();
+    while stderr.read_line(&mut line).unwrap() > 0 && !line.contains("serving") {
+        line.clear();
+    }
     // The rest of what it says is drained, so it never writes to a closed pipe.
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
     let url = line
@@ -89,13 +91,19 @@ fn decisions(out: &Path) -> Vec<(String, bool, Option<String>)> {
         .collect()
 }
 
+/// A document's `--partition-by part` value, by its place in [`three_shards`]' documents.
+type Part = fn(usize) -> Option<&'static str>;
+
 /// Night 1 (the English shard) indexed with `args`, then night 2 (every shard, night 1's again
 /// among them) decided by a nightly run over a copy of that index, and the same texts sent one
 /// at a time to `/add` of a server on the index: each answer must be the nightly run's keep/drop
-/// and `duplicate_of`. Returns the server, its index, night 2's documents and how many it kept.
+/// and `duplicate_of`. With `part`, the shards have a `part` column of its values, the runs
+/// `--partition-by part` and each request its `"partition"`. Returns the server, its index,
+/// night 2's documents and how many it kept.
 fn night_two_sent_one_at_a_time(
     dir: &Path,
     args: &[&str],
+    part: Option<Part>,
 ) -> (
     Server,
     std::path::PathBuf,
@@ -103,6 +111,27 @@ fn night_two_sent_one_at_a_time(
     usize,
 ) {
     let (all, docs) = three_shards(&dir.join("gen"));
+    let mut args = args.to_vec();
+    if let Some(part) = part {
+        // The same shards, each with its documents' values.
+        for (file, prefix) in [("a-en", "en"), ("b-mixed", "mx"), ("c-zh", "zh")] {
+            let mine: Vec<usize> = (0..docs.len())
+                .filter(|&i| docs[i].id.starts_with(prefix))
+                .collect();
+            let id: Vec<&str> = mine.iter().map(|&i| docs[i].id.as_str()).collect();
+            let text: Vec<&str> = mine.iter().map(|&i| docs[i].text.as_str()).collect();
+            let values: Vec<Option<&str>> = mine.iter().map(|&i| part(i)).collect();
+            let column = polars::prelude::Column::new("part".into(), values);
+            write_shard(
+                &dir.join(format!("gen/{file}.parquet")),
+                &id,
+                &text,
+                vec![column],
+            );
+        }
+        args.extend(["--partition-by", "part"]);
+    }
+    let args = &args[..];
     let night1 = dir.join("gen/a-en.parquet").display().to_string();
     let (index, reference) = (dir.join("index"), dir.join("reference"));
     let i = index.display().to_string();
@@ -116,9 +145,13 @@ fn night_two_sent_one_at_a_time(
 
     let server = start(&index, &[]);
     let (mut batches, mut near) = (std::collections::BTreeSet::new(), 0);
-    for (d, (id, keep, of)) in docs.iter().zip(&nightly) {
+    for (i, (d, (id, keep, of))) in docs.iter().zip(&nightly).enumerate() {
         assert_eq!(&d.id, id);
-        let a = server.post("/add", serde_json::json!({"id": d.id, "text": d.text}));
+        let mut request = serde_json::json!({"id": d.id, "text": d.text});
+        if let Some(part) = part {
+            request["partition"] = serde_json::json!(part(i));
+        }
+        let a = server.post("/add", request);
         assert_eq!(a["duplicate"], !keep, "{id}: {a}");
         assert_eq!(a["added"], *keep, "{id}: {a}");
         assert_eq!(a["duplicate_of"].as_str(), of.as_deref(), "{id}: {a}");
@@ -136,7 +169,7 @@ fn night_two_sent_one_at_a_time(
 #[test]
 fn serve_decides_as_the_nightly_run_and_keeps_what_it_acknowledged() {
     let dir = temp_dir("serve");
-    let (server, index, docs, kept) = night_two_sent_one_at_a_time(&dir, &[]);
+    let (server, index, docs, kept) = night_two_sent_one_at_a_time(&dir, &[], None);
     let stats = server.post_stats();
     assert_eq!(stats["added"], kept);
 
@@ -240,12 +273,94 @@ fn serve_decides_as_the_nightly_run_and_keeps_what_it_acknowledged() {
 fn serve_decides_as_a_simhash_nightly_run() {
     let dir = temp_dir("serve-simhash");
     let sim = ["--method", "simhash", "--simhash-df-sample", "100"];
-    let (server, index, _, kept) = night_two_sent_one_at_a_time(&dir, &sim);
+    let (server, index, _, kept) = night_two_sent_one_at_a_time(&dir, &sim, None);
     assert_eq!(server.post_stats()["added"], kept);
     // On restart the fingerprints are made again from the journal, through the same filter.
     drop(server);
     let server = start(&index, &[]);
     assert_eq!(server.post_stats()["online_documents"], kept);
+}
+
+#[test]
+fn serve_decides_as_a_partitioned_nightly_run() {
+    let dir = temp_dir("serve-partition");
+    let part: Part = |i| match i % 5 {
+        0 => None,
+        1 | 2 => Some("p1"),
+        _ => Some("p2"),
+    };
+    let (server, index, docs, kept) = night_two_sent_one_at_a_time(&dir, &[], Some(part));
+    assert_eq!(server.post_stats()["added"], kept);
+    // A text duplicates only what is retained in its partition: one night 1 kept (indexed) and
+    // one night 2 kept (added online), each checked with its own value and with a value no
+    // document has.
+    let kept_in = |night: &str, from: usize| {
+        let rows = decisions(&dir.join(night));
+        (from..rows.len())
+            .find(|&i| rows[i].1 && part(i).is_some())
+            .unwrap()
+    };
+    for i in [kept_in("n1", 0), kept_in("n2", 160)] {
+        let check = |value: Option<&str>| {
+            let request = serde_json::json!({"text": docs[i].text, "partition": value});
+            server.post("/check", request)
+        };
+        let mine = check(part(i));
+        assert_eq!(
+            mine["duplicate_of"].as_str(),
+            Some(docs[i].id.as_str()),
+            "{mine}"
+        );
+        assert_eq!(check(Some("p9"))["duplicate"], false);
+    }
+    // A request must name its value, and only for a partitioned index.
+    let (status, answer) = server.call("POST", "/check", br#"{"text": "a"}"#, None);
+    assert_eq!(status, 400);
+    assert!(
+        answer["error"].as_str().unwrap().contains("`part`"),
+        "{answer}"
+    );
+    let (status, _) = server.call(
+        "POST",
+        "/check",
+        br#"{"text": "a", "partition": 1.5}"#,
+        None,
+    );
+    assert_eq!(status, 400);
+
+    // The journal keeps each add's value: a restart, then a nightly run that folds the adds in
+    // (reading `part` from the journal), keep them in their partitions.
+    drop(server);
+    let server = start(&index, &[]);
+    assert_eq!(server.post_stats()["online_documents"], kept);
+    let shard = write_shard(
+        &dir.join("n3in/s.parquet"),
+        &["d0"],
+        &["a third night's page, about tide pools and their snails, crabs and anemones"],
+        vec![polars::prelude::Column::new("part".into(), ["p1"])],
+    );
+    let ix = index.display().to_string();
+    run_ok(
+        &shard,
+        &dir.join("n3"),
+        &["--index", &ix, "--batch", "n3", "--partition-by", "part"],
+    );
+    let online = kept_in("n2", 160);
+    let d = &docs[online];
+    let mine = server.post(
+        "/check",
+        serde_json::json!({"text": d.text, "partition": part(online)}),
+    );
+    assert_eq!(
+        (mine["batch"].as_str(), mine["duplicate_of"].as_str()),
+        (Some("n3"), Some(d.id.as_str())),
+        "{mine}"
+    );
+    let theirs = server.post(
+        "/check",
+        serde_json::json!({"text": d.text, "partition": "p9"}),
+    );
+    assert_eq!(theirs["duplicate"], false, "{theirs}");
 }
 
 #[test]
