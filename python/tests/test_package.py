@@ -364,7 +364,6 @@ def test_index_answers_for_a_simhash_index(tmp_path):
     assert first["added"] and not second["added"] and second["duplicate_of"] == "s1", (first, second)
 
 
-
 def test_index_answers_within_partitions(tmp_path):
     index = str(tmp_path / "index")
     text = "a page about harbour seals, the way they haul out on rocks and sandbanks at low tide"

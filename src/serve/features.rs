@@ -152,7 +152,7 @@ impl Features {
             .collect();
         let exact = (0..texts.len())
             .map(|d| {
-                crate::partition::exact_key(keys.exact(d), partitions.get(d).map_or(0, |&p| p))
+                crate::partition::exact_key(keys.exact(d), partitions.get(d).copied().unwrap_or(0))
             })
             .collect();
         Features {

@@ -37,14 +37,13 @@ impl Added {
     /// The value at `column` (a run's `--partition-by`), as a run reads it (None: null, absent
     /// or of a kind a run refuses).
     pub(crate) fn label(&self, column: &str) -> Option<String> {
-        let (path, last) = column
-            .rsplit_once('.')
-            .map_or(("", column), |(p, l)| (p, l));
+        let steps: Vec<&str> = column.split('.').collect();
+        let (last, path) = steps.split_last()?;
         let mut at = &self.labels;
-        for step in path.split('.').filter(|s| !s.is_empty()) {
-            at = at.get(step)?.as_object()?;
+        for step in path {
+            at = at.get(*step)?.as_object()?;
         }
-        crate::partition::json_label(at.get(last)?).flatten()
+        crate::partition::json_label(at.get(*last)?).flatten()
     }
 }
 
@@ -232,14 +231,15 @@ impl Journal {
     ) -> Result<()> {
         let mut labels = serde_json::Map::new();
         if let Some((column, value)) = label {
-            let mut steps: Vec<&str> = column.split('.').collect();
-            let last = steps.pop().unwrap_or(column);
+            // Nested objects along a dotted column, as `label` reads them.
+            let steps: Vec<&str> = column.split('.').collect();
+            let (last, path) = steps.split_last().unwrap_or((&column, &[]));
             let mut inner = serde_json::Map::new();
             inner.insert(
                 last.to_string(),
                 value.map(serde_json::Value::from).unwrap_or_default(),
             );
-            for step in steps.into_iter().rev() {
+            for step in path.iter().rev() {
                 let mut outer = serde_json::Map::new();
                 outer.insert(step.to_string(), serde_json::Value::Object(inner));
                 inner = outer;
